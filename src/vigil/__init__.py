@@ -1,0 +1,3 @@
+"""Vigil: liveness, human-in-the-loop and messaging for AI agents."""
+
+__version__ = "0.1.0"

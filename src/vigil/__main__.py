@@ -1,0 +1,5 @@
+import sys
+
+from vigil.cli import main
+
+sys.exit(main())

@@ -1,0 +1,56 @@
+"""The first operator of a namespace, created with the deployer's AWS credentials.
+
+There is no default password: whoever can write to the table (the deployer) creates the first
+operator, receives its secret once, and every other principal is registered through the API.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vigil.clock import Clock
+from vigil.domain.identity import (
+    NAMESPACE_PATTERN,
+    Namespace,
+    Principal,
+    hash_secret,
+    issue_secret,
+    new_principal_id,
+)
+from vigil.errors import conflict, invalid
+from vigil.store import ConditionFailed, Store
+
+
+def bootstrap_operator(
+    store: Store, clock: Clock, namespace: str, name: str, *, existing_ok: bool = False
+) -> tuple[Principal, str]:
+    """Creates ``namespace`` and an operator in it; returns the operator and its secret."""
+    if not re.match(NAMESPACE_PATTERN, namespace):
+        raise invalid("namespace must be 2-63 characters: lower-case letters, digits and '-'")
+    if not 1 <= len(name) <= 100:
+        raise invalid("name must be 1-100 characters")
+    now = clock.now()
+    try:
+        store.create_namespace(Namespace(name=namespace, created_at=now))
+    except ConditionFailed:
+        if not existing_ok:
+            raise conflict(
+                f"namespace {namespace!r} exists; pass --existing-ok to add an operator"
+            ) from None
+    principal_id = new_principal_id("person")
+    secret = issue_secret(namespace, principal_id)
+    operator = Principal(
+        namespace=namespace,
+        id=principal_id,
+        kind="person",
+        name=name,
+        role="operator",
+        status="active",
+        secret_hash=hash_secret(secret),
+        created_at=now,
+        updated_at=now,
+        created_by=None,
+        version=1,
+    )
+    store.create_principal(operator)
+    return operator, secret

@@ -1,0 +1,127 @@
+"""The ``vigil`` command: run locally, bridge stdio, create the first operator, print OpenAPI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+LOCAL_STATE = Path(".vigil") / "local.json"
+
+
+def _local_state() -> dict[str, str]:
+    try:
+        state: dict[str, str] = json.loads(LOCAL_STATE.read_text())
+        return state
+    except (OSError, ValueError):
+        return {}
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from vigil.local.runtime import main
+
+    return main(["--host", args.host, "--port", str(args.port)])
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from vigil.transports.stdio import StdioBridge
+
+    state = _local_state()
+    endpoint = args.endpoint or os.environ.get("VIGIL_ENDPOINT") or state.get("mcp_url")
+    if not endpoint:
+        print(
+            "no endpoint: pass --endpoint, set VIGIL_ENDPOINT, or start `vigil local`",
+            file=sys.stderr,
+        )
+        return 2
+    secret = os.environ.get("VIGIL_SECRET")
+    if secret is None and endpoint == state.get("mcp_url"):
+        secret = state.get(
+            "operator_secret"
+        )  # the local runtime's own operator, never sent elsewhere
+    StdioBridge(endpoint, secret).serve()
+    return 0
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    from vigil.adapters.dynamo import DynamoStore
+    from vigil.bootstrap import bootstrap_operator
+    from vigil.clock import SystemClock
+    from vigil.errors import VigilError
+    from vigil.wiring import aws_client
+
+    table = args.table or _table_of_stack(args.stack)
+    store = DynamoStore(aws_client("dynamodb"), table)
+    try:
+        operator, secret = bootstrap_operator(
+            store, SystemClock(), args.namespace, args.name, existing_ok=args.existing_ok
+        )
+    except VigilError as error:
+        print(f"error: {error.message}", file=sys.stderr)
+        return 1
+    # The secret goes to stdout once, for the operator to store; it is never logged.
+    print(
+        json.dumps({"namespace": operator.namespace, "operator_id": operator.id, "secret": secret})
+    )
+    return 0
+
+
+def _table_of_stack(stack: str) -> str:
+    from vigil.wiring import aws_client
+
+    outputs = aws_client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]
+    return next(o["OutputValue"] for o in outputs if o["OutputKey"] == "TableName")
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from vigil.transports.openapi import openapi_document
+
+    print(json.dumps(openapi_document(), indent=2))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="vigil", description=__doc__)
+    commands = root.add_subparsers(dest="command", required=True)
+
+    local = commands.add_parser(
+        "local", help="run Vigil on this machine on an embedded AWS stand-in"
+    )
+    local.add_argument("--host", default="127.0.0.1")
+    local.add_argument("--port", type=int, default=8080)
+    local.set_defaults(run=cmd_local)
+
+    mcp = commands.add_parser("mcp", help="serve MCP over stdio, forwarding to an endpoint")
+    mcp.add_argument("--endpoint", help="MCP URL; default VIGIL_ENDPOINT or the local runtime's")
+    mcp.set_defaults(run=cmd_mcp)
+
+    boot = commands.add_parser(
+        "bootstrap", help="create a namespace's first operator (AWS credentials)"
+    )
+    boot.add_argument("--namespace", required=True)
+    boot.add_argument("--name", required=True, help="the operator's display name")
+    where = boot.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stack", default="vigil", help="CloudFormation stack to read the table from"
+    )
+    where.add_argument("--table", help="DynamoDB table name")
+    boot.add_argument(
+        "--existing-ok", action="store_true", help="add an operator to an existing namespace"
+    )
+    boot.set_defaults(run=cmd_bootstrap)
+
+    openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
+    openapi.set_defaults(run=cmd_openapi)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

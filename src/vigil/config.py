@@ -1,0 +1,48 @@
+"""Settings read once from the environment that template.yaml (or the local runtime) sets."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    table_name: str
+    timer_queue_url: str
+    attachments_bucket: str
+    schedule_group: str
+    scheduler_role_arn: str
+    alarm_function_arn: str
+    alarm_dlq_arn: str
+    allowed_origins: frozenset[str]
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        source = os.environ if env is None else env
+        missing = [
+            name
+            for name in (
+                "TABLE_NAME",
+                "TIMER_QUEUE_URL",
+                "ATTACHMENTS_BUCKET",
+                "SCHEDULE_GROUP",
+                "SCHEDULER_ROLE_ARN",
+                "ALARM_FUNCTION_ARN",
+                "ALARM_DLQ_ARN",
+            )
+            if not source.get(name)
+        ]
+        if missing:
+            raise RuntimeError(f"missing configuration: {', '.join(missing)}")
+        origins = source.get("ALLOWED_ORIGINS", "")
+        return cls(
+            table_name=source["TABLE_NAME"],
+            timer_queue_url=source["TIMER_QUEUE_URL"],
+            attachments_bucket=source["ATTACHMENTS_BUCKET"],
+            schedule_group=source["SCHEDULE_GROUP"],
+            scheduler_role_arn=source["SCHEDULER_ROLE_ARN"],
+            alarm_function_arn=source["ALARM_FUNCTION_ARN"],
+            alarm_dlq_arn=source["ALARM_DLQ_ARN"],
+            allowed_origins=frozenset(o.strip() for o in origins.split(",") if o.strip()),
+        )

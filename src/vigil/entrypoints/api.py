@@ -1,0 +1,61 @@
+"""The API function: API Gateway HTTP API (payload 2.0) events in, HTTP responses out.
+
+Everything heavy is built on the first invocation and reused while the sandbox lives (and
+captured by SnapStart when it is on), never at import of the package by tests or tools.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from typing import Any
+
+from vigil.errors import unavailable
+from vigil.observability import correlation_id, get_logger
+from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.transports.router import Router
+
+log = get_logger("vigil.api")
+
+
+@functools.cache
+def router() -> Router:
+    from vigil.wiring import aws_app, settings
+
+    return Router(aws_app(), settings().allowed_origins)
+
+
+def request_from_event(event: dict[str, Any]) -> HttpRequest:
+    http = event["requestContext"]["http"]
+    body = event.get("body") or ""
+    raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
+    return HttpRequest(
+        method=http["method"].upper(),
+        path=event.get("rawPath") or http.get("path", "/"),
+        headers={k.lower(): v for k, v in (event.get("headers") or {}).items()},
+        body=raw,
+        request_id=event["requestContext"].get("requestId"),
+    )
+
+
+def event_from_response(response: HttpResponse, request_id: str | None) -> dict[str, Any]:
+    return {
+        "statusCode": response.status,
+        "headers": {**response.headers, "x-correlation-id": request_id or ""},
+        "body": response.body.decode(),
+        "isBase64Encoded": False,
+    }
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    request = request_from_event(event)
+    token = correlation_id.set(request.headers.get("x-correlation-id") or request.request_id)
+    try:
+        response = router().handle(request)
+    except Exception:
+        log.exception("request failed")
+        error = unavailable()
+        response = HttpResponse.json(500, {"error": error.to_dict()})
+    finally:
+        correlation_id.reset(token)
+    return event_from_response(response, request.request_id)

@@ -1,0 +1,1 @@
+"""Thin transports over vigil.app.App: MCP over HTTP, REST, OpenAPI, stdio."""

@@ -1,0 +1,191 @@
+"""MCP over streamable HTTP, stateless, answering every request with one JSON body.
+
+Written against the protocol rather than the SDK's server: the SDK's server import alone costs
+more cold start than the rest of the function (docs/PERFORMANCE.md), and a stateless JSON
+endpoint needs only initialize, ping, tools/list and tools/call. Conformance is proven by the
+SDK's own client, the MCP Inspector CLI and raw JSON-RPC tests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vigil import __version__
+from vigil.app import App, UnknownTool
+from vigil.catalog import TOOLS
+from vigil.errors import VigilError
+from vigil.transports.http import HttpRequest, HttpResponse
+
+# Revisions negotiated with initialize, and those that carry the version on every request
+# (the stateless envelope, opened by server/discover). Both eras share one result builder.
+HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+UNSUPPORTED_VERSION = -32022
+
+INSTRUCTIONS = (
+    "Vigil keeps AI agents alive and accountable: dead-man switches, leases, human instructions "
+    "and approvals, and reliable mailboxes. Authenticate with Authorization: Bearer <secret>."
+)
+
+
+SERVER_INFO = {"name": "vigil", "title": "Vigil", "version": __version__}
+CAPABILITIES = {"tools": {"listChanged": False}}
+
+
+def _error(
+    request_id: Any, code: int, message: str, status: int = 200, data: Any = None
+) -> HttpResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return HttpResponse.json(status, {"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _unsupported(request_id: Any, requested: object) -> HttpResponse:
+    supported = [*MODERN_VERSIONS, *reversed(HANDSHAKE_VERSIONS)]
+    data = {"supported": supported, "requested": str(requested)}
+    return _error(request_id, UNSUPPORTED_VERSION, "unsupported protocol version", 400, data)
+
+
+def _result(request_id: Any, result: dict[str, Any]) -> HttpResponse:
+    # resultType is required by the stateless era and ignored by the handshake era.
+    body = {"jsonrpc": "2.0", "id": request_id, "result": {**result, "resultType": "complete"}}
+    return HttpResponse.json(200, body)
+
+
+def tool_listing() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.description,
+            "inputSchema": tool.input_schema(),
+            "outputSchema": tool.output_schema(),
+            "annotations": {
+                "title": tool.title,
+                "readOnlyHint": tool.read_only,
+                "destructiveHint": tool.destructive,
+                "idempotentHint": tool.read_only or tool.takes_idempotency_key,
+                "openWorldHint": False,
+            },
+        }
+        for tool in TOOLS
+    ]
+
+
+def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": payload,
+        "isError": is_error,
+    }
+
+
+class McpEndpoint:
+    def __init__(self, app: App, allowed_origins: frozenset[str]) -> None:
+        self.app = app
+        self.allowed_origins = allowed_origins
+        self._listing: list[dict[str, Any]] | None = None
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        if request.method != "POST":
+            # Stateless: no server-initiated stream to GET and no session to DELETE.
+            return HttpResponse(405, b"", {"allow": "POST"})
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in self.allowed_origins:
+            # DNS rebinding defence: a browser page may not drive the endpoint unless allowed.
+            return _error(None, INVALID_REQUEST, "origin not allowed", status=403)
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
+            return _unsupported(None, version)
+        try:
+            message = json.loads(request.body)
+        except (UnicodeDecodeError, ValueError):
+            return _error(None, PARSE_ERROR, "body is not valid JSON", status=400)
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(None, INVALID_REQUEST, "expected one JSON-RPC 2.0 message", status=400)
+        method = message.get("method")
+        if "id" not in message:
+            # A notification, or a response to a request we never send: accepted, no body.
+            if method is not None and not isinstance(method, str):
+                return _error(None, INVALID_REQUEST, "method must be a string", status=400)
+            return HttpResponse(202)
+        request_id = message["id"]
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            return _error(None, INVALID_REQUEST, "id must be a string or an integer", status=400)
+        if not isinstance(method, str):
+            return _error(request_id, INVALID_REQUEST, "method must be a string", status=400)
+        params = message.get("params", {})
+        if not isinstance(params, dict):
+            return _error(request_id, INVALID_PARAMS, "params must be an object")
+        meta = params.get("_meta")
+        per_request = meta.get(_META_VERSION) if isinstance(meta, dict) else None
+        if per_request is not None or method == "server/discover" or version in MODERN_VERSIONS:
+            requested = per_request or version
+            if requested not in MODERN_VERSIONS:
+                return _unsupported(request_id, requested)
+        return self._dispatch(request_id, method, params, request.bearer())
+
+    def _dispatch(
+        self, request_id: Any, method: str, params: dict[str, Any], bearer: str | None
+    ) -> HttpResponse:
+        if method == "initialize":
+            offered = params.get("protocolVersion")
+            return _result(
+                request_id,
+                {
+                    "protocolVersion": offered
+                    if offered in HANDSHAKE_VERSIONS
+                    else LATEST_HANDSHAKE,
+                    "capabilities": CAPABILITIES,
+                    "serverInfo": SERVER_INFO,
+                    "instructions": INSTRUCTIONS,
+                },
+            )
+        if method == "server/discover":
+            return _result(
+                request_id,
+                {
+                    "supportedVersions": list(MODERN_VERSIONS),
+                    "capabilities": CAPABILITIES,
+                    "instructions": INSTRUCTIONS,
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
+                },
+            )
+        if method == "ping":
+            return _result(request_id, {})
+        if method == "tools/list":
+            if self._listing is None:
+                self._listing = tool_listing()
+            # The catalog is the same for every caller, but private keeps it out of shared caches.
+            return _result(
+                request_id, {"tools": self._listing, "ttlMs": 0, "cacheScope": "private"}
+            )
+        if method == "tools/call":
+            return self._call(request_id, params, bearer)
+        return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _call(self, request_id: Any, params: dict[str, Any], bearer: str | None) -> HttpResponse:
+        name = params.get("name")
+        if not isinstance(name, str):
+            return _error(request_id, INVALID_PARAMS, "params.name must be a string")
+        arguments = params.get("arguments", {})
+        try:
+            payload = self.app.call(name, arguments, bearer)
+        except UnknownTool:
+            return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}")
+        except VigilError as error:
+            return _result(request_id, tool_result({"error": error.to_dict()}, is_error=True))
+        return _result(request_id, tool_result(payload, is_error=False))

@@ -1,0 +1,142 @@
+"""The in-memory fake and the DynamoDB adapter (on moto) honour one contract."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from vigil.clock import ManualClock
+from vigil.domain.idempotency import IdempotencyRecord
+from vigil.domain.identity import Namespace, Principal, hash_secret, new_principal_id
+from vigil.store import ConditionFailed, Store
+
+
+def principal(
+    clock: ManualClock, kind: str = "agent", name: str = "a", ns: str = "acme"
+) -> Principal:
+    now = clock.now()
+    return Principal(
+        namespace=ns,
+        id=new_principal_id(kind),  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]
+        name=name,
+        role="worker",
+        status="active",
+        secret_hash=hash_secret("x"),
+        created_at=now,
+        updated_at=now,
+        created_by=None,
+        version=1,
+    )
+
+
+def claim(
+    clock: ManualClock, key: str = "k", token: str = "t1", fp: str = "f"
+) -> IdempotencyRecord:
+    now = clock.now()
+    return IdempotencyRecord(
+        namespace="acme",
+        principal_id="agt_aaaaaaaaaaaaaaaa",
+        tool="register",
+        key=key,
+        fingerprint=fp,
+        status="pending",
+        token=token,
+        locked_until=now + timedelta(seconds=60),
+        expires_at=now + timedelta(hours=24),
+    )
+
+
+def test_namespace_is_created_once(store: Store, clock: ManualClock) -> None:
+    store.create_namespace(Namespace(name="acme", created_at=clock.now()))
+    with pytest.raises(ConditionFailed):
+        store.create_namespace(Namespace(name="acme", created_at=clock.now()))
+    found = store.get_namespace("acme")
+    assert found is not None
+    assert found.name == "acme"
+    assert store.get_namespace("other") is None
+
+
+def test_principal_create_get_and_conditional_update(store: Store, clock: ManualClock) -> None:
+    p = principal(clock)
+    store.create_principal(p)
+    with pytest.raises(ConditionFailed):
+        store.create_principal(p)
+    assert store.get_principal("acme", p.id) == p
+    assert store.get_principal("globex", p.id) is None
+
+    changed = p.model_copy(update={"name": "b", "version": 2})
+    store.update_principal(changed)
+    assert store.get_principal("acme", p.id) == changed
+    stale = p.model_copy(update={"name": "c", "version": 2})
+    with pytest.raises(ConditionFailed):
+        store.update_principal(stale)
+    assert store.get_principal("acme", p.id) == changed
+
+
+def test_list_principals_filters_kind_and_namespace_and_pages(
+    store: Store, clock: ManualClock
+) -> None:
+    agents = sorted((principal(clock) for _ in range(5)), key=lambda p: p.id)
+    for p in agents:
+        store.create_principal(p)
+    store.create_principal(principal(clock, kind="person"))
+    store.create_principal(principal(clock, ns="globex"))
+
+    first = store.list_principals("acme", "agent", None, 3)
+    rest = store.list_principals("acme", "agent", first[-1].id, 3)
+    assert [p.id for p in first + rest] == [p.id for p in agents]
+    assert len(store.list_principals("acme", "person", None, 10)) == 1
+
+
+def test_idempotency_claim_replay_and_takeover(store: Store, clock: ManualClock) -> None:
+    first = claim(clock)
+    assert store.claim_idempotency(first, clock.now()) is None
+    # A second claim while the first is pending and locked sees the pending record.
+    seen = store.claim_idempotency(claim(clock, token="t2"), clock.now())
+    assert seen is not None
+    assert (seen.status, seen.token) == ("pending", "t1")
+
+    # After the lock lapses, the crashed attempt's claim is taken over by a new token.
+    clock.advance(61)
+    assert store.claim_idempotency(claim(clock, token="t3"), clock.now()) is None
+    # The crashed attempt can no longer complete: its token lost.
+    done = first.model_copy(update={"status": "completed", "result": {"x": 1}})
+    with pytest.raises(ConditionFailed):
+        store.complete_idempotency(done)
+
+
+def test_completion_is_atomic_with_the_domain_write(store: Store, clock: ManualClock) -> None:
+    record = claim(clock)
+    store.claim_idempotency(record, clock.now())
+    done = record.model_copy(update={"status": "completed", "result": {"ok": True}})
+    p = principal(clock)
+    store.create_principal(p, completes=done)
+    replay = store.claim_idempotency(claim(clock, token="t9"), clock.now())
+    assert replay is not None
+    assert (replay.status, replay.result) == ("completed", {"ok": True})
+
+    # A write whose claim was lost writes nothing at all.
+    lost = claim(clock, key="other", token="mine")
+    q = principal(clock)
+    with pytest.raises(ConditionFailed):
+        store.create_principal(q, completes=lost.model_copy(update={"status": "completed"}))
+    assert store.get_principal("acme", q.id) is None
+
+
+def test_expired_completed_record_is_claimable_again(store: Store, clock: ManualClock) -> None:
+    record = claim(clock)
+    store.claim_idempotency(record, clock.now())
+    store.complete_idempotency(record.model_copy(update={"status": "completed", "result": {}}))
+    clock.advance(24 * 3600 + 1)
+    assert store.claim_idempotency(claim(clock, token="new"), clock.now()) is None
+
+
+def test_release_only_drops_our_pending_claim(store: Store, clock: ManualClock) -> None:
+    record = claim(clock)
+    store.claim_idempotency(record, clock.now())
+    store.release_idempotency(record.model_copy(update={"token": "someone-else"}))
+    assert store.claim_idempotency(claim(clock, token="t2"), clock.now()) is not None
+    store.release_idempotency(record)
+    assert store.claim_idempotency(claim(clock, token="t3"), clock.now()) is None

@@ -1,0 +1,203 @@
+"""Identity and access at the service layer, on the in-memory store."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from tests.support import Tenant
+
+from vigil.adapters.memory import MemoryStore
+from vigil.app import App
+from vigil.errors import ErrorCode, VigilError
+
+
+def error_of(call, *args, **kwargs) -> VigilError:  # type: ignore[no-untyped-def]
+    with pytest.raises(VigilError) as caught:
+        call(*args, **kwargs)
+    return caught.value
+
+
+def test_register_shows_the_secret_once_and_stores_only_its_hash(tenant: Tenant) -> None:
+    result = tenant.call("register", kind="agent", name="worker-1")
+    secret = result["secret"]
+    agent = result["principal"]
+    assert agent["address"] == f"agent:{agent['id']}"
+    assert agent["role"] == "worker"
+    store = tenant.app.store
+    assert isinstance(store, MemoryStore)
+    stored = store.principals[("acme", agent["id"])]
+    assert secret not in stored.model_dump_json()
+    assert tenant.app.call("whoami", {}, secret)["principal"]["id"] == agent["id"]
+
+
+def test_only_operators_register(tenant: Tenant) -> None:
+    _, worker_secret = tenant.register()
+    before = len(tenant.app.store.principals)  # type: ignore[attr-defined]
+    error = error_of(tenant.call, "register", worker_secret, kind="agent", name="x")
+    assert error.code is ErrorCode.FORBIDDEN
+    assert len(tenant.app.store.principals) == before  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        None,
+        "",
+        "Bearer",
+        "vgl.acme.agt_aaaaaaaaaaaaaaaa.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "garbage",
+    ],
+)
+def test_bad_credentials_are_unauthenticated(
+    memory_app: App, tenant: Tenant, secret: str | None
+) -> None:
+    assert error_of(memory_app.call, "whoami", {}, secret).code is ErrorCode.UNAUTHENTICATED
+
+
+def test_a_forged_secret_for_a_real_principal_is_refused(tenant: Tenant) -> None:
+    agent_id, secret = tenant.register()
+    forged = secret[:-4] + ("AAAA" if not secret.endswith("AAAA") else "BBBB")
+    assert error_of(tenant.app.call, "whoami", {}, forged).code is ErrorCode.UNAUTHENTICATED
+
+
+def test_namespaces_do_not_see_each_other(tenant: Tenant, other_tenant: Tenant) -> None:
+    mine, _ = tenant.register(name="mine")
+    theirs, _ = other_tenant.register(name="theirs")
+    listed = [a["id"] for a in tenant.call("list_agents")["agents"]]
+    assert listed == [mine]
+    # An operator of another namespace cannot touch this namespace's principal.
+    error = error_of(other_tenant.call, "revoke_principal", principal_id=mine, version=1)
+    assert error.code is ErrorCode.NOT_FOUND
+    assert tenant.call("whoami")["principal"]["namespace"] == "acme"
+    assert theirs not in listed
+
+
+def test_idempotent_register_replays_without_the_secret(tenant: Tenant) -> None:
+    first = tenant.call("register", kind="agent", name="a", idempotency_key="k1")
+    again = tenant.call("register", kind="agent", name="a", idempotency_key="k1")
+    assert first["secret"] is not None
+    assert again["principal"] == first["principal"]
+    assert again["secret"] is None
+    assert len(tenant.call("list_agents")["agents"]) == 1
+    error = error_of(tenant.call, "register", kind="agent", name="b", idempotency_key="k1")
+    assert error.code is ErrorCode.IDEMPOTENCY_MISMATCH
+    assert len(tenant.call("list_agents")["agents"]) == 1
+
+
+def test_idempotency_keys_are_per_caller(tenant: Tenant) -> None:
+    _, other_operator = tenant.register(kind="person", role="operator", name="op2")
+    tenant.call("register", kind="agent", name="a", idempotency_key="same")
+    tenant.call("register", other_operator, kind="agent", name="a", idempotency_key="same")
+    assert len(tenant.call("list_agents")["agents"]) == 2
+
+
+def test_rotation_invalidates_the_old_secret(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    rotated = tenant.call("rotate_secret", old, version=1)
+    new = rotated["secret"]
+    assert rotated["principal"]["version"] == 2
+    assert error_of(tenant.app.call, "whoami", {}, old).code is ErrorCode.UNAUTHENTICATED
+    assert tenant.app.call("whoami", {}, new)["principal"]["id"] == agent_id
+    stale = error_of(tenant.call, "rotate_secret", principal_id=agent_id, version=1)
+    assert stale.code is ErrorCode.VERSION_CONFLICT
+
+
+def test_workers_cannot_rotate_or_revoke_others(tenant: Tenant) -> None:
+    a, a_secret = tenant.register(name="a")
+    b, b_secret = tenant.register(name="b")
+    assert (
+        error_of(tenant.call, "rotate_secret", a_secret, principal_id=b, version=1).code
+        is ErrorCode.NOT_FOUND
+    )
+    assert (
+        error_of(tenant.call, "revoke_principal", a_secret, principal_id=b, version=1).code
+        is ErrorCode.NOT_FOUND
+    )
+    assert tenant.app.call("whoami", {}, b_secret)["principal"]["status"] == "active"
+
+
+def test_revocation_stops_the_secret(tenant: Tenant) -> None:
+    agent_id, secret = tenant.register()
+    revoked = tenant.call("revoke_principal", principal_id=agent_id, version=1)
+    assert revoked["principal"]["status"] == "revoked"
+    assert error_of(tenant.app.call, "whoami", {}, secret).code is ErrorCode.UNAUTHENTICATED
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"kind": "robot", "name": "x"},
+        {"kind": "agent"},
+        {"kind": "agent", "name": ""},
+        {"kind": "agent", "name": "x" * 101},
+        {"kind": "agent", "name": "x", "extra": 1},
+        {"kind": "agent", "name": 5},
+        {"kind": "agent", "name": "x", "role": "root"},
+        {"kind": "agent", "name": "x", "idempotency_key": "has space"},
+        {"kind": "agent", "name": "line\nbreak"},
+    ],
+)
+def test_bad_arguments_are_typed_errors_that_change_nothing(
+    tenant: Tenant, arguments: dict
+) -> None:  # type: ignore[type-arg]
+    before = len(tenant.app.store.principals)  # type: ignore[attr-defined]
+    error = error_of(tenant.app.call, "register", arguments, tenant.operator_secret)
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert len(tenant.app.store.principals) == before  # type: ignore[attr-defined]
+
+
+def test_validation_errors_never_echo_the_input(tenant: Tenant) -> None:
+    error = error_of(tenant.call, "rotate_secret", version="SECRET-LOOKING-VALUE")
+    assert "SECRET-LOOKING-VALUE" not in json.dumps(error.to_dict())
+
+
+def test_list_directory_pages_searches_and_checks_cursors(tenant: Tenant) -> None:
+    for i in range(7):
+        tenant.register(name=f"builder-{i}")
+    tenant.register(name="reviewer")
+    seen: list[str] = []
+    cursor = None
+    while True:
+        args = {"kind": "agent", "search": "BUILDER", "limit": 3}
+        if cursor:
+            args["cursor"] = cursor
+        page = tenant.call("list_directory", **args)
+        seen += [item["name"] for item in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == [f"builder-{i}" for i in range(7)]
+    assert len(set(seen)) == 7
+    first = tenant.call("list_directory", kind="agent", limit=2)
+    mismatch = error_of(tenant.call, "list_directory", kind="person", cursor=first["next_cursor"])
+    assert mismatch.code is ErrorCode.INVALID_ARGUMENT
+    junk = error_of(tenant.call, "list_directory", kind="agent", cursor="%%%")
+    assert junk.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_unexpected_failures_become_unavailable_and_are_logged(
+    tenant: Tenant, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tenant.app.store
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("internal detail")
+
+    monkeypatch.setattr(store, "list_principals", broken)
+    error = error_of(tenant.call, "list_agents")
+    assert error.code is ErrorCode.UNAVAILABLE
+    assert "internal detail" not in json.dumps(error.to_dict())
+
+
+def test_logs_carry_no_secrets(tenant: Tenant, capsys: pytest.CaptureFixture[str]) -> None:
+    logging.getLogger("vigil").handlers[0].stream = __import__("sys").stderr
+    _, secret = tenant.register()
+    tenant.app.call("whoami", {}, secret)
+    with pytest.raises(VigilError):
+        tenant.app.call("whoami", {}, secret + "x")
+    captured = capsys.readouterr()
+    assert "tool call" in captured.err
+    assert secret not in captured.err
+    assert tenant.operator_secret not in captured.err
