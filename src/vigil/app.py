@@ -49,7 +49,7 @@ class App:
             or not secret_matches(secret, principal.secret_hash)
         ):
             raise unauthenticated()
-        return Caller(namespace, principal.id, principal.kind, principal.role)
+        return Caller(namespace, principal.id, principal.kind, principal.role, principal)
 
     def call(self, name: str, arguments: Any, bearer: str | None) -> dict[str, Any]:
         tool = BY_NAME.get(name)

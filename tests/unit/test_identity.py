@@ -57,7 +57,7 @@ def test_bad_credentials_are_unauthenticated(
 
 
 def test_a_forged_secret_for_a_real_principal_is_refused(tenant: Tenant) -> None:
-    agent_id, secret = tenant.register()
+    _agent_id, secret = tenant.register()
     forged = secret[:-4] + ("AAAA" if not secret.endswith("AAAA") else "BBBB")
     assert error_of(tenant.app.call, "whoami", {}, forged).code is ErrorCode.UNAUTHENTICATED
 
@@ -105,7 +105,7 @@ def test_rotation_invalidates_the_old_secret(tenant: Tenant) -> None:
 
 
 def test_workers_cannot_rotate_or_revoke_others(tenant: Tenant) -> None:
-    a, a_secret = tenant.register(name="a")
+    _a, a_secret = tenant.register(name="a")
     b, b_secret = tenant.register(name="b")
     assert (
         error_of(tenant.call, "rotate_secret", a_secret, principal_id=b, version=1).code

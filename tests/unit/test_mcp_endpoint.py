@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-
 from tests.support import Tenant
+
 from vigil.transports.http import HttpRequest
 from vigil.transports.mcp import McpEndpoint
 
@@ -51,7 +51,7 @@ def test_initialize_pins_2025_06_18(endpoint: McpEndpoint) -> None:
 
 
 def test_initialize_counter_offers_a_supported_version(endpoint: McpEndpoint) -> None:
-    status, body = post(endpoint, rpc("initialize", {"protocolVersion": "1999-01-01"}))
+    _status, body = post(endpoint, rpc("initialize", {"protocolVersion": "1999-01-01"}))
     assert body["result"]["protocolVersion"] == "2025-11-25"
 
 

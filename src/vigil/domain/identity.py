@@ -60,6 +60,7 @@ class Caller:
     principal_id: str
     kind: Kind
     role: Role
+    principal: Principal  # as read while authenticating, so tools need not read it again
 
     @property
     def is_operator(self) -> bool:

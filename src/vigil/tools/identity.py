@@ -196,10 +196,7 @@ class NoInput(StrictInput):
 
 
 def whoami(ctx: Context, args: NoInput) -> PrincipalResult:
-    principal = ctx.store.get_principal(ctx.caller.namespace, ctx.caller.principal_id)
-    if principal is None:  # revoked and deleted between authentication and now
-        raise not_found("principal")
-    return PrincipalResult(principal=PrincipalView.of(principal))
+    return PrincipalResult(principal=PrincipalView.of(ctx.caller.principal))
 
 
 LIST_AGENTS_MAX = 500

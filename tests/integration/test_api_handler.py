@@ -1,0 +1,128 @@
+"""The API function's handler on moto, fed the sample events that `sam local invoke` uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from tests.conftest import ROOT, create_tables_from_template
+
+from vigil import wiring
+from vigil.adapters.dynamo import DynamoStore
+from vigil.bootstrap import bootstrap_operator
+from vigil.clock import SystemClock
+from vigil.entrypoints import api
+
+EVENTS = ROOT / "events"
+
+
+def sample(name: str, secret: str | None = None, body: Any = None) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    if secret is not None:
+        event["headers"]["authorization"] = f"Bearer {secret}"
+    if body is not None:
+        event["body"] = json.dumps(body)
+    return event
+
+
+@pytest.fixture
+def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    table = create_tables_from_template(client)["VigilTable"]
+    env = {
+        "TABLE_NAME": table,
+        "TIMER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/timers",
+        "ATTACHMENTS_BUCKET": "attachments",
+        "SCHEDULE_GROUP": "alarms",
+        "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
+        "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
+        "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    wiring.settings.cache_clear()
+    api.router.cache_clear()
+    _, secret = bootstrap_operator(DynamoStore(client, table), SystemClock(), "acme", "Ops")
+    yield secret
+    wiring.settings.cache_clear()
+    api.router.cache_clear()
+
+
+def body_of(response: dict[str, Any]) -> Any:
+    return json.loads(response["body"]) if response["body"] else None
+
+
+def test_sample_events_round_trip(operator_secret: str) -> None:
+    init = api.handler(sample("mcp_initialize.json"))
+    assert init["statusCode"] == 200
+    assert body_of(init)["result"]["protocolVersion"] == "2025-06-18"
+    assert init["headers"]["x-correlation-id"] == "sample-request-1"
+
+    listing = body_of(api.handler(sample("mcp_tools_list.json")))
+    assert "register" in {t["name"] for t in listing["result"]["tools"]}
+
+    whoami = body_of(api.handler(sample("mcp_call_whoami.json", operator_secret)))
+    assert whoami["result"]["structuredContent"]["principal"]["namespace"] == "acme"
+
+    document = body_of(api.handler(sample("openapi.json")))
+    assert "/v1/register" in document["paths"]
+
+
+def test_rest_mirror_registers_and_lists(operator_secret: str) -> None:
+    event = sample("rest_list_agents.json", operator_secret, {"kind": "agent", "name": "w1"})
+    event["rawPath"] = "/v1/register"
+    registered = api.handler(event)
+    assert registered["statusCode"] == 200
+    agent = body_of(registered)["principal"]
+
+    listed = api.handler(sample("rest_list_agents.json", operator_secret))
+    assert [a["id"] for a in body_of(listed)["agents"]] == [agent["id"]]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "secret", "status", "code"),
+    [
+        ("/v1/list_agents", {}, None, 401, "unauthenticated"),
+        ("/v1/list_agents", {"x": 1}, "operator", 400, "invalid_argument"),
+        ("/v1/nope", {}, "operator", 404, "not_found"),
+        ("/v1/register", {"kind": "agent", "name": 3}, "operator", 400, "invalid_argument"),
+    ],
+)
+def test_rest_errors_are_typed(
+    operator_secret: str, path: str, body: Any, secret: str | None, status: int, code: str
+) -> None:
+    event = sample("rest_list_agents.json", operator_secret if secret else None, body)
+    if secret is None:
+        event["headers"].pop("authorization")
+    event["rawPath"] = path
+    response = api.handler(event)
+    assert response["statusCode"] == status
+    assert body_of(response)["error"]["code"] == code
+
+
+def test_rest_rejects_a_body_that_is_not_json(operator_secret: str) -> None:
+    event = sample("rest_list_agents.json", operator_secret)
+    event["body"] = "{oops"
+    response = api.handler(event)
+    assert (response["statusCode"], body_of(response)["error"]["code"]) == (400, "invalid_argument")
+
+
+def test_an_unreachable_store_is_a_retryable_error_without_aws_text(
+    operator_secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLE_NAME", "no-such-table")
+    wiring.settings.cache_clear()
+    api.router.cache_clear()
+    response = api.handler(sample("rest_list_agents.json", operator_secret))
+    error = body_of(response)["error"]
+    assert (response["statusCode"], error["code"], error["retryable"]) == (503, "unavailable", True)
+    assert "ResourceNotFound" not in response["body"]
+
+
+def test_events_folder_has_the_documented_samples() -> None:
+    names = {p.name for p in Path(EVENTS).glob("*.json")}
+    assert {"mcp_initialize.json", "rest_list_agents.json", "timer_sqs.json"} <= names
