@@ -25,24 +25,26 @@ RUNS = int(os.environ.get("MEASURE_RUNS", "15"))
 def import_ms(statement: str, path: list[str]) -> float:
     """Median wall time of `statement` in a fresh interpreter, minus the interpreter's start."""
     code = (
-        "import time, sys; sys.path[:0] = %r; t = time.perf_counter(); %s; "
-        "print((time.perf_counter() - t) * 1000)" % (path, statement)
+        f"import time, sys; sys.path[:0] = {path!r}; t = time.perf_counter(); {statement}; "
+        "print((time.perf_counter() - t) * 1000)"
     )
     samples = []
     for _ in range(RUNS):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        command = [sys.executable, "-c", code]
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
         samples.append(float(out.stdout.strip()))
     return statistics.median(samples)
 
 
 def cold_start() -> None:
     src = str(ROOT / "src")
+    api = [str(ROOT / "functions/api"), src]
+    alarm = [str(ROOT / "functions/alarm"), src]
     rows = [
         ("import boto3", "import boto3", []),
-        ("API handler module (functions/api/app.py)", "import app", [str(ROOT / "functions/api"), src]),
-        ("API handler + first-call wiring (router, boto3 client module)",
-         "import app; import vigil.transports.router, vigil.wiring, boto3", [str(ROOT / "functions/api"), src]),
-        ("alarm handler module (functions/alarm/app.py)", "import app", [str(ROOT / "functions/alarm"), src]),
+        ("API handler module (functions/api/app.py)", "import app", api),
+        ("API handler + what its first call imports", "import app, vigil.wiring, boto3", api),
+        ("alarm handler module (functions/alarm/app.py)", "import app", alarm),
         ("MCP SDK server (not imported by Vigil)", "import mcp.server", []),
     ]
     results = [(label, import_ms(stmt, path)) for label, stmt, path in rows]
@@ -63,6 +65,22 @@ def _timed(call: Any, n: int) -> tuple[float, float]:
     return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
 
 
+def _cases(app: Any, secret: str) -> dict[str, Any]:
+    keys = iter(range(10**9))
+    return {
+        "whoami": lambda: app.call("whoami", {}, secret),
+        "list_agents (1 agent)": lambda: app.call("list_agents", {}, secret),
+        "list_directory": lambda: app.call("list_directory", {"kind": "agent"}, secret),
+        "register": lambda: app.call("register", {"kind": "agent", "name": "b"}, secret),
+        "register + idempotency_key": lambda: app.call(
+            "register", {"kind": "agent", "name": "c", "idempotency_key": f"k{next(keys)}"}, secret
+        ),
+        "register, replayed key": lambda: app.call(
+            "register", {"kind": "agent", "name": "c", "idempotency_key": "k0"}, secret
+        ),
+    }
+
+
 def warm_calls() -> None:
     import boto3
     from moto import mock_aws
@@ -75,7 +93,8 @@ def warm_calls() -> None:
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
 
-    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     os.environ.pop("AWS_ENDPOINT_URL", None)
     n = int(os.environ.get("MEASURE_CALLS", "300"))
     with mock_aws():
@@ -87,34 +106,17 @@ def warm_calls() -> None:
         table = create_tables_from_template(client)["VigilTable"]
         stores = {"memory": MemoryStore(), "dynamodb (moto)": DynamoStore(client, table)}
         print(f"\nWarm in-process tool calls: {n} calls each, milliseconds")
-        print(f"{'tool':34} {'store':16} {'median':>8} {'p99':>8}   AWS calls per call")
+        print(f"{'tool':30} {'store':16} {'median':>8} {'p99':>8}   AWS calls per call")
         for store_name, store in stores.items():
             app = App(store, SystemClock())
             _, secret = bootstrap_operator(store, SystemClock(), "bench", "Ops")
-            agent = app.call("register", {"kind": "agent", "name": "a"}, secret)["principal"]
-            counter = iter(range(10**9))
-            cases = {
-                "whoami": lambda: app.call("whoami", {}, secret),
-                "list_agents (1 agent)": lambda: app.call("list_agents", {}, secret),
-                "list_directory": lambda: app.call("list_directory", {"kind": "agent"}, secret),
-                "register": lambda: app.call("register", {"kind": "agent", "name": "b"}, secret),
-                "register + idempotency_key": lambda: app.call(
-                    "register",
-                    {"kind": "agent", "name": "c", "idempotency_key": f"k{next(counter)}"},
-                    secret,
-                ),
-                "register, replayed key": lambda: app.call(
-                    "register", {"kind": "agent", "name": "c", "idempotency_key": "k0"}, secret
-                ),
-            }
-            del agent
-            for label, call in cases.items():
+            app.call("register", {"kind": "agent", "name": "a"}, secret)
+            for label, call in _cases(app, secret).items():
                 calls.clear()
                 call()
-                per_call = dict(calls) if store_name != "memory" else {}
+                shown = ", ".join(f"{k} {v}" for k, v in sorted(calls.items())) or "-"
                 median, p99 = _timed(call, n)
-                shown = ", ".join(f"{k} {v}" for k, v in sorted(per_call.items())) or "-"
-                print(f"{label:34} {store_name:16} {median:8.3f} {p99:8.3f}   {shown}")
+                print(f"{label:30} {store_name:16} {median:8.3f} {p99:8.3f}   {shown}")
 
 
 if __name__ == "__main__":

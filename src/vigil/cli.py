@@ -72,7 +72,7 @@ def _table_of_stack(stack: str) -> str:
     from vigil.wiring import aws_client
 
     outputs = aws_client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]
-    return next(o["OutputValue"] for o in outputs if o["OutputKey"] == "TableName")
+    return str(next(o["OutputValue"] for o in outputs if o["OutputKey"] == "TableName"))
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:

@@ -8,8 +8,8 @@ from typing import Any
 
 import boto3
 import pytest
-from tests.conftest import ROOT
 
+from tests.conftest import ROOT
 from vigil import timers, wiring
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm

@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 import pytest
-from tests.conftest import ROOT, create_tables_from_template
 
+from tests.conftest import ROOT, create_tables_from_template
 from vigil import wiring
 from vigil.adapters.dynamo import DynamoStore
 from vigil.bootstrap import bootstrap_operator

@@ -6,8 +6,8 @@ import json
 import logging
 
 import pytest
-from tests.support import Tenant
 
+from tests.support import Tenant
 from vigil.adapters.memory import MemoryStore
 from vigil.app import App
 from vigil.errors import ErrorCode, VigilError

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from tests.support import Tenant
 
+from tests.support import Tenant
 from vigil.transports.http import HttpRequest
 from vigil.transports.mcp import McpEndpoint
 
@@ -35,6 +35,13 @@ def rpc(method: str, params: dict[str, Any] | None = None, id: int = 1) -> dict[
     if params is not None:
         message["params"] = params
     return message
+
+
+def error_code(reply: dict[str, Any]) -> str:
+    result = reply["result"]
+    assert result["isError"] is True
+    assert "structuredContent" not in result
+    return str(json.loads(result["content"][0]["text"])["error"]["code"])
 
 
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -146,19 +153,19 @@ def test_tool_results_carry_structured_content_and_the_same_json_as_text(
 def test_business_failures_are_typed_tool_errors(endpoint: McpEndpoint, tenant: Tenant) -> None:
     _, reply = post(endpoint, call("whoami", {}))
     assert reply["result"]["isError"] is True
-    assert reply["result"]["structuredContent"]["error"]["code"] == "unauthenticated"
+    assert error_code(reply) == "unauthenticated"
     _, reply = post(
         endpoint,
         call("register", {"kind": "agent", "name": "x", "bogus": 1}),
         tenant.operator_secret,
     )
-    assert reply["result"]["structuredContent"]["error"]["code"] == "invalid_argument"
+    assert error_code(reply) == "invalid_argument"
     _, reply = post(
         endpoint, call("register", {"kind": "agent", "name": 7}), tenant.operator_secret
     )
-    assert reply["result"]["structuredContent"]["error"]["code"] == "invalid_argument"
+    assert error_code(reply) == "invalid_argument"
     _, reply = post(endpoint, call("list_agents", []), tenant.operator_secret)  # type: ignore[arg-type]
-    assert reply["result"]["structuredContent"]["error"]["code"] == "invalid_argument"
+    assert error_code(reply) == "invalid_argument"
 
 
 def test_another_namespaces_credential_sees_nothing_here(
@@ -172,7 +179,7 @@ def test_another_namespaces_credential_sees_nothing_here(
         call("revoke_principal", {"principal_id": agent_id, "version": 1}),
         other_tenant.operator_secret,
     )
-    assert reply["result"]["structuredContent"]["error"]["code"] == "not_found"
+    assert error_code(reply) == "not_found"
 
 
 def test_the_stateless_era_discovers_and_carries_its_version_per_request(

@@ -84,11 +84,12 @@ def tool_listing() -> list[dict[str, Any]]:
 
 def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    return {
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": payload,
-        "isError": is_error,
-    }
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if not is_error:
+        # Errors travel as JSON text only: some clients validate any structuredContent against
+        # the tool's output schema, which describes success.
+        result["structuredContent"] = payload
+    return result
 
 
 class McpEndpoint:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from vigil import __version__
 from vigil.catalog import TOOLS, strict_schema
@@ -31,9 +32,9 @@ def _error_schema() -> dict[str, Any]:
 
 
 def openapi_document() -> dict[str, Any]:
-    models = [(tool.input_model, "validation") for tool in TOOLS] + [
-        (tool.output_model, "serialization") for tool in TOOLS
-    ]
+    models: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        (tool.input_model, "validation") for tool in TOOLS
+    ] + [(tool.output_model, "serialization") for tool in TOOLS]
     refs, definitions = models_json_schema(models, ref_template="#/components/schemas/{model}")
     schemas: dict[str, Any] = dict(definitions.get("$defs", {}))
     for tool in TOOLS:

@@ -45,9 +45,9 @@ class StdioBridge:
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                body = response.read()
+                body = bytes(response.read())
         except urllib.error.HTTPError as error:
-            body = error.read()
+            body = bytes(error.read())
         except (urllib.error.URLError, TimeoutError) as error:
             return self._transport_error(message, f"endpoint unreachable: {error}")
         if not body:

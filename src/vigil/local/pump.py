@@ -1,0 +1,501 @@
+"""The event pump: what AWS would do on its own, and moto does not.
+
+moto stores schedules but never fires them, and runs no Lambda function without Docker. The
+pump plays three parts, each in-process and on the injected clock:
+
+- **Event source mappings.** Each mapped queue is polled; a batch becomes a real-shaped SQS
+  event for the function's handler; the records that succeeded are deleted. Failed records are
+  left in flight, so SQS itself brings them back after the visibility timeout and moves them to
+  the dead-letter queue after ``maxReceiveCount`` receives. moto implements both, and hides a
+  message sent with ``DelaySeconds`` until it is due, so the pump adds nothing there. Those three
+  timings run on moto's clock, which is the wall clock, not the pump's.
+- **EventBridge Scheduler.** One-shot ``at()`` schedules of the stack's schedule groups are
+  fired when due, at least once, then deleted or marked done per ``ActionAfterCompletion``.
+  The Scheduler's retry policy and dead-letter queue apply when the target cannot be reached.
+- **Asynchronous invocation.** The Scheduler invokes a function asynchronously, so a function
+  error is Lambda's to retry (``MaximumRetryAttempts``, one then two minutes apart), after
+  which the event goes to the function's dead-letter queue or on-failure destination.
+
+Progress that lives only in the pump (pending retries, schedules fired but kept) is lost when
+the process stops; a schedule that was not yet deleted fires again after a restart, which is the
+Scheduler's at-least-once promise anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from vigil.clock import Clock, SystemClock
+from vigil.local.resources import (
+    AwsClients,
+    LocalDeployment,
+    LocalEventSourceMapping,
+    LocalFunction,
+)
+from vigil.observability import get_logger, log_event
+
+log = get_logger("vigil.local.pump")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+_AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*$")
+# SQS returns at most ten messages per receive; a larger BatchSize only lets Lambda gather
+# several receives within a batching window, which a local poll has no reason to imitate.
+_MAX_RECEIVE = 10
+_SCHEDULER_MAX_BACKOFF_SECONDS = 60
+_ASYNC_RETRY_BASE_SECONDS = 60
+
+
+def fire_time(expression: str, timezone: str | None = None) -> datetime | None:
+    """When the Scheduler fires a one-shot ``at()`` expression; None for recurring ones.
+
+    The Scheduler works to the minute: a schedule for 12:00:30 fires during 12:01, never at
+    12:00:30. Locally it fires at the first whole minute at or after the ``at()`` time, the
+    latest AWS would, so code that needs a precise deadline meets the same gap here as in AWS
+    and must bridge it with its second, precise stage (the timer queue).
+    """
+    match = _AT_EXPRESSION.match(expression)
+    if match is None:
+        return None
+    local = datetime.fromisoformat(match.group(1)).replace(tzinfo=ZoneInfo(timezone or "UTC"))
+    moment = local.astimezone(UTC)
+    minute = moment.replace(second=0, microsecond=0)
+    return minute if minute == moment else minute + timedelta(minutes=1)
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """The event Lambda's SQS poller hands to a function for ``messages``."""
+    records = []
+    for message in messages:
+        record: dict[str, Any] = {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message.get("Body", ""),
+            "attributes": dict(message.get("Attributes") or {}),
+            "messageAttributes": {
+                name: _lambda_message_attribute(value)
+                for name, value in (message.get("MessageAttributes") or {}).items()
+            },
+            "md5OfBody": message.get("MD5OfBody"),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": region,
+        }
+        if "MD5OfMessageAttributes" in message:
+            record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
+        records.append(record)
+    return {"Records": records}
+
+
+def _lambda_message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
+    attribute: dict[str, Any] = {
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": value["DataType"],
+    }
+    if "StringValue" in value:
+        attribute["stringValue"] = value["StringValue"]
+    if "BinaryValue" in value:
+        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
+    return attribute
+
+
+def _failed_records(
+    mapping: LocalEventSourceMapping, response: Any, message_ids: set[str]
+) -> set[str] | None:
+    """Ids to keep after a successful invocation; None when the whole batch failed."""
+    if not mapping.report_batch_item_failures or not isinstance(response, dict):
+        return set()
+    failures = response.get("batchItemFailures")
+    if not failures:
+        return set()
+    if not isinstance(failures, list):
+        return None
+    failed = set()
+    for failure in failures:
+        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
+        if identifier not in message_ids:
+            # Lambda treats a malformed or unknown identifier as the failure of the batch.
+            return None
+        failed.add(identifier)
+    return failed
+
+
+def _string_attributes(values: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    return {
+        name: {"DataType": "String", "StringValue": value}
+        for name, value in values.items()
+        if value
+    }
+
+
+def _error_code(error: Exception) -> str | None:
+    code: str | None = getattr(error, "response", {}).get("Error", {}).get("Code")
+    return code
+
+
+class TargetError(Exception):
+    """The Scheduler could not hand the event to its target."""
+
+
+@dataclass
+class _ScheduleDelivery:
+    failures: int = 0
+    next_attempt: datetime | None = None
+
+
+@dataclass
+class _AsyncInvocation:
+    function: LocalFunction
+    event: Any
+    received_at: datetime
+    next_attempt: datetime
+    failures: int = 0
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class EventPump:
+    def __init__(
+        self,
+        deployment: LocalDeployment,
+        clients: AwsClients,
+        handlers: Mapping[str, Handler],
+        clock: Clock | None = None,
+        poll_interval: float = 0.2,
+    ) -> None:
+        missing = sorted(
+            {m.function for m in deployment.event_source_mappings if m.function not in handlers}
+        )
+        if missing:
+            raise ValueError(f"no handler for mapped functions: {', '.join(missing)}")
+        self.deployment = deployment
+        self.clients = clients
+        self.handlers = dict(handlers)
+        self.clock = clock or SystemClock()
+        self.poll_interval = poll_interval
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        # Keyed by (schedule ARN, last modification): an updated schedule is a new one.
+        self._completed: set[tuple[str, str]] = set()
+        self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
+        self._schedules: dict[tuple[str, str], dict[str, Any]] = {}
+        self._not_played: set[str] = set()
+        self._async: list[_AsyncInvocation] = []
+
+    # ---------------------------------------------------------------- running
+
+    def tick(self) -> None:
+        """One pass over every event source; the background thread repeats it."""
+        passes: list[Callable[[], None]] = [
+            functools.partial(self._poll, mapping)
+            for mapping in self.deployment.event_source_mappings
+            if mapping.enabled
+        ]
+        passes += [self._fire_schedules, self._run_async_invocations]
+        with self._lock:
+            for one_pass in passes:
+                # One source failing (moto restarting, a bug here) must not starve the others.
+                try:
+                    one_pass()
+                except Exception:
+                    log.exception("event pump pass failed")
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._loop, name="vigil-event-pump", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stopping.wait(self.poll_interval):
+            self.tick()
+
+    # ---------------------------------------------------------------- event source mappings
+
+    def _poll(self, mapping: LocalEventSourceMapping) -> None:
+        queue = self.deployment.queues[mapping.queue]
+        function = self.deployment.functions[mapping.function]
+        sqs = self.clients.sqs
+        # WaitTimeSeconds=0 overrides the queue's long polling, which would hold the pass.
+        messages = sqs.receive_message(
+            QueueUrl=queue.url,
+            MaxNumberOfMessages=max(1, min(mapping.batch_size, _MAX_RECEIVE)),
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return
+        event = sqs_event(messages, queue.arn, self.deployment.names.region)
+        try:
+            response = self.handlers[mapping.function](event, function.context())
+        except Exception:
+            log.warning(
+                "batch failed; its messages return after the visibility timeout",
+                exc_info=True,
+                extra={"fields": {"function": function.name, "size": len(messages)}},
+            )
+            return
+        failed = _failed_records(mapping, response, {m["MessageId"] for m in messages})
+        if failed is None:
+            log_event(
+                log, "invalid batchItemFailures: the whole batch failed", function=function.name
+            )
+            return
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=queue.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+        log_event(
+            log, "batch delivered", function=function.name, done=len(done), failed=len(failed)
+        )
+
+    # ---------------------------------------------------------------- scheduler
+
+    def _fire_schedules(self) -> None:
+        now = self.clock.now()
+        seen: set[tuple[str, str]] = set()
+        for group in self.deployment.schedule_groups.values():
+            for summary in self._list_schedules(group):
+                key = (summary["Arn"], str(summary.get("LastModificationDate")))
+                seen.add(key)
+                if key in self._completed or summary.get("State", "ENABLED") != "ENABLED":
+                    continue
+                try:
+                    self._fire_if_due(group, summary["Name"], key, now)
+                except Exception:
+                    log.exception("schedule pass failed", extra={"fields": {"schedule": key[0]}})
+        # Forget schedules that are gone, so that memory follows the live set.
+        self._completed &= seen
+        self._deliveries = {k: v for k, v in self._deliveries.items() if k in seen}
+        self._schedules = {k: v for k, v in self._schedules.items() if k in seen}
+
+    def _list_schedules(self, group: str) -> list[dict[str, Any]]:
+        summaries: list[dict[str, Any]] = []
+        request: dict[str, Any] = {"GroupName": group}
+        while True:
+            page = self.clients.scheduler.list_schedules(**request)
+            summaries.extend(page.get("Schedules", []))
+            if not page.get("NextToken"):
+                return summaries
+            request["NextToken"] = page["NextToken"]
+
+    def _fire_if_due(self, group: str, name: str, key: tuple[str, str], now: datetime) -> None:
+        schedule = self._schedules.get(key)
+        if schedule is None:
+            try:
+                schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
+            except Exception as error:
+                if _error_code(error) == "ResourceNotFoundException":
+                    return  # deleted since it was listed
+                raise
+            self._schedules[key] = schedule
+        due = fire_time(schedule["ScheduleExpression"], schedule.get("ScheduleExpressionTimezone"))
+        if due is None:
+            if key[0] not in self._not_played:
+                self._not_played.add(key[0])
+                log_event(log, "recurring schedules are not played locally", schedule=key[0])
+            return
+        if now < due:
+            return
+        delivery = self._deliveries.setdefault(key, _ScheduleDelivery())
+        if delivery.next_attempt is not None and now < delivery.next_attempt:
+            return
+        try:
+            self._deliver(schedule["Target"], now)
+        except Exception as error:
+            delivery.failures += 1
+            policy = schedule["Target"].get("RetryPolicy") or {}
+            max_retries = int(policy.get("MaximumRetryAttempts", 185))
+            max_age = int(policy.get("MaximumEventAgeInSeconds", 86400))
+            if delivery.failures > max_retries:
+                self._dead_letter_schedule(schedule, error, "MaximumRetryAttempts", delivery)
+            elif (now - due).total_seconds() >= max_age:
+                self._dead_letter_schedule(schedule, error, "MaximumEventAgeInSeconds", delivery)
+            else:
+                backoff = min(_SCHEDULER_MAX_BACKOFF_SECONDS, 2 ** (delivery.failures - 1))
+                delivery.next_attempt = now + timedelta(seconds=backoff)
+                log_event(log, "schedule target failed; will retry", schedule=key[0])
+                return
+        self._complete(group, name, key, schedule)
+
+    def _deliver(self, target: Mapping[str, Any], now: datetime) -> None:
+        arn = target["Arn"]
+        service = arn.split(":")[2] if arn.count(":") >= 5 else ""
+        payload = target.get("Input")
+        if service == "lambda":
+            function = self.deployment.function_by_reference(arn)
+            if function is None or function.logical_id not in self.handlers:
+                raise TargetError(f"no local function {arn}")
+            try:
+                event = json.loads(payload) if payload else {}
+            except ValueError:
+                raise TargetError("a Lambda target's Input must be JSON") from None
+            self._async.append(_AsyncInvocation(function, event, now, next_attempt=now))
+        elif service == "sqs":
+            message: dict[str, Any] = {"QueueUrl": self._queue_url(arn), "MessageBody": payload}
+            group_id = (target.get("SqsParameters") or {}).get("MessageGroupId")
+            if group_id:
+                message["MessageGroupId"] = group_id
+            self.clients.sqs.send_message(**message)
+        else:
+            raise TargetError(f"{service or arn} targets are not played locally")
+
+    def _queue_url(self, arn: str) -> str:
+        queue = self.deployment.queue_by_arn(arn)
+        if queue is not None:
+            return queue.url
+        _, _, _, _, account, name = arn.split(":", 5)
+        url: str = self.clients.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
+            "QueueUrl"
+        ]
+        return url
+
+    def _dead_letter_schedule(
+        self,
+        schedule: Mapping[str, Any],
+        error: Exception,
+        condition: str,
+        delivery: _ScheduleDelivery,
+    ) -> None:
+        target = schedule["Target"]
+        dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
+        log_event(log, "schedule target failed for good", schedule=schedule["Arn"], dlq=dlq)
+        if not dlq:
+            return
+        try:
+            self.clients.sqs.send_message(
+                QueueUrl=self._queue_url(dlq),
+                MessageBody=target.get("Input") or "{}",
+                MessageAttributes=_string_attributes(
+                    {
+                        "ERROR_CODE": type(error).__name__,
+                        "ERROR_MESSAGE": str(error)[:256],
+                        "EXHAUSTED_RETRY_CONDITION": condition,
+                        "RETRY_ATTEMPTS": str(delivery.failures - 1),
+                        "SCHEDULE_ARN": schedule["Arn"],
+                        "TARGET_ARN": target["Arn"],
+                    }
+                ),
+            )
+        except Exception:
+            log.exception("could not dead-letter a schedule", extra={"fields": {"dlq": dlq}})
+
+    def _complete(
+        self, group: str, name: str, key: tuple[str, str], schedule: Mapping[str, Any]
+    ) -> None:
+        # Remembered even when deleted, in case the delete fails: it must not fire twice.
+        self._completed.add(key)
+        self._deliveries.pop(key, None)
+        if schedule.get("ActionAfterCompletion") == "DELETE":
+            try:
+                self.clients.scheduler.delete_schedule(GroupName=group, Name=name)
+            except Exception as error:
+                if _error_code(error) != "ResourceNotFoundException":
+                    log.exception("could not delete a completed schedule")
+
+    # ---------------------------------------------------------------- asynchronous invocation
+
+    def _run_async_invocations(self) -> None:
+        now = self.clock.now()
+        due = [i for i in self._async if i.next_attempt <= now]
+        self._async = [i for i in self._async if i.next_attempt > now]
+        for invocation in due:
+            function = invocation.function
+            try:
+                self.handlers[function.logical_id](
+                    invocation.event, function.context(invocation.request_id)
+                )
+            except Exception as error:
+                invocation.failures += 1
+                retries = invocation.failures - 1
+                age = (now - invocation.received_at).total_seconds()
+                if (
+                    retries >= function.async_retry_attempts
+                    or age >= function.async_max_event_age_seconds
+                ):
+                    self._async_failed(invocation, error)
+                    continue
+                log.warning(
+                    "asynchronous invocation failed; Lambda retries it",
+                    exc_info=True,
+                    extra={"fields": {"function": function.name}},
+                )
+                delay = _ASYNC_RETRY_BASE_SECONDS * 2**retries
+                invocation.next_attempt = now + timedelta(seconds=delay)
+                self._async.append(invocation)
+
+    def _async_failed(self, invocation: _AsyncInvocation, error: Exception) -> None:
+        function = invocation.function
+        log.warning(
+            "asynchronous invocation failed for good",
+            exc_info=True,
+            extra={"fields": {"function": function.name, "dlq": function.dead_letter_arn}},
+        )
+        body = json.dumps(invocation.event)
+        destinations = []
+        if function.dead_letter_arn:
+            destinations.append(
+                (
+                    function.dead_letter_arn,
+                    body,
+                    _string_attributes(
+                        {
+                            "RequestID": invocation.request_id,
+                            "ErrorCode": "200",
+                            "ErrorMessage": type(error).__name__,
+                        }
+                    ),
+                )
+            )
+        if function.on_failure_arn:
+            record = {
+                "version": "1.0",
+                "timestamp": self.clock.now().isoformat(),
+                "requestContext": {
+                    "requestId": invocation.request_id,
+                    "functionArn": f"{function.arn}:$LATEST",
+                    "condition": "RetriesExhausted",
+                    "approximateInvokeCount": invocation.failures,
+                },
+                "requestPayload": invocation.event,
+                "responseContext": {
+                    "statusCode": 200,
+                    "executedVersion": "$LATEST",
+                    "functionError": "Unhandled",
+                },
+                "responsePayload": {"errorType": type(error).__name__},
+            }
+            destinations.append((function.on_failure_arn, json.dumps(record), {}))
+        for arn, message, attributes in destinations:
+            if arn.split(":")[2] != "sqs":
+                log_event(log, "only SQS failure destinations are played locally", arn=arn)
+                continue
+            try:
+                self.clients.sqs.send_message(
+                    QueueUrl=self._queue_url(arn), MessageBody=message, MessageAttributes=attributes
+                )
+            except Exception:
+                log.exception("could not dead-letter an invocation", extra={"fields": {"dlq": arn}})

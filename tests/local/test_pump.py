@@ -1,0 +1,418 @@
+"""The event pump plays the SQS event source mapping, the Scheduler and asynchronous invocation.
+
+Time moves by the injected clock. SQS's own timings (visibility, delay) are moto's and run on
+the wall clock: where a test needs a failed record back at once, it sets the queue's visibility
+timeout to zero rather than waiting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from vigil.clock import ManualClock
+from vigil.local.pump import EventPump, fire_time
+from vigil.local.resources import AwsClients, LocalDeployment
+
+
+class Recorder:
+    """A handler that records its calls and answers, or raises, as told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], Any]] = []
+        self.answer: Any = None
+        self.error: Exception | None = None
+        self.called = threading.Event()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        self.calls.append((event, context))
+        self.called.set()
+        if self.error is not None:
+            raise self.error
+        return self.answer(event) if callable(self.answer) else self.answer
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [event for event, _ in self.calls]
+
+
+@pytest.fixture
+def alarm() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def pump(
+    deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
+) -> EventPump:
+    return EventPump(
+        deployment, clients, {"AlarmFunction": alarm, "ApiFunction": Recorder()}, clock
+    )
+
+
+def send(clients: AwsClients, deployment: LocalDeployment, body: str, **extra: Any) -> str:
+    url = deployment.queues["TimerQueue"].url
+    message_id: str = clients.sqs.send_message(QueueUrl=url, MessageBody=body, **extra)["MessageId"]
+    return message_id
+
+
+def queue_counts(clients: AwsClients, deployment: LocalDeployment, logical_id: str) -> list[int]:
+    attributes = clients.sqs.get_queue_attributes(
+        QueueUrl=deployment.queues[logical_id].url, AttributeNames=["All"]
+    )["Attributes"]
+    return [
+        int(attributes[name])
+        for name in (
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        )
+    ]
+
+
+def receive_all(clients: AwsClients, deployment: LocalDeployment, logical_id: str) -> list[Any]:
+    return list(
+        clients.sqs.receive_message(
+            QueueUrl=deployment.queues[logical_id].url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+    )
+
+
+def make_failed_records_visible_at_once(clients: AwsClients, deployment: LocalDeployment) -> None:
+    clients.sqs.set_queue_attributes(
+        QueueUrl=deployment.queues["TimerQueue"].url, Attributes={"VisibilityTimeout": "0"}
+    )
+
+
+# ---------------------------------------------------------------- SQS event source mapping
+
+
+def test_a_message_reaches_the_function_as_an_sqs_event_and_is_deleted(
+    pump: EventPump, alarm: Recorder, clients: AwsClients, deployment: LocalDeployment
+) -> None:
+    message_id = send(
+        clients,
+        deployment,
+        '{"kind":"test"}',
+        MessageAttributes={
+            "origin": {"DataType": "String", "StringValue": "test"},
+            "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        },
+    )
+
+    pump.tick()
+
+    [(event, context)] = alarm.calls
+    [record] = event["Records"]
+    queue = deployment.queues["TimerQueue"]
+    assert record["messageId"] == message_id
+    assert record["receiptHandle"]
+    assert record["body"] == '{"kind":"test"}'
+    assert record["md5OfBody"] == hashlib.md5(b'{"kind":"test"}').hexdigest()
+    assert record["attributes"]["ApproximateReceiveCount"] == "1"
+    assert {"SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"} <= set(
+        record["attributes"]
+    )
+    assert record["messageAttributes"] == {
+        "origin": {
+            "stringValue": "test",
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": "String",
+        },
+        "blob": {
+            "binaryValue": "AAE=",
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": "Binary",
+        },
+    }
+    assert record["md5OfMessageAttributes"]
+    assert (record["eventSource"], record["eventSourceARN"], record["awsRegion"]) == (
+        "aws:sqs",
+        queue.arn,
+        "us-east-1",
+    )
+    assert context.function_name == deployment.functions["AlarmFunction"].name
+    assert context.get_remaining_time_in_millis() > 0
+    assert queue_counts(clients, deployment, "TimerQueue") == [0, 0, 0]
+
+
+def test_a_failed_record_comes_back_and_reaches_the_dlq_after_max_receive_count(
+    pump: EventPump, alarm: Recorder, clients: AwsClients, deployment: LocalDeployment
+) -> None:
+    make_failed_records_visible_at_once(clients, deployment)
+    good = send(clients, deployment, "good")
+    bad = send(clients, deployment, "bad")
+    alarm.answer = lambda event: {
+        "batchItemFailures": [
+            {"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "bad"
+        ]
+    }
+
+    for _ in range(6):
+        pump.tick()
+
+    delivered = [
+        (r["messageId"], r["attributes"]["ApproximateReceiveCount"])
+        for r in [record for event in alarm.events for record in event["Records"]]
+    ]
+    assert delivered.count((good, "1")) == 1
+    # maxReceiveCount is 5: five deliveries, then SQS moves the record on the sixth receive.
+    assert [count for message_id, count in delivered if message_id == bad] == [
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+    ]
+    assert queue_counts(clients, deployment, "TimerQueue") == [0, 0, 0]
+    [dead] = receive_all(clients, deployment, "TimerDLQ")
+    assert dead["Body"] == "bad"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param({"error": RuntimeError("boom")}, id="handler-raises"),
+        pytest.param({"answer": {"batchItemFailures": [{"itemIdentifier": ""}]}}, id="bad-id"),
+    ],
+)
+def test_a_failed_invocation_keeps_the_whole_batch(
+    failure: dict[str, Any],
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+) -> None:
+    make_failed_records_visible_at_once(clients, deployment)
+    alarm.error = failure.get("error")
+    alarm.answer = failure.get("answer")
+    send(clients, deployment, "one")
+    send(clients, deployment, "two")
+
+    pump.tick()
+    pump.tick()
+
+    first, second = alarm.events
+    assert len(first["Records"]) == len(second["Records"]) == 2
+    assert {r["attributes"]["ApproximateReceiveCount"] for r in second["Records"]} == {"2"}
+
+
+def test_a_delayed_message_is_not_delivered_before_its_delay(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    send(clients, deployment, "later", DelaySeconds=900)
+    send(clients, deployment, "now")
+
+    pump.tick()
+    clock.advance(60)
+    pump.tick()
+
+    assert [r["body"] for event in alarm.events for r in event["Records"]] == ["now"]
+    assert queue_counts(clients, deployment, "TimerQueue") == [0, 0, 1]
+
+
+def test_the_background_thread_delivers_until_stopped(
+    pump: EventPump, alarm: Recorder, clients: AwsClients, deployment: LocalDeployment
+) -> None:
+    pump.start()
+    try:
+        send(clients, deployment, "hello")
+        assert alarm.called.wait(timeout=10)
+    finally:
+        pump.stop()
+    assert alarm.events[0]["Records"][0]["body"] == "hello"
+
+
+def test_a_pump_needs_a_handler_for_every_mapped_function(
+    deployment: LocalDeployment, clients: AwsClients
+) -> None:
+    with pytest.raises(ValueError, match="AlarmFunction"):
+        EventPump(deployment, clients, {})
+
+
+# ---------------------------------------------------------------- Scheduler
+
+
+@pytest.mark.parametrize(
+    ("expression", "timezone", "fires_at"),
+    [
+        ("at(2026-01-01T00:00:30)", None, datetime(2026, 1, 1, 0, 1, tzinfo=UTC)),
+        ("at(2026-01-01T00:01:00)", "UTC", datetime(2026, 1, 1, 0, 1, tzinfo=UTC)),
+        ("at(2026-01-01T01:00:00)", "Europe/Paris", datetime(2026, 1, 1, 0, 0, tzinfo=UTC)),
+        ("rate(5 minutes)", None, None),
+    ],
+)
+def test_fire_time_is_the_first_whole_minute_at_or_after_the_at_time(
+    expression: str, timezone: str | None, fires_at: datetime | None
+) -> None:
+    assert fire_time(expression, timezone) == fires_at
+
+
+def schedule(
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    at: str,
+    *,
+    target_arn: str | None = None,
+    after: str = "DELETE",
+    **target: Any,
+) -> str:
+    group = deployment.schedule_groups["AlarmScheduleGroup"]
+    clients.scheduler.create_schedule(
+        Name="alarm-1",
+        GroupName=group,
+        ScheduleExpression=f"at({at})",
+        ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion=after,
+        Target={
+            "Arn": target_arn or deployment.functions["AlarmFunction"].arn,
+            "RoleArn": deployment.roles["SchedulerRole"],
+            "Input": json.dumps({"kind": "switch", "key": "k1"}),
+            **target,
+        },
+    )
+    return group
+
+
+def schedule_names(clients: AwsClients, group: str) -> list[str]:
+    return [s["Name"] for s in clients.scheduler.list_schedules(GroupName=group)["Schedules"]]
+
+
+def test_a_one_shot_schedule_fires_once_at_its_minute_and_is_deleted(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:00:30")
+
+    pump.tick()
+    clock.advance(45)  # 00:00:45: past the at() time, but the Scheduler fires by the minute
+    pump.tick()
+    assert alarm.calls == []
+
+    clock.advance(15)  # 00:01:00
+    pump.tick()
+    [(event, context)] = alarm.calls
+    assert event == {"kind": "switch", "key": "k1"}
+    assert context.invoked_function_arn == deployment.functions["AlarmFunction"].arn
+    assert schedule_names(clients, group) == []
+
+    clock.advance(3600)
+    pump.tick()
+    assert len(alarm.calls) == 1
+
+
+def test_a_kept_schedule_fires_only_once(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00", after="NONE")
+    clock.advance(60)
+
+    for _ in range(3):
+        pump.tick()
+        clock.advance(60)
+
+    assert len(alarm.calls) == 1
+    assert schedule_names(clients, group) == ["alarm-1"]
+
+
+def test_a_schedule_can_send_to_a_queue(
+    pump: EventPump, clients: AwsClients, deployment: LocalDeployment, clock: ManualClock
+) -> None:
+    schedule(
+        clients, deployment, "2026-01-01T00:01:00", target_arn=deployment.queues["TimerDLQ"].arn
+    )
+    clock.advance(60)
+
+    pump.tick()
+
+    [message] = receive_all(clients, deployment, "TimerDLQ")
+    assert json.loads(message["Body"]) == {"kind": "switch", "key": "k1"}
+
+
+def test_a_failing_function_is_retried_by_lambda_then_dead_lettered(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    alarm.error = RuntimeError("boom")
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    clock.advance(60)
+
+    pump.tick()
+    # Lambda accepted the asynchronous invocation: the Scheduler is done with it.
+    assert schedule_names(clients, group) == []
+    pump.tick()
+    assert len(alarm.calls) == 1
+    clock.advance(60)  # Lambda's first retry comes a minute later
+    pump.tick()
+    clock.advance(119)
+    pump.tick()
+    assert len(alarm.calls) == 2
+    assert receive_all(clients, deployment, "AlarmDLQ") == []
+    clock.advance(1)  # and the second two minutes after that
+    pump.tick()
+
+    assert len(alarm.calls) == 3
+    request_ids = {context.aws_request_id for _, context in alarm.calls}
+    assert len(request_ids) == 1
+    [dead] = receive_all(clients, deployment, "AlarmDLQ")
+    assert json.loads(dead["Body"]) == {"kind": "switch", "key": "k1"}
+    assert dead["MessageAttributes"]["RequestID"]["StringValue"] == request_ids.pop()
+    assert dead["MessageAttributes"]["ErrorMessage"]["StringValue"] == "RuntimeError"
+
+
+def test_an_unreachable_target_follows_the_schedule_retry_policy_and_dlq(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    missing = deployment.functions["AlarmFunction"].arn + "-missing"
+    group = schedule(
+        clients,
+        deployment,
+        "2026-01-01T00:01:00",
+        target_arn=missing,
+        RetryPolicy={"MaximumRetryAttempts": 1, "MaximumEventAgeInSeconds": 3600},
+        DeadLetterConfig={"Arn": deployment.queues["AlarmDLQ"].arn},
+    )
+    clock.advance(60)
+
+    pump.tick()
+    assert schedule_names(clients, group) == ["alarm-1"]
+    assert receive_all(clients, deployment, "AlarmDLQ") == []
+    clock.advance(1)
+    pump.tick()
+
+    [dead] = receive_all(clients, deployment, "AlarmDLQ")
+    attributes = {k: v["StringValue"] for k, v in dead["MessageAttributes"].items()}
+    assert attributes["EXHAUSTED_RETRY_CONDITION"] == "MaximumRetryAttempts"
+    assert attributes["RETRY_ATTEMPTS"] == "1"
+    assert attributes["TARGET_ARN"] == missing
+    assert json.loads(dead["Body"]) == {"kind": "switch", "key": "k1"}
+    assert schedule_names(clients, group) == []
+    assert alarm.calls == []

@@ -1,0 +1,335 @@
+"""The local HTTP API turns requests into payload 2.0 events, and the whole runtime starts."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import socket
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from vigil.clock import ManualClock
+from vigil.local.server import MAX_BODY_BYTES, LocalHttpServer, http_routes
+
+
+class StubFunction:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.result: Any = {"statusCode": 200, "headers": {}, "body": ""}
+        self.error: Exception | None = None
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        self.events.append(event)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@pytest.fixture
+def function() -> StubFunction:
+    return StubFunction()
+
+
+@pytest.fixture
+def server(
+    cfn: dict[str, Any], function: StubFunction, clock: ManualClock
+) -> Iterator[LocalHttpServer]:
+    server = LocalHttpServer(http_routes(cfn), function, clock=clock)
+    server.start()
+    yield server
+    server.stop()
+
+
+def request(
+    server: LocalHttpServer,
+    method: str,
+    target: str,
+    body: bytes | None = None,
+    headers: list[tuple[str, str]] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.putrequest(method, target)
+        for name, value in headers or []:
+            connection.putheader(name, value)
+        if body is not None:
+            connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def test_routes_come_from_the_template(cfn: dict[str, Any]) -> None:
+    assert {route.key for route in http_routes(cfn)} == {
+        "ANY /mcp",
+        "POST /v1/{tool}",
+        "OPTIONS /v1/{tool}",
+        "GET /openapi.json",
+    }
+
+
+def test_a_request_becomes_a_payload_2_event(
+    server: LocalHttpServer, function: StubFunction, clock: ManualClock
+) -> None:
+    function.result = {
+        "statusCode": 201,
+        "headers": {"Content-Type": "application/json", "x-answer": "42"},
+        "body": '{"ok":true}',
+        "cookies": ["session=1; HttpOnly"],
+    }
+
+    status, headers, body = request(
+        server,
+        "POST",
+        "/v1/heartbeat?x=1&x=2&empty=",
+        b'{"a":1}',
+        [
+            ("Authorization", "Bearer s3cret"),
+            ("X-Multi", "a"),
+            ("X-Multi", "b"),
+            ("Cookie", "c1=v1; c2=v2"),
+            ("User-Agent", "tester/1.0"),
+            ("Content-Type", "application/json"),
+        ],
+    )
+
+    assert (status, body) == (201, b'{"ok":true}')
+    assert headers["x-answer"] == "42"
+    assert headers["set-cookie"] == "session=1; HttpOnly"
+    assert headers["apigw-requestid"]
+    [event] = function.events
+    context = event.pop("requestContext")
+    assert event == {
+        "version": "2.0",
+        "routeKey": "POST /v1/{tool}",
+        "rawPath": "/v1/heartbeat",
+        "rawQueryString": "x=1&x=2&empty=",
+        "cookies": ["c1=v1", "c2=v2"],
+        "headers": {
+            "host": f"127.0.0.1:{server.port}",
+            "accept-encoding": "identity",
+            "authorization": "Bearer s3cret",
+            "x-multi": "a,b",
+            "user-agent": "tester/1.0",
+            "content-type": "application/json",
+            "content-length": "7",
+            "x-forwarded-for": "127.0.0.1",
+            "x-forwarded-port": str(server.port),
+            "x-forwarded-proto": "http",
+        },
+        "queryStringParameters": {"x": "1,2", "empty": ""},
+        "pathParameters": {"tool": "heartbeat"},
+        "body": '{"a":1}',
+        "isBase64Encoded": False,
+    }
+    assert uuid.UUID(context.pop("requestId"))
+    assert context == {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": f"127.0.0.1:{server.port}",
+        "domainPrefix": "127",
+        "http": {
+            "method": "POST",
+            "path": "/v1/heartbeat",
+            "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1",
+            "userAgent": "tester/1.0",
+        },
+        "routeKey": "POST /v1/{tool}",
+        "stage": "$default",
+        "time": "01/Jan/2026:00:00:00 +0000",
+        "timeEpoch": int(clock.now().timestamp() * 1000),
+    }
+
+
+def test_binary_bodies_travel_base64_both_ways(
+    server: LocalHttpServer, function: StubFunction
+) -> None:
+    function.result = {
+        "statusCode": 200,
+        "headers": {"content-type": "application/octet-stream"},
+        "body": base64.b64encode(b"\xff\x00").decode(),
+        "isBase64Encoded": True,
+    }
+
+    status, _, body = request(server, "PUT", "/mcp", b"\xff\xfe\x00")
+
+    assert (status, body) == (200, b"\xff\x00")
+    [event] = function.events
+    assert event["routeKey"] == "ANY /mcp"
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == b"\xff\xfe\x00"
+
+
+def test_a_result_without_status_code_is_a_json_body(
+    server: LocalHttpServer, function: StubFunction
+) -> None:
+    function.result = {"hello": "world"}
+
+    status, headers, body = request(server, "GET", "/openapi.json")
+
+    assert (status, headers["content-type"], json.loads(body)) == (
+        200,
+        "application/json",
+        {"hello": "world"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("GET", "/nowhere"), ("GET", "/v1/heartbeat"), ("POST", "/v1"), ("POST", "/v1/a/b")],
+)
+def test_unknown_routes_get_api_gateways_404(
+    server: LocalHttpServer, function: StubFunction, method: str, target: str
+) -> None:
+    status, headers, body = request(server, method, target, b"{}")
+
+    assert (status, json.loads(body)) == (404, {"message": "Not Found"})
+    assert headers["content-type"] == "application/json"
+    assert function.events == []
+
+
+def test_a_failing_function_is_a_500_without_details(
+    server: LocalHttpServer, function: StubFunction
+) -> None:
+    function.error = RuntimeError("secret detail")
+
+    status, _, body = request(server, "POST", "/mcp", b"{}")
+
+    assert (status, json.loads(body)) == (500, {"message": "Internal Server Error"})
+
+
+def test_bodies_over_lambdas_limit_are_refused(
+    server: LocalHttpServer, function: StubFunction
+) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\n"
+            + f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode()
+        )
+        reply = connection.makefile("rb").read()
+
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert json.loads(body) == {"message": "Request Entity Too Large"}
+    assert function.events == []
+    status, _, _ = request(server, "POST", "/mcp", b"x" * MAX_BODY_BYTES)
+    assert status == 200
+
+
+def test_chunked_bodies_are_read(server: LocalHttpServer, function: StubFunction) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+        )
+        assert connection.makefile("rb").read().startswith(b"HTTP/1.1 200")
+    assert function.events[0]["body"] == "abcde"
+
+
+# ---------------------------------------------------------------- the whole runtime
+
+
+def post_json(url: str, payload: Any, headers: dict[str, str]) -> tuple[int, Any]:
+    from urllib.parse import urlsplit
+
+    split = urlsplit(url)
+    connection = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+    try:
+        connection.request("POST", split.path, json.dumps(payload), headers)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) -> None:
+    from vigil.local.runtime import start
+
+    endpoint_before = os.environ.get("AWS_ENDPOINT_URL")
+    state_dir = tmp_path / "state"
+
+    with start(port=0, state_dir=state_dir, template=ROOT / "template.yaml") as runtime:
+        state_file = state_dir / "local.json"
+        state = json.loads(state_file.read_text())
+        assert set(state) == {
+            "mcp_url",
+            "rest_url",
+            "openapi_url",
+            "namespace",
+            "operator_id",
+            "operator_secret",
+            "aws_endpoint_url",
+        }
+        assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
+        assert state["namespace"] == "local"
+        assert state["mcp_url"] == runtime.mcp_url
+        assert os.environ["AWS_ENDPOINT_URL"] == runtime.aws_endpoint_url
+        port = int(runtime.mcp_url.rsplit(":", 1)[1].split("/")[0])
+
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/openapi.json")
+        response = connection.getresponse()
+        document = json.loads(response.read())
+        connection.close()
+        assert response.status == 200
+        assert document["openapi"].startswith("3.")
+
+        status, answer = post_json(
+            runtime.mcp_url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {runtime.operator_secret}",
+            },
+        )
+        assert status == 200
+        assert answer["result"]["protocolVersion"] == "2025-06-18"
+        assert answer["result"]["serverInfo"]["name"] == "vigil"
+
+    assert not state_file.exists()
+    assert os.environ.get("AWS_ENDPOINT_URL") == endpoint_before
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+        probe.listen()
+
+
+def test_stopping_closes_kept_alive_connections(cfn: dict[str, Any]) -> None:
+    function = StubFunction()
+    server = LocalHttpServer(http_routes(cfn), function)
+    server.start()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("POST", "/mcp", b"{}")
+    assert connection.getresponse().read() == b""
+
+    server.stop()
+
+    def send_again() -> None:
+        connection.request("POST", "/mcp", b"{}")
+        connection.getresponse()
+
+    with pytest.raises((ConnectionError, http.client.HTTPException)):
+        send_again()
+    connection.close()
+    assert len(function.events) == 1
