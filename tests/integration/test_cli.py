@@ -1,0 +1,38 @@
+"""The `vigil` command: the first operator is made with AWS credentials, and only once."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from tests.conftest import create_tables_from_template
+from vigil import cli
+from vigil.adapters.dynamo import DynamoStore
+from vigil.domain.identity import secret_matches
+
+
+def test_bootstrap_creates_one_operator_and_prints_its_secret_once(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    table = create_tables_from_template(client)["VigilTable"]
+    argv = ["bootstrap", "--table", table, "--namespace", "acme", "--name", "Alice"]
+
+    assert cli.main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    operator = DynamoStore(client, table).get_principal("acme", printed["operator_id"])
+    assert operator is not None
+    assert operator.role == "operator"
+    assert secret_matches(printed["secret"], operator.secret_hash)
+    assert printed["secret"] not in operator.model_dump_json()
+
+    assert cli.main(argv) == 1  # the namespace exists: no silent second "first" operator
+    assert "exists" in capsys.readouterr().err
+    assert cli.main([*argv, "--existing-ok"]) == 0
+
+
+def test_openapi_command_prints_the_document(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["openapi"]) == 0
+    assert "/v1/register" in json.loads(capsys.readouterr().out)["paths"]
