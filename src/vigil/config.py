@@ -5,6 +5,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+# What template.yaml must set on every function (tests/template checks it does).
+REQUIRED = (
+    "TABLE_NAME",
+    "TIMER_QUEUE_URL",
+    "ATTACHMENTS_BUCKET",
+    "SCHEDULE_GROUP",
+    "SCHEDULER_ROLE_ARN",
+    "ALARM_FUNCTION_ARN",
+    "ALARM_DLQ_ARN",
+)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -20,19 +31,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         source = os.environ if env is None else env
-        missing = [
-            name
-            for name in (
-                "TABLE_NAME",
-                "TIMER_QUEUE_URL",
-                "ATTACHMENTS_BUCKET",
-                "SCHEDULE_GROUP",
-                "SCHEDULER_ROLE_ARN",
-                "ALARM_FUNCTION_ARN",
-                "ALARM_DLQ_ARN",
-            )
-            if not source.get(name)
-        ]
+        missing = [name for name in REQUIRED if not source.get(name)]
         if missing:
             raise RuntimeError(f"missing configuration: {', '.join(missing)}")
         origins = source.get("ALLOWED_ORIGINS", "")

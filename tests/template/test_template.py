@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from vigil.config import REQUIRED
 from vigil.infra.template import load, translate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,13 +36,7 @@ MANAGED_POLICIES_ALLOWED = frozenset(
 # The contract between the template and the code that runs in the functions.
 FUNCTION_ENV = frozenset(
     {
-        "TABLE_NAME",
-        "TIMER_QUEUE_URL",
-        "ATTACHMENTS_BUCKET",
-        "SCHEDULE_GROUP",
-        "SCHEDULER_ROLE_ARN",
-        "ALARM_FUNCTION_ARN",
-        "ALARM_DLQ_ARN",
+        *REQUIRED,
         "ALLOWED_ORIGINS",
         "VIGIL_ENV",
         "POWERTOOLS_SERVICE_NAME",
