@@ -15,7 +15,9 @@ from vigil.clock import Clock
 from vigil.domain.identity import Caller, parse_secret, secret_matches
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.observability import get_logger, log_event
+from vigil.ports.mailboxes import MailboxQueues
 from vigil.store import Store
+from vigil.timers import Alarms
 from vigil.tools.common import Context, claim_key
 
 log = get_logger("vigil.app")
@@ -30,9 +32,18 @@ class UnknownTool(Exception):
 
 
 class App:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        queues: MailboxQueues | None = None,
+        alarms: Alarms | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.queues = queues
+        self.alarms = alarms
 
     def authenticate(self, bearer: str | None, agent_key: str | None) -> Caller:
         if bearer and agent_key and bearer != agent_key:
@@ -77,7 +88,13 @@ class App:
         return result
 
     def _run(self, tool: Tool, caller: Caller, args: BaseModel) -> dict[str, Any]:
-        ctx = Context(store=self.store, clock=self.clock, caller=caller)
+        ctx = Context(
+            store=self.store,
+            clock=self.clock,
+            caller=caller,
+            queues=self.queues,
+            alarms=self.alarms,
+        )
         key = getattr(args, "idempotency_key", None)
         if key is not None:
             fingerprinted = args.model_dump(mode="json", exclude=_NOT_FINGERPRINTED)

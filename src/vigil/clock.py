@@ -33,6 +33,12 @@ class ManualClock:
             return self._now
 
 
+def to_ms(moment: datetime) -> datetime:
+    """Truncated to the millisecond: what the table stores, so stored and computed times compare
+    equal."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
 def iso(moment: datetime) -> str:
     """RFC 3339 in UTC with milliseconds: sortable as text and exact enough for deadlines."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -11,12 +11,15 @@ never leave a write without its replayable result or a result without its write.
 from __future__ import annotations
 
 from vigil.ports.identity import IdentityPort
+from vigil.ports.leases import LeasePort
+from vigil.ports.mailboxes import MailboxPort
+from vigil.ports.switches import SwitchPort
 
 
 class ConditionFailed(Exception):
     """A conditional write lost: the record exists, or changed since it was read."""
 
 
-class Store(IdentityPort):
+class Store(IdentityPort, LeasePort, MailboxPort, SwitchPort):
     """Everything kept in the table. Each backend implements it as one object, so that a domain
     write and the completion of its idempotency record can share one atomic step."""

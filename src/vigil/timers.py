@@ -1,21 +1,25 @@
 """Timers: the durable, precise alarm path that the alarm function serves.
 
-A timer is a small message naming what is due and when. The EventBridge Scheduler delivers
-long horizons to the minute; the timer queue delivers the last stretch to the second, an SQS
-message being delayable by up to 900 s. A timer that arrives early is put back on the queue
-for the remaining time; one that arrives on time or late is handed to the handler of its kind.
-Handlers must be idempotent: every stage delivers at least once.
+A timer is a small message naming what is due and when. Alarms are armed in two stages: the
+EventBridge Scheduler holds long horizons but fires only to the minute; the timer queue holds
+the last stretch, an SQS message being delayable by up to 900 s, and delivers to the second.
+A timer that arrives early is armed again for the time that remains; one that arrives on time
+or late is handed to the handler of its kind. Every stage delivers at least once, so handlers
+must be idempotent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 MAX_QUEUE_DELAY_SECONDS = 900
+# A Scheduler alarm is set this long before the due time, so that its minute precision and
+# its delivery delays leave the queue stage ample time to land on the second.
+SCHEDULER_LEAD = timedelta(minutes=10)
 
 
 class Timer(BaseModel):
@@ -24,11 +28,13 @@ class Timer(BaseModel):
     kind: str
     namespace: str
     key: str
+    generation: int = 0
     due_at: datetime
 
 
-class TimerQueue(Protocol):
-    def send(self, timer: Timer, delay_seconds: int) -> None: ...
+class Alarms(Protocol):
+    def arm(self, timer: Timer, now: datetime) -> None:
+        """Makes ``timer`` arrive at (or, by at most a poll interval, after) its due time."""
 
 
 TimerHandler = Callable[[Timer], None]
@@ -46,19 +52,22 @@ def delay_for(timer: Timer, now: datetime) -> int:
     return min(MAX_QUEUE_DELAY_SECONDS, int(remaining) + (remaining % 1 > 0))
 
 
+def needs_scheduler(timer: Timer, now: datetime) -> bool:
+    return (timer.due_at - now).total_seconds() > MAX_QUEUE_DELAY_SECONDS
+
+
 def deliver(
     timer: Timer,
     now: datetime,
-    queue: TimerQueue,
+    alarms: Alarms,
     handlers: dict[str, TimerHandler],
 ) -> bool:
-    """Runs the timer if due, else re-queues it. Returns True if the handler ran."""
+    """Runs the timer if due, else arms it again. Returns True if the handler ran."""
     handler = handlers.get(timer.kind)
     if handler is None:
         raise UnknownTimerKind(timer.kind)
-    delay = delay_for(timer, now)
-    if delay > 0:
-        queue.send(timer, delay)
+    if timer.due_at > now:
+        alarms.arm(timer, now)
         return False
     handler(timer)
     return True

@@ -1,27 +1,21 @@
-"""The alarm function: early timers go back on the queue, due ones run, unknown kinds fail."""
+"""The alarm function: early timers are armed again, due ones run, unknown kinds fail."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import boto3
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, create_tables_from_template
 from vigil import timers, wiring
+from vigil.adapters.memory_alarms import MemoryAlarms
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm
 from vigil.timers import Timer, delay_for
-
-
-class RecordingQueue:
-    def __init__(self) -> None:
-        self.sent: list[tuple[Timer, int]] = []
-
-    def send(self, timer: Timer, delay_seconds: int) -> None:
-        self.sent.append((timer, delay_seconds))
 
 
 def timer(due_in: float, clock: ManualClock, kind: str = "test") -> Timer:
@@ -36,68 +30,92 @@ def test_delay_rounds_up_and_caps_at_the_sqs_limit(clock: ManualClock) -> None:
     assert delay_for(timer(3600, clock), clock.now()) == 900
 
 
-def test_early_timers_are_requeued_and_due_ones_run(clock: ManualClock) -> None:
-    queue, ran = RecordingQueue(), []
+def test_early_timers_are_armed_again_and_due_ones_run(clock: ManualClock) -> None:
+    alarms, ran = MemoryAlarms(), []
     handlers = {"test": ran.append}
     early = timer(1200, clock)
-    assert timers.deliver(early, clock.now(), queue, handlers) is False
-    assert queue.sent == [(early, 900)]
+    assert timers.deliver(early, clock.now(), alarms, handlers) is False
+    assert alarms.armed == [early]
     clock.advance(1200)
-    assert timers.deliver(early, clock.now(), queue, handlers) is True
+    assert timers.deliver(early, clock.now(), alarms, handlers) is True
     assert ran == [early]
     with pytest.raises(timers.UnknownTimerKind):
-        timers.deliver(timer(0, clock, kind="other"), clock.now(), queue, handlers)
+        timers.deliver(timer(0, clock, kind="other"), clock.now(), alarms, handlers)
 
 
 @pytest.fixture
-def queue_url(aws: None, monkeypatch: pytest.MonkeyPatch) -> str:
-    url: str = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="timers")[
-        "QueueUrl"
-    ]
-    for key in ("TABLE_NAME", "ATTACHMENTS_BUCKET", "SCHEDULE_GROUP", "SCHEDULER_ROLE_ARN"):
-        monkeypatch.setenv(key, "unused")
-    monkeypatch.setenv("ALARM_FUNCTION_ARN", "arn:aws:lambda:us-east-1:123456789012:function:a")
-    monkeypatch.setenv("ALARM_DLQ_ARN", "arn:aws:sqs:us-east-1:123456789012:dlq")
-    monkeypatch.setenv("TIMER_QUEUE_URL", url)
+def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    queue = sqs.create_queue(QueueName="timers")["QueueUrl"]
+    dlq = sqs.create_queue(QueueName="alarm-dlq")["QueueUrl"]
+    scheduler.create_schedule_group(Name="alarms")
+    env = {
+        "TABLE_NAME": create_tables_from_template(boto3.client("dynamodb"))["VigilTable"],
+        "TIMER_QUEUE_URL": queue,
+        "ATTACHMENTS_BUCKET": "unused",
+        "SCHEDULE_GROUP": "alarms",
+        "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
+        "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
+        "ALARM_DLQ_ARN": sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"],
+        "MAILBOX_QUEUE_PREFIX": "test-mb",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
     wiring.settings.cache_clear()
-    alarm._runtime.cache_clear()
-    yield url
+    alarm.liveness.cache_clear()
+    yield env
     wiring.settings.cache_clear()
-    alarm._runtime.cache_clear()
+    alarm.liveness.cache_clear()
 
 
-def test_sqs_batch_reports_only_the_failed_records(
-    queue_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ran: list[Timer] = []
-    monkeypatch.setitem(alarm.HANDLERS, "sample", ran.append)
-    event: dict[str, Any] = json.loads((ROOT / "events" / "timer_sqs.json").read_text())
-    unknown = dict(
-        event["Records"][0],
-        messageId="m-2",
-        body=json.dumps(
-            {"kind": "nobody", "namespace": "local", "key": "x", "due_at": "2026-01-01T00:00:00Z"}
-        ),
+def sample(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((ROOT / "events" / name).read_text())
+    return event
+
+
+def test_sqs_batch_reports_only_the_failed_records(deployed: dict[str, str]) -> None:
+    event = sample("timer_sqs.json")
+    unknown = dict(event["Records"][0], messageId="m-2")
+    unknown["body"] = json.dumps(
+        {"kind": "nobody", "namespace": "local", "key": "x", "due_at": "2026-01-01T00:00:00Z"}
     )
     event["Records"].append(unknown)
-    result = alarm.handler(event)
-    assert result == {"batchItemFailures": [{"itemIdentifier": "m-2"}]}
-    assert [t.key for t in ran] == ["sample-1"]
+    assert alarm.handler(event) == {"batchItemFailures": [{"itemIdentifier": "m-2"}]}
 
 
-def test_a_scheduler_event_for_a_future_timer_lands_on_the_queue(
-    queue_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ran: list[Timer] = []
-    monkeypatch.setitem(alarm.HANDLERS, "sample", ran.append)
-    event = json.loads((ROOT / "events" / "timer_scheduler.json").read_text())
-    event["due_at"] = "2999-01-01T00:00:00Z"
-    alarm.handler(event)
-    assert ran == []
+def queued(url: str) -> int:
     attributes = boto3.client("sqs", region_name="us-east-1").get_queue_attributes(
-        QueueUrl=queue_url,
+        QueueUrl=url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"],
     )["Attributes"]
-    queued = int(attributes["ApproximateNumberOfMessages"])
-    queued += int(attributes["ApproximateNumberOfMessagesDelayed"])
-    assert queued == 1
+    return int(attributes["ApproximateNumberOfMessages"]) + int(
+        attributes["ApproximateNumberOfMessagesDelayed"]
+    )
+
+
+def test_a_timer_due_within_15_minutes_goes_on_the_queue(deployed: dict[str, str]) -> None:
+    from vigil.clock import SystemClock, iso
+
+    event = sample("timer_scheduler.json")
+    event["due_at"] = iso(SystemClock().now() + timedelta(minutes=5))
+    alarm.handler(event)
+    assert queued(deployed["TIMER_QUEUE_URL"]) == 1
+
+
+def test_a_later_timer_becomes_one_schedule_even_when_armed_twice(
+    deployed: dict[str, str],
+) -> None:
+    from vigil.clock import SystemClock, iso
+
+    event = sample("timer_scheduler.json")
+    event["due_at"] = iso(SystemClock().now() + timedelta(hours=3))
+    alarm.handler(event)
+    alarm.handler(event)  # the Scheduler delivers at least once
+    schedules = boto3.client("scheduler", region_name="us-east-1").list_schedules(
+        GroupName="alarms"
+    )["Schedules"]
+    assert len(schedules) == 1
+    assert queued(deployed["TIMER_QUEUE_URL"]) == 0

@@ -41,6 +41,7 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
         "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
         "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
+        "MAILBOX_QUEUE_PREFIX": "test-mb",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

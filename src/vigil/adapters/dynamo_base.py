@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from vigil.domain.idempotency import IdempotencyRecord
@@ -31,6 +31,10 @@ _THROTTLING = frozenset(
 
 def epoch_ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+def from_ms(value: dict[str, str]) -> datetime:
+    return datetime.fromtimestamp(int(value["N"]) / 1000, UTC)
 
 
 def attr_s(value: str) -> dict[str, str]:

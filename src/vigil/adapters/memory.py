@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from vigil.adapters.memory_identity import MemoryIdentity
+from vigil.adapters.memory_leases import MemoryLeases
+from vigil.adapters.memory_mailboxes import MemoryMailboxes
+from vigil.adapters.memory_switches import MemorySwitches
 from vigil.store import Store
 
 
-class MemoryStore(MemoryIdentity, Store):
+class MemoryStore(MemoryIdentity, MemoryLeases, MemoryMailboxes, MemorySwitches, Store):
     pass

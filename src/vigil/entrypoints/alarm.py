@@ -8,40 +8,41 @@ import json
 from typing import Any
 
 from vigil.observability import get_logger, log_event
-from vigil.timers import Timer, TimerHandler, TimerQueue, deliver
+from vigil.timers import Timer, TimerHandler, deliver
+from vigil.tools.switches import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
 
-# Timer kinds and their handlers; each tool family that arms timers registers its own.
-HANDLERS: dict[str, TimerHandler] = {}
-
 
 @functools.cache
-def _runtime() -> tuple[TimerQueue, Any]:
-    from vigil.adapters.sqs import SqsTimerQueue
-    from vigil.clock import SystemClock
-    from vigil.wiring import aws_client, settings
+def liveness() -> Liveness:
+    from vigil.wiring import aws_liveness
 
-    return SqsTimerQueue(aws_client("sqs"), settings().timer_queue_url), SystemClock()
+    return aws_liveness()
 
 
-def handle_timer(timer: Timer, queue: TimerQueue, now: Any) -> None:
-    ran = deliver(timer, now, queue, HANDLERS)
+def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
+    """Timer kinds and their handlers; each family that arms timers adds its own."""
+    return {TIMER_KIND: machinery.on_timer}
+
+
+def handle_timer(timer: Timer, machinery: Liveness) -> None:
+    ran = deliver(timer, machinery.clock.now(), machinery.alarms, handlers(machinery))
     log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    queue, clock = _runtime()
+    machinery = liveness()
     records = event.get("Records")
     if records is None:
-        # A Scheduler invocation: the event is the timer. Failing raises, so the Scheduler's
-        # retry policy and dead-letter queue take over.
-        handle_timer(Timer.model_validate(event), queue, clock.now())
+        # A Scheduler invocation: the event is the timer. Failing raises, so Lambda's retries
+        # for asynchronous invocations and then the dead-letter queue take over.
+        handle_timer(Timer.model_validate(event), machinery)
         return {}
     failures = []
     for record in records:
         try:
-            handle_timer(Timer.model_validate(json.loads(record["body"])), queue, clock.now())
+            handle_timer(Timer.model_validate(json.loads(record["body"])), machinery)
         except Exception:
             log.exception("timer failed", extra={"fields": {"message_id": record.get("messageId")}})
             failures.append({"itemIdentifier": record["messageId"]})

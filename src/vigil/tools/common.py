@@ -18,7 +18,9 @@ from vigil.domain.idempotency import (
 )
 from vigil.domain.identity import Caller
 from vigil.errors import ErrorCode, VigilError, unavailable
+from vigil.ports.mailboxes import MailboxQueues
 from vigil.store import Store
+from vigil.timers import Alarms
 
 IdempotencyKey = Annotated[
     str,
@@ -51,6 +53,8 @@ class Context:
     store: Store
     clock: Clock
     caller: Caller
+    queues: MailboxQueues | None = None
+    alarms: Alarms | None = None
     claim: IdempotencyRecord | None = None
     claim_used: bool = field(default=False)
 

@@ -1,0 +1,139 @@
+"""The switch store: the fake and DynamoDB (on moto) agree on every conditional change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from vigil.clock import ManualClock, to_ms
+from vigil.domain.switches import Death, Switch
+from vigil.store import ConditionFailed, Store
+
+
+def switch(clock: ManualClock, scope: str = "job#1", window: int = 30, **changes: object) -> Switch:
+    now = to_ms(clock.now())
+    fields = {
+        "namespace": "acme",
+        "scope": scope,
+        "holder": "agt_aaaaaaaaaaaaaaaa",
+        "agent_id": "worker-1",
+        "state": "armed",
+        "generation": 1,
+        "deadline": now + timedelta(seconds=window),
+        "expect_within_seconds": window,
+        "on_expiry": ["release_leases", "mark_failed"],
+        "notify_address": None,
+        "armed_at": now,
+        "last_beat_at": now,
+        "beats": 1,
+        "alarm_due": now + timedelta(seconds=window),
+        "version": 1,
+        **changes,
+    }
+    return Switch.model_validate(fields)
+
+
+def death_of(s: Switch, clock: ManualClock) -> Death:
+    return Death(
+        namespace=s.namespace,
+        scope=s.scope,
+        generation=s.generation,
+        holder=s.holder,
+        agent_id=s.agent_id,
+        deadline=s.deadline,
+        fired_at=to_ms(clock.now()),
+        actions=s.on_expiry,
+        notify_address=s.notify_address,
+        to_release=[],
+        done={},
+        version=1,
+    )
+
+
+def test_put_get_round_trip_and_version_condition(store: Store, clock: ManualClock) -> None:
+    s = switch(clock)
+    store.put_switch(s, expected_version=None)
+    assert store.get_switch("acme", "job#1") == s
+    with pytest.raises(ConditionFailed):
+        store.put_switch(s, expected_version=None)
+    changed = s.model_copy(update={"state": "disarmed", "version": 2})
+    store.put_switch(changed, expected_version=1)
+    with pytest.raises(ConditionFailed):
+        store.put_switch(changed.model_copy(update={"version": 3}), expected_version=1)
+    assert store.get_switch("acme", "job#1") == changed
+    assert store.get_switch("globex", "job#1") is None
+
+
+def test_the_fast_beat_applies_only_to_an_armed_switch_in_time(
+    store: Store, clock: ManualClock
+) -> None:
+    s = switch(clock)
+    store.put_switch(s, expected_version=None)
+    now = to_ms(clock.advance(10))
+    changes = {"deadline": now + timedelta(seconds=30), "last_beat_at": now, "agent_id": None}
+    beaten = store.beat_switch("acme", "job#1", s.holder, None, changes, now)
+    assert beaten is not None
+    assert (beaten.deadline, beaten.beats, beaten.version, beaten.agent_id) == (
+        now + timedelta(seconds=30),
+        2,
+        2,
+        None,
+    )
+    assert store.get_switch("acme", "job#1") == beaten
+    assert store.beat_switch("acme", "job#1", "agt_bbbbbbbbbbbbbbbb", None, changes, now) is None
+    assert store.beat_switch("acme", "job#1", s.holder, "agent:x", changes, now) is None
+    late = to_ms(clock.advance(31))
+    assert store.beat_switch("acme", "job#1", s.holder, None, changes, late) is None
+    assert store.get_switch("acme", "job#1") == beaten
+
+
+def test_firing_is_won_once_and_only_when_overdue(store: Store, clock: ManualClock) -> None:
+    s = switch(clock)
+    store.put_switch(s, expected_version=None)
+    with pytest.raises(ConditionFailed):
+        store.fire_switch(s, death_of(s, clock), clock.now())  # not yet due
+    assert store.get_death("acme", "job#1", 1) is None
+    clock.advance(30)
+    death = death_of(s, clock)
+    store.fire_switch(s, death, clock.now())
+    assert store.get_switch("acme", "job#1").state == "fired"  # type: ignore[union-attr]
+    assert store.get_death("acme", "job#1", 1) == death
+    with pytest.raises(ConditionFailed):
+        store.fire_switch(s, death, clock.now())
+
+
+def test_deaths_record_actions_once_and_the_latest_is_found(
+    store: Store, clock: ManualClock
+) -> None:
+    first = switch(clock, window=2)
+    store.put_switch(first, expected_version=None)
+    clock.advance(3)
+    store.fire_switch(first, death_of(first, clock), clock.now())
+    second = switch(clock, window=2, generation=2, version=3)
+    store.put_switch(second, expected_version=2)
+    clock.advance(3)
+    store.fire_switch(second, death_of(second, clock), clock.now())
+    # A scope whose name extends this one's must not be mistaken for it.
+    other = switch(clock, scope="job#1#2", window=2, generation=9)
+    store.put_switch(other, expected_version=None)
+    clock.advance(3)
+    store.fire_switch(other, death_of(other, clock), clock.now())
+
+    latest = store.latest_death("acme", "job#1")
+    assert latest is not None
+    assert latest.generation == 2
+    recorded = store.record_action(latest, "mark_failed", {"failed_at": "x"})
+    assert recorded.done == {"mark_failed": {"failed_at": "x"}}
+    with pytest.raises(ConditionFailed):
+        store.record_action(latest, "release_leases", {})
+    assert store.get_death("acme", "job#1", 2) == recorded
+
+
+def test_moving_the_alarm_is_won_once(store: Store, clock: ManualClock) -> None:
+    s = switch(clock)
+    store.put_switch(s, expected_version=None)
+    later = s.alarm_due + timedelta(seconds=60)
+    assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is True
+    assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is False
+    assert store.get_switch("acme", "job#1").alarm_due == later  # type: ignore[union-attr]

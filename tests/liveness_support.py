@@ -1,0 +1,52 @@
+"""A namespace wired with the in-memory store, alarms and mailbox queues, and an alarm
+"function" that tests drive by hand, so every delivery, duplicate and crash is chosen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support import Tenant
+from vigil.adapters.memory import MemoryStore
+from vigil.adapters.memory_alarms import MemoryAlarms
+from vigil.adapters.memory_mailboxes import MemoryMailboxQueues
+from vigil.app import App
+from vigil.clock import ManualClock
+from vigil.entrypoints.alarm import handlers
+from vigil.store import Store
+from vigil.timers import Timer, deliver
+from vigil.tools.switches import Liveness
+
+
+class World:
+    def __init__(self, clock: ManualClock, store: Store | None = None) -> None:
+        self.clock = clock
+        self.store = store or MemoryStore()
+        self.alarms = MemoryAlarms()
+        self.queues = MemoryMailboxQueues(clock)
+        self.app = App(self.store, clock, queues=self.queues, alarms=self.alarms)
+        self.tenant = Tenant(self.app, clock, "acme")
+        self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
+        self.delivered: list[Timer] = []
+
+    def call(self, tool: str, secret: str | None = None, **arguments: Any) -> dict[str, Any]:
+        return self.tenant.call(tool, secret, **arguments)
+
+    def due_alarms(self) -> list[Timer]:
+        return self.alarms.take_due(self.clock.now())
+
+    def deliver(self, timer: Timer) -> bool:
+        """One delivery of ``timer`` to the alarm function's handler."""
+        self.delivered.append(timer)
+        return deliver(timer, self.clock.now(), self.alarms, handlers(self.liveness))
+
+    def run_alarms(self) -> int:
+        """Delivers every due alarm once, as the queue would; returns how many ran."""
+        return sum(self.deliver(timer) for timer in self.due_alarms())
+
+    def advance(self, seconds: float) -> None:
+        """Moves time and lets the alarm stages run, in steps no coarser than one second."""
+        while seconds > 0:
+            step = min(1.0, seconds)
+            self.clock.advance(step)
+            seconds -= step
+            self.run_alarms()

@@ -1,0 +1,250 @@
+"""The dead-man switch at the service layer: beats, expiry, alarms, deaths, resume packets."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from tests.liveness_support import World
+from vigil.clock import ManualClock, parse_iso
+from vigil.errors import ErrorCode, VigilError
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> World:
+    return World(clock)
+
+
+@pytest.fixture
+def agent(world: World) -> tuple[str, str]:
+    return world.tenant.register(name="worker")
+
+
+@pytest.fixture
+def watcher(world: World) -> tuple[str, str]:
+    """The agent whose mailbox receives the alerts."""
+    return world.tenant.register(name="supervisor")
+
+
+def beat(
+    world: World, secret: str, scope: str = "job-1", window: int = 30, **more: Any
+) -> dict[str, Any]:
+    return world.call("heartbeat", secret, scope=scope, expect_within_seconds=window, **more)
+
+
+def full_switch(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str], window: int = 3
+) -> dict[str, Any]:
+    return beat(
+        world,
+        agent[1],
+        window=window,
+        on_expiry=["queue_alert", "release_leases", "mark_failed"],
+        notify_address=f"agent:{watcher[0]}",
+        agent_id="worker-3",
+    )
+
+
+def alerts(world: World, watcher: tuple[str, str]) -> list[dict[str, Any]]:
+    found = []
+    while True:
+        page = world.call("inbox_poll", watcher[1], max_messages=10)["deliveries"]
+        if not page:
+            return found
+        for delivery in page:
+            found.append(delivery)
+            world.call(
+                "acknowledge", watcher[1], id=delivery["id"], generation=delivery["generation"]
+            )
+
+
+def test_first_beat_arms_one_alarm_and_steady_beats_arm_none(
+    world: World, agent: tuple[str, str]
+) -> None:
+    first = beat(world, agent[1])
+    assert (first["state"], first["generation"], first["beats"]) == ("armed", 1, 1)
+    assert len(world.alarms.armed) == 1
+    for _ in range(5):
+        world.clock.advance(10)
+        result = beat(world, agent[1])
+    assert result["beats"] == 6
+    assert parse_iso(result["deadline"]) == world.clock.now() + timedelta(seconds=30)
+    assert len(world.alarms.armed) == 1  # beats never touch the alarm
+
+
+def test_beaten_in_time_it_never_fires_and_alarms_rearm_once_per_window(
+    world: World, agent: tuple[str, str]
+) -> None:
+    beat(world, agent[1], window=30)
+    for _ in range(12):  # 120 s of beats every 10 s
+        world.advance(10)
+        beat(world, agent[1], window=30)
+    assert world.store.latest_death("acme", "job-1") is None
+    # One alarm in flight at any time: the one for the newest deadline.
+    assert len(world.alarms.armed) == 1
+    # The alarm ran about once per window (re-arming for the moved deadline), not once per beat.
+    assert 1 <= len(world.delivered) <= 120 // 30 + 1
+
+
+def test_an_unbeaten_switch_fires_once_with_all_actions_in_order(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    lease = world.call(
+        "acquire_lease", agent[1], resource="repo:main", scope="job-1", ttl_seconds=600
+    )["lease"]
+    world.call("acquire_lease", agent[1], resource="unscoped", ttl_seconds=600)
+    full_switch(world, agent, watcher, window=3)
+    world.advance(2)
+    assert world.store.latest_death("acme", "job-1") is None
+    world.advance(2)
+    death = world.store.latest_death("acme", "job-1")
+    assert death is not None
+    assert death.actions == ["release_leases", "mark_failed", "queue_alert"]
+    assert list(death.done) == ["release_leases", "mark_failed", "queue_alert"]
+    assert 0 <= death.lateness_seconds <= 1
+
+    released = world.store.get_lease("acme", "repo:main")
+    assert released is not None
+    assert released.state == "released"
+    assert released.generation == lease["generation"]
+
+    packet = world.call("resume_packet", scope="job-1")
+    assert packet["state"] == "failed"
+    assert packet["death"]["released"] == [
+        {"resource": "repo:main", "generation": lease["generation"]}
+    ]
+    assert packet["death"]["blind_spot"]["unscoped_leases_held"] == 1
+    assert packet["held_leases"] == []
+
+    (alert,) = alerts(world, watcher)
+    payload = alert["payload"]
+    assert alert["sender"] == "vigil"
+    assert (payload["scope"], payload["agent_id"]) == ("job-1", "worker-3")
+    assert payload["released"] == [{"resource": "repo:main", "generation": lease["generation"]}]
+    assert payload["lateness_seconds"] == death.lateness_seconds
+
+
+def test_the_same_alarm_delivered_five_times_runs_the_actions_once(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    full_switch(world, agent, watcher, window=3)
+    world.clock.advance(3)
+    (timer,) = world.due_alarms()
+    for _ in range(5):
+        world.deliver(timer)
+    death = world.store.latest_death("acme", "job-1")
+    assert death is not None
+    assert death.generation == 1
+    assert len(alerts(world, watcher)) == 1
+
+
+def test_a_late_beat_learns_of_its_death_and_arms_a_new_generation(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    full_switch(world, agent, watcher, window=3)
+    world.advance(5)
+    result = full_switch(world, agent, watcher, window=3)
+    assert result["state"] == "armed"
+    assert result["generation"] == 2
+    assert result["death"]["generation"] == 1
+    assert result["death"]["marked_failed"] is True
+    # The death stays on record for a successor.
+    assert world.call("resume_packet", scope="job-1")["death"]["generation"] == 1
+    assert len(alerts(world, watcher)) == 1
+
+
+def test_a_beat_after_the_deadline_but_before_the_alarm_records_the_death_itself(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    full_switch(world, agent, watcher, window=3)
+    world.clock.advance(4)  # no alarm delivered yet
+    result = full_switch(world, agent, watcher, window=3)
+    assert result["death"]["generation"] == 1
+    assert result["death"]["completed"] == ["release_leases", "mark_failed", "queue_alert"]
+    world.run_alarms()  # the old alarm arrives late: nothing more happens
+    assert len(alerts(world, watcher)) == 1
+    assert world.store.get_switch("acme", "job-1").generation == 2  # type: ignore[union-attr]
+
+
+def test_disarm_stops_the_switch(world: World, agent: tuple[str, str]) -> None:
+    beat(world, agent[1], window=3)
+    result = beat(world, agent[1], window=3, disarm=True)
+    assert result["state"] == "disarmed"
+    world.advance(10)
+    assert world.store.latest_death("acme", "job-1") is None
+    assert world.call("resume_packet", scope="job-1")["state"] == "disarmed"
+
+
+def test_another_principal_cannot_beat_or_disarm_an_armed_switch(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    beat(world, agent[1])
+    for extra in ({}, {"disarm": True}):
+        with pytest.raises(VigilError) as refused:
+            beat(world, watcher[1], **extra)
+        assert refused.value.code is ErrorCode.FORBIDDEN
+    # An operator may disarm it.
+    assert beat(world, world.tenant.operator_secret, disarm=True)["state"] == "disarmed"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"scope": "s", "expect_within_seconds": 1},
+        {"scope": "s", "expect_within_seconds": 2_592_001},
+        {"scope": "", "expect_within_seconds": 5},
+        {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["explode"]},
+        {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["queue_alert"]},
+        {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["mark_failed", "mark_failed"]},
+        {"scope": "s", "expect_within_seconds": 5, "notify_address": "agent:agt_aaaaaaaaaaaaaaaa"},
+        {"scope": "s", "expect_within_seconds": 5, "agent_id": "x" * 65},
+        {"scope": "s", "expect_within_seconds": "5"},
+        {"scope": "s", "expect_within_seconds": 5, "surprise": True},
+    ],
+)
+def test_bad_heartbeat_input_is_a_typed_error_and_arms_nothing(
+    world: World, agent: tuple[str, str], arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(VigilError) as refused:
+        world.app.call("heartbeat", arguments, agent[1])
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert world.alarms.armed == []
+    assert world.store.get_switch("acme", "s") is None
+
+
+def test_queue_alert_needs_a_registered_address(world: World, agent: tuple[str, str]) -> None:
+    with pytest.raises(VigilError) as refused:
+        beat(
+            world, agent[1], on_expiry=["queue_alert"], notify_address="agent:agt_aaaaaaaaaaaaaaaa"
+        )
+    assert refused.value.code is ErrorCode.NOT_FOUND
+    assert world.store.get_switch("acme", "job-1") is None
+
+
+def test_agent_key_authenticates_when_no_header_is_sent(
+    world: World, agent: tuple[str, str]
+) -> None:
+    result = world.app.call(
+        "heartbeat", {"scope": "k", "expect_within_seconds": 5, "agent_key": agent[1]}, None
+    )
+    assert result["state"] == "armed"
+    with pytest.raises(VigilError) as refused:
+        world.app.call(
+            "heartbeat",
+            {"scope": "k", "expect_within_seconds": 5, "agent_key": agent[1]},
+            world.tenant.operator_secret,
+        )
+    assert refused.value.code is ErrorCode.UNAUTHENTICATED
+
+
+def test_scopes_are_per_namespace(world: World, agent: tuple[str, str]) -> None:
+    from tests.support import Tenant
+
+    other = Tenant(world.app, world.clock, "globex")
+    beat(world, agent[1])
+    with pytest.raises(VigilError) as hidden:
+        world.call("resume_packet", other.operator_secret, scope="job-1")
+    assert hidden.value.code is ErrorCode.NOT_FOUND
+    assert beat(world, other.operator_secret)["generation"] == 1  # its own switch
