@@ -29,6 +29,7 @@ tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed ## ins
 
 measure: $(VENV)/.installed ## print the figures quoted in docs/PERFORMANCE.md
 	$(BIN)/python scripts/measure.py
+	$(BIN)/python scripts/costs.py
 
 build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 	$(SAM_VENV)/bin/sam build
