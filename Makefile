@@ -3,13 +3,18 @@
 PYTHON ?= python3
 VENV := .venv
 SAM_VENV := .venv-sam
+CHECKOV_VENV := .venv-checkov
 NODE_TOOLS := .tools/node
 BIN := $(VENV)/bin
 SAM_CLI_VERSION := 1.170.0
 INSPECTOR_VERSION := 2.12.0
+CHECKOV_VERSION := 3.3.30
+FUZZ_EXAMPLES ?= 500
+LOAD_AGENTS ?= 50
+LOAD_SECONDS ?= 60
 
 .DEFAULT_GOAL := help
-.PHONY: help local test lint tools measure build clean
+.PHONY: help local test lint tools measure load bench fuzz-long build clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,17 +30,26 @@ lint: $(VENV)/.installed ## ruff and mypy
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy
 
-tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed ## install every tool the tests use
+tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed $(CHECKOV_VENV)/.installed ## install every tool the tests use
 
 measure: $(VENV)/.installed ## print the figures quoted in docs/PERFORMANCE.md
 	$(BIN)/python scripts/measure.py
 	$(BIN)/python scripts/costs.py
 
+load: $(VENV)/.installed ## simulated agents on the local runtime (LOAD_AGENTS, LOAD_SECONDS)
+	$(BIN)/python scripts/load.py --agents $(LOAD_AGENTS) --seconds $(LOAD_SECONDS)
+
+bench: $(VENV)/.installed ## measure everything in one run and write docs/BENCHMARKS.md
+	$(BIN)/python scripts/bench.py --write docs/BENCHMARKS.md
+
+fuzz-long: tools ## long fuzzing (FUZZ_EXAMPLES per test) and every fault variant
+	VIGIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) VIGIL_FAULTS_FULL=1 $(BIN)/pytest tests/harness tests/faults
+
 build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 	$(SAM_VENV)/bin/sam build
 
 clean: ## remove every installed tool and build output
-	rm -rf $(VENV) $(SAM_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +61,13 @@ $(VENV)/.installed: pyproject.toml
 $(SAM_VENV)/.installed:
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+# checkov pins its own dependencies (boto3 among them), so it lives apart too.
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet checkov==$(CHECKOV_VERSION)
 	touch $@
 
 # The MCP Inspector 2.x needs Node 22; npm ships Node 22 as a package, so nothing else is needed.

@@ -55,6 +55,11 @@ class Meter:
             return
         if operation in ("GetItem", "Query"):
             self.read_units += 1 if params.get("ConsistentRead") else 0.5
+        elif operation == "BatchGetItem":
+            for request in params["RequestItems"].values():
+                self.read_units += len(request["Keys"]) * (
+                    1 if request.get("ConsistentRead") else 0.5
+                )
         elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
             self.write_units += 1
             self._size(params.get("Item"))

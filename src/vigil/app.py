@@ -18,12 +18,13 @@ from vigil.observability import get_logger, log_event
 from vigil.ports.mailboxes import MailboxQueues
 from vigil.store import Store
 from vigil.timers import Alarms
-from vigil.tools.common import Context, claim_key
+from vigil.tools.common import Context, claim_key, idempotency_field
 
 log = get_logger("vigil.app")
 
-# Arguments that never take part in an idempotency fingerprint: the key itself, and a
-# credential that may legitimately change (rotation) between a call and its retry.
+# Arguments that never take part in an idempotency fingerprint: the key itself (whatever the
+# tool's field for it is called), and a credential that may legitimately change (rotation)
+# between a call and its retry.
 _NOT_FINGERPRINTED = {"idempotency_key", "agent_key"}
 
 
@@ -95,9 +96,11 @@ class App:
             queues=self.queues,
             alarms=self.alarms,
         )
-        key = getattr(args, "idempotency_key", None)
+        key_field = idempotency_field(type(args))
+        key = getattr(args, key_field, None)
         if key is not None:
-            fingerprinted = args.model_dump(mode="json", exclude=_NOT_FINGERPRINTED)
+            excluded = {*_NOT_FINGERPRINTED, key_field}
+            fingerprinted = args.model_dump(mode="json", exclude=excluded)
             replay = claim_key(ctx, tool.name, key, fingerprinted)
             if replay is not None:
                 return replay
@@ -122,16 +125,28 @@ def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
     try:
         return tool.input_model.model_validate(arguments)
     except ValidationError as error:
+        found = error.errors(include_input=False, include_url=False)
+        # Bounded, because unknown property names come from the caller: a refusal must stay
+        # small however many (or however long) they are.
         problems = [
             {
-                "field": ".".join(str(part) for part in e["loc"]) or "(arguments)",
+                "field": _shorten(".".join(str(part) for part in e["loc"]) or "(arguments)"),
                 "problem": e["msg"],
             }
-            for e in error.errors(include_input=False, include_url=False)
+            for e in found[:_MAX_PROBLEMS]
         ]
-        raise invalid(
-            "the arguments do not match the tool's input schema", problems=problems
-        ) from None
+        details: dict[str, Any] = {"problems": problems}
+        if len(found) > _MAX_PROBLEMS:
+            details["more_problems"] = len(found) - _MAX_PROBLEMS
+        raise invalid("the arguments do not match the tool's input schema", **details) from None
+
+
+_MAX_PROBLEMS = 20
+_MAX_FIELD = 100
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_FIELD else text[: _MAX_FIELD - 1] + "…"
 
 
 def _log_call(tool: str, caller: Caller | None, started: float, outcome: str) -> None:

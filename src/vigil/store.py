@@ -13,6 +13,9 @@ from __future__ import annotations
 from vigil.ports.identity import IdentityPort
 from vigil.ports.leases import LeasePort
 from vigil.ports.mailboxes import MailboxPort
+from vigil.ports.progress import ProgressPort
+from vigil.ports.runs import RunPort
+from vigil.ports.sessions import SessionPort
 from vigil.ports.switches import SwitchPort
 
 
@@ -20,6 +23,6 @@ class ConditionFailed(Exception):
     """A conditional write lost: the record exists, or changed since it was read."""
 
 
-class Store(IdentityPort, LeasePort, MailboxPort, SwitchPort):
+class Store(IdentityPort, LeasePort, MailboxPort, ProgressPort, RunPort, SessionPort, SwitchPort):
     """Everything kept in the table. Each backend implements it as one object, so that a domain
     write and the completion of its idempotency record can share one atomic step."""

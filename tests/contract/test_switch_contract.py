@@ -83,6 +83,9 @@ def test_the_fast_beat_applies_only_to_an_armed_switch_in_time(
     assert store.get_switch("acme", "job#1") == beaten
     assert store.beat_switch("acme", "job#1", "agt_bbbbbbbbbbbbbbbb", None, changes, now) is None
     assert store.beat_switch("acme", "job#1", s.holder, "agent:x", changes, now) is None
+    # A shorter window needs an earlier alarm: the fast beat refuses, the slow path arms it.
+    shorter = {"deadline": now + timedelta(seconds=2), "last_beat_at": now}
+    assert store.beat_switch("acme", "job#1", s.holder, None, shorter, now) is None
     late = to_ms(clock.advance(31))
     assert store.beat_switch("acme", "job#1", s.holder, None, changes, late) is None
     assert store.get_switch("acme", "job#1") == beaten

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from vigil.adapters.aws_errors import error_code
 from vigil.domain.idempotency import IdempotencyRecord
 from vigil.errors import ErrorCode, VigilError
 from vigil.store import ConditionFailed
@@ -45,17 +46,15 @@ def attr_n(value: int) -> dict[str, str]:
     return {"N": str(value)}
 
 
-def _aws_error(error: Exception) -> VigilError:
+def _aws_error(code: str) -> VigilError:
     """Never let AWS text reach a caller: only its retryability survives."""
-    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
     if code in _THROTTLING:
         return VigilError(ErrorCode.THROTTLED, "the store is busy; retry with backoff")
     return VigilError(ErrorCode.UNAVAILABLE, "the store is temporarily unavailable; retry later")
 
 
-def _is_condition_failure(error: Exception) -> bool:
-    response = getattr(error, "response", {})
-    code = response.get("Error", {}).get("Code", "")
+def _is_condition_failure(error: Exception, code: str) -> bool:
+    response = getattr(error, "response", None) or {}
     if code == "ConditionalCheckFailedException":
         return True
     if code == "TransactionCanceledException":
@@ -78,11 +77,12 @@ class DynamoBase:
         try:
             return operation(**kwargs)
         except Exception as error:
-            if _is_condition_failure(error):
+            code = error_code(error)
+            if code is None:
+                raise
+            if _is_condition_failure(error, code):
                 raise ConditionFailed(str(kwargs.get("TableName", ""))) from None
-            if hasattr(error, "response"):
-                raise _aws_error(error) from None
-            raise
+            raise _aws_error(code) from None
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._call(

@@ -87,12 +87,18 @@ class DynamoSwitches(DynamoBase, SwitchPort):
         changes: dict[str, Any],
         now: datetime,
     ) -> Switch | None:
-        names = {"#st": "state", "#holder": "holder", "#deadline": "deadline"}
+        names = {
+            "#st": "state",
+            "#holder": "holder",
+            "#deadline": "deadline",
+            "#alarm": "alarm_due",
+        }
         values: dict[str, Any] = {
             ":armed": attr_s("armed"),
             ":holder": attr_s(holder),
             ":now": attr_n(epoch_ms(now)),
             ":one": attr_n(1),
+            ":new_deadline": attr_n(epoch_ms(changes["deadline"])),
         }
         sets, removes = [], []
         for index, (name, value) in enumerate(changes.items()):
@@ -105,7 +111,10 @@ class DynamoSwitches(DynamoBase, SwitchPort):
         update = "SET " + ", ".join([*sets, "beats = beats + :one", "version = version + :one"])
         if removes:
             update += " REMOVE " + ", ".join(removes)
-        condition = "#st = :armed AND #holder = :holder AND #deadline > :now AND "
+        condition = (
+            "#st = :armed AND #holder = :holder AND #deadline > :now"
+            " AND #alarm <= :new_deadline AND "
+        )
         names["#notify"] = "notify_address"
         if notify_address is None:
             condition += "attribute_not_exists(#notify)"

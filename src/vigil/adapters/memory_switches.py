@@ -39,6 +39,7 @@ class MemorySwitches(MemoryBase, SwitchPort):
                 or current.holder != holder
                 or current.notify_address != notify_address
                 or current.deadline <= now
+                or current.alarm_due > changes["deadline"]
             ):
                 return None
             beaten = current.model_copy(

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from vigil.adapters.aws_errors import error_code
 from vigil.domain.mailboxes import MAX_HANDOUTS
 from vigil.errors import ErrorCode, VigilError
 from vigil.ports.mailboxes import MailboxQueues, QueueMessage, QueueRef
@@ -27,7 +28,7 @@ _EXISTS_OTHERWISE = frozenset({"QueueAlreadyExists", "QueueNameExists"})
 
 
 def _code(error: Exception) -> str:
-    return str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
+    return error_code(error) or ""
 
 
 class SqsMailboxQueues(MailboxQueues):
@@ -49,7 +50,7 @@ class SqsMailboxQueues(MailboxQueues):
         try:
             return operation(**kwargs)
         except Exception as error:
-            if not hasattr(error, "response"):
+            if error_code(error) is None:
                 raise
             raise self._translate(error, ref) from None
 
@@ -148,7 +149,7 @@ class SqsMailboxQueues(MailboxQueues):
         try:
             self.client.delete_message(QueueUrl=ref.url, ReceiptHandle=receipt_handle)
         except Exception as error:
-            if not hasattr(error, "response"):
+            if error_code(error) is None:
                 raise
             # SQS refuses the handle of a message already gone, or one too old to use. Neither
             # is for the caller to fix: a message that remains is simply received again.

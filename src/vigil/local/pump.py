@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from vigil.adapters.aws_errors import error_code
 from vigil.clock import Clock, SystemClock
 from vigil.local.resources import (
     AwsClients,
@@ -137,11 +138,6 @@ def _string_attributes(values: Mapping[str, str]) -> dict[str, dict[str, str]]:
         for name, value in values.items()
         if value
     }
-
-
-def _error_code(error: Exception) -> str | None:
-    code: str | None = getattr(error, "response", {}).get("Error", {}).get("Code")
-    return code
 
 
 class TargetError(Exception):
@@ -308,7 +304,7 @@ class EventPump:
             try:
                 schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
             except Exception as error:
-                if _error_code(error) == "ResourceNotFoundException":
+                if error_code(error) == "ResourceNotFoundException":
                     return  # deleted since it was listed
                 raise
             self._schedules[key] = schedule
@@ -413,7 +409,7 @@ class EventPump:
             try:
                 self.clients.scheduler.delete_schedule(GroupName=group, Name=name)
             except Exception as error:
-                if _error_code(error) != "ResourceNotFoundException":
+                if error_code(error) != "ResourceNotFoundException":
                     log.exception("could not delete a completed schedule")
 
     # ---------------------------------------------------------------- asynchronous invocation

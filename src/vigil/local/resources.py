@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from typing import Any
 
+from vigil.adapters.aws_errors import error_code
+
 DEFAULT_STACK_NAME = "vigil-local"
 DEFAULT_REGION = "us-east-1"
 # moto's default account; every ARN it issues carries it.
@@ -421,8 +423,7 @@ def _comparable(value: Any) -> Any:
 
 
 def _is_client_error(error: Exception, *codes: str) -> bool:
-    code = getattr(error, "response", {}).get("Error", {}).get("Code")
-    return code in codes
+    return error_code(error) in codes
 
 
 Provisioner = Callable[["_Provisioning", str, Mapping[str, Any]], None]

@@ -25,7 +25,8 @@ class SwitchPort(ABC):
     ) -> Switch | None:
         """The steady-state beat, one conditional write: applies ``changes`` (deadline,
         expect_within_seconds, on_expiry, agent_id, last_beat_at) if the switch is armed by
-        ``holder`` with the same notify address and a deadline still ahead of ``now``.
+        ``holder`` with the same notify address, a deadline still ahead of ``now``, and an
+        alarm due no later than the new deadline (a shorter window needs an earlier alarm).
         Returns the new switch, or None when any of that does not hold (the caller then reads
         the switch and takes the slow path)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,11 +39,17 @@ IdempotencyKey = Annotated[
 class StrictInput(BaseModel):
     """Inputs reject unknown fields and coercions: a wrong type is an error, not a guess."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    # The field that carries the retry key; a schema from elsewhere may spell it otherwise.
+    idempotency_field: ClassVar[str] = "idempotency_key"
+
+
+def idempotency_field(model: type[BaseModel]) -> str:
+    return model.idempotency_field if issubclass(model, StrictInput) else "idempotency_key"
 
 
 class Output(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 @dataclass

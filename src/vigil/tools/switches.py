@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 
 from vigil.clock import Clock, iso, to_ms
 from vigil.domain.leases import Lease
+from vigil.domain.progress import ProgressReport
 from vigil.domain.switches import (
     MAX_WINDOW_SECONDS,
     MIN_WINDOW_SECONDS,
@@ -186,6 +187,20 @@ class LeaseSummary(Output):
     expires_at: datetime
 
 
+class ProgressSummary(Output):
+    progress: dict[str, Any] = Field(description="As reported: the reporter's data.")
+    reported_by: str = Field(description="Principal id whose credential made the report.")
+    reported_at: datetime
+
+    @classmethod
+    def of(cls, report: ProgressReport) -> ProgressSummary:
+        return cls(
+            progress=report.progress,
+            reported_by=report.reported_by,
+            reported_at=report.reported_at,
+        )
+
+
 class ResumePacket(Output):
     scope: str
     state: State
@@ -200,6 +215,12 @@ class ResumePacket(Output):
     notify_address: str | None
     death: DeathView | None = Field(description="The most recent observed death of this scope.")
     held_leases: list[LeaseSummary] = Field(description="Leases of this scope held right now.")
+    last_progress: ProgressSummary | None = Field(
+        description=(
+            "The latest progress reported for this scope; failing that, the latest report of "
+            "the switch's holder; null if there is neither."
+        )
+    )
 
 
 # -- the liveness machinery, shared by the tool and the alarm function --------------------
@@ -433,12 +454,22 @@ def _slow_beat(
             switch = disarmed
         return _result(switch, death)
 
+    deadline: datetime = changes["deadline"]
     if switch is not None and switch.state == "armed":
-        # Armed by the caller and in time, but the fast path refused: the notify address changed.
+        # Armed by the caller and in time, but the fast path refused: the notify address
+        # changed, or the window shrank so that the armed alarm would come after the new
+        # deadline. Then an earlier alarm is armed first; the later one finds itself stale.
+        alarm_due = switch.alarm_due
+        if alarm_due > deadline:
+            machinery.alarms.arm(
+                _timer(switch.namespace, switch.scope, switch.generation, deadline), now
+            )
+            alarm_due = deadline
         updated = switch.model_copy(
             update={
                 **changes,
                 "notify_address": args.notify_address,
+                "alarm_due": alarm_due,
                 "beats": switch.beats + 1,
                 "version": switch.version + 1,
             }
@@ -447,15 +478,7 @@ def _slow_beat(
         return _result(updated, None)
 
     generation = switch.generation + 1 if switch is not None else 1
-    deadline: datetime = changes["deadline"]
-    timer = Timer(
-        kind=TIMER_KIND,
-        namespace=ctx.caller.namespace,
-        key=args.scope,
-        generation=generation,
-        due_at=deadline,
-    )
-    machinery.alarms.arm(timer, now)
+    machinery.alarms.arm(_timer(ctx.caller.namespace, args.scope, generation, deadline), now)
     armed = Switch(
         namespace=ctx.caller.namespace,
         scope=args.scope,
@@ -475,6 +498,12 @@ def _slow_beat(
     )
     ctx.store.put_switch(armed, expected_version=switch.version if switch is not None else None)
     return _result(armed, death)
+
+
+def _timer(namespace: str, scope: str, generation: int, due_at: datetime) -> Timer:
+    return Timer(
+        kind=TIMER_KIND, namespace=namespace, key=scope, generation=generation, due_at=due_at
+    )
 
 
 def _check_address(ctx: Context, address: str) -> None:
@@ -510,6 +539,9 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
     leases: list[Lease] = [
         lease for lease in ctx.store.scope_leases(namespace, args.scope) if lease.live(now)
     ]
+    progress = ctx.store.scope_progress(namespace, args.scope) or ctx.store.latest_progress(
+        namespace, switch.holder
+    )
     return ResumePacket(
         scope=switch.scope,
         state=_state(switch, current_death),
@@ -533,4 +565,5 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
             )
             for lease in leases
         ],
+        last_progress=ProgressSummary.of(progress) if progress is not None else None,
     )

@@ -17,7 +17,8 @@ class HttpResponse:
     def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> HttpResponse:
         return cls(
             status,
-            json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(),
+            # ASCII with escapes: valid whatever a caller echoed into it, a lone surrogate too.
+            json.dumps(payload, separators=(",", ":")).encode(),
             {"content-type": "application/json", **(headers or {})},
         )
 

@@ -111,7 +111,7 @@ class McpEndpoint:
             return _unsupported(None, version)
         try:
             message = json.loads(request.body)
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             return _error(None, PARSE_ERROR, "body is not valid JSON", status=400)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error(None, INVALID_REQUEST, "expected one JSON-RPC 2.0 message", status=400)

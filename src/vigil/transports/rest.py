@@ -22,7 +22,7 @@ def handle_rest(app: App, request: HttpRequest) -> HttpResponse:
     try:
         try:
             arguments = json.loads(request.body) if request.body.strip() else {}
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise invalid("the body is not valid JSON") from None
         payload = app.call(name, arguments, request.bearer())
     except UnknownTool:

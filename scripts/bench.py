@@ -1,0 +1,373 @@
+"""The benchmark figures, measured in one run, printed and written to docs/BENCHMARKS.md.
+
+Usage: .venv/bin/python scripts/bench.py [--write docs/BENCHMARKS.md] [--samples 30]
+           [--runs 15] [--clients 4] [--seconds 5] [--switches 50] [--max-window 20]
+
+1. Cold start: the import time of each function's handler module, in fresh interpreters,
+   beside ``import boto3`` (``scripts/measure.py``'s ``import_ms``).
+2. Every tool of the catalog: the AWS calls one call makes, by service, counted at the botocore
+   layer, priced at public on-demand prices (``scripts/costs.py``'s ``Meter`` and ``PRICE``),
+   and its warm in-process latency (median, p99) on moto. The calls come from the fault tests'
+   scenarios (``tests/faults/scenarios.py``), so a new tool is measured as soon as it exists.
+3. Local throughput: steady heartbeats per second over HTTP against the local runtime, from a
+   few concurrent clients, beside moto's own conditional-write throughput (raw ``PutItem`` with
+   a condition) against the same moto server, from as many clients for as long.
+4. Expiry lateness: a short run of ``scripts/lateness.py`` (its ``measure``), switches with
+   2-20 s windows on the local runtime; ``make lateness``-style long runs are that script's.
+
+Everything but cold start runs on moto, so absolute times are moto's; the ratios measured
+in the same run, and the call counts, are the point. Traffic goes to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+SERVICE_NAMES = {"dynamodb": "DynamoDB", "sqs": "SQS", "scheduler": "Scheduler"}
+
+
+@dataclass
+class ToolRow:
+    name: str
+    calls: str
+    cost_per_million: float
+    median_ms: float | None
+    p99_ms: float | None
+    outcome: str
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    from load import percentile
+
+    return percentile(values, fraction)
+
+
+# -- 1. cold start ------------------------------------------------------------------------------
+def cold_start(runs: int) -> list[tuple[str, float]]:
+    os.environ["MEASURE_RUNS"] = str(runs)
+    from measure import import_ms
+
+    src = str(ROOT / "src")
+    api = [str(ROOT / "functions/api"), src]
+    alarm = [str(ROOT / "functions/alarm"), src]
+    rows = [
+        ("`import boto3`", "import boto3", []),
+        ("API function: handler module", "import app", api),
+        (
+            "API function: handler + what its first call imports",
+            "import app, vigil.wiring, boto3",
+            api,
+        ),
+        ("alarm function: handler module", "import app", alarm),
+        (
+            "alarm function: handler + what its first call imports",
+            "import app, vigil.wiring, boto3",
+            alarm,
+        ),
+    ]
+    return [(label, import_ms(statement, path)) for label, statement, path in rows]
+
+
+# -- 2. every tool ------------------------------------------------------------------------------
+def by_service(calls: dict[str, int]) -> str:
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for key, count in sorted(calls.items()):
+        service, operation = key.split(".", 1)
+        grouped[service].append(f"{operation} {count}")
+    return (
+        "; ".join(
+            f"{SERVICE_NAMES.get(service, service)} {', '.join(ops)}"
+            for service, ops in sorted(grouped.items())
+        )
+        or "-"
+    )
+
+
+def per_tool(samples: int) -> list[ToolRow]:
+    from costs import Meter
+    from moto import mock_aws
+
+    from tests.faults.runner import attempt
+    from tests.faults.scenarios import every_scenario
+    from tests.faults.world import World
+
+    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    rows = []
+    with mock_aws():
+        for scenario in every_scenario():
+            world = World()
+            meter = Meter()
+            for client in (world.dynamodb, world.sqs, world.scheduler):
+                meter.hook(client)
+            arguments = scenario.prepare(world)
+            meter.reset()
+            outcome, _ = attempt(world, scenario, arguments)
+            calls, cost = dict(meter.calls), meter.cost(via_api=True)
+            timings: list[float] = []
+            for _ in range(samples if outcome == "ok" else 0):
+                arguments = scenario.prepare(world)
+                started = time.perf_counter()
+                repeated, _ = attempt(world, scenario, arguments)
+                if repeated != "ok":
+                    outcome = f"{repeated} on repeat {len(timings) + 1}"
+                    break
+                timings.append((time.perf_counter() - started) * 1000)
+            rows.append(
+                ToolRow(
+                    name=f"`{scenario.tool}`"
+                    + (f", {scenario.variant}" if scenario.variant else ""),
+                    calls=by_service(calls),
+                    cost_per_million=cost * 1e6,
+                    median_ms=statistics.median(timings) if timings else None,
+                    p99_ms=_percentile(timings, 0.99) if timings else None,
+                    outcome=outcome,
+                )
+            )
+            print(f"  {rows[-1].name}: {rows[-1].calls}", file=sys.stderr, flush=True)
+    return rows
+
+
+# -- 3. throughput ------------------------------------------------------------------------------
+def _for(seconds: float, workers: int, work: Any) -> int:
+    """Runs ``work(worker, stop_at)`` on ``workers`` threads for ``seconds``; sums their counts."""
+    counts = [0] * workers
+    stop_at = time.monotonic() + seconds
+
+    def loop(worker: int) -> None:
+        counts[worker] = work(worker, stop_at)
+
+    threads = [threading.Thread(target=loop, args=(w,), daemon=True) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=seconds + 60)
+    return sum(counts)
+
+
+def throughput(clients: int, seconds: float) -> dict[str, float]:
+    import boto3
+    from load import Latencies, Rest
+
+    from vigil.local.runtime import start
+
+    with tempfile.TemporaryDirectory(prefix="vigil-bench-") as state_dir:
+        runtime = start(port=0, state_dir=Path(state_dir), template=ROOT / "template.yaml")
+        with runtime:
+            operator = Rest(runtime.rest_url, runtime.operator_secret, Latencies())
+            agents = []
+            for worker in range(clients):
+                issued = operator.call("register", kind="agent", name=f"bench-{worker}")
+                agent = Rest(runtime.rest_url, issued["secret"], Latencies())
+                agent.call("heartbeat", scope=f"bench-{worker}", expect_within_seconds=600)
+                agents.append(agent)
+
+            def beat(worker: int, stop_at: float) -> int:
+                done = 0
+                while time.monotonic() < stop_at:
+                    agents[worker].call(
+                        "heartbeat", scope=f"bench-{worker}", expect_within_seconds=600
+                    )
+                    done += 1
+                return done
+
+            beats = _for(seconds, clients, beat)
+            table = os.environ["TABLE_NAME"]
+            ddb = [
+                boto3.client("dynamodb", endpoint_url=runtime.aws_endpoint_url)
+                for _ in range(clients)
+            ]
+
+            def put(worker: int, stop_at: float) -> int:
+                done = 0
+                while time.monotonic() < stop_at:
+                    done += 1
+                    ddb[worker].put_item(
+                        TableName=table,
+                        Item={
+                            "pk": {"S": f"BENCH#{worker}"},
+                            "sk": {"S": "COUNTER"},
+                            "version": {"N": str(done)},
+                        },
+                        ConditionExpression="attribute_not_exists(pk) OR version < :v",
+                        ExpressionAttributeValues={":v": {"N": str(done)}},
+                    )
+                return done
+
+            puts = _for(seconds, clients, put)
+            for agent in agents:
+                agent.close()
+    return {"beats_per_second": beats / seconds, "puts_per_second": puts / seconds}
+
+
+# -- 4. lateness --------------------------------------------------------------------------------
+def lateness(count: int, max_window: int, seed: int) -> dict[str, float]:
+    import lateness as long_run
+
+    armed, _ = long_run.measure(count, max_window, seed)
+    figures = long_run.summary([a.lateness for a in armed])
+    return {"count": len(armed), **figures}
+
+
+# -- output ---------------------------------------------------------------------------------------
+def command_line(argv: list[str]) -> str:
+    python = Path(sys.executable)
+    try:
+        shown = str(python.relative_to(Path.cwd()))
+    except ValueError:
+        shown = "python"
+    return shlex.join([shown, "scripts/bench.py", *argv])
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def markdown(
+    argv: list[str],
+    args: argparse.Namespace,
+    started: datetime,
+    took: float,
+    cold: list[tuple[str, float]],
+    tools: list[ToolRow],
+    rate: dict[str, float],
+    late: dict[str, float],
+) -> str:
+    from costs import PRICE
+
+    boto = cold[0][1]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Every figure on this page comes from one run of",
+        "",
+        "```sh",
+        f"make bench   # = {command_line(argv)}",
+        "```",
+        "",
+        f"on {started:%Y-%m-%d %H:%M} UTC, {took / 60:.1f} min, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, {platform.system()} {platform.machine()}. Everything but "
+        "the cold start runs on moto in this process, so absolute times are moto's and the "
+        "machine's; the call counts and the ratios within the run are the point. Lambda runs "
+        "Python 3.13 on arm64.",
+        "",
+        "## Cold start",
+        "",
+        f"Median over {args.runs} fresh interpreters of the import alone (interpreter start "
+        "excluded), beside `import boto3` in the same run (`scripts/measure.py`'s `import_ms`).",
+        "",
+        "| what | ms | x `import boto3` |",
+        "| --- | ---: | ---: |",
+        *[f"| {label} | {ms:.1f} | {ms / boto:.2f} |" for label, ms in cold],
+        "",
+        "## Every tool: AWS calls, cost, warm latency",
+        "",
+        "One call of each tool after its scenario's setup (`tests/faults/scenarios.py`), "
+        "calls counted at the botocore layer on moto, by service; USD per million calls at "
+        "public on-demand prices, us-east-1 (`scripts/costs.py`: DynamoDB "
+        f"${PRICE['dynamodb_write_unit'] * 1e6:.3f} per million write units and "
+        f"${PRICE['dynamodb_read_unit'] * 1e6:.3f} per million read units, SQS "
+        f"${PRICE['sqs_request'] * 1e6:.2f} per million requests, Scheduler "
+        f"${PRICE['scheduler_invocation'] * 1e6:.2f} per million, plus one HTTP API request "
+        f"(${PRICE['http_api_request'] * 1e6:.2f} per million) and one Lambda request "
+        f"(${PRICE['lambda_request'] * 1e6:.2f} per million); Lambda duration excluded). "
+        f"Latency: `App.call` in-process on moto, {args.samples} calls each after a fresh "
+        "setup (setup not timed); mutations carry a new idempotency key each time where the "
+        "tool takes one.",
+        "",
+        "| tool, case | AWS calls per call | USD per million | median ms | p99 ms |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for row in tools:
+        note = "" if row.outcome == "ok" else f" (answered `{row.outcome}`)"
+        lines.append(
+            f"| {row.name}{note} | {row.calls} | {row.cost_per_million:.2f} | "
+            f"{_ms(row.median_ms)} | {_ms(row.p99_ms)} |"
+        )
+    ratio = rate["beats_per_second"] / rate["puts_per_second"]
+    lines += [
+        "",
+        "## Local throughput",
+        "",
+        f"{args.clients} concurrent clients for {args.seconds:g} s each way, against one local "
+        "runtime (`vigil.local.runtime.start`): steady heartbeats over HTTP (REST, keep-alive; "
+        "each is the authentication read and one conditional update on moto, plus the HTTP "
+        "server and the handler), then raw conditional `PutItem`s straight to the same moto "
+        "server.",
+        "",
+        "| what | per second |",
+        "| --- | ---: |",
+        f"| steady heartbeats over HTTP | {rate['beats_per_second']:.1f} |",
+        f"| moto, raw conditional PutItem | {rate['puts_per_second']:.1f} |",
+        f"| ratio (beats / puts) | {ratio:.2f} |",
+        "",
+        "## Expiry lateness (short run)",
+        "",
+        f"{int(late['count'])} switches, windows log-uniform from 2 to {args.max_window} s, "
+        "never beaten again, on the local runtime (`scripts/lateness.py`'s `measure`): "
+        "`death.fired_at - death.deadline`, seconds. `docs/LATENESS.md` has the long run.",
+        "",
+        "| p50 s | p99 s | max s |",
+        "| ---: | ---: | ---: |",
+        f"| {late['p50']:.3f} | {late['p99']:.3f} | {late['max']:.3f} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--write", type=Path, help="also write the Markdown report here")
+    parser.add_argument("--samples", type=int, default=30, help="timed calls per tool")
+    parser.add_argument("--runs", type=int, default=15, help="fresh interpreters per import")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent throughput clients")
+    parser.add_argument("--seconds", type=float, default=5.0, help="throughput time each way")
+    parser.add_argument("--switches", type=int, default=50, help="switches for lateness")
+    parser.add_argument("--max-window", type=int, default=20, help="longest lateness window")
+    args = parser.parse_args(argv)
+    if min(args.samples, args.runs, args.clients, args.switches) < 1 or args.seconds <= 0:
+        parser.error("counts must be at least 1 and --seconds positive")
+    if not 2 <= args.max_window <= 600:
+        parser.error("--max-window must be 2-600")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    started, clock = datetime.now(UTC), time.monotonic()
+    print("cold start...", file=sys.stderr, flush=True)
+    cold = cold_start(args.runs)
+    print("every tool...", file=sys.stderr, flush=True)
+    tools = per_tool(args.samples)
+    print("throughput...", file=sys.stderr, flush=True)
+    rate = throughput(args.clients, args.seconds)
+    print("lateness...", file=sys.stderr, flush=True)
+    late = lateness(args.switches, args.max_window, seed=1)
+    text = markdown(argv, args, started, time.monotonic() - clock, cold, tools, rate, late)
+    print(text)
+    if args.write is not None:
+        args.write.write_text(text)
+        print(f"written to {args.write}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT / "scripts"), str(ROOT)]
+    raise SystemExit(main())

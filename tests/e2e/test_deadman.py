@@ -1,0 +1,200 @@
+"""The dead-man switch end to end: the MCP SDK client against the local runtime, where the
+event pump plays the timer queue's event source mapping and the alarm function runs for real.
+
+These tests wait in real time (a switch window is at least 2 s); they poll, never sleep blind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from datetime import datetime
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = pytest.mark.e2e
+
+ALL_ACTIONS = ["release_leases", "mark_failed", "queue_alert"]
+POLL_SECONDS = 0.25
+DEATH_DEADLINE_SECONDS = 20.0
+MAX_LATENESS_SECONDS = 2.0
+
+
+class Session:
+    """One principal's MCP session; ``call`` returns the structured result of a tool."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        data: dict[str, Any] = result.structured_content
+        assert json.loads(result.content[0].text) == data
+        assert result.is_error is False, data
+        return data
+
+
+async def _open(stack: AsyncExitStack, url: str, secret: str) -> Session:
+    http = await stack.enter_async_context(
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    )
+    client = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
+    return Session(client)
+
+
+async def _register(operator: Session, name: str) -> tuple[str, str]:
+    registered = await operator.call("register", kind="agent", name=name)
+    return registered["principal"]["id"], registered["secret"]
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+async def _poll(
+    check: Callable[[], Awaitable[tuple[bool, dict[str, Any]]]], deadline_seconds: float
+) -> dict[str, Any]:
+    """Calls ``check`` every POLL_SECONDS until it reports done, or fails the test with the
+    last thing it saw."""
+    give_up = time.monotonic() + deadline_seconds
+    while True:
+        done, seen = await check()
+        if done:
+            return seen
+        if time.monotonic() >= give_up:
+            pytest.fail(f"not done after {deadline_seconds} s; last seen: {seen}")
+        await anyio.sleep(POLL_SECONDS)
+
+
+async def _drain(session: Session) -> list[dict[str, Any]]:
+    """Every delivery waiting for ``session``, each acknowledged with its generation; stops
+    after two consecutive empty polls."""
+    deliveries: list[dict[str, Any]] = []
+    empty = 0
+    while empty < 2:
+        batch = (await session.call("inbox_poll", wait_seconds=0, max_messages=10))["deliveries"]
+        empty = 0 if batch else empty + 1
+        for delivery in batch:
+            acked = await session.call(
+                "acknowledge", id=delivery["id"], generation=delivery["generation"]
+            )
+            assert acked["received"] is True
+        deliveries += batch
+    return deliveries
+
+
+def test_a_missed_beat_releases_marks_failed_and_alerts_once(state: dict[str, Any]) -> None:
+    url, operator_secret = state["mcp_url"], state["operator_secret"]
+    scope = f"deadman-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await _open(stack, url, operator_secret)
+            worker_id, worker_secret = await _register(operator, "deadman-worker")
+            supervisor_id, supervisor_secret = await _register(operator, "deadman-supervisor")
+            worker = await _open(stack, url, worker_secret)
+            supervisor = await _open(stack, url, supervisor_secret)
+
+            scoped = (
+                await worker.call(
+                    "acquire_lease", resource="repo:main", scope=scope, ttl_seconds=600
+                )
+            )["lease"]
+            await worker.call("acquire_lease", resource=f"notes:{scope}", ttl_seconds=600)
+            armed = await worker.call(
+                "heartbeat",
+                scope=scope,
+                expect_within_seconds=3,
+                on_expiry=["queue_alert", "mark_failed", "release_leases"],
+                notify_address=f"agent:{supervisor_id}",
+                agent_id="worker-3",
+            )
+            assert armed["state"] == "armed"
+            assert armed["on_expiry"] == ALL_ACTIONS
+            # The worker dies here: it never beats again.
+
+            async def dead() -> tuple[bool, dict[str, Any]]:
+                packet = await supervisor.call("resume_packet", scope=scope)
+                death = packet["death"]
+                # "failed" is reported from the moment it fires; wait for every action too.
+                done = packet["state"] == "failed" and death is not None
+                return done and death["completed"] == ALL_ACTIONS, packet
+
+            packet = await _poll(dead, DEATH_DEADLINE_SECONDS)
+            death = packet["death"]
+            assert death["holder"] == worker_id
+            assert death["agent_id"] == "worker-3"
+            assert death["actions"] == ALL_ACTIONS
+            assert death["marked_failed"] is True
+            assert death["released"] == [
+                {"resource": "repo:main", "generation": scoped["generation"]}
+            ]
+            assert death["blind_spot"]["unscoped_leases_held"] == 1
+            assert packet["held_leases"] == []
+            lateness = (_when(death["fired_at"]) - _when(death["deadline"])).total_seconds()
+            assert 0 <= lateness < MAX_LATENESS_SECONDS
+            assert death["lateness_seconds"] == pytest.approx(lateness, abs=0.001)
+
+            taken = (await supervisor.call("acquire_lease", resource="repo:main", ttl_seconds=60))[
+                "lease"
+            ]
+            assert taken["holder"] == supervisor_id
+            assert taken["generation"] > scoped["generation"]
+
+            deliveries = await _drain(supervisor)
+            assert len(deliveries) == 1, deliveries
+            alert = deliveries[0]
+            assert (alert["kind"], alert["sender"]) == ("alert", "vigil")
+            assert alert["id"] == death["alert_envelope_id"]
+            payload = alert["payload"]
+            assert payload["scope"] == scope
+            assert payload["agent_id"] == "worker-3"
+            assert _when(payload["deadline"]) == _when(death["deadline"])
+            assert _when(payload["fired_at"]) == _when(death["fired_at"])
+            assert payload["lateness_seconds"] == death["lateness_seconds"]
+            assert payload["released"] == death["released"]
+            # Nothing for the worker either: the alert went to the supervisor only.
+            assert await _drain(worker) == []
+
+    anyio.run(scenario)
+
+
+def test_a_switch_beaten_in_time_never_fires_and_disarms(state: dict[str, Any]) -> None:
+    url, operator_secret = state["mcp_url"], state["operator_secret"]
+    scope = f"steady-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await _open(stack, url, operator_secret)
+            _, secret = await _register(operator, "steady-worker")
+            worker = await _open(stack, url, secret)
+
+            started = time.monotonic()
+            # Beats at 0, 1, ..., 5 s: the first alarm comes due at 3 s and must find the
+            # deadline moved, arm the next one and fire nothing.
+            for second in range(6):
+                await anyio.sleep(max(0.0, started + second - time.monotonic()))
+                beat = await worker.call("heartbeat", scope=scope, expect_within_seconds=3)
+                assert (beat["state"], beat["generation"]) == ("armed", 1)
+                assert (beat["beats"], beat["death"]) == (second + 1, None)
+
+            packet = await worker.call("resume_packet", scope=scope)
+            assert (packet["state"], packet["generation"], packet["death"]) == ("armed", 1, None)
+
+            disarmed = await worker.call(
+                "heartbeat", scope=scope, expect_within_seconds=3, disarm=True
+            )
+            assert disarmed["state"] == "disarmed"
+            assert disarmed["death"] is None
+            packet = await worker.call("resume_packet", scope=scope)
+            assert (packet["state"], packet["death"]) == ("disarmed", None)
+
+    anyio.run(scenario)

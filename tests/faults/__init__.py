@@ -1,0 +1,1 @@
+"""Faults injected at the botocore layer into every mutating tool of the catalog."""

@@ -1,0 +1,506 @@
+"""Valid calls of every tool of the catalog: what to arrange first, who calls, with what.
+
+Keyed by tool name. A tool with no entry here gets one scenario whose arguments are built
+from its published input schema (``example``), called by a worker if workers may call it:
+that covers a new tool at once, and its clean run says whether a hand-written scenario is
+needed (a business error there fails tests/faults with a message pointing here).
+
+``prepare`` arranges the world and returns the arguments. It takes fresh names from the world
+(``world.unique``), so it can run many times in one world (scripts/bench.py does) and gives
+the same names in two fresh worlds (the fault tests compare a clean run with a faulted one).
+Durations are long (hours) so that a retry that waits out an idempotency lock still finds
+the lease or the switch it is about.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tests.faults.world import World
+from vigil.catalog import BY_NAME, TOOLS, Tool
+from vigil.domain.idempotency import LOCK_SECONDS
+from vigil.timers import Timer
+from vigil.tools.switches import TIMER_KIND
+
+Prepare = Callable[[World], dict[str, Any]]
+Run = Callable[[World, "Scenario", dict[str, Any]], dict[str, Any]]
+Settle = Callable[[World, dict[str, Any], dict[str, Any]], None]
+
+ALL_ACTIONS = ["release_leases", "mark_failed", "queue_alert"]
+HOUR = 3600
+
+
+def call_tool(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
+    return world.call(scenario.tool, scenario.caller, **arguments)
+
+
+def nothing_to_settle(world: World, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    tool: str
+    variant: str
+    caller: str
+    prepare: Prepare
+    # Fields a plain retry may legitimately change, for tools without an idempotency key.
+    tolerate: frozenset[str] = frozenset()
+    # False where the answer after a lost one is rightly different (a second receive finds
+    # the deliveries of the first still leased); what converges is then checked by the drain.
+    compare_result: bool = True
+    # After the call, whatever the caller does with the answer it saw.
+    settle: Settle = nothing_to_settle
+    run: Run = call_tool
+    # Tool calls must fail with a typed, retryable error; the alarm function just fails.
+    typed_errors: bool = True
+    generic: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.tool}: {self.variant}"
+
+    @property
+    def keyed(self) -> bool:
+        tool = BY_NAME.get(self.tool)
+        return tool is not None and tool.takes_idempotency_key
+
+
+def key_field(tool: Tool) -> str:
+    """The argument that carries the retry key: tools from some seeds spell it otherwise."""
+    return str(getattr(tool.input_model, "idempotency_field", "idempotency_key"))
+
+
+def keyed(world: World, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if BY_NAME[tool].takes_idempotency_key:
+        arguments[key_field(BY_NAME[tool])] = world.unique("key")
+    return arguments
+
+
+# -- identity -------------------------------------------------------------------------------
+def _register(world: World) -> dict[str, Any]:
+    return keyed(world, "register", {"kind": "agent", "name": world.unique("agent")})
+
+
+def _rotate(world: World) -> dict[str, Any]:
+    # The operator rotates: a principal rotating its own secret cannot retry after a lost
+    # answer, since the old secret is dead (see test_rotating_your_own_secret_...).
+    target = world.unique("rotating")
+    world.register(target)
+    return keyed(world, "rotate_secret", {"principal_id": world.ids[target], "version": 1})
+
+
+def _revoke(world: World) -> dict[str, Any]:
+    target = world.unique("revoking")
+    world.register(target)
+    return keyed(world, "revoke_principal", {"principal_id": world.ids[target], "version": 1})
+
+
+def _list_directory(world: World) -> dict[str, Any]:
+    return {"kind": "agent", "search": "w"}
+
+
+# -- leases ---------------------------------------------------------------------------------
+def _acquire(world: World) -> dict[str, Any]:
+    return keyed(
+        world,
+        "acquire_lease",
+        {
+            "resource": world.unique("repo"),
+            "scope": world.unique("job"),
+            "ttl_seconds": HOUR,
+            "agent_id": "worker-1",
+        },
+    )
+
+
+def _held(world: World) -> tuple[str, str]:
+    resource, scope = world.unique("repo"), world.unique("job")
+    world.call("acquire_lease", "worker", resource=resource, scope=scope, ttl_seconds=HOUR)
+    return resource, scope
+
+
+def _rescope(world: World) -> dict[str, Any]:
+    resource, _ = _held(world)
+    return keyed(
+        world,
+        "acquire_lease",
+        {"resource": resource, "scope": world.unique("job"), "ttl_seconds": HOUR},
+    )
+
+
+def _renew(world: World) -> dict[str, Any]:
+    resource, _ = _held(world)
+    return keyed(
+        world, "renew_lease", {"resource": resource, "generation": 1, "ttl_seconds": 2 * HOUR}
+    )
+
+
+def _release(world: World) -> dict[str, Any]:
+    resource, _ = _held(world)
+    return keyed(world, "release_lease", {"resource": resource, "generation": 1})
+
+
+# -- mailboxes ------------------------------------------------------------------------------
+def _create_mailbox(world: World) -> dict[str, Any]:
+    # A fresh owner each time: an agent may have only 20 named boxes (bench repeats this).
+    owner = world.unique("boxer")
+    world.register(owner)
+    return keyed(world, "create_mailbox", {"box": "jobs", "agent_id": world.ids[owner]})
+
+
+def _three_waiting(world: World) -> dict[str, Any]:
+    for _ in range(3):
+        world.send("worker")
+    return {"max_messages": 10, "lease_seconds": 900}
+
+
+def _acknowledge_seen(world: World, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+    world.acknowledge_all("worker", result["deliveries"])
+
+
+def _one_received(world: World) -> dict[str, Any]:
+    world.send("worker")
+    (delivery,) = world.call("receive", "worker", lease_seconds=900)["deliveries"]
+    return {"id": delivery["id"], "generation": delivery["generation"]}
+
+
+def _record_acknowledged(world: World, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+    if result["received"]:
+        world.acked.append(arguments["id"])
+
+
+def _dead_letters(world: World) -> dict[str, Any]:
+    return {}
+
+
+# -- switches -------------------------------------------------------------------------------
+def _beat(world: World, scope: str, window: int = 300, **extra: Any) -> dict[str, Any]:
+    return {
+        "scope": scope,
+        "expect_within_seconds": window,
+        "on_expiry": ALL_ACTIONS,
+        "notify_address": world.address("watcher"),
+        "agent_id": "worker-1",
+        **extra,
+    }
+
+
+def _arm(world: World) -> dict[str, Any]:
+    return _beat(world, world.unique("job"))
+
+
+def _arm_long(world: World) -> dict[str, Any]:
+    return {"scope": world.unique("job"), "expect_within_seconds": 86_400}
+
+
+def _armed(world: World) -> dict[str, Any]:
+    arguments = _beat(world, world.unique("job"))
+    world.call("heartbeat", "worker", **arguments)
+    return arguments
+
+
+def _steady(world: World) -> dict[str, Any]:
+    arguments = _armed(world)
+    world.clock.advance(60)
+    return arguments
+
+
+def _late(world: World) -> dict[str, Any]:
+    scope = world.unique("job")
+    world.call(
+        "acquire_lease", "worker", resource=world.unique("repo"), scope=scope, ttl_seconds=HOUR
+    )
+    world.call("acquire_lease", "worker", resource=world.unique("unscoped"), ttl_seconds=HOUR)
+    arguments = _beat(world, scope)
+    world.call("heartbeat", "worker", **arguments)
+    world.clock.advance(301)
+    return arguments
+
+
+def _disarm(world: World) -> dict[str, Any]:
+    arguments = _armed(world)
+    return {"scope": arguments["scope"], "expect_within_seconds": 300, "disarm": True}
+
+
+def _resume(world: World) -> dict[str, Any]:
+    return {"scope": _armed(world)["scope"]}
+
+
+# -- sessions and runs ---------------------------------------------------------------------
+def _live_session(world: World) -> str:
+    session = world.unique("session")
+    world.call("session_heartbeat", "worker", sessionId=session, idempotencyKey=world.unique("key"))
+    return session
+
+
+def _session(world: World) -> dict[str, Any]:
+    session = _live_session(world)
+    return keyed(world, "post_instruction", {"session_id": session, "body": "stop after step 3"})
+
+
+def _instructed(world: World) -> dict[str, Any]:
+    session = _live_session(world)
+    world.call("post_instruction", "operator", session_id=session, body="stop after step 3")
+    return {"session_id": session}
+
+
+def _run_id(world: World) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, world.unique("run")))
+
+
+def _started(world: World, lease: int = 300) -> str:
+    run_id = _run_id(world)
+    world.call("start_run", "worker", run_id=run_id, lease_duration_seconds=lease)
+    return run_id
+
+
+def _sessions(world: World) -> dict[str, Any]:
+    _live_session(world)
+    return {}
+
+
+def _start(world: World) -> dict[str, Any]:
+    return keyed(world, "start_run", {"run_id": _run_id(world), "lease_duration_seconds": 300})
+
+
+def _lapsed(world: World) -> dict[str, Any]:
+    run_id = _started(world, lease=5)
+    world.clock.advance(6)
+    return keyed(world, "claim_run", {"run_id": run_id, "lease_duration_seconds": 300})
+
+
+def _running(world: World) -> dict[str, Any]:
+    return {"run_id": _started(world), "lease_duration_seconds": 300}
+
+
+def _finish(world: World) -> dict[str, Any]:
+    return keyed(
+        world,
+        "finish_run",
+        {"run_id": _started(world), "generation": 1, "outcome": "succeeded", "result": {"n": 1}},
+    )
+
+
+# -- the alarm function (not a tool: the same harness drives it) ---------------------------
+def _overdue_timer(world: World) -> dict[str, Any]:
+    arguments = _late(world)
+    switch = world.store.get_switch("acme", arguments["scope"])
+    assert switch is not None
+    timer = Timer(
+        kind=TIMER_KIND,
+        namespace="acme",
+        key=switch.scope,
+        generation=switch.generation,
+        due_at=switch.alarm_due,
+    )
+    return {"timer": timer.model_dump(mode="json")}
+
+
+def _beaten_timer(world: World) -> dict[str, Any]:
+    arguments = _armed(world)
+    switch = world.store.get_switch("acme", arguments["scope"])
+    assert switch is not None
+    world.clock.advance(200)
+    world.call("heartbeat", "worker", **arguments)
+    world.clock.advance(101)
+    timer = Timer(
+        kind=TIMER_KIND,
+        namespace="acme",
+        key=switch.scope,
+        generation=switch.generation,
+        due_at=switch.alarm_due,
+    )
+    return {"timer": timer.model_dump(mode="json")}
+
+
+def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
+    world.liveness.on_timer(Timer.model_validate(arguments["timer"]))
+    return {}
+
+
+A_RETRIED_BEAT = frozenset({"beats", "version"})
+A_LOST_HAND_OUT = frozenset({"generation", "version"})
+A_RENEWAL_RETRIED = frozenset({"version"})
+
+SCENARIOS: dict[str, list[Scenario]] = {
+    "register": [Scenario("register", "an agent", "operator", _register)],
+    "rotate_secret": [Scenario("rotate_secret", "by an operator", "operator", _rotate)],
+    "revoke_principal": [Scenario("revoke_principal", "an agent", "operator", _revoke)],
+    "whoami": [Scenario("whoami", "", "worker", lambda world: {})],
+    "list_agents": [Scenario("list_agents", "", "worker", lambda world: {})],
+    "list_directory": [Scenario("list_directory", "search", "worker", _list_directory)],
+    "acquire_lease": [
+        Scenario("acquire_lease", "new, with a scope", "worker", _acquire),
+        Scenario("acquire_lease", "held, moved to another scope", "worker", _rescope),
+    ],
+    "renew_lease": [Scenario("renew_lease", "scoped", "worker", _renew)],
+    "release_lease": [Scenario("release_lease", "scoped", "worker", _release)],
+    "create_mailbox": [
+        Scenario("create_mailbox", "named box, by an operator", "operator", _create_mailbox)
+    ],
+    "inbox_poll": [
+        Scenario(
+            "inbox_poll",
+            "three waiting",
+            "worker",
+            _three_waiting,
+            tolerate=A_LOST_HAND_OUT,
+            compare_result=False,
+            settle=_acknowledge_seen,
+        )
+    ],
+    "receive": [
+        Scenario(
+            "receive",
+            "three waiting",
+            "worker",
+            _three_waiting,
+            tolerate=A_LOST_HAND_OUT,
+            compare_result=False,
+            settle=_acknowledge_seen,
+        )
+    ],
+    "acknowledge": [
+        Scenario(
+            "acknowledge",
+            "current generation",
+            "worker",
+            _one_received,
+            settle=_record_acknowledged,
+        )
+    ],
+    "list_dead_letters": [Scenario("list_dead_letters", "empty", "worker", _dead_letters)],
+    "heartbeat": [
+        Scenario("heartbeat", "first beat, timer queue", "worker", _arm, A_RETRIED_BEAT),
+        Scenario("heartbeat", "first beat, Scheduler", "worker", _arm_long, A_RETRIED_BEAT),
+        Scenario("heartbeat", "steady beat", "worker", _steady, A_RETRIED_BEAT),
+        Scenario("heartbeat", "late beat runs the expiry", "worker", _late, A_RETRIED_BEAT),
+        Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
+    ],
+    "resume_packet": [Scenario("resume_packet", "armed", "worker", _resume)],
+    "post_instruction": [Scenario("post_instruction", "to a live session", "operator", _session)],
+    "start_run": [Scenario("start_run", "named run", "worker", _start)],
+    "claim_run": [Scenario("claim_run", "lapsed, by another worker", "watcher", _lapsed)],
+    "create_run_heartbeat": [
+        Scenario("create_run_heartbeat", "held", "worker", _running, A_RENEWAL_RETRIED)
+    ],
+    "finish_run": [Scenario("finish_run", "held", "worker", _finish)],
+    "list_instructions": [Scenario("list_instructions", "one posted", "operator", _instructed)],
+    "list_sessions": [Scenario("list_sessions", "one live", "operator", _sessions)],
+    "get_run": [
+        Scenario("get_run", "running", "worker", lambda world: {"run_id": _started(world)})
+    ],
+}
+
+ALARM_SCENARIOS = [
+    Scenario(
+        "alarm",
+        "expiry with all three actions",
+        "operator",
+        _overdue_timer,
+        run=deliver_timer,
+        typed_errors=False,
+        compare_result=False,
+    ),
+    Scenario(
+        "alarm",
+        "deadline moved by beats (re-arms)",
+        "operator",
+        _beaten_timer,
+        run=deliver_timer,
+        typed_errors=False,
+        compare_result=False,
+    ),
+]
+
+
+def scenarios_for(tool: Tool) -> list[Scenario]:
+    known = SCENARIOS.get(tool.name)
+    if known:
+        return known
+    caller = "worker" if "worker" in tool.roles else "operator"
+    return [
+        Scenario(
+            tool.name,
+            "arguments from its input schema",
+            caller,
+            lambda world: keyed(world, tool.name, example(tool.input_schema(), hints(world))),
+            generic=True,
+        )
+    ]
+
+
+def every_scenario(mutating_only: bool = False) -> list[Scenario]:
+    return [
+        scenario
+        for tool in TOOLS
+        if not (mutating_only and tool.read_only)
+        for scenario in scenarios_for(tool)
+    ]
+
+
+# -- arguments from a JSON schema -------------------------------------------------------------
+def hints(world: World) -> list[str]:
+    """Strings worth trying first against a pattern: real ids and addresses of this world."""
+    return [
+        world.ids["worker"],
+        world.address("worker"),
+        world.address("watcher"),
+        world.unique("thing"),
+        "a",
+        f"lock-{LOCK_SECONDS}",
+    ]
+
+
+def example(schema: dict[str, Any], candidates: list[str]) -> Any:
+    """A small deterministic instance of ``schema``: required properties only, the first
+    candidate string that fits a pattern and its bounds, defaults and minimums for numbers."""
+    definitions = schema.get("$defs", {})
+
+    def build(node: dict[str, Any]) -> Any:
+        if "$ref" in node:
+            return build(definitions[node["$ref"].rsplit("/", 1)[-1]])
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            return node["enum"][0]
+        for union in ("anyOf", "oneOf"):
+            if union in node:
+                options = [o for o in node[union] if o.get("type") != "null"]
+                return build(options[0])
+        if "allOf" in node:
+            return build(node["allOf"][0])
+        kind = node.get("type")
+        if kind == "object":
+            properties = node.get("properties", {})
+            return {name: build(properties[name]) for name in node.get("required", [])}
+        if kind == "array":
+            return [build(node.get("items", {})) for _ in range(node.get("minItems", 0))]
+        if kind in ("integer", "number"):
+            if "default" in node:
+                return node["default"]
+            low = node.get("minimum", node.get("exclusiveMinimum", 0) + 1)
+            return max(low, 1) if "maximum" not in node else min(max(low, 1), node["maximum"])
+        if kind == "boolean":
+            return False
+        if kind == "string":
+            return _string(node, candidates)
+        return None
+
+    return build(schema)
+
+
+def _string(node: dict[str, Any], candidates: list[str]) -> str:
+    low, high = node.get("minLength", 1), node.get("maxLength", 200)
+    pattern = node.get("pattern")
+    for candidate in [*candidates, "x" * low]:
+        if not low <= len(candidate) <= high:
+            continue
+        if pattern is None or re.search(pattern, candidate):
+            return candidate
+    return "x" * max(low, 1)

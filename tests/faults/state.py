@@ -1,0 +1,286 @@
+"""What was stored, reduced to what must come out the same after a fault and its retries, and
+the invariants that must hold whatever happened.
+
+Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
+tokens, receipt handles, SQS message ids, secret hashes and fingerprints are masked (they differ
+between two runs of the same thing); principal ids become the names the scenario gave them;
+queue names become the mailbox they serve; a queue's messages become the set of distinct bodies
+(SQS delivers at least once, so a second copy of one message is allowed: what is handed out is
+checked by draining, not by counting copies).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.faults.world import ID, NAMESPACE, PREFIX, TIMER_QUEUE, Snapshot, World
+from vigil.domain.mailboxes import queue_name
+from vigil.domain.switches import Death
+
+VOLATILE = frozenset(
+    {
+        "ttl",
+        "deadline",
+        "token",
+        "secret",
+        "secret_hash",
+        "receipt_handle",
+        "message_id",
+        "fingerprint",
+        "lateness_seconds",
+        "held_until",
+    }
+)
+_VOLATILE_SUFFIXES = ("_at", "_until", "_due")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+_JSON_ATTRIBUTES = frozenset({"doc", "result"})
+_SCHEDULE_DUE = re.compile(r"-\d+$")
+
+
+def plain(attribute: dict[str, Any]) -> Any:
+    ((kind, value),) = attribute.items()
+    if kind == "N":
+        number = float(value)
+        return int(number) if number.is_integer() else number
+    if kind == "L":
+        return [plain(v) for v in value]
+    if kind == "M":
+        return {k: plain(v) for k, v in value.items()}
+    if kind == "NULL":
+        return None
+    return value
+
+
+def item_view(item: dict[str, Any]) -> dict[str, Any]:
+    view = {}
+    for name, attribute in item.items():
+        value = plain(attribute)
+        view[name] = json.loads(value) if name in _JSON_ATTRIBUTES else value
+    return view
+
+
+@dataclass(frozen=True)
+class Masker:
+    labels: dict[str, str]
+    tolerate: frozenset[str] = frozenset()
+    aliases: dict[str, str] = field(default_factory=dict)  # whole strings: queue names
+
+    def volatile(self, key: str) -> bool:
+        return key in VOLATILE or key in self.tolerate or key.endswith(_VOLATILE_SUFFIXES)
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: "<volatile>" if self.volatile(k) else self(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, str):
+            value = self.aliases.get(value, value)
+            if _ISO_TIME.match(value):
+                return "<time>"
+            return ID.sub(lambda m: self.labels.get(m.group(), "?id"), value)
+        return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class State:
+    items: tuple[str, ...]
+    queues: tuple[tuple[str, tuple[str, ...]], ...]
+    schedules: tuple[str, ...]
+
+
+def queue_labels(world: World, items: Iterable[dict[str, Any]]) -> dict[str, str]:
+    addresses = {world.address(label) for label, kind in world.kinds.items() if kind == "agent"}
+    addresses |= {
+        view["sk"].removeprefix("MAILBOX#")
+        for view in items
+        if str(view.get("sk", "")).startswith("MAILBOX#")
+    }
+    labels = {TIMER_QUEUE: "timers"}
+    for address in addresses:
+        name = queue_name(PREFIX, NAMESPACE, address)
+        labels[name] = f"mailbox {address}"
+        labels[name + "-dlq"] = f"mailbox {address} (dead letters)"
+    return labels
+
+
+def _body(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def canonical(snapshot: Snapshot, world: World, tolerate: frozenset[str]) -> State:
+    views = [item_view(item) for item in snapshot.items]
+    names = queue_labels(world, views)
+    mask = Masker(dict(world.labels), tolerate, names)
+    queues = {
+        mask(names.get(name, name)): tuple(sorted({_dumps(mask(_body(b))) for b in bodies}))
+        for name, bodies in snapshot.queues.items()
+    }
+    schedules = {
+        _dumps(
+            {
+                "name": _SCHEDULE_DUE.sub("-<due>", schedule["name"]),
+                "input": mask(_body(schedule["input"])),
+            }
+        )
+        for schedule in snapshot.schedules
+    }
+    return State(
+        items=tuple(sorted(_dumps(mask(view)) for view in views)),
+        queues=tuple(sorted(queues.items())),
+        schedules=tuple(sorted(schedules)),
+    )
+
+
+def differences(expected: State, found: State) -> list[str]:
+    problems = []
+    for what, want, got in (
+        ("item", expected.items, found.items),
+        ("schedule", expected.schedules, found.schedules),
+    ):
+        problems += [f"missing {what}: {line}" for line in sorted(set(want) - set(got))]
+        problems += [f"extra {what}: {line}" for line in sorted(set(got) - set(want))]
+        if len(want) != len(got) and set(want) == set(got):
+            problems.append(f"{what}s: {len(got)} where a clean run stores {len(want)}")
+    want_queues, got_queues = dict(expected.queues), dict(found.queues)
+    for name in sorted(set(want_queues) | set(got_queues)):
+        if name not in got_queues:
+            problems.append(f"missing queue: {name}")
+        elif name not in want_queues:
+            problems.append(f"extra queue: {name}")
+        elif want_queues[name] != got_queues[name]:
+            missing = sorted(set(want_queues[name]) - set(got_queues[name]))
+            extra = sorted(set(got_queues[name]) - set(want_queues[name]))
+            problems.append(f"queue {name}: missing {missing}, extra {extra}")
+    return problems
+
+
+# -- invariants ---------------------------------------------------------------------------------
+def invariants(snapshot: Snapshot, world: World) -> list[str]:
+    """Domain rules that hold after any fault, once retries and the drain are done."""
+    views = {(v["pk"], v["sk"]): v for v in (item_view(i) for i in snapshot.items)}
+    problems: list[str] = []
+    problems += _leases(views)
+    problems += _switches(views, snapshot)
+    problems += _records(views, snapshot, world)
+    problems += _envelopes(views, snapshot, world)
+    return [Masker(dict(world.labels))(p) for p in problems]
+
+
+def _leases(views: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    problems = []
+    namespace_pk = f"NS#{NAMESPACE}"
+    scope_pk = f"NS#{NAMESPACE}#SCOPE#"
+    for (pk, sk), view in views.items():
+        if not sk.startswith("LEASE#"):
+            continue
+        doc = view["doc"]
+        if pk == namespace_pk:
+            held = doc["state"] == "held"
+            if held != ("gsi1pk" in view):
+                problems.append(f"lease {sk}: state {doc['state']} but holder index {held=}")
+            indexed = doc["scope"] if held else None
+            if view.get("scope") != indexed:
+                problems.append(f"lease {sk}: scope attribute {view.get('scope')!r}, {indexed=}")
+            if indexed is not None:
+                copy = views.get((scope_pk + indexed, sk))
+                if copy is None:
+                    problems.append(f"lease {sk}: held in scope {indexed} without its scope copy")
+                elif copy["doc"] != doc:
+                    problems.append(f"lease {sk}: scope copy differs from the lease")
+        elif pk.startswith(scope_pk):
+            scope = pk.removeprefix(scope_pk)
+            lease = views.get((namespace_pk, sk))
+            if lease is None or lease["doc"]["state"] != "held" or lease["doc"]["scope"] != scope:
+                problems.append(f"scope copy {scope}/{sk} without a lease held in that scope")
+    return problems
+
+
+def timers(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Every alarm armed: timer-queue messages and schedule inputs."""
+    bodies = [_body(b) for b in snapshot.queues.get(TIMER_QUEUE, [])]
+    bodies += [_body(s["input"]) for s in snapshot.schedules]
+    return [b for b in bodies if isinstance(b, dict)]
+
+
+def _epoch_ms(text: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _switches(views: dict[tuple[str, str], dict[str, Any]], snapshot: Snapshot) -> list[str]:
+    problems = []
+    armed = {
+        (t["namespace"], t["key"], t["generation"], _epoch_ms(t["due_at"]))
+        for t in timers(snapshot)
+        if t.get("kind") == "switch"
+    }
+    for (pk, sk), view in views.items():
+        if sk == "SWITCH":
+            scope, generation = view["scope"], view["generation"]
+            if view["state"] == "armed":
+                wanted = (view["namespace"], scope, generation, view["alarm_due"])
+                if wanted not in armed:
+                    problems.append(
+                        f"switch {scope} armed at generation {generation} without its alarm"
+                    )
+            if view["state"] == "fired" and (pk, f"DEATH#{generation:012d}") not in views:
+                problems.append(f"switch {scope} fired at generation {generation} without a death")
+        elif sk.startswith("DEATH#"):
+            death = Death.model_validate(view["doc"])
+            if death.pending():
+                problems.append(f"death of {death.scope}/{death.generation} left {death.pending()}")
+    return problems
+
+
+def _records(
+    views: dict[tuple[str, str], dict[str, Any]], snapshot: Snapshot, world: World
+) -> list[str]:
+    problems = []
+    for (pk, sk), view in views.items():
+        if pk.startswith("IDEM#") and view["status"] != "completed":
+            problems.append(f"idempotency claim {sk} left {view['status']}")
+        if sk.startswith("MAILBOX#"):
+            name = queue_name(PREFIX, NAMESPACE, sk.removeprefix("MAILBOX#"))
+            if name not in snapshot.queues or name + "-dlq" not in snapshot.queues:
+                problems.append(f"mailbox {sk} registered without its queue")
+        if sk.startswith("DELIVERY#"):
+            envelope = sk.removeprefix("DELIVERY#")
+            if view["state"] != "acknowledged":
+                problems.append(f"delivery {envelope} still {view['state']} after the drain")
+            if (pk, f"USAGE#{envelope}") not in views:
+                problems.append(f"delivery {envelope} without its usage record")
+        if sk.startswith("USAGE#") and (pk, "DELIVERY#" + sk.removeprefix("USAGE#")) not in views:
+            problems.append(f"usage {sk} without a delivery")
+    for name, bodies in snapshot.queues.items():
+        if name.startswith(PREFIX) and bodies:
+            problems.append(f"{len(bodies)} message(s) left in {name} after the drain")
+    return problems
+
+
+def _envelopes(
+    views: dict[tuple[str, str], dict[str, Any]], snapshot: Snapshot, world: World
+) -> list[str]:
+    alerts = set()
+    for (_, sk), view in views.items():
+        if sk.startswith("DEATH#"):
+            alert = view["doc"]["done"].get("queue_alert") or {}
+            if "envelope_id" in alert:
+                alerts.add(alert["envelope_id"])
+    expected = set(world.sent) | alerts
+    acked = set(world.acked)
+    problems = [f"envelope {e} acknowledged more than once" for e in world.twice_acknowledged()]
+    problems += [f"envelope {e} lost: never received" for e in sorted(expected - acked)]
+    problems += [f"envelope {e} received but never sent" for e in sorted(acked - expected)]
+    return problems

@@ -1,0 +1,669 @@
+"""Sessions with human instructions at the service layer: beats, redelivery until
+acknowledgment, paging while people keep posting (posts injected between pages and inside a
+beat), retries, and who may do what."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support import Tenant
+from vigil.adapters.dynamo import DynamoStore
+from vigil.adapters.memory import MemoryStore
+from vigil.app import App
+from vigil.catalog import BY_NAME
+from vigil.clock import ManualClock, parse_iso
+from vigil.domain.idempotency import IdempotencyRecord
+from vigil.domain.sessions import (
+    PAGE_SIZE,
+    STALE_AFTER_SECONDS,
+    Instruction,
+    Session,
+    new_instruction_id,
+)
+from vigil.errors import ErrorCode, VigilError
+from vigil.store import Store
+from vigil.tools.common import idempotency_field
+from vigil.tools.identity import RegisterInput
+from vigil.tools.sessions import SessionHeartbeatInput
+
+
+def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
+    with pytest.raises(VigilError) as caught:
+        call(*args, **kwargs)
+    return caught.value
+
+
+class Interleaving(MemoryStore):
+    """Runs the actions queued for a point of the next beat when that beat reaches it: after
+    it read the session and before it reads the instructions, or just before it writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_page: list[Callable[[], None]] = []
+        self.before_write: list[Callable[[], None]] = []
+        self.writes = 0
+
+    @staticmethod
+    def _run(queued: list[Callable[[], None]]) -> None:
+        while queued:
+            queued.pop(0)()
+
+    def open_instructions(
+        self, namespace: str, session_id: str, after: int, through: int, limit: int
+    ) -> list[Instruction]:
+        self._run(self.before_page)
+        return super().open_instructions(namespace, session_id, after, through, limit)
+
+    def record_beat(
+        self,
+        session: Session,
+        delivered: list[Instruction],
+        acknowledged: list[Instruction],
+        completes: IdempotencyRecord | None = None,
+    ) -> None:
+        self._run(self.before_write)
+        self.writes += 1
+        super().record_beat(session, delivered, acknowledged, completes)
+
+
+@dataclass
+class Desk:
+    """One namespace: an agent working a session, a person steering it, and the rest."""
+
+    tenant: Tenant
+    agent: str
+    agent_id: str
+    person: str
+    person_id: str
+    keys: Iterator[int] = field(default_factory=lambda: iter(range(1, 1_000_000)))
+
+    @property
+    def store(self) -> Store:
+        return self.tenant.app.store
+
+    def beat(self, secret: str | None = None, **arguments: Any) -> dict[str, Any]:
+        arguments.setdefault("sessionId", "s-1")
+        arguments.setdefault("idempotencyKey", f"beat-{next(self.keys)}")
+        return self.tenant.call("session_heartbeat", secret or self.agent, **arguments)
+
+    def post(self, body: str = "look again", secret: str | None = None, **arguments: Any) -> str:
+        arguments.setdefault("session_id", "s-1")
+        posted = self.tenant.call("post_instruction", secret or self.person, body=body, **arguments)
+        instruction_id: str = posted["id"]
+        return instruction_id
+
+    def instructions(self, secret: str | None = None, session_id: str = "s-1") -> list[Any]:
+        found: list[Any] = []
+        cursor: dict[str, str] = {}
+        while True:
+            page = self.tenant.call(
+                "list_instructions", secret or self.person, session_id=session_id, **cursor
+            )
+            found += page["instructions"]
+            if page["nextCursor"] is None:
+                return found
+            cursor = {"cursor": page["nextCursor"]}
+
+    def session(self, session_id: str = "s-1") -> Session | None:
+        return self.store.get_session(self.tenant.namespace, session_id)
+
+
+def make_desk(tenant: Tenant) -> Desk:
+    agent_id, agent = tenant.register(name="agent")
+    person_id, person = tenant.register(kind="person", name="person")
+    return Desk(tenant, agent, agent_id, person, person_id)
+
+
+@pytest.fixture
+def store() -> Interleaving:
+    return Interleaving()
+
+
+@pytest.fixture
+def desk(store: Interleaving, clock: ManualClock) -> Desk:
+    return make_desk(Tenant(App(store, clock), clock, "acme"))
+
+
+def ids(beat: dict[str, Any]) -> list[str]:
+    return [i["id"] for i in beat["instructions"]]
+
+
+def walk(desk: Desk, **arguments: Any) -> list[list[str]]:
+    """Beats until the walk is complete; the ids of each page."""
+    pages = []
+    beat = desk.beat(**arguments)
+    pages.append(ids(beat))
+    while beat["nextInstructionCursor"] is not None:
+        beat = desk.beat(instructionCursor=beat["nextInstructionCursor"])
+        pages.append(ids(beat))
+    return pages
+
+
+# -- beats --------------------------------------------------------------------------------
+def test_the_first_beat_creates_the_session_for_its_caller(desk: Desk, clock: ManualClock) -> None:
+    beat = desk.beat(progressPercent=5, currentStep="reading the brief")
+    assert beat == {
+        "sessionId": "s-1",
+        "status": "active",
+        "progressPercent": 5.0,
+        "currentStep": "reading the brief",
+        "stepIndex": None,
+        "stepCount": None,
+        "lastBeatAt": "2026-01-01T00:00:00Z",
+        "instructions": [],
+        "nextInstructionCursor": None,
+        "acknowledged": [],
+    }
+    stored = desk.session()
+    assert stored is not None
+    assert (stored.owner, stored.beats, stored.created_at) == (desk.agent_id, 1, clock.now())
+
+
+def test_what_a_beat_leaves_out_keeps_its_last_value(desk: Desk, clock: ManualClock) -> None:
+    desk.beat(status="waiting", progressPercent=10, currentStep="one", stepIndex=1, stepCount=4)
+    clock.advance(30)
+    beat = desk.beat(progressPercent=55.5)
+    assert (beat["status"], beat["progressPercent"], beat["currentStep"]) == (
+        "waiting",
+        55.5,
+        "one",
+    )
+    assert (beat["stepIndex"], beat["stepCount"]) == (1, 4)
+    assert parse_iso(beat["lastBeatAt"]) == clock.now()
+    beat = desk.beat(status="blocked", stepIndex=4, stepCount=4)
+    assert (beat["status"], beat["stepIndex"], beat["progressPercent"]) == ("blocked", 4, 55.5)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"stepIndex": 2},
+        {"stepCount": 2},
+        {"stepIndex": 3, "stepCount": 2},
+        {"stepIndex": 0, "stepCount": 2},
+        {"stepIndex": 1, "stepCount": 1001},
+        {"stepIndex": 1.0, "stepCount": 2},
+        {"progressPercent": 100.5},
+        {"progressPercent": -1},
+        {"progressPercent": True},
+        {"progressPercent": "50"},
+        {"status": "done"},
+        {"status": None},
+        {"currentStep": None},
+        {"currentStep": "line\nbreak"},
+        {"currentStep": "x" * 501},
+        {"currentStep": ""},
+        {"sessionId": "has space"},
+        {"sessionId": "x" * 129},
+        {"sessionId": ""},
+        {"idempotencyKey": "has space"},
+        {"idempotencyKey": None},
+        {"acknowledgedInstructionIds": ["not-an-id"]},
+        {"acknowledgedInstructionIds": [new_instruction_id(n) for n in range(1, 102)]},
+        {"instructionCursor": "c" * 513},
+        {"session_id": "s-1"},
+        {"idempotency_key": "k"},
+    ],
+)
+def test_malformed_beats_are_refused_and_record_nothing(
+    desk: Desk, arguments: dict[str, Any]
+) -> None:
+    desk.beat(stepIndex=1, stepCount=3)
+    before = desk.session()
+    error = error_of(desk.beat, **arguments)
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert desk.session() == before
+
+
+def test_the_steps_accept_their_bounds(desk: Desk) -> None:
+    beat = desk.beat(stepIndex=1000, stepCount=1000, progressPercent=100)
+    assert (beat["stepIndex"], beat["stepCount"], beat["progressPercent"]) == (1000, 1000, 100)
+    assert desk.beat(stepIndex=1, stepCount=1, progressPercent=0)["stepIndex"] == 1
+
+
+def test_a_missing_idempotency_key_is_refused(desk: Desk) -> None:
+    error = error_of(desk.tenant.call, "session_heartbeat", desk.agent, sessionId="s-1")
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert desk.session() is None
+
+
+def test_only_the_owner_beats_a_session(desk: Desk) -> None:
+    desk.beat(status="active")
+    _, other_agent = desk.tenant.register(name="other")
+    before = desk.session()
+    for secret in (other_agent, desk.person, desk.tenant.operator_secret):
+        error = error_of(desk.beat, secret, status="blocked")
+        assert error.code is ErrorCode.NOT_FOUND
+    assert desk.session() == before
+
+
+# -- delivery and acknowledgment ----------------------------------------------------------
+def test_instructions_come_back_until_acknowledged(desk: Desk) -> None:
+    desk.beat()
+    first, second = desk.post("stop the deploy"), desk.post("use the staging bucket")
+    beat = desk.beat()
+    assert [(i["id"], i["body"], i["deliveryCount"]) for i in beat["instructions"]] == [
+        (first, "stop the deploy", 1),
+        (second, "use the staging bucket", 1),
+    ]
+    assert {i["postedBy"] for i in beat["instructions"]} == {desk.person_id}
+    assert [i["deliveryCount"] for i in desk.beat()["instructions"]] == [2, 2]
+
+    beat = desk.beat(acknowledgedInstructionIds=[first])
+    assert beat["acknowledged"] == [first]
+    assert [(i["id"], i["deliveryCount"]) for i in beat["instructions"]] == [(second, 3)]
+    states = {i["id"]: (i["state"], i["deliveryCount"]) for i in desk.instructions()}
+    assert states == {first: ("acknowledged", 2), second: ("delivered", 3)}
+
+
+def test_an_acknowledged_instruction_never_returns(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(15)]
+    pages = walk(desk)
+    assert pages == [posted[:10], posted[10:]]
+    desk.beat(acknowledgedInstructionIds=posted[:10:2] + posted[11:])
+    for _ in range(3):
+        assert walk(desk) == [[*posted[1:10:2], posted[10]]]
+    # Acknowledging again is harmless and changes nothing.
+    again = desk.beat(acknowledgedInstructionIds=[posted[0], posted[0]])
+    assert again["acknowledged"] == [posted[0]]
+    (first,) = [i for i in desk.instructions() if i["id"] == posted[0]]
+    assert (first["state"], first["deliveryCount"]) == ("acknowledged", 1)
+
+
+def test_an_acknowledgment_in_the_same_beat_keeps_it_out_of_the_page(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(12)]
+    assert walk(desk) == [posted[:10], posted[10:]]
+    beat = desk.beat(acknowledgedInstructionIds=posted[:3])
+    assert ids(beat) == posted[3:12][:PAGE_SIZE]
+    assert beat["nextInstructionCursor"] is None
+
+
+def test_an_unknown_acknowledgment_refuses_the_whole_beat(desk: Desk, clock: ManualClock) -> None:
+    desk.beat(status="active", progressPercent=10)
+    delivered = desk.post("handed out")
+    desk.beat()
+    never_handed = desk.post("posted after the last beat")
+    desk.beat(sessionId="s-2")
+    desk.post("elsewhere", session_id="s-2")
+    elsewhere = ids(desk.beat(sessionId="s-2"))[0]
+    forged = delivered[:12] + ("a" * 8 if not delivered.endswith("a" * 8) else "b" * 8)
+    before = (desk.session(), desk.instructions())
+    clock.advance(10)
+    for wrong in ([new_instruction_id(99)], [never_handed], [elsewhere], [forged]):
+        error = error_of(
+            desk.beat,
+            status="blocked",
+            acknowledgedInstructionIds=[delivered, *wrong],
+            idempotencyKey="fixed",
+        )
+        assert error.code is ErrorCode.INVALID_ARGUMENT
+        assert error.details == {"unknown": wrong}
+        assert (desk.session(), desk.instructions()) == before
+    # The key was not used up: the corrected beat goes through with it.
+    beat = desk.beat(acknowledgedInstructionIds=[delivered], idempotencyKey="fixed")
+    assert beat["acknowledged"] == [delivered]
+    assert ids(beat) == [never_handed]
+
+
+def test_a_new_session_has_nothing_to_acknowledge(desk: Desk) -> None:
+    error = error_of(desk.beat, acknowledgedInstructionIds=[new_instruction_id(1)])
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert desk.session() is None
+
+
+# -- paging -------------------------------------------------------------------------------
+def test_a_walk_goes_ten_at_a_time_and_a_new_walk_starts_over(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(25)]
+    assert walk(desk) == [posted[:10], posted[10:20], posted[20:]]
+    beat = desk.beat()
+    assert ids(beat) == posted[:10]
+    assert {i["deliveryCount"] for i in beat["instructions"]} == {2}
+
+
+def test_exactly_one_full_page_ends_the_walk(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post() for _ in range(PAGE_SIZE)]
+    assert walk(desk) == [posted]
+
+
+def test_posts_between_pages_are_neither_skipped_nor_repeated(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(15)]
+    first = desk.beat()
+    assert ids(first) == posted[:10]
+    posted += [desk.post(f"late {n}") for n in range(3)]
+    second = desk.beat(instructionCursor=first["nextInstructionCursor"])
+    assert ids(second) == posted[10:18]
+    assert second["nextInstructionCursor"] is None
+
+
+def test_a_post_inside_a_beat_shows_on_a_later_page_and_never_twice(
+    desk: Desk, store: Interleaving
+) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(12)]
+    late: list[str] = []
+    # After the beat read the session, before it reads the instructions; then just before it
+    # writes. Neither post may appear in the page being built, nor be lost.
+    store.before_page.append(lambda: late.append(desk.post("while reading")))
+    store.before_write.append(lambda: late.append(desk.post("while writing")))
+    first = desk.beat()
+    assert ids(first) == posted[:10]
+    store.before_page.append(lambda: late.append(desk.post("while reading page 2")))
+    store.before_write.append(lambda: late.append(desk.post("while writing page 2")))
+    second = desk.beat(instructionCursor=first["nextInstructionCursor"])
+    assert ids(second) == posted[10:] + late[:2]
+    assert second["nextInstructionCursor"] is None
+    # The ones posted during the last page come in the next walk, after the rest.
+    assert [p for page in walk(desk) for p in page] == posted + late
+    assert store.writes == 1 + 2 + 2  # no beat had to start over: posting never conflicts
+
+
+def test_a_concurrent_beat_of_the_same_session_makes_one_start_over(
+    desk: Desk, store: Interleaving
+) -> None:
+    desk.beat()
+    posted = [desk.post() for _ in range(3)]
+    store.before_write.append(lambda: desk.beat(status="waiting"))
+    beat = desk.beat(progressPercent=50)
+    assert ids(beat) == posted
+    # The other beat delivered them first; this one read again and delivered them again.
+    assert [i["deliveryCount"] for i in beat["instructions"]] == [2, 2, 2]
+    assert (beat["status"], beat["progressPercent"]) == ("waiting", 50)
+    stored = desk.session()
+    assert stored is not None
+    assert stored.beats == 3
+
+
+def test_a_cursor_belongs_to_its_session_and_tool(desk: Desk) -> None:
+    desk.beat(sessionId="s-2")
+    for _ in range(11):
+        desk.post(session_id="s-2")
+    cursor = desk.beat(sessionId="s-2")["nextInstructionCursor"]
+    assert cursor is not None
+    desk.beat()
+    for wrong in (cursor, "not-a-cursor", "e30", "eyJrIjoiYmVhdCIsInMiOiJzLTEiLCJhIjotMX0"):
+        error = error_of(desk.beat, instructionCursor=wrong)
+        assert error.code is ErrorCode.INVALID_ARGUMENT
+    listing = desk.tenant.call("list_instructions", desk.person, session_id="s-2")
+    assert listing["nextCursor"] is None
+    error = error_of(
+        desk.tenant.call, "list_instructions", desk.person, session_id="s-2", cursor=cursor
+    )
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+
+
+# -- retries ------------------------------------------------------------------------------
+def test_a_retry_returns_the_first_result_even_after_more_posts(desk: Desk) -> None:
+    desk.beat()
+    desk.post("one")
+    arguments = {"status": "blocked", "idempotencyKey": "beat-once"}
+    first = desk.beat(**arguments)
+    desk.post("two")
+    desk.post("three")
+    assert desk.beat(**arguments) == first
+    assert [i["deliveryCount"] for i in desk.instructions()] == [1, 0, 0]
+    stored = desk.session()
+    assert stored is not None
+    assert stored.beats == 2
+    error = error_of(desk.beat, status="active", idempotencyKey="beat-once")
+    assert error.code is ErrorCode.IDEMPOTENCY_MISMATCH
+
+
+def test_a_post_retried_with_its_key_is_posted_once(desk: Desk) -> None:
+    desk.beat()
+    first = desk.post("once", idempotency_key="post-1")
+    assert desk.post("once", idempotency_key="post-1") == first
+    assert [i["id"] for i in desk.instructions()] == [first]
+
+
+def test_the_model_names_its_idempotency_field() -> None:
+    assert idempotency_field(SessionHeartbeatInput) == "idempotencyKey"
+    assert idempotency_field(RegisterInput) == "idempotency_key"
+    assert BY_NAME["session_heartbeat"].takes_idempotency_key
+    assert BY_NAME["register"].takes_idempotency_key
+    assert not BY_NAME["whoami"].takes_idempotency_key
+    assert not BY_NAME["list_sessions"].takes_idempotency_key
+
+
+def test_the_key_is_no_part_of_the_fingerprint(desk: Desk) -> None:
+    # Two keys, same arguments: two beats. A key reused with the same arguments: a replay.
+    first = desk.beat(status="waiting", idempotencyKey="a")
+    desk.beat(status="waiting", idempotencyKey="b")
+    assert desk.beat(status="waiting", idempotencyKey="a") == first
+    stored = desk.session()
+    assert stored is not None
+    assert stored.beats == 2
+
+
+# -- people -------------------------------------------------------------------------------
+def test_only_people_and_operators_post(desk: Desk) -> None:
+    desk.beat()
+    _, service = desk.tenant.register(kind="service", name="svc")
+    _, agent_operator = desk.tenant.register(name="lead", role="operator")
+    for secret in (desk.agent, service):
+        error = error_of(desk.post, "do it", secret)
+        assert error.code is ErrorCode.FORBIDDEN
+    for secret in (desk.person, agent_operator, desk.tenant.operator_secret):
+        desk.post("do it", secret)
+    posted = desk.tenant.call("post_instruction", desk.person, session_id="s-1", body="x")
+    assert {k: v for k, v in posted.items() if k not in ("id", "postedAt")} == {
+        "sessionId": "s-1",
+        "body": "x",
+        "state": "pending",
+        "postedBy": desk.person_id,
+        "deliveryCount": 0,
+        "lastDeliveredAt": None,
+        "acknowledgedAt": None,
+    }
+    assert error_of(desk.post, "x", session_id="nobody").code is ErrorCode.NOT_FOUND
+
+
+def test_a_body_is_bounded_in_utf8_bytes(desk: Desk) -> None:
+    desk.beat()
+    desk.post("a" * 8192)
+    desk.post("\U0001d518" * 2048)
+    for body in ("a" * 8193, "\U0001d518" * 2049, ""):
+        assert error_of(desk.post, body).code is ErrorCode.INVALID_ARGUMENT
+    assert len(desk.instructions()) == 2
+
+
+def test_list_instructions_is_for_people_operators_and_the_owner(desk: Desk) -> None:
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(30)]
+    _, other_agent = desk.tenant.register(name="other")
+    first = desk.tenant.call("list_instructions", desk.person, session_id="s-1")
+    assert [i["id"] for i in first["instructions"]] == posted[:25]
+    assert [i["id"] for i in desk.instructions(desk.agent)] == posted
+    assert [i["id"] for i in desk.instructions(desk.tenant.operator_secret)] == posted
+    error = error_of(desk.tenant.call, "list_instructions", other_agent, session_id="s-1")
+    assert error.code is ErrorCode.NOT_FOUND
+    error = error_of(desk.tenant.call, "list_instructions", desk.person, session_id="s-9")
+    assert error.code is ErrorCode.NOT_FOUND
+
+
+def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClock) -> None:
+    desk.beat(sessionId="quiet", currentStep="waiting on review", stepIndex=2, stepCount=3)
+    clock.advance(60)
+    desk.beat(sessionId="busy", progressPercent=80)
+    clock.advance(STALE_AFTER_SECONDS)
+
+    def listed(**arguments: Any) -> dict[str, Any]:
+        page = desk.tenant.call("list_sessions", desk.person, **arguments)
+        return {s["sessionId"]: s for s in page["sessions"]}
+
+    sessions = listed()
+    assert {name: s["stale"] for name, s in sessions.items()} == {"busy": False, "quiet": True}
+    assert sessions["quiet"] == {
+        "sessionId": "quiet",
+        "owner": desk.agent_id,
+        "status": "active",
+        "progressPercent": None,
+        "currentStep": "waiting on review",
+        "stepIndex": 2,
+        "stepCount": 3,
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastBeatAt": "2026-01-01T00:00:00Z",
+        "stale": True,
+    }
+    assert list(listed(stale_only=True)) == ["quiet"]
+    clock.advance(1)
+    assert list(listed(stale_only=True)) == ["busy", "quiet"]
+    desk.beat(sessionId="quiet")
+    assert list(listed(stale_only=True)) == ["busy"]
+
+
+def test_list_sessions_is_for_people_and_operators(desk: Desk) -> None:
+    desk.beat()
+    _, service = desk.tenant.register(kind="service", name="svc")
+    for secret in (desk.agent, service):
+        error = error_of(desk.tenant.call, "list_sessions", secret)
+        assert error.code is ErrorCode.FORBIDDEN
+    assert len(desk.tenant.call("list_sessions")["sessions"]) == 1
+
+
+def test_list_sessions_pages_and_keeps_its_query(desk: Desk, clock: ManualClock) -> None:
+    names = sorted(f"s-{n:03d}" for n in range(120))
+    for name in names:
+        desk.beat(sessionId=name)
+    clock.advance(STALE_AFTER_SECONDS + 1)
+    for name in names[::2]:
+        desk.beat(sessionId=name)
+
+    def every(stale_only: bool) -> list[str]:
+        found: list[str] = []
+        cursor: dict[str, str] = {}
+        while True:
+            page = desk.tenant.call("list_sessions", stale_only=stale_only, **cursor)
+            found += [s["sessionId"] for s in page["sessions"]]
+            if page["nextCursor"] is None:
+                return found
+            cursor = {"cursor": page["nextCursor"]}
+
+    assert every(False) == names
+    assert every(True) == names[1::2]
+    cursor = desk.tenant.call("list_sessions")["nextCursor"]
+    error = error_of(desk.tenant.call, "list_sessions", stale_only=True, cursor=cursor)
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_namespaces_are_isolated(desk: Desk, clock: ManualClock) -> None:
+    desk.beat()
+    delivered = desk.post("acme only")
+    desk.beat()
+    other = make_desk(Tenant(desk.tenant.app, clock, "globex"))
+    assert error_of(other.post, "hello").code is ErrorCode.NOT_FOUND
+    error = error_of(other.tenant.call, "list_instructions", other.person, session_id="s-1")
+    assert error.code is ErrorCode.NOT_FOUND
+    # The same session id is another session there, with nothing of acme's in it.
+    beat = other.beat()
+    assert beat["instructions"] == []
+    error = error_of(other.beat, acknowledgedInstructionIds=[delivered])
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert [s["owner"] for s in other.tenant.call("list_sessions")["sessions"]] == [other.agent_id]
+    assert [s["owner"] for s in desk.tenant.call("list_sessions")["sessions"]] == [desk.agent_id]
+
+
+# -- random interleavings -----------------------------------------------------------------
+POST = st.tuples(st.just("post"), st.sampled_from(["alone", "before_page", "before_write"]))
+BEAT = st.tuples(st.just("beat"), st.booleans(), st.integers(0, 4))
+OPERATIONS = st.lists(st.one_of(POST, BEAT), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(operations=OPERATIONS)
+def test_every_walk_shows_each_open_instruction_once(operations: list[Any]) -> None:
+    """Whatever the order of posts (alone, or inside a beat at either point) and beats (that
+    continue the walk or start a new one, acknowledging some of what the walk showed): a walk
+    never shows an instruction twice or out of order, never shows an acknowledged one, and
+    once complete has shown every instruction that was open when it began."""
+    clock = ManualClock()
+    store = Interleaving()
+    desk = make_desk(Tenant(App(store, clock), clock, "acme"))
+    desk.beat()
+    posted: list[str] = []
+    acked: set[str] = set()
+    shown_count: dict[str, int] = {}
+    cursor: str | None = None
+    shown: list[str] = []  # by the current walk
+    required: set[str] = set()  # open when the current walk began
+
+    def post() -> None:
+        posted.append(desk.post())
+
+    for operation in operations:
+        if operation[0] == "post":
+            where = operation[1]
+            if where == "alone":
+                post()
+            else:
+                getattr(store, where).append(post)
+            continue
+        _, carry_on, ack_count = operation
+        if not carry_on or cursor is None:
+            cursor, shown, required = None, [], set(posted) - acked
+        to_ack = [i for i in shown if i not in acked][:ack_count]
+        beat = desk.beat(
+            acknowledgedInstructionIds=to_ack,
+            **({"instructionCursor": cursor} if cursor else {}),
+        )
+        acked.update(to_ack)
+        page = ids(beat)
+        assert not set(page) & acked
+        assert not set(page) & set(shown)
+        order = [posted.index(i) for i in shown + page]
+        assert order == sorted(order)
+        shown += page
+        for i in page:
+            shown_count[i] = shown_count.get(i, 0) + 1
+        assert [i["deliveryCount"] for i in beat["instructions"]] == [shown_count[i] for i in page]
+        cursor = beat["nextInstructionCursor"]
+        if cursor is None:
+            assert required <= set(shown)
+        store.before_page.clear()
+        store.before_write.clear()
+
+
+# -- end to end on DynamoDB ---------------------------------------------------------------
+def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    desk = make_desk(Tenant(App(dynamo_store, clock), clock, "acme"))
+    desk.beat(status="active", stepIndex=1, stepCount=3)
+    posted = [desk.post(f"note {n}") for n in range(14)]
+    first = desk.beat()
+    assert ids(first) == posted[:10]
+    posted.append(desk.post("late"))
+    second = desk.beat(
+        instructionCursor=first["nextInstructionCursor"],
+        acknowledgedInstructionIds=posted[:10],
+        idempotencyKey="page-2",
+    )
+    assert ids(second) == posted[10:]
+    assert second["acknowledged"] == posted[:10]
+    assert second["nextInstructionCursor"] is None
+    replay = desk.beat(
+        instructionCursor=first["nextInstructionCursor"],
+        acknowledgedInstructionIds=posted[:10],
+        idempotencyKey="page-2",
+    )
+    assert replay == second
+    assert walk(desk) == [posted[10:]]
+    states = [(i["state"], i["deliveryCount"]) for i in desk.instructions()]
+    assert states == [("acknowledged", 1)] * 10 + [("delivered", 2)] * 5
+    unknown = new_instruction_id(99)
+    error = error_of(desk.beat, acknowledgedInstructionIds=[unknown])
+    assert error.details == {"unknown": [unknown]}
+    stored = desk.session()
+    assert stored is not None
+    assert (stored.acked_through, stored.last_seq) == (10, 15)
+    assert [s["stale"] for s in desk.tenant.call("list_sessions")["sessions"]] == [False]
