@@ -30,14 +30,7 @@ TOOL_SCENARIOS = every_scenario(mutating_only=True)
 # Faults whose outcome is a known defect of src/ (reported, not fixed here): scenario name ->
 # what goes wrong. A faulted run that differs from the clean one in exactly that way makes the
 # test xfail instead of fail; any other difference still fails it.
-KNOWN_DEFECTS = {
-    "heartbeat: late beat runs the expiry": (
-        "heartbeat takes no idempotency key: when the answer of a late beat is lost after it "
-        "ran the expiry and armed the next generation, the retry is a steady beat of the new "
-        "generation and never reports the death (death: null), though the agent's leases were "
-        "released"
-    ),
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def _hides_the_death(clean: Run, faulted: Run) -> bool:

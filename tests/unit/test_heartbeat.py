@@ -248,3 +248,16 @@ def test_scopes_are_per_namespace(world: World, agent: tuple[str, str]) -> None:
         world.call("resume_packet", other.operator_secret, scope="job-1")
     assert hidden.value.code is ErrorCode.NOT_FOUND
     assert beat(world, other.operator_secret)["generation"] == 1  # its own switch
+
+
+def test_the_first_beats_after_a_death_repeat_it_in_case_an_answer_was_lost(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    full_switch(world, agent, watcher, window=30)
+    world.advance(31)
+    reports = []
+    for _ in range(4):
+        reports.append(full_switch(world, agent, watcher, window=30)["death"])
+        world.clock.advance(1)
+    assert [r["generation"] if r else None for r in reports] == [1, 1, 1, None]
+    assert world.call("resume_packet", scope="job-1")["death"]["generation"] == 1

@@ -43,6 +43,7 @@ from vigil.domain.leases import Lease
 from vigil.domain.switches import ACTION_ORDER, Action, Death, Switch
 from vigil.ports.mailboxes import QueueRef
 from vigil.timers import Timer
+from vigil.tools.switches import REPEAT_DEATH_BEATS
 
 SCOPE = "job-1"
 RESOURCE = "repo:main"
@@ -138,6 +139,8 @@ class SwitchMachine(RuleBasedStateMachine):
         self.generation = 0
         self.state: str | None = None  # None (never armed), armed, disarmed or fired
         self.deadline: datetime | None = None
+        self.beats = 0  # beats of the current generation
+        self.follows: int | None = None  # the generation whose death the current one followed
         self.deaths: list[int] = []  # the generations that died, in order
         self.death_deadline: dict[int, datetime] = {}  # the deadline each of them missed
         self.lease_of: dict[int, int] = {}  # switch generation -> generation of its lease
@@ -253,12 +256,17 @@ class SwitchMachine(RuleBasedStateMachine):
         if self.state == "armed":  # in time: the deadline moves, nothing else happens
             assert self.deadline is not None
             assert (result["state"], result["generation"]) == ("armed", self.generation)
-            assert result["death"] is None
+            self.beats += 1
+            # The first beats of a generation armed after a death repeat that death.
+            repeated = self.follows if self.beats <= REPEAT_DEATH_BEATS else None
+            found = result["death"]["generation"] if result["death"] else None
+            assert found == repeated
             self.deadline = deadline
         else:  # never armed, disarmed or dead: a new generation, and the lease taken again
             previous = self.state
             self.generation += 1
-            self.state, self.deadline = "armed", deadline
+            self.state, self.deadline, self.beats = "armed", deadline, 1
+            self.follows = self.generation - 1 if previous == "fired" else None
             assert (result["state"], result["generation"], result["beats"]) == (
                 "armed",
                 self.generation,

@@ -21,7 +21,7 @@ from vigil.ports.switches import SwitchPort
 from vigil.store import ConditionFailed
 
 _TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
-_NUMBERS = {"generation", "expect_within_seconds", "beats", "version"}
+_NUMBERS = {"generation", "expect_within_seconds", "beats", "version", "follows_death"}
 
 
 def _scope_pk(namespace: str, scope: str) -> dict[str, str]:

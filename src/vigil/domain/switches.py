@@ -39,6 +39,9 @@ class Switch(BaseModel):
     beats: int  # beats of this generation
     alarm_due: datetime  # the due time of the newest alarm armed for this generation
     version: int
+    # The generation whose death this one was armed after: its first beats repeat that death,
+    # so that a lost answer cannot hide it from the worker.
+    follows_death: int | None = None
 
 
 class HeldLease(BaseModel):

@@ -41,6 +41,8 @@ log = get_logger("vigil.switches")
 
 TIMER_KIND = "switch"
 _ATTEMPTS = 5
+# How many beats of a generation armed after a death repeat that death in their result.
+REPEAT_DEATH_BEATS = 3
 
 Scope = Annotated[
     str,
@@ -174,7 +176,8 @@ class HeartbeatResult(Output):
     death: DeathView | None = Field(
         description=(
             "Set when this switch had fired before this call: the facts of that death. A beat "
-            "after a death arms a new generation; the death stays on record."
+            "after a death arms a new generation, whose first three beats repeat the death in "
+            "case an answer was lost; it stays on record in resume_packet."
         )
     )
 
@@ -407,7 +410,7 @@ def heartbeat(ctx: Context, args: HeartbeatInput) -> HeartbeatResult:
     if not args.disarm:
         beaten = ctx.store.beat_switch(namespace, args.scope, me, args.notify_address, changes, now)
         if beaten is not None:
-            return _result(beaten, None)
+            return _result(beaten, _repeated_death(ctx, beaten))
     if args.notify_address is not None:
         _check_address(ctx, args.notify_address)
     for _ in range(_ATTEMPTS):
@@ -475,7 +478,7 @@ def _slow_beat(
             }
         )
         ctx.store.put_switch(updated, expected_version=switch.version)
-        return _result(updated, None)
+        return _result(updated, _repeated_death(ctx, updated))
 
     generation = switch.generation + 1 if switch is not None else 1
     machinery.alarms.arm(_timer(ctx.caller.namespace, args.scope, generation, deadline), now)
@@ -495,6 +498,7 @@ def _slow_beat(
         beats=1,
         alarm_due=deadline,
         version=(switch.version + 1) if switch is not None else 1,
+        follows_death=death.generation if death is not None else None,
     )
     ctx.store.put_switch(armed, expected_version=switch.version if switch is not None else None)
     return _result(armed, death)
@@ -510,6 +514,14 @@ def _check_address(ctx: Context, address: str) -> None:
     from vigil.tools.mailboxes import require_registered
 
     require_registered(ctx.store, ctx.caller.namespace, address)
+
+
+def _repeated_death(ctx: Context, switch: Switch) -> Death | None:
+    """The death this generation followed, on its first beats only: the answer that first
+    reported it may have been lost. Later beats cost no read."""
+    if switch.follows_death is None or switch.beats > REPEAT_DEATH_BEATS:
+        return None
+    return ctx.store.get_death(switch.namespace, switch.scope, switch.follows_death)
 
 
 def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
