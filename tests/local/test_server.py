@@ -333,3 +333,51 @@ def test_stopping_closes_kept_alive_connections(cfn: dict[str, Any]) -> None:
         send_again()
     connection.close()
     assert len(function.events) == 1
+
+
+def test_moto_dynamodb_survives_concurrent_transactions() -> None:
+    """moto copies the whole table in a transaction; unserialised, a concurrent write makes it
+    fail with a 500. The local server runs DynamoDB requests one at a time."""
+    import concurrent.futures
+
+    import boto3
+    from botocore.config import Config
+
+    from vigil.local.moto_server import LocalMotoServer
+
+    server = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=f"http://{host}:{port}",
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+            config=Config(retries={"total_max_attempts": 1}),
+        )
+        table = "concurrency"
+        client.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+        def writes(worker: int) -> None:
+            for i in range(40):
+                client.transact_write_items(
+                    TransactItems=[
+                        {"Put": {"TableName": table, "Item": {"pk": {"S": f"{worker}-{i}-{j}"}}}}
+                        for j in range(2)
+                    ]
+                )
+                client.put_item(TableName=table, Item={"pk": {"S": f"p{worker}-{i}"}})
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            for outcome in [pool.submit(writes, w) for w in range(6)]:
+                outcome.result()  # raises if any request failed
+        assert client.scan(TableName=table, Select="COUNT")["Count"] == 6 * 40 * 3
+    finally:
+        server.stop()

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 # How long a claimed key stays locked while its first attempt runs; after that a retry may
 # take it over (the first attempt crashed). Longer than the API function's timeout.
@@ -16,7 +16,7 @@ LOCK_SECONDS = 60
 RETAIN_SECONDS = 24 * 3600
 
 
-class IdempotencyRecord(BaseModel):
+class IdempotencyRecord(Record):
     namespace: str
     principal_id: str
     tool: str

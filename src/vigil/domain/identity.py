@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 Kind = Literal["person", "agent", "service"]
 Role = Literal["operator", "worker"]
@@ -33,12 +33,12 @@ def new_principal_id(kind: Kind) -> str:
     return new_id(KIND_PREFIX[kind])
 
 
-class Namespace(BaseModel):
+class Namespace(Record):
     name: str
     created_at: datetime
 
 
-class Principal(BaseModel):
+class Principal(Record):
     namespace: str
     id: str
     kind: Kind

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 LeaseState = Literal["held", "released"]
 
 
-class Lease(BaseModel):
+class Lease(Record):
     namespace: str
     resource: str
     scope: str | None

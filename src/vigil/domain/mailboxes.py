@@ -9,8 +9,9 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from vigil.domain import Record
 from vigil.domain.identity import new_id
 
 BOX_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
@@ -64,7 +65,7 @@ def envelope_id_for(key: str) -> str:
     return "env_" + base64.b32encode(digest).decode().lower()[:_ENVELOPE_ID_LENGTH]
 
 
-class Mailbox(BaseModel):
+class Mailbox(Record):
     namespace: str
     address: str
     owner: str  # the agent's principal id
@@ -72,7 +73,7 @@ class Mailbox(BaseModel):
     created_at: datetime
 
 
-class Envelope(BaseModel):
+class Envelope(Record):
     id: str = Field(pattern=ENVELOPE_ID_PATTERN)
     namespace: str
     address: str
@@ -82,7 +83,7 @@ class Envelope(BaseModel):
     sent_at: datetime
 
 
-class Delivery(BaseModel):
+class Delivery(Record):
     """What Vigil knows about one envelope's delivery. Keyed by the envelope id, it names the
     one SQS copy (``message_id``) that may be handed out; any other copy is a duplicate."""
 
@@ -103,7 +104,7 @@ class Delivery(BaseModel):
         return self.state == "leased" and self.leased_until > now
 
 
-class UsageEvent(BaseModel):
+class UsageEvent(Record):
     """The billable event: an envelope's first delivery. One per envelope, ever."""
 
     namespace: str

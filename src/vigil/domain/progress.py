@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 _SCALARS = ["string", "number", "boolean", "null"]
 # Property names are free text of at most this many characters. The pattern is how a closed
@@ -126,7 +126,7 @@ class JsonBounds:
 PROGRESS_BOUNDS = JsonBounds(max_bytes=8 * 1024, max_depth=4, max_keys=50, max_string=2000)
 
 
-class ProgressReport(BaseModel):
+class ProgressReport(Record):
     namespace: str
     reported_by: str  # the principal whose credential made the report
     scope: str | None

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
+from vigil.domain import Record
 from vigil.domain.progress import JsonBounds
 
 RunState = Literal["running", "lapsed", "finished"]
@@ -20,7 +19,7 @@ DEFAULT_LEASE_SECONDS = 60
 RESULT_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_string=16 * 1024)
 
 
-class Run(BaseModel):
+class Run(Record):
     namespace: str
     run_id: str  # a UUID in its canonical text form
     holder: str  # principal id of whoever holds (or last held) the lease

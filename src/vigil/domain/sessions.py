@@ -14,7 +14,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 SessionStatus = Literal["active", "waiting", "blocked"]
 InstructionState = Literal["pending", "delivered", "acknowledged"]
@@ -35,7 +35,7 @@ STALE_AFTER_SECONDS = 120
 MAX_BODY_BYTES = 8 * 1024
 
 
-class Session(BaseModel):
+class Session(Record):
     namespace: str
     session_id: str
     owner: str  # the principal whose first beat created it; only it may beat it
@@ -55,7 +55,7 @@ class Session(BaseModel):
         return now - self.last_beat_at > timedelta(seconds=STALE_AFTER_SECONDS)
 
 
-class Instruction(BaseModel):
+class Instruction(Record):
     namespace: str
     session_id: str
     seq: int

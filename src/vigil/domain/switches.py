@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from vigil.domain import Record
 
 Action = Literal["release_leases", "mark_failed", "queue_alert"]
 # The alert is last so that it can say what was released.
@@ -23,7 +23,7 @@ MIN_WINDOW_SECONDS = 2
 MAX_WINDOW_SECONDS = 2_592_000
 
 
-class Switch(BaseModel):
+class Switch(Record):
     namespace: str
     scope: str
     holder: str  # the principal that armed this generation
@@ -44,12 +44,12 @@ class Switch(BaseModel):
     follows_death: int | None = None
 
 
-class HeldLease(BaseModel):
+class HeldLease(Record):
     resource: str
     generation: int
 
 
-class Death(BaseModel):
+class Death(Record):
     """What was observed when a switch fired, and what its actions did."""
 
     namespace: str

@@ -162,19 +162,18 @@ def start(
     parameters: Mapping[str, str] | None = None,
 ) -> LocalRuntime:
     """Starts moto, the template's resources, the event pump and the HTTP API."""
-    from moto.server import ThreadedMotoServer
-
     from vigil.adapters.dynamo import DynamoStore
     from vigil.bootstrap import bootstrap_operator
     from vigil.config import Settings
     from vigil.infra.template import translate
+    from vigil.local.moto_server import LocalMotoServer
 
     clock = clock or SystemClock()
     closer = contextlib.ExitStack()
     try:
         # moto logs every request it serves through werkzeug; the pump polls several a second.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()
         closer.callback(moto.stop)
         moto_host, moto_port = moto.get_host_and_port()

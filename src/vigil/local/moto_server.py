@@ -1,0 +1,52 @@
+"""moto as a loopback server, with its DynamoDB serialised.
+
+moto's DynamoDB is not safe under concurrent requests: a transaction copies the whole table
+while other threads write to it, fails with "dictionary changed size during iteration", and
+answers 500. DynamoDB itself has no such failure, so the local runtime lets one DynamoDB
+request run at a time. The other services (SQS long polls above all) keep running in parallel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from moto.server import ThreadedMotoServer
+from werkzeug.serving import make_server
+
+_DYNAMODB_TARGET = "DynamoDB_"
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class SerializedDynamoDB:
+    """WSGI middleware: DynamoDB requests one at a time, everything else as it comes."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith(_DYNAMODB_TARGET):
+            return self.app(environ, start_response)
+        with self.lock:
+            # The body is produced inside the lock: moto does its work while it is iterated.
+            return list(self.app(environ, start_response))
+
+
+class LocalMotoServer(ThreadedMotoServer):
+    def _server_entry(self) -> None:
+        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        self._server = make_server(
+            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+        )
+        self._server_ready_event.set()
+        self._server.serve_forever()
