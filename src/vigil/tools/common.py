@@ -105,3 +105,14 @@ def claim_key(
         )
     assert existing.result is not None
     return existing.result
+
+
+Scope = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="A unit of work, the scope of a dead-man switch, e.g. permit-review-2026-08.",
+    ),
+]

@@ -18,7 +18,7 @@ from vigil.domain.idempotency import IdempotencyRecord
 from vigil.domain.leases import Lease, LeaseState
 from vigil.errors import ErrorCode, VigilError, conflict
 from vigil.store import ConditionFailed, Store
-from vigil.tools.common import Context, IdempotencyKey, Output, StrictInput
+from vigil.tools.common import Context, IdempotencyKey, Output, Scope, StrictInput
 
 # Each attempt lost to a concurrent change of the same lease; more would only queue callers
 # behind a lease that is plainly contended.
@@ -31,18 +31,6 @@ Resource = Annotated[
         max_length=200,
         pattern=r"^[^\x00-\x1f\x7f]+$",
         description="What the lease is on, 1-200 printable characters, e.g. repo:main/deploy.",
-    ),
-]
-Scope = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        pattern=r"^[^\x00-\x1f\x7f]+$",
-        description=(
-            "The unit of work the lease belongs to: the scope of a dead-man switch, which "
-            "releases the holder's leases of that scope if it fires."
-        ),
     ),
 ]
 Generation = Annotated[

@@ -18,8 +18,8 @@ from vigil.domain.identity import PRINCIPAL_ID_PATTERN
 from vigil.domain.progress import PROGRESS_BOUNDS, ProgressReport
 from vigil.errors import ErrorCode, VigilError, conflict, not_found
 from vigil.store import ConditionFailed
-from vigil.tools.common import Context, IdempotencyKey, Output, StrictInput
-from vigil.tools.switches import ProgressSummary, Scope
+from vigil.tools.common import Context, IdempotencyKey, Output, Scope, StrictInput
+from vigil.tools.switches import ProgressSummary
 
 _ATTEMPTS = 3
 PROGRESS_LIMITS = (

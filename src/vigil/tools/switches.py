@@ -35,7 +35,7 @@ from vigil.errors import ErrorCode, VigilError, conflict, forbidden, not_found
 from vigil.observability import get_logger, log_event
 from vigil.store import ConditionFailed, Store
 from vigil.timers import Alarms, Timer
-from vigil.tools.common import Context, Output, StrictInput
+from vigil.tools.common import Context, Output, Scope, StrictInput
 
 log = get_logger("vigil.switches")
 
@@ -44,15 +44,6 @@ _ATTEMPTS = 5
 # How many beats of a generation armed after a death repeat that death in their result.
 REPEAT_DEATH_BEATS = 3
 
-Scope = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        pattern=r"^[^\x00-\x1f\x7f]+$",
-        description="The unit of work this switch watches, e.g. permit-review-2026-08.",
-    ),
-]
 AddressField = Annotated[
     str,
     Field(
