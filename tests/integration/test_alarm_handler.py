@@ -119,3 +119,28 @@ def test_a_later_timer_becomes_one_schedule_even_when_armed_twice(
     )["Schedules"]
     assert len(schedules) == 1
     assert queued(deployed["TIMER_QUEUE_URL"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [("RequestThrottled", "throttled"), ("InternalError", "unavailable")],
+)
+def test_aws_failures_arming_an_alarm_are_typed_and_retryable(
+    clock: ManualClock, code: str, expected: str
+) -> None:
+    from botocore.stub import Stubber
+
+    from vigil.adapters.alarms import AwsAlarms
+    from vigil.errors import VigilError
+
+    sqs = boto3.client(
+        "sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    alarms = AwsAlarms(sqs, None, "https://queue", "group", "arn:fn", "arn:role", "arn:dlq")
+    with Stubber(sqs) as stub:
+        stub.add_client_error("send_message", service_error_code=code, service_message="AWS text")
+        with pytest.raises(VigilError) as raised:
+            alarms.arm(timer(30, clock), clock.now())
+    assert raised.value.code.value == expected
+    assert raised.value.to_dict()["retryable"] is True
+    assert "AWS text" not in str(raised.value.to_dict())

@@ -3,12 +3,15 @@ Scheduler one-shot schedule before that."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from vigil.adapters.aws_errors import error_code
+from vigil.errors import ErrorCode, VigilError
 from vigil.timers import SCHEDULER_LEAD, Timer, delay_for, needs_scheduler
+
+_THROTTLING = frozenset({"ThrottlingException", "RequestThrottled", "TooManyRequestsException"})
 
 
 def schedule_name(timer: Timer) -> str:
@@ -38,6 +41,24 @@ class AwsAlarms:
         self.dead_letter_arn = dead_letter_arn
 
     def arm(self, timer: Timer, now: datetime) -> None:
+        try:
+            self._arm(timer, now)
+        except Exception as error:
+            code = error_code(error)
+            if code is None:
+                raise
+            if code == "ConflictException":
+                return  # the same schedule, armed by an earlier attempt of this same step
+            # Never let AWS text reach a caller: only its retryability survives.
+            if code in _THROTTLING:
+                raise VigilError(
+                    ErrorCode.THROTTLED, "alarms are busy; retry with backoff"
+                ) from None
+            raise VigilError(
+                ErrorCode.UNAVAILABLE, "alarms are temporarily unavailable; retry later"
+            ) from None
+
+    def _arm(self, timer: Timer, now: datetime) -> None:
         if not needs_scheduler(timer, now):
             self.sqs.send_message(
                 QueueUrl=self.queue_url,
@@ -46,20 +67,18 @@ class AwsAlarms:
             )
             return
         at = (timer.due_at - SCHEDULER_LEAD).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        # A conflict means a retry of this same step armed it already.
-        with contextlib.suppress(self.scheduler.exceptions.ConflictException):
-            self.scheduler.create_schedule(
-                Name=schedule_name(timer),
-                GroupName=self.group,
-                ScheduleExpression=f"at({at})",
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                Target={
-                    "Arn": self.target_arn,
-                    "RoleArn": self.role_arn,
-                    "Input": timer.model_dump_json(),
-                    "DeadLetterConfig": {"Arn": self.dead_letter_arn},
-                    "RetryPolicy": {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 10},
-                },
-            )
+        self.scheduler.create_schedule(
+            Name=schedule_name(timer),
+            GroupName=self.group,
+            ScheduleExpression=f"at({at})",
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            ActionAfterCompletion="DELETE",
+            Target={
+                "Arn": self.target_arn,
+                "RoleArn": self.role_arn,
+                "Input": timer.model_dump_json(),
+                "DeadLetterConfig": {"Arn": self.dead_letter_arn},
+                "RetryPolicy": {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 10},
+            },
+        )
