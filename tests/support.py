@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from vigil.app import App
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
+from vigil.domain.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 
 
 class Tenant:
@@ -25,3 +27,50 @@ class Tenant:
     ) -> tuple[str, str]:
         result = self.call("register", kind=kind, role=role, name=name)
         return result["principal"]["id"], result["secret"]
+
+
+def pending_claim(
+    clock: ManualClock, principal_id: str, tool: str, token: str = "t1", key: str = "k"
+) -> IdempotencyRecord:
+    """An idempotency key claimed just now and not yet completed, as App.call leaves it."""
+    now = clock.now()
+    return IdempotencyRecord(
+        namespace="acme",
+        principal_id=principal_id,
+        tool=tool,
+        key=key,
+        fingerprint="f",
+        status="pending",
+        token=token,
+        locked_until=now + timedelta(seconds=LOCK_SECONDS),
+        expires_at=now + timedelta(seconds=RETAIN_SECONDS),
+    )
+
+
+def interleaving_store(request: Any, read: str) -> Any:
+    """A store (in memory, or DynamoDB on moto, after the request's parameter) that runs its
+    ``interloper`` once, right after the next call of ``read`` has read and before its caller
+    can write: another caller reads and writes in between, deterministically."""
+    import boto3
+
+    from tests.conftest import create_tables_from_template
+    from vigil.adapters.dynamo import DynamoStore
+    from vigil.adapters.memory import MemoryStore
+
+    base: type[Any] = MemoryStore if request.param == "memory" else DynamoStore
+
+    def reading(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = getattr(super(interleaving, self), read)(*args, **kwargs)
+        run, self.interloper = self.interloper, None
+        if run is not None:
+            run()
+        return found
+
+    interleaving = type(
+        f"Interleaving{base.__name__}", (base,), {read: reading, "interloper": None}
+    )
+    if base is MemoryStore:
+        return interleaving()
+    request.getfixturevalue("aws")
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    return interleaving(client, create_tables_from_template(client)["VigilTable"])

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import pending_claim
 from vigil.clock import ManualClock
 from vigil.domain.idempotency import IdempotencyRecord
 from vigil.domain.leases import Lease
@@ -42,18 +43,7 @@ def released(current: Lease, clock: ManualClock) -> Lease:
 
 
 def claim(clock: ManualClock, token: str = "t1") -> IdempotencyRecord:
-    now = clock.now()
-    return IdempotencyRecord(
-        namespace="acme",
-        principal_id=HOLDER,
-        tool="acquire_lease",
-        key="k",
-        fingerprint="f",
-        status="pending",
-        token=token,
-        locked_until=now + timedelta(seconds=60),
-        expires_at=now + timedelta(hours=24),
-    )
+    return pending_claim(clock, HOLDER, "acquire_lease", token)
 
 
 def resources(leases: list[Lease]) -> list[str]:

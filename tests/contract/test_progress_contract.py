@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import pending_claim
 from vigil.clock import ManualClock, to_ms
 from vigil.domain.idempotency import IdempotencyRecord
 from vigil.domain.progress import PROGRESS_BOUNDS, ProgressReport
@@ -28,18 +29,7 @@ def report(clock: ManualClock, **changes: Any) -> ProgressReport:
 
 
 def claim(clock: ManualClock, token: str = "t1") -> IdempotencyRecord:
-    now = clock.now()
-    return IdempotencyRecord(
-        namespace="acme",
-        principal_id=REPORTER,
-        tool="report_progress",
-        key="k",
-        fingerprint="f",
-        status="pending",
-        token=token,
-        locked_until=now + timedelta(seconds=60),
-        expires_at=now + timedelta(hours=24),
-    )
+    return pending_claim(clock, REPORTER, "report_progress", token)
 
 
 def test_a_report_is_its_reporters_latest_in_its_namespace_only(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import pending_claim
 from vigil.clock import ManualClock
 from vigil.domain.idempotency import IdempotencyRecord
 from vigil.domain.runs import Run
@@ -36,18 +37,7 @@ def changed(current: Run, **changes: Any) -> Run:
 
 
 def claim(clock: ManualClock, token: str = "t1") -> IdempotencyRecord:
-    now = clock.now()
-    return IdempotencyRecord(
-        namespace="acme",
-        principal_id=HOLDER,
-        tool="finish_run",
-        key="k",
-        fingerprint="f",
-        status="pending",
-        token=token,
-        locked_until=now + timedelta(seconds=60),
-        expires_at=now + timedelta(hours=24),
-    )
+    return pending_claim(clock, HOLDER, "finish_run", token)
 
 
 def test_put_and_get_are_keyed_by_namespace_and_run_id(store: Store, clock: ManualClock) -> None:

@@ -3,11 +3,11 @@ contract."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests.support import pending_claim
 from vigil.clock import ManualClock, to_ms
 from vigil.domain.idempotency import IdempotencyRecord
 from vigil.domain.sessions import Instruction, Session, new_instruction_id
@@ -81,18 +81,7 @@ def acked(found: Instruction, clock: ManualClock) -> Instruction:
 
 
 def claim(clock: ManualClock, token: str = "t1") -> IdempotencyRecord:
-    now = clock.now()
-    return IdempotencyRecord(
-        namespace="acme",
-        principal_id=OWNER,
-        tool="session_heartbeat",
-        key="k",
-        fingerprint="f",
-        status="pending",
-        token=token,
-        locked_until=now + timedelta(seconds=60),
-        expires_at=now + timedelta(hours=24),
-    )
+    return pending_claim(clock, OWNER, "session_heartbeat", token)
 
 
 def completed(record: IdempotencyRecord) -> IdempotencyRecord:

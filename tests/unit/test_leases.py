@@ -6,20 +6,16 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import create_tables_from_template
-from tests.support import Tenant
-from vigil.adapters.dynamo import DynamoStore
+from tests.support import Tenant, interleaving_store
 from vigil.adapters.memory import MemoryStore
 from vigil.app import App
 from vigil.clock import ManualClock, iso, parse_iso
 from vigil.domain.leases import Lease
 from vigil.errors import ErrorCode, VigilError
-from vigil.store import Store
 from vigil.tools.leases import release
 
 
@@ -314,36 +310,9 @@ def test_scoped_leases_are_listed_for_their_switch_and_unscoped_ones_counted(
 
 
 # -- races --------------------------------------------------------------------------------
-class InterleavesOnRead:
-    """Runs ``interloper`` once, right after the next get_lease has read and before its
-    caller can write: the other caller reads and writes in between."""
-
-    interloper: Callable[[], None] | None = None
-
-    def get_lease(self, namespace: str, resource: str) -> Lease | None:
-        found: Lease | None = super().get_lease(namespace, resource)  # type: ignore[misc]
-        run, self.interloper = self.interloper, None
-        if run is not None:
-            run()
-        return found
-
-
-class InterleavedMemory(InterleavesOnRead, MemoryStore):
-    pass
-
-
-class InterleavedDynamo(InterleavesOnRead, DynamoStore):
-    pass
-
-
 @pytest.fixture(params=["memory", "dynamo"])
 def interleaved(request: pytest.FixtureRequest, clock: ManualClock) -> Agents:
-    if request.param == "memory":
-        store: Store = InterleavedMemory()
-    else:
-        request.getfixturevalue("aws")
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        store = InterleavedDynamo(client, create_tables_from_template(client)["VigilTable"])
+    store = interleaving_store(request, "get_lease")
     return Agents(Tenant(App(store, clock), clock, "acme"))
 
 
@@ -363,7 +332,7 @@ def interleave(agents: Agents, interloper: Callable[[], Any]) -> list[Any]:
         outcomes.append(outcome_of(interloper))
 
     store = agents.tenant.app.store
-    assert isinstance(store, InterleavesOnRead)
+    assert hasattr(store, "interloper")
     store.interloper = run
     return outcomes
 

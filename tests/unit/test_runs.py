@@ -7,19 +7,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
 
-from tests.conftest import create_tables_from_template
-from tests.support import Tenant
-from vigil.adapters.dynamo import DynamoStore
-from vigil.adapters.memory import MemoryStore
+from tests.support import Tenant, interleaving_store
 from vigil.app import App
 from vigil.catalog import BY_NAME
 from vigil.clock import ManualClock, iso, parse_iso
 from vigil.domain.runs import Run
 from vigil.errors import ErrorCode, VigilError
-from vigil.store import Store
 
 RUN_ID = "00000000-0000-4000-8000-0000000000aa"
 
@@ -483,36 +478,9 @@ def test_renewing_again_just_renews_again(workers: Workers, clock: ManualClock) 
 
 
 # -- races --------------------------------------------------------------------------------
-class InterleavesOnRead:
-    """Runs ``interloper`` once, right after the next get_run has read and before its caller
-    can write: the other caller reads and writes in between."""
-
-    interloper: Callable[[], None] | None = None
-
-    def get_run(self, namespace: str, run_id: str) -> Run | None:
-        found: Run | None = super().get_run(namespace, run_id)  # type: ignore[misc]
-        run, self.interloper = self.interloper, None
-        if run is not None:
-            run()
-        return found
-
-
-class InterleavedMemory(InterleavesOnRead, MemoryStore):
-    pass
-
-
-class InterleavedDynamo(InterleavesOnRead, DynamoStore):
-    pass
-
-
 @pytest.fixture(params=["memory", "dynamo"])
 def interleaved(request: pytest.FixtureRequest, clock: ManualClock) -> Workers:
-    if request.param == "memory":
-        store: Store = InterleavedMemory()
-    else:
-        request.getfixturevalue("aws")
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        store = InterleavedDynamo(client, create_tables_from_template(client)["VigilTable"])
+    store = interleaving_store(request, "get_run")
     return Workers(Tenant(App(store, clock), clock, "acme"))
 
 
@@ -527,7 +495,7 @@ def interleave(workers: Workers, interloper: Callable[[], Any]) -> list[Any]:
             outcomes.append(error)
 
     store = workers.tenant.app.store
-    assert isinstance(store, InterleavesOnRead)
+    assert hasattr(store, "interloper")
     store.interloper = run
     return outcomes
 
