@@ -6,7 +6,6 @@ These tests wait in real time (a switch window is at least 2 s); they poll, neve
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -15,10 +14,9 @@ from datetime import datetime
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.clients import Session, open_session
 
 pytestmark = pytest.mark.e2e
 
@@ -26,28 +24,6 @@ ALL_ACTIONS = ["release_leases", "mark_failed", "queue_alert"]
 POLL_SECONDS = 0.25
 DEATH_DEADLINE_SECONDS = 20.0
 MAX_LATENESS_SECONDS = 2.0
-
-
-class Session:
-    """One principal's MCP session; ``call`` returns the structured result of a tool."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        data: dict[str, Any] = result.structured_content
-        assert json.loads(result.content[0].text) == data
-        assert result.is_error is False, data
-        return data
-
-
-async def _open(stack: AsyncExitStack, url: str, secret: str) -> Session:
-    http = await stack.enter_async_context(
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
-    )
-    client = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
-    return Session(client)
 
 
 async def _register(operator: Session, name: str) -> tuple[str, str]:
@@ -97,11 +73,11 @@ def test_a_missed_beat_releases_marks_failed_and_alerts_once(state: dict[str, An
 
     async def scenario() -> None:
         async with AsyncExitStack() as stack:
-            operator = await _open(stack, url, operator_secret)
+            operator = await open_session(stack, url, operator_secret)
             worker_id, worker_secret = await _register(operator, "deadman-worker")
             supervisor_id, supervisor_secret = await _register(operator, "deadman-supervisor")
-            worker = await _open(stack, url, worker_secret)
-            supervisor = await _open(stack, url, supervisor_secret)
+            worker = await open_session(stack, url, worker_secret)
+            supervisor = await open_session(stack, url, supervisor_secret)
 
             scoped = (
                 await worker.call(
@@ -173,9 +149,9 @@ def test_a_switch_beaten_in_time_never_fires_and_disarms(state: dict[str, Any]) 
 
     async def scenario() -> None:
         async with AsyncExitStack() as stack:
-            operator = await _open(stack, url, operator_secret)
+            operator = await open_session(stack, url, operator_secret)
             _, secret = await _register(operator, "steady-worker")
-            worker = await _open(stack, url, secret)
+            worker = await open_session(stack, url, secret)
 
             started = time.monotonic()
             # Beats at 0, 1, ..., 5 s: the first alarm comes due at 3 s and must find the

@@ -3,41 +3,17 @@ runtime, a person steering an agent and a second worker claiming a lapsed run.""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.clients import open_session
 
 pytestmark = pytest.mark.e2e
-
-
-class Session:
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        if result.is_error:
-            return {"error": json.loads(result.content[0].text)["error"]}
-        data: dict[str, Any] = result.structured_content
-        assert json.loads(result.content[0].text) == data
-        return data
-
-
-async def _open(stack: AsyncExitStack, url: str, secret: str) -> Session:
-    http = await stack.enter_async_context(
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
-    )
-    return Session(
-        await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
-    )
 
 
 def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> None:
@@ -45,11 +21,11 @@ def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> 
 
     async def scenario() -> None:
         async with AsyncExitStack() as stack:
-            operator = await _open(stack, url, state["operator_secret"])
+            operator = await open_session(stack, url, state["operator_secret"])
             person = await operator.call("register", kind="person", name="Reviewer")
             agent = await operator.call("register", kind="agent", name="session-worker")
-            steer = await _open(stack, url, person["secret"])
-            work = await _open(stack, url, agent["secret"])
+            steer = await open_session(stack, url, person["secret"])
+            work = await open_session(stack, url, agent["secret"])
             session_id = f"s-{uuid.uuid4().hex[:12]}"
 
             first = await work.call(
@@ -93,7 +69,7 @@ def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> 
                 idempotencyKey="b2",
             )
             assert replay == beat
-            refused = await work.call(
+            refused = await work.attempt(
                 "session_heartbeat",
                 sessionId=session_id,
                 acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa"],
@@ -109,11 +85,11 @@ def test_a_lapsed_run_claimed_by_another_worker_fences_the_first(state: dict[str
 
     async def scenario() -> None:
         async with AsyncExitStack() as stack:
-            operator = await _open(stack, url, state["operator_secret"])
+            operator = await open_session(stack, url, state["operator_secret"])
             first = await operator.call("register", kind="agent", name="run-worker-1")
             second = await operator.call("register", kind="agent", name="run-worker-2")
-            a = await _open(stack, url, first["secret"])
-            b = await _open(stack, url, second["secret"])
+            a = await open_session(stack, url, first["secret"])
+            b = await open_session(stack, url, second["secret"])
             run_id = str(uuid.uuid4())
 
             started = await a.call("start_run", run_id=run_id, lease_duration_seconds=5)
@@ -124,12 +100,12 @@ def test_a_lapsed_run_claimed_by_another_worker_fences_the_first(state: dict[str
 
             deadline = time.monotonic() + 15
             while True:  # the lease lapses in real time; poll, never sleep blind
-                claimed = await b.call("claim_run", run_id=run_id, lease_duration_seconds=60)
+                claimed = await b.attempt("claim_run", run_id=run_id, lease_duration_seconds=60)
                 if "error" not in claimed or time.monotonic() > deadline:
                     break
                 await anyio.sleep(0.5)
             assert claimed["run"]["generation"] == 2
-            stale = await a.call("create_run_heartbeat", run_id=run_id, lease_duration_seconds=5)
+            stale = await a.attempt("create_run_heartbeat", run_id=run_id, lease_duration_seconds=5)
             assert stale["error"]["code"] == "stale_generation"
             finished = await b.call(
                 "finish_run", run_id=run_id, generation=2, outcome="succeeded", result={"n": 1}
