@@ -99,13 +99,13 @@ def main() -> None:
 
     sys.path.insert(0, str(ROOT))
     from tests.conftest import create_tables_from_template
-    from vigil.adapters.alarms import AwsAlarms
-    from vigil.adapters.dynamo import DynamoStore
-    from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
+    from vigil.alarms.aws import AwsAlarms
     from vigil.app import App
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import ManualClock, SystemClock, to_ms
-    from vigil.tools.switches import Liveness
+    from vigil.mailboxes.sqs import SqsMailboxQueues
+    from vigil.stores import DynamoStore
+    from vigil.switches.service import Liveness
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
@@ -138,7 +138,7 @@ def main() -> None:
         secret = worker["secret"]
         address = f"agent:{watcher['principal']['id']}"
         queues.ensure(
-            __import__("vigil.domain.mailboxes", fromlist=["queue_name"]).queue_name(
+            __import__("vigil.mailboxes.records", fromlist=["queue_name"]).queue_name(
                 queues.prefix, "cost", address
             )
         )
@@ -171,7 +171,7 @@ def main() -> None:
             True,
             lambda: app.call("heartbeat", long_beat, secret),
         )
-        from vigil.timers import Timer
+        from vigil.alarms.timers import Timer
 
         timer = Timer(
             kind="switch",

@@ -215,7 +215,7 @@ def report(
     took: float,
     load: tuple[float, float, float],
 ) -> str:
-    from vigil.timers import MAX_QUEUE_DELAY_SECONDS, SCHEDULER_LEAD
+    from vigil.alarms.timers import MAX_QUEUE_DELAY_SECONDS, SCHEDULER_LEAD
 
     measured = [a.lateness for a in armed]
     rounding = (

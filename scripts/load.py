@@ -9,7 +9,7 @@ free port), registers ``--agents`` agents through REST, and runs one thread per 
 - beats its own dead-man switch (``heartbeat``, window ``--window`` s, ``mark_failed``) every
   third of the window, from a thread of its own, as a live agent's timer would;
 - in a loop, queues one envelope into the next agent's mailbox. There is no send tool yet, so
-  this goes through ``vigil.tools.mailboxes.deliver``, the one delivery path, called in-process
+  this goes through ``vigil.mailboxes.service.deliver``, the one delivery path, called in-process
   on the runtime's own store and queues (the App the HTTP handler serves with), and is timed
   as ``deliver (in-process)``; then polls its mailbox (``inbox_poll``) and acknowledges every
   delivery it gets; every fifth round, takes a lease on its own resource, renews it and
@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -194,7 +195,7 @@ class Agent:
 
 
 class Sender:
-    """Queues envelopes through vigil.tools.mailboxes.deliver on the runtime's own App."""
+    """Queues envelopes through vigil.mailboxes.service.deliver on the runtime's own App."""
 
     def __init__(self, namespace: str) -> None:
         from vigil.entrypoints.api import router
@@ -203,12 +204,12 @@ class Sender:
         self.namespace = namespace
 
     def send(self, sender: Agent, to: Agent, sequence: int) -> str:
-        from vigil.domain.mailboxes import Envelope, new_envelope_id
-        from vigil.tools.mailboxes import deliver
+        from vigil.mailboxes.records import Envelope, envelope_id_for
+        from vigil.mailboxes.service import deliver
 
         assert self.app.queues is not None
         envelope = Envelope(
-            id=new_envelope_id(),
+            id=envelope_id_for(uuid.uuid4().hex),
             namespace=self.namespace,
             address=to.address,
             sender=sender.id,

@@ -87,11 +87,12 @@ def warm_calls() -> None:
 
     sys.path.insert(0, str(ROOT))
     from tests.conftest import create_tables_from_template
-    from vigil.adapters.dynamo import DynamoStore
-    from vigil.adapters.memory import MemoryStore
+    from vigil.alarms.memory import MemoryAlarms
     from vigil.app import App
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
+    from vigil.mailboxes.memory import MemoryMailboxQueues
+    from vigil.stores import DynamoStore, MemoryStore
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
@@ -108,7 +109,8 @@ def warm_calls() -> None:
         print(f"\nWarm in-process tool calls: {n} calls each, milliseconds")
         print(f"{'tool':30} {'store':16} {'median':>8} {'p99':>8}   AWS calls per call")
         for store_name, store in stores.items():
-            app = App(store, SystemClock())
+            queues = MemoryMailboxQueues(SystemClock())
+            app = App(store, SystemClock(), queues=queues, alarms=MemoryAlarms())
             _, secret = bootstrap_operator(store, SystemClock(), "bench", "Ops")
             app.call("register", {"kind": "agent", "name": "a"}, secret)
             for label, call in _cases(app, secret).items():

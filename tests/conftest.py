@@ -12,12 +12,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.support import Tenant
-from vigil.adapters.dynamo import DynamoStore
-from vigil.adapters.memory import MemoryStore
+from tests.support import Tenant, app_on
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.store import Store
+from vigil.stores import DynamoStore, MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,7 +92,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def memory_app(clock: ManualClock) -> App:
-    return App(MemoryStore(), clock)
+    return app_on(MemoryStore(), clock)
 
 
 @pytest.fixture

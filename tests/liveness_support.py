@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support import Tenant
-from vigil.adapters.memory import MemoryStore
-from vigil.adapters.memory_alarms import MemoryAlarms
-from vigil.adapters.memory_mailboxes import MemoryMailboxQueues
+from vigil.alarms.memory import MemoryAlarms
+from vigil.alarms.timers import Timer, deliver
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.entrypoints.alarm import handlers
+from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.store import Store
-from vigil.timers import Timer, deliver
-from vigil.tools.switches import Liveness
+from vigil.stores import MemoryStore
+from vigil.switches.service import Liveness
 
 
 class World:

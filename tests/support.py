@@ -5,10 +5,21 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from vigil.alarms.memory import MemoryAlarms
 from vigil.app import App
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
-from vigil.domain.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
+from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
+from vigil.mailboxes.memory import MemoryMailboxQueues
+from vigil.store import Store
+
+
+def app_on(store: Store, clock: ManualClock, **parts: Any) -> App:
+    """The application on ``store``, with in-memory queues and alarms unless ``parts`` names
+    others: every part the production path needs, as fakes."""
+    parts.setdefault("queues", MemoryMailboxQueues(clock))
+    parts.setdefault("alarms", MemoryAlarms())
+    return App(store, clock, **parts)
 
 
 class Tenant:
@@ -54,8 +65,7 @@ def interleaving_store(request: Any, read: str) -> Any:
     import boto3
 
     from tests.conftest import create_tables_from_template
-    from vigil.adapters.dynamo import DynamoStore
-    from vigil.adapters.memory import MemoryStore
+    from vigil.stores import DynamoStore, MemoryStore
 
     base: type[Any] = MemoryStore if request.param == "memory" else DynamoStore
 

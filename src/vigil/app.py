@@ -10,15 +10,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vigil.catalog import BY_NAME, Tool
+from vigil.alarms.timers import Alarms
+from vigil.catalog import BY_NAME
 from vigil.clock import Clock
-from vigil.domain.identity import Caller, parse_secret, secret_matches
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
+from vigil.identity.records import Caller, parse_secret, secret_matches
+from vigil.kit.idempotency import claim
+from vigil.kit.tooling import Context, Tool
+from vigil.kit.uow import UnitOfWork
+from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event
-from vigil.ports.mailboxes import MailboxQueues
 from vigil.store import Store
-from vigil.timers import Alarms
-from vigil.tools.common import Context, claim_key, idempotency_field
 
 log = get_logger("vigil.app")
 
@@ -34,12 +36,7 @@ class UnknownTool(Exception):
 
 class App:
     def __init__(
-        self,
-        store: Store,
-        clock: Clock,
-        *,
-        queues: MailboxQueues | None = None,
-        alarms: Alarms | None = None,
+        self, store: Store, clock: Clock, *, queues: MailboxQueues, alarms: Alarms
     ) -> None:
         self.store = store
         self.clock = clock
@@ -89,35 +86,35 @@ class App:
         return result
 
     def _run(self, tool: Tool, caller: Caller, args: BaseModel) -> dict[str, Any]:
-        ctx = Context(
-            store=self.store,
-            clock=self.clock,
-            caller=caller,
-            queues=self.queues,
-            alarms=self.alarms,
-        )
-        key_field = idempotency_field(type(args))
-        key = getattr(args, key_field, None)
+        pending = None
+        key = getattr(args, tool.idempotency_field, None)
         if key is not None:
-            excluded = {*_NOT_FINGERPRINTED, key_field}
+            excluded = {*_NOT_FINGERPRINTED, tool.idempotency_field}
             fingerprinted = args.model_dump(mode="json", exclude=excluded)
-            replay = claim_key(ctx, tool.name, key, fingerprinted)
+            pending, replay = claim(
+                self.store,
+                caller.namespace,
+                caller.principal_id,
+                tool.name,
+                key,
+                fingerprinted,
+                self.clock.now(),
+            )
             if replay is not None:
                 return replay
+        uow = UnitOfWork(self.store, pending)
+        ctx = Context(self.store, self.clock, caller, self.queues, self.alarms, uow)
         try:
             result = tool.run(ctx, args)
+            uow.finish(result)
         except BaseException:
-            if ctx.claim is not None:
+            if pending is not None:
                 # Conditional on our token and on still being pending: if the write did commit
                 # before the failure, the completed record stays and a retry replays it. If the
                 # release itself fails, the claim's lock lapses and a retry takes it over.
                 with contextlib.suppress(VigilError):
-                    self.store.release_idempotency(ctx.claim)
+                    self.store.release_idempotency(pending)
             raise
-        if ctx.claim is not None and not ctx.claim_used:
-            completion = ctx.completion(result)
-            assert completion is not None
-            self.store.complete_idempotency(completion)
         return result.model_dump(mode="json")
 
 
@@ -125,20 +122,51 @@ def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
     try:
         return tool.input_model.model_validate(arguments)
     except ValidationError as error:
-        found = error.errors(include_input=False, include_url=False)
+        errors = error.errors(include_input=False, include_url=False)
+        paths = [argument_path(arguments, e["loc"]) for e in errors]
+        # An optional field is a union with None; that its value is not None says nothing
+        # when the real problem with the value is reported too.
+        found = [
+            (path, e["msg"])
+            for path, e in zip(paths, errors, strict=True)
+            if not (e["type"] == "none_required" and _reported_otherwise(path, paths))
+        ]
         # Bounded, because unknown property names come from the caller: a refusal must stay
         # small however many (or however long) they are.
         problems = [
-            {
-                "field": _shorten(".".join(str(part) for part in e["loc"]) or "(arguments)"),
-                "problem": e["msg"],
-            }
-            for e in found[:_MAX_PROBLEMS]
+            {"field": _shorten(path), "problem": message} for path, message in found[:_MAX_PROBLEMS]
         ]
         details: dict[str, Any] = {"problems": problems}
         if len(found) > _MAX_PROBLEMS:
             details["more_problems"] = len(found) - _MAX_PROBLEMS
         raise invalid("the arguments do not match the tool's input schema", **details) from None
+
+
+def _reported_otherwise(path: str, paths: list[str]) -> bool:
+    return sum(p == path or p.startswith(path + ".") for p in paths) > 1
+
+
+def argument_path(arguments: dict[str, Any], loc: tuple[int | str, ...]) -> str:
+    """The path of the argument a validation problem is about, as the caller wrote it.
+
+    The validator's location also names the schema's inner parts (the member of a union it
+    tried, a constrained type), which mean nothing to a caller: only the parts that step into
+    the arguments themselves, an object's key or an array's index, are kept.
+    """
+    parts: list[str] = []
+    node: Any = arguments
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(node, dict) and isinstance(part, str) and (part in node or last):
+            node = node.get(part)  # a key: present, or missing and the problem
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(node, dict | list):
+            continue  # a schema part between a container and what it holds
+        else:
+            break  # inside a value: whatever follows names the schema, not the argument
+        parts.append(str(part))
+    return ".".join(parts) or "(arguments)"
 
 
 _MAX_PROBLEMS = 20

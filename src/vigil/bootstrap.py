@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from vigil.clock import Clock
-from vigil.domain.identity import (
+from vigil.errors import conflict, invalid
+from vigil.identity.records import (
     NAMESPACE_PATTERN,
     Namespace,
     Principal,
@@ -17,8 +18,8 @@ from vigil.domain.identity import (
     issue_secret,
     new_principal_id,
 )
-from vigil.errors import conflict, invalid
-from vigil.store import ConditionFailed, Store
+from vigil.kit.uow import ConditionFailed
+from vigil.store import Store
 
 
 def bootstrap_operator(
@@ -31,7 +32,7 @@ def bootstrap_operator(
         raise invalid("name must be 1-100 characters")
     now = clock.now()
     try:
-        store.create_namespace(Namespace(name=namespace, created_at=now))
+        store.commit([store.add_namespace(Namespace(name=namespace, created_at=now))])
     except ConditionFailed:
         if not existing_ok:
             raise conflict(
@@ -52,5 +53,5 @@ def bootstrap_operator(
         created_by=None,
         version=1,
     )
-    store.create_principal(operator)
+    store.commit([store.add_principal(operator)])
     return operator, secret

@@ -46,10 +46,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
-    from vigil.adapters.dynamo import DynamoStore
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
     from vigil.errors import VigilError
+    from vigil.stores import DynamoStore
     from vigil.wiring import aws_client
 
     table = args.table or _table_of_stack(args.stack)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 REQUIRED = (
     "TABLE_NAME",
     "TIMER_QUEUE_URL",
-    "ATTACHMENTS_BUCKET",
     "SCHEDULE_GROUP",
     "SCHEDULER_ROLE_ARN",
     "ALARM_FUNCTION_ARN",
@@ -22,7 +21,6 @@ REQUIRED = (
 class Settings:
     table_name: str
     timer_queue_url: str
-    attachments_bucket: str
     schedule_group: str
     scheduler_role_arn: str
     alarm_function_arn: str
@@ -40,7 +38,6 @@ class Settings:
         return cls(
             table_name=source["TABLE_NAME"],
             timer_queue_url=source["TIMER_QUEUE_URL"],
-            attachments_bucket=source["ATTACHMENTS_BUCKET"],
             schedule_group=source["SCHEDULE_GROUP"],
             scheduler_role_arn=source["SCHEDULER_ROLE_ARN"],
             alarm_function_arn=source["ALARM_FUNCTION_ARN"],

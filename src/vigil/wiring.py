@@ -1,19 +1,18 @@
-"""Builds the application from its settings and real AWS clients."""
+"""Builds the parts the functions run on from their settings and real AWS clients."""
 
 from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING, Any
 
-from vigil.app import App
 from vigil.clock import SystemClock
 from vigil.config import Settings
 
 if TYPE_CHECKING:
-    from vigil.adapters.alarms import AwsAlarms
-    from vigil.adapters.dynamo import DynamoStore
-    from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
-    from vigil.tools.switches import Liveness
+    from vigil.alarms.aws import AwsAlarms
+    from vigil.mailboxes.sqs import SqsMailboxQueues
+    from vigil.stores import DynamoStore
+    from vigil.switches.service import Liveness
 
 
 @functools.cache
@@ -34,21 +33,21 @@ def aws_client(service: str, read_timeout: int = 5) -> Any:
     return boto3.client(service, config=config)
 
 
-def _store() -> DynamoStore:
-    from vigil.adapters.dynamo import DynamoStore
+def store() -> DynamoStore:
+    from vigil.stores import DynamoStore
 
     return DynamoStore(aws_client("dynamodb"), settings().table_name)
 
 
-def _queues() -> SqsMailboxQueues:
-    from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
+def queues() -> SqsMailboxQueues:
+    from vigil.mailboxes.sqs import SqsMailboxQueues
 
     # Long polls wait up to 20 s: the read timeout must outlast them.
     return SqsMailboxQueues(aws_client("sqs", read_timeout=25), settings().mailbox_queue_prefix)
 
 
-def _alarms() -> AwsAlarms:
-    from vigil.adapters.alarms import AwsAlarms
+def alarms() -> AwsAlarms:
+    from vigil.alarms.aws import AwsAlarms
 
     config = settings()
     return AwsAlarms(
@@ -62,11 +61,7 @@ def _alarms() -> AwsAlarms:
     )
 
 
-def aws_app() -> App:
-    return App(_store(), SystemClock(), queues=_queues(), alarms=_alarms())
-
-
 def aws_liveness() -> Liveness:
-    from vigil.tools.switches import Liveness
+    from vigil.switches.service import Liveness
 
-    return Liveness(_store(), SystemClock(), _alarms(), _queues())
+    return Liveness(store(), SystemClock(), alarms(), queues())

@@ -4,6 +4,7 @@ store, and the queues through MemoryMailboxQueues and SqsMailboxQueues."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -11,20 +12,21 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from vigil.adapters.memory_mailboxes import MemoryMailboxQueues
-from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
 from vigil.clock import ManualClock
-from vigil.domain.idempotency import IdempotencyRecord
-from vigil.domain.mailboxes import (
+from vigil.kit.idempotency import IdempotencyRecord
+from vigil.kit.uow import ConditionFailed
+from vigil.mailboxes.memory import MemoryMailboxQueues
+from vigil.mailboxes.queues import MailboxQueues
+from vigil.mailboxes.records import (
     MAX_HANDOUTS,
     Delivery,
     Mailbox,
     UsageEvent,
     agent_address,
-    new_envelope_id,
+    envelope_id_for,
 )
-from vigil.ports.mailboxes import MailboxQueues
-from vigil.store import ConditionFailed, Store
+from vigil.mailboxes.sqs import SqsMailboxQueues
+from vigil.store import Store
 
 OWNER = "agt_aaaaaaaaaaaaaaaa"
 OTHER = "agt_bbbbbbbbbbbbbbbb"
@@ -78,12 +80,12 @@ def acknowledged(clock: ManualClock, current: Delivery) -> Delivery:
 
 def test_mailbox_is_created_once_and_listed_for_its_owner(store: Store, clock: ManualClock) -> None:
     alerts = mailbox(clock, "alerts")
-    store.create_mailbox(alerts)
+    store.commit([store.add_mailbox(alerts)])
     with pytest.raises(ConditionFailed):
-        store.create_mailbox(alerts)
-    store.create_mailbox(mailbox(clock, "builds"))
-    store.create_mailbox(mailbox(clock, "alerts", owner=OTHER))
-    store.create_mailbox(mailbox(clock, "alerts", ns="globex"))
+        store.commit([store.add_mailbox(alerts)])
+    store.commit([store.add_mailbox(mailbox(clock, "builds"))])
+    store.commit([store.add_mailbox(mailbox(clock, "alerts", owner=OTHER))])
+    store.commit([store.add_mailbox(mailbox(clock, "alerts", ns="globex"))])
 
     assert store.get_mailbox("acme", alerts.address) == alerts
     assert store.get_mailbox("globex", agent_address(OTHER, "alerts")) is None
@@ -112,12 +114,12 @@ def test_mailbox_creation_is_atomic_with_its_idempotency_record(
         result={},
     )
     with pytest.raises(ConditionFailed):
-        store.create_mailbox(mailbox(clock, "alerts"), completes=lost)
+        store.commit([store.add_mailbox(mailbox(clock, "alerts"))], lost)
     assert store.get_mailbox("acme", agent_address(OWNER, "alerts")) is None
 
 
 def test_delivery_is_created_at_generation_one_only_once(store: Store, clock: ManualClock) -> None:
-    first = delivery(clock, new_envelope_id())
+    first = delivery(clock, envelope_id_for(uuid.uuid4().hex))
     store.lease_delivery(first, None)
     with pytest.raises(ConditionFailed):
         store.lease_delivery(first.model_copy(update={"message_id": "m-2"}), None)
@@ -126,7 +128,7 @@ def test_delivery_is_created_at_generation_one_only_once(store: Store, clock: Ma
 
 
 def test_a_hand_out_needs_the_version_read(store: Store, clock: ManualClock) -> None:
-    first = delivery(clock, new_envelope_id())
+    first = delivery(clock, envelope_id_for(uuid.uuid4().hex))
     store.lease_delivery(first, None)
     second = handed_again(clock, first)
     store.lease_delivery(second, first.version)
@@ -139,7 +141,7 @@ def test_a_hand_out_needs_the_version_read(store: Store, clock: ManualClock) -> 
 def test_an_acknowledged_delivery_is_never_handed_out_again(
     store: Store, clock: ManualClock
 ) -> None:
-    first = delivery(clock, new_envelope_id())
+    first = delivery(clock, envelope_id_for(uuid.uuid4().hex))
     store.lease_delivery(first, None)
     done = acknowledged(clock, first)
     store.acknowledge_delivery(done, clock.now())
@@ -151,7 +153,7 @@ def test_an_acknowledged_delivery_is_never_handed_out_again(
 def test_acknowledgment_needs_the_current_generation_and_a_live_lease(
     store: Store, clock: ManualClock
 ) -> None:
-    first = delivery(clock, new_envelope_id(), lease_seconds=30)
+    first = delivery(clock, envelope_id_for(uuid.uuid4().hex), lease_seconds=30)
     store.lease_delivery(first, None)
     second = handed_again(clock, first)
     store.lease_delivery(second, first.version)
@@ -174,7 +176,7 @@ def test_acknowledgment_needs_the_current_generation_and_a_live_lease(
 def test_usage_is_recorded_once_per_envelope(store: Store, clock: ManualClock) -> None:
     usage = UsageEvent(
         namespace="acme",
-        envelope_id=new_envelope_id(),
+        envelope_id=envelope_id_for(uuid.uuid4().hex),
         address=agent_address(OWNER),
         recipient=OWNER,
         sender="vigil",

@@ -7,9 +7,10 @@ from datetime import timedelta
 import pytest
 
 from vigil.clock import ManualClock
-from vigil.domain.idempotency import IdempotencyRecord
-from vigil.domain.identity import Namespace, Principal, hash_secret, new_principal_id
-from vigil.store import ConditionFailed, Store
+from vigil.identity.records import Namespace, Principal, hash_secret, new_principal_id
+from vigil.kit.idempotency import IdempotencyRecord
+from vigil.kit.uow import ConditionFailed
+from vigil.store import Store
 
 
 def principal(
@@ -49,9 +50,9 @@ def claim(
 
 
 def test_namespace_is_created_once(store: Store, clock: ManualClock) -> None:
-    store.create_namespace(Namespace(name="acme", created_at=clock.now()))
+    store.commit([store.add_namespace(Namespace(name="acme", created_at=clock.now()))])
     with pytest.raises(ConditionFailed):
-        store.create_namespace(Namespace(name="acme", created_at=clock.now()))
+        store.commit([store.add_namespace(Namespace(name="acme", created_at=clock.now()))])
     found = store.get_namespace("acme")
     assert found is not None
     assert found.name == "acme"
@@ -60,18 +61,18 @@ def test_namespace_is_created_once(store: Store, clock: ManualClock) -> None:
 
 def test_principal_create_get_and_conditional_update(store: Store, clock: ManualClock) -> None:
     p = principal(clock)
-    store.create_principal(p)
+    store.commit([store.add_principal(p)])
     with pytest.raises(ConditionFailed):
-        store.create_principal(p)
+        store.commit([store.add_principal(p)])
     assert store.get_principal("acme", p.id) == p
     assert store.get_principal("globex", p.id) is None
 
     changed = p.model_copy(update={"name": "b", "version": 2})
-    store.update_principal(changed)
+    store.commit([store.save_principal(changed)])
     assert store.get_principal("acme", p.id) == changed
     stale = p.model_copy(update={"name": "c", "version": 2})
     with pytest.raises(ConditionFailed):
-        store.update_principal(stale)
+        store.commit([store.save_principal(stale)])
     assert store.get_principal("acme", p.id) == changed
 
 
@@ -80,9 +81,9 @@ def test_list_principals_filters_kind_and_namespace_and_pages(
 ) -> None:
     agents = sorted((principal(clock) for _ in range(5)), key=lambda p: p.id)
     for p in agents:
-        store.create_principal(p)
-    store.create_principal(principal(clock, kind="person"))
-    store.create_principal(principal(clock, ns="globex"))
+        store.commit([store.add_principal(p)])
+    store.commit([store.add_principal(principal(clock, kind="person"))])
+    store.commit([store.add_principal(principal(clock, ns="globex"))])
 
     first = store.list_principals("acme", "agent", None, 3)
     rest = store.list_principals("acme", "agent", first[-1].id, 3)
@@ -104,7 +105,7 @@ def test_idempotency_claim_replay_and_takeover(store: Store, clock: ManualClock)
     # The crashed attempt can no longer complete: its token lost.
     done = first.model_copy(update={"status": "completed", "result": {"x": 1}})
     with pytest.raises(ConditionFailed):
-        store.complete_idempotency(done)
+        store.commit([], done)
 
 
 def test_completion_is_atomic_with_the_domain_write(store: Store, clock: ManualClock) -> None:
@@ -112,7 +113,7 @@ def test_completion_is_atomic_with_the_domain_write(store: Store, clock: ManualC
     store.claim_idempotency(record, clock.now())
     done = record.model_copy(update={"status": "completed", "result": {"ok": True}})
     p = principal(clock)
-    store.create_principal(p, completes=done)
+    store.commit([store.add_principal(p)], done)
     replay = store.claim_idempotency(claim(clock, token="t9"), clock.now())
     assert replay is not None
     assert (replay.status, replay.result) == ("completed", {"ok": True})
@@ -121,14 +122,14 @@ def test_completion_is_atomic_with_the_domain_write(store: Store, clock: ManualC
     lost = claim(clock, key="other", token="mine")
     q = principal(clock)
     with pytest.raises(ConditionFailed):
-        store.create_principal(q, completes=lost.model_copy(update={"status": "completed"}))
+        store.commit([store.add_principal(q)], lost.model_copy(update={"status": "completed"}))
     assert store.get_principal("acme", q.id) is None
 
 
 def test_expired_completed_record_is_claimable_again(store: Store, clock: ManualClock) -> None:
     record = claim(clock)
     store.claim_idempotency(record, clock.now())
-    store.complete_idempotency(record.model_copy(update={"status": "completed", "result": {}}))
+    store.commit([], record.model_copy(update={"status": "completed", "result": {}}))
     clock.advance(24 * 3600 + 1)
     assert store.claim_idempotency(claim(clock, token="new"), clock.now()) is None
 

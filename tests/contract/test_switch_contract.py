@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from vigil.clock import ManualClock, to_ms
-from vigil.domain.switches import Death, Switch
-from vigil.store import ConditionFailed, Store
+from vigil.kit.uow import ConditionFailed
+from vigil.store import Store
+from vigil.switches.records import Beat, Death, Switch
 
 
 def switch(clock: ManualClock, scope: str = "job#1", window: int = 30, **changes: object) -> Switch:
@@ -53,14 +54,14 @@ def death_of(s: Switch, clock: ManualClock) -> Death:
 
 def test_put_get_round_trip_and_version_condition(store: Store, clock: ManualClock) -> None:
     s = switch(clock)
-    store.put_switch(s, expected_version=None)
+    store.commit([store.save_switch(s, None)])
     assert store.get_switch("acme", "job#1") == s
     with pytest.raises(ConditionFailed):
-        store.put_switch(s, expected_version=None)
+        store.commit([store.save_switch(s, None)])
     changed = s.model_copy(update={"state": "disarmed", "version": 2})
-    store.put_switch(changed, expected_version=1)
+    store.commit([store.save_switch(changed, 1)])
     with pytest.raises(ConditionFailed):
-        store.put_switch(changed.model_copy(update={"version": 3}), expected_version=1)
+        store.commit([store.save_switch(changed.model_copy(update={"version": 3}), 1)])
     assert store.get_switch("acme", "job#1") == changed
     assert store.get_switch("globex", "job#1") is None
 
@@ -69,10 +70,14 @@ def test_the_fast_beat_applies_only_to_an_armed_switch_in_time(
     store: Store, clock: ManualClock
 ) -> None:
     s = switch(clock)
-    store.put_switch(s, expected_version=None)
+    store.commit([store.save_switch(s, None)])
     now = to_ms(clock.advance(10))
-    changes = {"deadline": now + timedelta(seconds=30), "last_beat_at": now, "agent_id": None}
-    beaten = store.beat_switch("acme", "job#1", s.holder, None, changes, now)
+
+    def beat(at: datetime, window: int = 30, notify: str | None = None) -> Beat:
+        terms = {"on_expiry": s.on_expiry, "agent_id": None}
+        return Beat(at=at, expect_within_seconds=window, notify_address=notify, **terms)
+
+    beaten = store.beat_switch("acme", "job#1", s.holder, beat(now))
     assert beaten is not None
     assert (beaten.deadline, beaten.beats, beaten.version, beaten.agent_id) == (
         now + timedelta(seconds=30),
@@ -81,19 +86,18 @@ def test_the_fast_beat_applies_only_to_an_armed_switch_in_time(
         None,
     )
     assert store.get_switch("acme", "job#1") == beaten
-    assert store.beat_switch("acme", "job#1", "agt_bbbbbbbbbbbbbbbb", None, changes, now) is None
-    assert store.beat_switch("acme", "job#1", s.holder, "agent:x", changes, now) is None
+    assert store.beat_switch("acme", "job#1", "agt_bbbbbbbbbbbbbbbb", beat(now)) is None
+    assert store.beat_switch("acme", "job#1", s.holder, beat(now, notify="agent:x")) is None
     # A shorter window needs an earlier alarm: the fast beat refuses, the slow path arms it.
-    shorter = {"deadline": now + timedelta(seconds=2), "last_beat_at": now}
-    assert store.beat_switch("acme", "job#1", s.holder, None, shorter, now) is None
+    assert store.beat_switch("acme", "job#1", s.holder, beat(now, window=2)) is None
     late = to_ms(clock.advance(31))
-    assert store.beat_switch("acme", "job#1", s.holder, None, changes, late) is None
+    assert store.beat_switch("acme", "job#1", s.holder, beat(late)) is None
     assert store.get_switch("acme", "job#1") == beaten
 
 
 def test_firing_is_won_once_and_only_when_overdue(store: Store, clock: ManualClock) -> None:
     s = switch(clock)
-    store.put_switch(s, expected_version=None)
+    store.commit([store.save_switch(s, None)])
     with pytest.raises(ConditionFailed):
         store.fire_switch(s, death_of(s, clock), clock.now())  # not yet due
     assert store.get_death("acme", "job#1", 1) is None
@@ -110,16 +114,16 @@ def test_deaths_record_actions_once_and_the_latest_is_found(
     store: Store, clock: ManualClock
 ) -> None:
     first = switch(clock, window=2)
-    store.put_switch(first, expected_version=None)
+    store.commit([store.save_switch(first, None)])
     clock.advance(3)
     store.fire_switch(first, death_of(first, clock), clock.now())
     second = switch(clock, window=2, generation=2, version=3)
-    store.put_switch(second, expected_version=2)
+    store.commit([store.save_switch(second, 2)])
     clock.advance(3)
     store.fire_switch(second, death_of(second, clock), clock.now())
     # A scope whose name extends this one's must not be mistaken for it.
     other = switch(clock, scope="job#1#2", window=2, generation=9)
-    store.put_switch(other, expected_version=None)
+    store.commit([store.save_switch(other, None)])
     clock.advance(3)
     store.fire_switch(other, death_of(other, clock), clock.now())
 
@@ -135,7 +139,7 @@ def test_deaths_record_actions_once_and_the_latest_is_found(
 
 def test_moving_the_alarm_is_won_once(store: Store, clock: ManualClock) -> None:
     s = switch(clock)
-    store.put_switch(s, expected_version=None)
+    store.commit([store.save_switch(s, None)])
     later = s.alarm_due + timedelta(seconds=60)
     assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is True
     assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is False

@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
-from vigil.adapters.dynamo import DynamoStore
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
+from vigil.stores import DynamoStore
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from tests.faults.injector import Fault
 from tests.faults.scenarios import Scenario
 from tests.faults.state import Masker, State, canonical, differences, invariants
 from tests.faults.world import World
-from vigil.domain.idempotency import LOCK_SECONDS
 from vigil.errors import VigilError
+from vigil.kit.idempotency import LOCK_SECONDS
 
 MAX_RETRIES = 4
 RETRYABLE = frozenset({"throttled", "unavailable"})

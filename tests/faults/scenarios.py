@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.faults.world import World
-from vigil.catalog import BY_NAME, TOOLS, Tool
-from vigil.domain.idempotency import LOCK_SECONDS
-from vigil.timers import Timer
-from vigil.tools.switches import TIMER_KIND
+from vigil.alarms.timers import Timer
+from vigil.catalog import BY_NAME, TOOLS
+from vigil.kit.idempotency import LOCK_SECONDS
+from vigil.kit.tooling import Tool
+from vigil.switches.service import TIMER_KIND
 
 Prepare = Callable[[World], dict[str, Any]]
 Run = Callable[[World, "Scenario", dict[str, Any]], dict[str, Any]]

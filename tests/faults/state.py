@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.faults.world import ID, NAMESPACE, PREFIX, TIMER_QUEUE, Snapshot, World
-from vigil.domain.mailboxes import queue_name
-from vigil.domain.switches import Death
+from vigil.mailboxes.records import queue_name
+from vigil.switches.records import Death
 
 VOLATILE = frozenset(
     {

@@ -19,16 +19,16 @@ import boto3
 
 from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
-from vigil.adapters.alarms import AwsAlarms
-from vigil.adapters.dynamo import DynamoStore
-from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
+from vigil.alarms.aws import AwsAlarms
 from vigil.app import App
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
-from vigil.domain.mailboxes import Envelope, agent_address, envelope_id_for, queue_name
 from vigil.errors import ErrorCode, VigilError
-from vigil.tools.mailboxes import deliver
-from vigil.tools.switches import Liveness
+from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for, queue_name
+from vigil.mailboxes.service import deliver
+from vigil.mailboxes.sqs import SqsMailboxQueues
+from vigil.stores import DynamoStore
+from vigil.switches.service import Liveness
 
 ACCOUNT = "123456789012"  # moto's
 REGION = "us-east-1"

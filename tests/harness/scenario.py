@@ -19,7 +19,7 @@ from typing import Any
 from tests.harness.probe import Outcome, assert_clean
 from tests.harness.schema import input_schema, properties, restrictive, simplest, valid
 from tests.harness.worlds import Actor, HarnessWorld
-from vigil.catalog import Tool
+from vigil.kit.tooling import Tool
 
 CREDENTIAL = "agent_key"  # rides in the Authorization header instead
 _OFFERED = 6  # values offered per property

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from jsonschema import Draft202012Validator, ValidationError, validators
 
-from vigil.catalog import Tool
+from vigil.kit.tooling import Tool
 
 JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 _ANNOTATIONS = ("title", "description", "default", "examples")

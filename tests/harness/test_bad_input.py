@@ -21,7 +21,8 @@ from tests.harness.scenario import CREDENTIAL, Seeded
 from tests.harness.schema import Override, input_schema, strategy
 from tests.harness.settings import FUZZ, TOOL_NAMES
 from tests.harness.worlds import Actor, Unchanged
-from vigil.catalog import BY_NAME, Tool
+from vigil.catalog import BY_NAME
+from vigil.kit.tooling import Tool
 
 ROLES = ("operator", "worker")
 _keys = itertools.count()

@@ -46,7 +46,8 @@ from tests.harness.worlds import (
     seen,
     strings_in,
 )
-from vigil.catalog import BY_NAME, TOOLS, Tool
+from vigil.catalog import BY_NAME, TOOLS
+from vigil.kit.tooling import Tool
 
 OPERATOR_ONLY = [tool.name for tool in TOOLS if "worker" not in tool.roles]
 

@@ -22,8 +22,8 @@ from tests.harness.scenario import CREDENTIAL, Scenario
 from tests.harness.schema import input_schema, simplest
 from tests.harness.worlds import Actor, absorb
 from vigil.catalog import BY_NAME, TOOLS
-from vigil.domain.identity import Kind, Role, parse_secret
 from vigil.errors import ErrorCode
+from vigil.identity.records import Kind, Role, parse_secret
 from vigil.transports.http import HttpResponse
 
 pytestmark = pytest.mark.e2e

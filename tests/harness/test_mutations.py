@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tests.harness.mutations import mutations
 from tests.harness.schema import inline, simplest, valid
-from vigil.catalog import strict_schema
+from vigil.kit.tooling import strict_schema
 
 
 class _Strict(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 from tests.harness.probe import Doors, Outcome
 from tests.liveness_support import World
 from vigil.clock import ManualClock
-from vigil.domain.identity import (
+from vigil.identity.records import (
     Kind,
     Namespace,
     Principal,
@@ -25,7 +25,7 @@ from vigil.domain.identity import (
     new_principal_id,
     parse_secret,
 )
-from vigil.domain.mailboxes import parse_address, queue_name
+from vigil.mailboxes.records import parse_address, queue_name
 
 _GONE = object()
 HOME = "acme"  # the namespace of World's tenant
@@ -59,7 +59,9 @@ class Cast:
         self._update(revoked, status="revoked")
         rotated = self._principal(HOME, "rotated", "worker", "agent")
         self._update(rotated, secret_hash=hash_secret(issue_secret(HOME, rotated.principal_id)))
-        world.store.create_namespace(Namespace(name=ABROAD, created_at=world.clock.now()))
+        world.store.commit(
+            [world.store.add_namespace(Namespace(name=ABROAD, created_at=world.clock.now()))]
+        )
         self.abroad_operator = self._principal(ABROAD, "abroad operator", "operator", "person")
         self.abroad_worker = self._principal(ABROAD, "abroad worker", "worker", "agent")
         operator = self.operator
@@ -85,20 +87,24 @@ class Cast:
         principal_id = new_principal_id(kind)
         secret = issue_secret(namespace, principal_id)
         now = self._world.clock.now()
-        self._world.store.create_principal(
-            Principal(
-                namespace=namespace,
-                id=principal_id,
-                kind=kind,
-                name=name,
-                role=role,
-                status="active",
-                secret_hash=hash_secret(secret),
-                created_at=now,
-                updated_at=now,
-                created_by=None,
-                version=1,
-            )
+        self._world.store.commit(
+            [
+                self._world.store.add_principal(
+                    Principal(
+                        namespace=namespace,
+                        id=principal_id,
+                        kind=kind,
+                        name=name,
+                        role=role,
+                        status="active",
+                        secret_hash=hash_secret(secret),
+                        created_at=now,
+                        updated_at=now,
+                        created_by=None,
+                        version=1,
+                    )
+                )
+            ]
         )
         return Actor(name, namespace, principal_id, secret, role, kind)
 
@@ -106,8 +112,12 @@ class Cast:
         store = self._world.store
         current = store.get_principal(actor.namespace, actor.principal_id)
         assert current is not None
-        store.update_principal(
-            current.model_copy(update={**changes, "version": current.version + 1})
+        store.commit(
+            [
+                store.save_principal(
+                    current.model_copy(update={**changes, "version": current.version + 1})
+                )
+            ]
         )
 
     @property

@@ -11,11 +11,12 @@ import boto3
 import pytest
 
 from tests.conftest import ROOT, create_tables_from_template
-from vigil import timers, wiring
-from vigil.adapters.memory_alarms import MemoryAlarms
+from vigil import wiring
+from vigil.alarms import timers
+from vigil.alarms.memory import MemoryAlarms
+from vigil.alarms.timers import Timer, delay_for
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm
-from vigil.timers import Timer, delay_for
 
 
 def timer(due_in: float, clock: ManualClock, kind: str = "test") -> Timer:
@@ -53,7 +54,6 @@ def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     env = {
         "TABLE_NAME": create_tables_from_template(boto3.client("dynamodb"))["VigilTable"],
         "TIMER_QUEUE_URL": queue,
-        "ATTACHMENTS_BUCKET": "unused",
         "SCHEDULE_GROUP": "alarms",
         "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
         "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
@@ -130,7 +130,7 @@ def test_aws_failures_arming_an_alarm_are_typed_and_retryable(
 ) -> None:
     from botocore.stub import Stubber
 
-    from vigil.adapters.alarms import AwsAlarms
+    from vigil.alarms.aws import AwsAlarms
     from vigil.errors import VigilError
 
     sqs = boto3.client(

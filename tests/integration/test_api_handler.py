@@ -12,10 +12,10 @@ import pytest
 
 from tests.conftest import ROOT, create_tables_from_template
 from vigil import wiring
-from vigil.adapters.dynamo import DynamoStore
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
 from vigil.entrypoints import api
+from vigil.stores import DynamoStore
 
 EVENTS = ROOT / "events"
 
@@ -36,7 +36,6 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
     env = {
         "TABLE_NAME": table,
         "TIMER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/timers",
-        "ATTACHMENTS_BUCKET": "attachments",
         "SCHEDULE_GROUP": "alarms",
         "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
         "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",

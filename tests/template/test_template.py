@@ -41,8 +41,6 @@ FUNCTION_ENV = frozenset(
         "VIGIL_ENV",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
-        "POWERTOOLS_METRICS_NAMESPACE",
-        "POWERTOOLS_LOGGER_LOG_EVENT",
     }
 )
 

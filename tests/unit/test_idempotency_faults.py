@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant
-from vigil.adapters.memory import MemoryStore
-from vigil.app import App
+from tests.support import Tenant, app_on
 from vigil.clock import ManualClock
-from vigil.domain.idempotency import LOCK_SECONDS
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.idempotency import LOCK_SECONDS
+from vigil.stores import MemoryStore
 
 
 class Crash(Exception):
@@ -37,9 +36,9 @@ class FaultyStore(MemoryStore):
         self._maybe_crash("claim", "after")
         return result
 
-    def create_principal(self, principal: Any, completes: Any = None) -> None:
+    def commit(self, writes: Any, completion: Any = None) -> None:
         self._maybe_crash("write", "before")
-        super().create_principal(principal, completes)
+        super().commit(writes, completion)
         self._maybe_crash("write", "after")
 
     def release_idempotency(self, record: Any) -> None:
@@ -50,7 +49,7 @@ class FaultyStore(MemoryStore):
 @pytest.fixture
 def faulty(clock: ManualClock) -> tuple[FaultyStore, Tenant]:
     store = FaultyStore()
-    return store, Tenant(App(store, clock), clock, "acme")
+    return store, Tenant(app_on(store, clock), clock, "acme")
 
 
 ARGS = {"kind": "agent", "name": "w", "idempotency_key": "once"}

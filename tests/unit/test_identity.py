@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from tests.support import Tenant
-from vigil.adapters.memory import MemoryStore
 from vigil.app import App
 from vigil.errors import ErrorCode, VigilError
+from vigil.stores import MemoryStore
 
 
 def error_of(call, *args, **kwargs) -> VigilError:  # type: ignore[no-untyped-def]

@@ -10,13 +10,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Tenant, interleaving_store
-from vigil.adapters.memory import MemoryStore
-from vigil.app import App
+from tests.support import Tenant, app_on, interleaving_store
 from vigil.clock import ManualClock, iso, parse_iso
-from vigil.domain.leases import Lease
 from vigil.errors import ErrorCode, VigilError
-from vigil.tools.leases import release
+from vigil.kit.uow import UnitOfWork
+from vigil.leases.records import Lease
+from vigil.leases.service import release
+from vigil.store import Store
+from vigil.stores import MemoryStore
+
+
+def release_by_switch(store: Store, clock: ManualClock, holder: str) -> Lease:
+    """What a fired switch of scope "build" does to the lease of "repo" at generation 1."""
+    uow = UnitOfWork(store)
+    return release(store, uow, "acme", "repo", 1, holder, "expiry:build", clock.now())
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
@@ -186,16 +193,16 @@ def test_the_expiry_release_path_is_the_same_and_the_holder_sees_it(
 ) -> None:
     agents.call("acquire_lease", agents.a, resource="repo", scope="build")
     store = agents.tenant.app.store
-    done = release(store, clock, "acme", "repo", 1, agents.a_id, "expiry:build")
+    done = release_by_switch(store, clock, agents.a_id)
     assert (done.state, done.released_by) == ("released", "expiry:build")
     assert store.scope_leases("acme", "build") == []
     # The alarm delivered twice, then the holder releasing too: no write, same outcome.
-    assert release(store, clock, "acme", "repo", 1, agents.a_id, "expiry:build") == done
+    assert release_by_switch(store, clock, agents.a_id) == done
     by_holder = agents.call("release_lease", agents.a, resource="repo", generation=1)
     assert by_holder["released_by"] == "expiry:build"
     assert agents.stored() == done
     with pytest.raises(VigilError) as other:
-        release(store, clock, "acme", "repo", 1, agents.b_id, "expiry:build")
+        release_by_switch(store, clock, agents.b_id)
     assert other.value.code is ErrorCode.STALE_GENERATION
 
 
@@ -313,7 +320,7 @@ def test_scoped_leases_are_listed_for_their_switch_and_unscoped_ones_counted(
 @pytest.fixture(params=["memory", "dynamo"])
 def interleaved(request: pytest.FixtureRequest, clock: ManualClock) -> Agents:
     store = interleaving_store(request, "get_lease")
-    return Agents(Tenant(App(store, clock), clock, "acme"))
+    return Agents(Tenant(app_on(store, clock), clock, "acme"))
 
 
 def outcome_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -364,9 +371,7 @@ def test_the_holder_and_the_switch_releasing_together_both_succeed_once(
     agents = interleaved
     agents.call("acquire_lease", agents.a, resource="repo", scope="build")
     store = agents.tenant.app.store
-    by_switch = interleave(
-        agents, lambda: release(store, clock, "acme", "repo", 1, agents.a_id, "expiry:build")
-    )
+    by_switch = interleave(agents, lambda: release_by_switch(store, clock, agents.a_id))
     by_holder = agents.call("release_lease", agents.a, resource="repo", generation=1)
     (switch_lease,) = by_switch
     assert isinstance(switch_lease, Lease)
@@ -411,7 +416,7 @@ def test_fencing_holds_for_any_sequence_of_calls(script: list[Step]) -> None:
     a live lease has one holder; renew and release succeed only with the newest generation of
     its holder, while the lease is held."""
     clock = ManualClock()
-    tenant = Tenant(App(MemoryStore(), clock), clock, "acme")
+    tenant = Tenant(app_on(MemoryStore(), clock), clock, "acme")
     callers = [tenant.register(name=f"w{i}") for i in range(3)]
     newest = 0  # highest generation granted so far
     holder: str | None = None

@@ -3,6 +3,7 @@ hand: leased deliveries, their generations, duplicates, usage and dead letters."
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,14 +12,12 @@ import boto3
 import pytest
 
 from tests.conftest import create_tables_from_template
-from tests.support import Tenant
-from vigil.adapters.dynamo import DynamoStore
-from vigil.adapters.memory import MemoryStore
-from vigil.adapters.memory_mailboxes import MemoryMailboxQueues
-from vigil.adapters.sqs_mailboxes import SqsMailboxQueues
+from tests.support import Tenant, app_on
 from vigil.app import App
 from vigil.clock import ManualClock
-from vigil.domain.mailboxes import (
+from vigil.errors import ErrorCode, VigilError
+from vigil.mailboxes.memory import MemoryMailboxQueues
+from vigil.mailboxes.records import (
     MAX_BOXES_PER_AGENT,
     MAX_HANDOUTS,
     SYSTEM_SENDER,
@@ -26,10 +25,10 @@ from vigil.domain.mailboxes import (
     EnvelopeKind,
     agent_address,
     envelope_id_for,
-    new_envelope_id,
 )
-from vigil.errors import ErrorCode, VigilError
-from vigil.tools.mailboxes import deliver
+from vigil.mailboxes.service import deliver
+from vigil.mailboxes.sqs import SqsMailboxQueues
+from vigil.stores import DynamoStore, MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
@@ -60,7 +59,7 @@ def store() -> MemoryStore:
 
 @pytest.fixture
 def app(store: MemoryStore, clock: ManualClock, queues: MemoryMailboxQueues) -> App:
-    return App(store, clock, queues=queues)
+    return app_on(store, clock, queues=queues)
 
 
 @pytest.fixture
@@ -88,7 +87,7 @@ def send(
 ) -> Envelope:
     assert app.queues is not None
     envelope = Envelope(
-        id=envelope_id or new_envelope_id(),
+        id=envelope_id or envelope_id_for(uuid.uuid4().hex),
         namespace=namespace,
         address=address,
         sender=SYSTEM_SENDER,
@@ -398,7 +397,9 @@ def test_nobody_else_acknowledges_a_delivery(app: App, acme: Tenant, clock: Manu
             acme.call, "acknowledge", secret, id=delivery["id"], generation=delivery["generation"]
         )
         assert error.code is ErrorCode.NOT_FOUND
-    unknown = error_of(acme.call, "acknowledge", me.secret, id=new_envelope_id(), generation=1)
+    unknown = error_of(
+        acme.call, "acknowledge", me.secret, id=envelope_id_for(uuid.uuid4().hex), generation=1
+    )
     assert unknown.code is ErrorCode.NOT_FOUND
     assert ack(acme, me, delivery) == {"received": True}
 
@@ -500,7 +501,7 @@ def test_deliver_refuses_an_envelope_addressed_elsewhere(
     me, other = agent(acme), agent(acme)
     assert app.queues is not None
     envelope = Envelope(
-        id=new_envelope_id(),
+        id=envelope_id_for(uuid.uuid4().hex),
         namespace="acme",
         address=other.address,
         sender=me.id,
@@ -564,7 +565,7 @@ def test_the_whole_path_on_aws(aws: None, clock: ManualClock) -> None:
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     store = DynamoStore(dynamodb, create_tables_from_template(dynamodb)["VigilTable"])
     sqs = SqsMailboxQueues(boto3.client("sqs", region_name="us-east-1"), "test-mb")
-    app = App(store, clock, queues=sqs)
+    app = app_on(store, clock, queues=sqs)
     acme = Tenant(app, clock, "acme")
     me = agent(acme)
     acme.call("create_mailbox", me.secret, box="alerts")

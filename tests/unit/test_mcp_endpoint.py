@@ -10,17 +10,18 @@ import pytest
 from tests.support import Tenant
 from vigil.transports.http import HttpRequest
 from vigil.transports.mcp import McpEndpoint
+from vigil.transports.router import Router
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
 def endpoint(tenant: Tenant) -> McpEndpoint:
-    return McpEndpoint(tenant.app, frozenset({"https://console.example"}))
+    return McpEndpoint(tenant.app)
 
 
 def post(
-    endpoint: McpEndpoint, message: Any, secret: str | None = None, **headers: str
+    endpoint: McpEndpoint | Router, message: Any, secret: str | None = None, **headers: str
 ) -> tuple[int, Any]:
     all_headers = {**HEADERS, **{k.replace("_", "-"): v for k, v in headers.items()}}
     if secret:
@@ -74,10 +75,12 @@ def test_only_post_is_served(endpoint: McpEndpoint) -> None:
         assert response.headers["allow"] == "POST"
 
 
-def test_foreign_origins_are_refused(endpoint: McpEndpoint) -> None:
-    status, _ = post(endpoint, rpc("ping"), origin="https://evil.example")
+def test_foreign_origins_are_refused(tenant: Tenant) -> None:
+    # The one Origin check sits in front of every route, /mcp included.
+    router = Router(tenant.app, frozenset({"https://console.example"}))
+    status, _ = post(router, rpc("ping"), origin="https://evil.example")
     assert status == 403
-    status, _ = post(endpoint, rpc("ping"), origin="https://console.example")
+    status, _ = post(router, rpc("ping"), origin="https://console.example")
     assert status == 200
 
 

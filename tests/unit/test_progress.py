@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from tests.liveness_support import World
-from tests.support import Tenant
-from vigil.adapters.memory import MemoryStore
-from vigil.app import App
+from tests.support import Tenant, app_on
 from vigil.catalog import BY_NAME
 from vigil.clock import ManualClock, parse_iso
-from vigil.domain.idempotency import IdempotencyRecord
-from vigil.domain.progress import PROGRESS_BOUNDS, ProgressReport
 from vigil.errors import ErrorCode, VigilError, unavailable
-from vigil.store import ConditionFailed, Store
+from vigil.kit.memory import MemoryWrite
+from vigil.kit.uow import ConditionFailed
+from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
+from vigil.store import Store
+from vigil.stores import MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
@@ -73,9 +73,7 @@ class FailingWrites(MemoryStore):
 
     failure: Exception = unavailable()
 
-    def record_progress(
-        self, report: ProgressReport, completes: IdempotencyRecord | None = None
-    ) -> None:
+    def save_progress(self, report: ProgressReport) -> MemoryWrite:
         raise self.failure
 
 
@@ -88,7 +86,7 @@ def test_a_failed_write_is_an_error_never_ok(
 ) -> None:
     store = FailingWrites()
     store.failure = failure
-    tenant = Tenant(App(store, clock), clock, "acme")
+    tenant = Tenant(app_on(store, clock), clock, "acme")
     me, secret = tenant.register()
     error = error_of(tenant.call, "report_progress", secret, progress={"step": 1})
     assert error.code is code

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant, interleaving_store
-from vigil.app import App
+from tests.support import Tenant, app_on, interleaving_store
 from vigil.catalog import BY_NAME
 from vigil.clock import ManualClock, iso, parse_iso
-from vigil.domain.runs import Run
 from vigil.errors import ErrorCode, VigilError
+from vigil.runs.records import Run
 
 RUN_ID = "00000000-0000-4000-8000-0000000000aa"
 
@@ -481,7 +480,7 @@ def test_renewing_again_just_renews_again(workers: Workers, clock: ManualClock) 
 @pytest.fixture(params=["memory", "dynamo"])
 def interleaved(request: pytest.FixtureRequest, clock: ManualClock) -> Workers:
     store = interleaving_store(request, "get_run")
-    return Workers(Tenant(App(store, clock), clock, "acme"))
+    return Workers(Tenant(app_on(store, clock), clock, "acme"))
 
 
 def interleave(workers: Workers, interloper: Callable[[], Any]) -> list[Any]:

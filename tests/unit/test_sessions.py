@@ -12,25 +12,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Tenant
-from vigil.adapters.dynamo import DynamoStore
-from vigil.adapters.memory import MemoryStore
-from vigil.app import App
+from tests.support import Tenant, app_on
 from vigil.catalog import BY_NAME
 from vigil.clock import ManualClock, parse_iso
-from vigil.domain.idempotency import IdempotencyRecord
-from vigil.domain.sessions import (
+from vigil.errors import ErrorCode, VigilError
+from vigil.identity.tools import RegisterInput
+from vigil.kit.uow import Write
+from vigil.sessions.records import (
     PAGE_SIZE,
     STALE_AFTER_SECONDS,
     Instruction,
     Session,
     new_instruction_id,
 )
-from vigil.errors import ErrorCode, VigilError
+from vigil.sessions.tools import SessionHeartbeatInput
 from vigil.store import Store
-from vigil.tools.common import idempotency_field
-from vigil.tools.identity import RegisterInput
-from vigil.tools.sessions import SessionHeartbeatInput
+from vigil.stores import DynamoStore, MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
@@ -60,16 +57,12 @@ class Interleaving(MemoryStore):
         self._run(self.before_page)
         return super().open_instructions(namespace, session_id, after, through, limit)
 
-    def record_beat(
-        self,
-        session: Session,
-        delivered: list[Instruction],
-        acknowledged: list[Instruction],
-        completes: IdempotencyRecord | None = None,
-    ) -> None:
+    def save_beat(
+        self, session: Session, delivered: list[Instruction], acknowledged: list[Instruction]
+    ) -> Write:
         self._run(self.before_write)
         self.writes += 1
-        super().record_beat(session, delivered, acknowledged, completes)
+        return super().save_beat(session, delivered, acknowledged)
 
 
 @dataclass
@@ -106,9 +99,9 @@ class Desk:
                 "list_instructions", secret or self.person, session_id=session_id, **cursor
             )
             found += page["instructions"]
-            if page["nextCursor"] is None:
+            if page["next_cursor"] is None:
                 return found
-            cursor = {"cursor": page["nextCursor"]}
+            cursor = {"cursor": page["next_cursor"]}
 
     def session(self, session_id: str = "s-1") -> Session | None:
         return self.store.get_session(self.tenant.namespace, session_id)
@@ -127,7 +120,7 @@ def store() -> Interleaving:
 
 @pytest.fixture
 def desk(store: Interleaving, clock: ManualClock) -> Desk:
-    return make_desk(Tenant(App(store, clock), clock, "acme"))
+    return make_desk(Tenant(app_on(store, clock), clock, "acme"))
 
 
 def ids(beat: dict[str, Any]) -> list[str]:
@@ -258,7 +251,7 @@ def test_instructions_come_back_until_acknowledged(desk: Desk) -> None:
     beat = desk.beat(acknowledgedInstructionIds=[first])
     assert beat["acknowledged"] == [first]
     assert [(i["id"], i["deliveryCount"]) for i in beat["instructions"]] == [(second, 3)]
-    states = {i["id"]: (i["state"], i["deliveryCount"]) for i in desk.instructions()}
+    states = {i["id"]: (i["state"], i["delivery_count"]) for i in desk.instructions()}
     assert states == {first: ("acknowledged", 2), second: ("delivered", 3)}
 
 
@@ -274,7 +267,7 @@ def test_an_acknowledged_instruction_never_returns(desk: Desk) -> None:
     again = desk.beat(acknowledgedInstructionIds=[posted[0], posted[0]])
     assert again["acknowledged"] == [posted[0]]
     (first,) = [i for i in desk.instructions() if i["id"] == posted[0]]
-    assert (first["state"], first["deliveryCount"]) == ("acknowledged", 1)
+    assert (first["state"], first["delivery_count"]) == ("acknowledged", 1)
 
 
 def test_an_acknowledgment_in_the_same_beat_keeps_it_out_of_the_page(desk: Desk) -> None:
@@ -395,7 +388,7 @@ def test_a_cursor_belongs_to_its_session_and_tool(desk: Desk) -> None:
         error = error_of(desk.beat, instructionCursor=wrong)
         assert error.code is ErrorCode.INVALID_ARGUMENT
     listing = desk.tenant.call("list_instructions", desk.person, session_id="s-2")
-    assert listing["nextCursor"] is None
+    assert listing["next_cursor"] is None
     error = error_of(
         desk.tenant.call, "list_instructions", desk.person, session_id="s-2", cursor=cursor
     )
@@ -411,7 +404,7 @@ def test_a_retry_returns_the_first_result_even_after_more_posts(desk: Desk) -> N
     desk.post("two")
     desk.post("three")
     assert desk.beat(**arguments) == first
-    assert [i["deliveryCount"] for i in desk.instructions()] == [1, 0, 0]
+    assert [i["delivery_count"] for i in desk.instructions()] == [1, 0, 0]
     stored = desk.session()
     assert stored is not None
     assert stored.beats == 2
@@ -427,8 +420,8 @@ def test_a_post_retried_with_its_key_is_posted_once(desk: Desk) -> None:
 
 
 def test_the_model_names_its_idempotency_field() -> None:
-    assert idempotency_field(SessionHeartbeatInput) == "idempotencyKey"
-    assert idempotency_field(RegisterInput) == "idempotency_key"
+    assert SessionHeartbeatInput.idempotency_field == "idempotencyKey"
+    assert RegisterInput.idempotency_field == "idempotency_key"
     assert BY_NAME["session_heartbeat"].takes_idempotency_key
     assert BY_NAME["register"].takes_idempotency_key
     assert not BY_NAME["whoami"].takes_idempotency_key
@@ -456,14 +449,14 @@ def test_only_people_and_operators_post(desk: Desk) -> None:
     for secret in (desk.person, agent_operator, desk.tenant.operator_secret):
         desk.post("do it", secret)
     posted = desk.tenant.call("post_instruction", desk.person, session_id="s-1", body="x")
-    assert {k: v for k, v in posted.items() if k not in ("id", "postedAt")} == {
-        "sessionId": "s-1",
+    assert {k: v for k, v in posted.items() if k not in ("id", "posted_at")} == {
+        "session_id": "s-1",
         "body": "x",
         "state": "pending",
-        "postedBy": desk.person_id,
-        "deliveryCount": 0,
-        "lastDeliveredAt": None,
-        "acknowledgedAt": None,
+        "posted_by": desk.person_id,
+        "delivery_count": 0,
+        "last_delivered_at": None,
+        "acknowledged_at": None,
     }
     assert error_of(desk.post, "x", session_id="nobody").code is ErrorCode.NOT_FOUND
 
@@ -499,20 +492,20 @@ def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClo
 
     def listed(**arguments: Any) -> dict[str, Any]:
         page = desk.tenant.call("list_sessions", desk.person, **arguments)
-        return {s["sessionId"]: s for s in page["sessions"]}
+        return {s["session_id"]: s for s in page["sessions"]}
 
     sessions = listed()
     assert {name: s["stale"] for name, s in sessions.items()} == {"busy": False, "quiet": True}
     assert sessions["quiet"] == {
-        "sessionId": "quiet",
+        "session_id": "quiet",
         "owner": desk.agent_id,
         "status": "active",
-        "progressPercent": None,
-        "currentStep": "waiting on review",
-        "stepIndex": 2,
-        "stepCount": 3,
-        "createdAt": "2026-01-01T00:00:00Z",
-        "lastBeatAt": "2026-01-01T00:00:00Z",
+        "progress_percent": None,
+        "current_step": "waiting on review",
+        "step_index": 2,
+        "step_count": 3,
+        "created_at": "2026-01-01T00:00:00Z",
+        "last_beat_at": "2026-01-01T00:00:00Z",
         "stale": True,
     }
     assert list(listed(stale_only=True)) == ["quiet"]
@@ -544,14 +537,14 @@ def test_list_sessions_pages_and_keeps_its_query(desk: Desk, clock: ManualClock)
         cursor: dict[str, str] = {}
         while True:
             page = desk.tenant.call("list_sessions", stale_only=stale_only, **cursor)
-            found += [s["sessionId"] for s in page["sessions"]]
-            if page["nextCursor"] is None:
+            found += [s["session_id"] for s in page["sessions"]]
+            if page["next_cursor"] is None:
                 return found
-            cursor = {"cursor": page["nextCursor"]}
+            cursor = {"cursor": page["next_cursor"]}
 
     assert every(False) == names
     assert every(True) == names[1::2]
-    cursor = desk.tenant.call("list_sessions")["nextCursor"]
+    cursor = desk.tenant.call("list_sessions")["next_cursor"]
     error = error_of(desk.tenant.call, "list_sessions", stale_only=True, cursor=cursor)
     assert error.code is ErrorCode.INVALID_ARGUMENT
 
@@ -588,7 +581,7 @@ def test_every_walk_shows_each_open_instruction_once(operations: list[Any]) -> N
     once complete has shown every instruction that was open when it began."""
     clock = ManualClock()
     store = Interleaving()
-    desk = make_desk(Tenant(App(store, clock), clock, "acme"))
+    desk = make_desk(Tenant(app_on(store, clock), clock, "acme"))
     desk.beat()
     posted: list[str] = []
     acked: set[str] = set()
@@ -637,7 +630,7 @@ def test_every_walk_shows_each_open_instruction_once(operations: list[Any]) -> N
 def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     dynamo_store: DynamoStore, clock: ManualClock
 ) -> None:
-    desk = make_desk(Tenant(App(dynamo_store, clock), clock, "acme"))
+    desk = make_desk(Tenant(app_on(dynamo_store, clock), clock, "acme"))
     desk.beat(status="active", stepIndex=1, stepCount=3)
     posted = [desk.post(f"note {n}") for n in range(14)]
     first = desk.beat()
@@ -658,7 +651,7 @@ def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     )
     assert replay == second
     assert walk(desk) == [posted[10:]]
-    states = [(i["state"], i["deliveryCount"]) for i in desk.instructions()]
+    states = [(i["state"], i["delivery_count"]) for i in desk.instructions()]
     assert states == [("acknowledged", 1)] * 10 + [("delivered", 2)] * 5
     unknown = new_instruction_id(99)
     error = error_of(desk.beat, acknowledgedInstructionIds=[unknown])

@@ -36,14 +36,15 @@ from hypothesis.stateful import (
 )
 
 from tests.liveness_support import World
-from vigil.adapters.memory import MemoryStore
-from vigil.adapters.memory_mailboxes import MemoryMailboxQueues
+from vigil.alarms.timers import Timer
 from vigil.clock import ManualClock, parse_iso, to_ms
-from vigil.domain.leases import Lease
-from vigil.domain.switches import ACTION_ORDER, Action, Death, Switch
-from vigil.ports.mailboxes import QueueRef
-from vigil.timers import Timer
-from vigil.tools.switches import REPEAT_DEATH_BEATS
+from vigil.kit.memory import MemoryWrite
+from vigil.leases.records import Lease
+from vigil.mailboxes.memory import MemoryMailboxQueues
+from vigil.mailboxes.queues import QueueRef
+from vigil.stores import MemoryStore
+from vigil.switches.records import ACTION_ORDER, Action, Death, Switch
+from vigil.switches.service import REPEAT_DEATH_BEATS
 
 SCOPE = "job-1"
 RESOURCE = "repo:main"
@@ -94,13 +95,18 @@ class FaultyStore(MemoryStore):
         super().fire_switch(switch, death, now)
         self.faults.after("fire_switch")
 
-    def put_lease(self, lease: Lease, expected_version: int | None, completes: Any = None) -> None:
-        super().put_lease(lease, expected_version, completes)
-        if lease.state == "released":  # every write of a released lease is a release
-            key = (lease.resource, lease.generation)
-            self.releases[key] += 1
-            self.released_by[key] = lease.released_by
-            self.faults.after("release")
+    def save_lease(self, lease: Lease, expected_version: int | None) -> MemoryWrite:
+        write = super().save_lease(lease, expected_version)
+
+        def apply() -> None:
+            write.apply()
+            if lease.state == "released":  # every write of a released lease is a release
+                key = (lease.resource, lease.generation)
+                self.releases[key] += 1
+                self.released_by[key] = lease.released_by
+                self.faults.after("release")
+
+        return MemoryWrite(write.check, apply)
 
     def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
         recorded = super().record_action(death, action, outcome)

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from vigil.adapters.memory import MemoryStore
 from vigil.app import App
 from vigil.clock import ManualClock
-from vigil.domain.switches import Switch
+from vigil.kit.memory import MemoryWrite
+from vigil.stores import MemoryStore
+from vigil.switches.records import Switch
 
 SCOPE = "job-1"
 
@@ -135,10 +136,15 @@ class CrashingStore(MemoryStore):
         super().fire_switch(switch, death, now)
         self._step("fire")
 
-    def put_lease(self, lease: Any, expected_version: Any, completes: Any = None) -> None:
-        super().put_lease(lease, expected_version, completes)
-        if lease.state == "released":
-            self._step("release")
+    def save_lease(self, lease: Any, expected_version: Any) -> MemoryWrite:
+        write = super().save_lease(lease, expected_version)
+
+        def apply() -> None:
+            write.apply()
+            if lease.state == "released":
+                self._step("release")
+
+        return MemoryWrite(write.check, apply)
 
     def record_action(self, death: Any, action: Any, outcome: Any) -> Any:
         recorded = super().record_action(death, action, outcome)

@@ -7,9 +7,9 @@ import functools
 import json
 from typing import Any
 
+from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.observability import get_logger, log_event
-from vigil.timers import Timer, TimerHandler, deliver
-from vigil.tools.switches import TIMER_KIND, Liveness
+from vigil.switches.service import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
 
@@ -22,7 +22,7 @@ def liveness() -> Liveness:
 
 
 def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
-    """Timer kinds and their handlers; each family that arms timers adds its own."""
+    """Timer kinds and their handlers; each capability that arms timers adds its own."""
     return {TIMER_KIND: machinery.on_timer}
 
 

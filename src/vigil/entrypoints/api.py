@@ -10,7 +10,7 @@ import base64
 import functools
 from typing import Any
 
-from vigil.errors import unavailable
+from vigil.errors import HTTP_STATUS, unavailable
 from vigil.observability import correlation_id, get_logger
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router
@@ -20,9 +20,12 @@ log = get_logger("vigil.api")
 
 @functools.cache
 def router() -> Router:
-    from vigil.wiring import aws_app, settings
+    from vigil.app import App
+    from vigil.clock import SystemClock
+    from vigil.wiring import alarms, queues, settings, store
 
-    return Router(aws_app(), settings().allowed_origins)
+    app = App(store(), SystemClock(), queues=queues(), alarms=alarms())
+    return Router(app, settings().allowed_origins)
 
 
 def request_from_event(event: dict[str, Any]) -> HttpRequest:
@@ -55,7 +58,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     except Exception:
         log.exception("request failed")
         error = unavailable()
-        response = HttpResponse.json(500, {"error": error.to_dict()})
+        response = HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()})
     finally:
         correlation_id.reset(token)
     return event_from_response(response, request.request_id)

@@ -35,8 +35,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from vigil.adapters.aws_errors import error_code
 from vigil.clock import Clock, SystemClock
+from vigil.kit.aws import error_code
 from vigil.local.resources import (
     AwsClients,
     LocalDeployment,

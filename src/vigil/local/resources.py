@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from typing import Any
 
-from vigil.adapters.aws_errors import error_code
+from vigil.kit.aws import error_code
 
 DEFAULT_STACK_NAME = "vigil-local"
 DEFAULT_REGION = "us-east-1"

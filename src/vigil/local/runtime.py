@@ -162,11 +162,11 @@ def start(
     parameters: Mapping[str, str] | None = None,
 ) -> LocalRuntime:
     """Starts moto, the template's resources, the event pump and the HTTP API."""
-    from vigil.adapters.dynamo import DynamoStore
     from vigil.bootstrap import bootstrap_operator
     from vigil.config import Settings
     from vigil.infra.template import translate
     from vigil.local.moto_server import LocalMotoServer
+    from vigil.stores import DynamoStore
 
     clock = clock or SystemClock()
     closer = contextlib.ExitStack()

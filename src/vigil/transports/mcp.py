@@ -16,6 +16,13 @@ from vigil.app import App, UnknownTool
 from vigil.catalog import TOOLS
 from vigil.errors import VigilError
 from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.transports.jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+)
 
 # Revisions negotiated with initialize, and those that carry the version on every request
 # (the stateless envelope, opened by server/discover). Both eras share one result builder.
@@ -24,12 +31,6 @@ MODERN_VERSIONS = ("2026-07-28",)
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-UNSUPPORTED_VERSION = -32022
 
 INSTRUCTIONS = (
     "Vigil keeps AI agents alive and accountable: dead-man switches, leases, human instructions "
@@ -93,19 +94,14 @@ def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
 
 
 class McpEndpoint:
-    def __init__(self, app: App, allowed_origins: frozenset[str]) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
-        self.allowed_origins = allowed_origins
         self._listing: list[dict[str, Any]] | None = None
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
             # Stateless: no server-initiated stream to GET and no session to DELETE.
             return HttpResponse(405, b"", {"allow": "POST"})
-        origin = request.headers.get("origin")
-        if origin is not None and origin not in self.allowed_origins:
-            # DNS rebinding defence: a browser page may not drive the endpoint unless allowed.
-            return _error(None, INVALID_REQUEST, "origin not allowed", status=403)
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
             return _unsupported(None, version)

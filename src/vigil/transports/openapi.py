@@ -8,8 +8,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from vigil import __version__
-from vigil.catalog import TOOLS, strict_schema
+from vigil.catalog import TOOLS
 from vigil.errors import ErrorCode
+from vigil.kit.tooling import strict_schema
 
 
 def _error_schema() -> dict[str, Any]:

@@ -23,7 +23,7 @@ class Router:
     def __init__(self, app: App, allowed_origins: frozenset[str]) -> None:
         self.app = app
         self.allowed_origins = allowed_origins
-        self.mcp = McpEndpoint(app, allowed_origins)
+        self.mcp = McpEndpoint(app)
         self._openapi: HttpResponse | None = None
 
     def handle(self, request: HttpRequest) -> HttpResponse:

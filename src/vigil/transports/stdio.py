@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from typing import IO
 
+from vigil.transports.jsonrpc import INTERNAL_ERROR
+
 _PROTOCOL_HEADER = "mcp-protocol-version"
 
 
@@ -65,7 +67,7 @@ class StdioBridge:
     def _transport_error(message: object, text: str) -> str | None:
         if not isinstance(message, dict) or "id" not in message:
             return None
-        error = {"code": -32603, "message": text}
+        error = {"code": INTERNAL_ERROR, "message": text}
         return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
     def serve(self, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> None:

@@ -1,0 +1,74 @@
+"""Alarms on AWS: a delayed message on the timer queue for the last 900 s, an EventBridge
+Scheduler one-shot schedule before that."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from vigil.alarms.timers import SCHEDULER_LEAD, Timer, delay_for, needs_scheduler
+from vigil.kit.aws import aws_failure, error_code
+
+
+def schedule_name(timer: Timer) -> str:
+    """Deterministic, so arming the same alarm twice creates one schedule (the second create
+    is refused as a conflict): the Scheduler's ClientToken is not relied on."""
+    digest = hashlib.sha256(f"{timer.namespace}/{timer.kind}/{timer.key}".encode()).hexdigest()
+    return f"{timer.kind}-{digest[:32]}-{timer.generation}-{int(timer.due_at.timestamp())}"
+
+
+class AwsAlarms:
+    def __init__(
+        self,
+        sqs: Any,
+        scheduler: Any,
+        queue_url: str,
+        group: str,
+        target_arn: str,
+        role_arn: str,
+        dead_letter_arn: str,
+    ) -> None:
+        self.sqs = sqs
+        self.scheduler = scheduler
+        self.queue_url = queue_url
+        self.group = group
+        self.target_arn = target_arn
+        self.role_arn = role_arn
+        self.dead_letter_arn = dead_letter_arn
+
+    def arm(self, timer: Timer, now: datetime) -> None:
+        try:
+            self._arm(timer, now)
+        except Exception as error:
+            code = error_code(error)
+            if code is None:
+                raise
+            if code == "ConflictException":
+                return  # the same schedule, armed by an earlier attempt of this same step
+            raise aws_failure(code, "the alarm service") from None
+
+    def _arm(self, timer: Timer, now: datetime) -> None:
+        if not needs_scheduler(timer, now):
+            self.sqs.send_message(
+                QueueUrl=self.queue_url,
+                MessageBody=timer.model_dump_json(),
+                DelaySeconds=delay_for(timer, now),
+            )
+            return
+        at = (timer.due_at - SCHEDULER_LEAD).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        self.scheduler.create_schedule(
+            Name=schedule_name(timer),
+            GroupName=self.group,
+            ScheduleExpression=f"at({at})",
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            ActionAfterCompletion="DELETE",
+            Target={
+                "Arn": self.target_arn,
+                "RoleArn": self.role_arn,
+                "Input": timer.model_dump_json(),
+                "DeadLetterConfig": {"Arn": self.dead_letter_arn},
+                "RetryPolicy": {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 10},
+            },
+        )

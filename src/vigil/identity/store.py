@@ -1,0 +1,34 @@
+"""Where namespaces and principals are kept."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from vigil.identity.records import Kind, Namespace, Principal
+from vigil.kit.uow import Write
+
+
+class IdentityStore(ABC):
+    @abstractmethod
+    def add_namespace(self, namespace: Namespace) -> Write:
+        """Creates the namespace; fails if it exists."""
+
+    @abstractmethod
+    def get_namespace(self, name: str) -> Namespace | None: ...
+
+    @abstractmethod
+    def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
+
+    @abstractmethod
+    def add_principal(self, principal: Principal) -> Write:
+        """Creates the principal; fails if its id is taken."""
+
+    @abstractmethod
+    def save_principal(self, principal: Principal) -> Write:
+        """Replaces the principal if the stored version is ``principal.version - 1``."""
+
+    @abstractmethod
+    def list_principals(
+        self, namespace: str, kind: Kind, start_after: str | None, limit: int
+    ) -> list[Principal]:
+        """Principals of one kind in id order, beginning after ``start_after``."""

@@ -1,0 +1,328 @@
+"""Identity tools: register principals, rotate and revoke secrets, read the directory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from vigil.errors import conflict, forbidden, invalid, not_found
+from vigil.identity.records import (
+    PRINCIPAL_ID_PATTERN,
+    Kind,
+    Principal,
+    Role,
+    Status,
+    hash_secret,
+    issue_secret,
+    new_principal_id,
+)
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.paging import scan_page
+from vigil.kit.tooling import (
+    OPERATORS,
+    PRINTABLE,
+    Context,
+    IdempotencyKey,
+    Output,
+    StrictInput,
+    Tool,
+)
+from vigil.kit.uow import ConditionFailed
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=PRINTABLE,
+        description="Display name, 1-100 printable characters.",
+    ),
+]
+PrincipalIdField = Annotated[
+    str, Field(pattern=PRINCIPAL_ID_PATTERN, description="A principal id, e.g. agt_… or per_….")
+]
+Version = Annotated[
+    int, Field(ge=1, description="The record's current version; a stale version conflicts.")
+]
+
+
+class PrincipalView(Output):
+    id: str
+    namespace: str
+    kind: Kind
+    name: str
+    role: Role
+    status: Status
+    address: str | None = Field(
+        description="Mailbox address of an agent, agent:<id>; null for others."
+    )
+    created_at: datetime
+    updated_at: datetime
+    version: int
+
+    @classmethod
+    def of(cls, principal: Principal) -> PrincipalView:
+        return cls(
+            id=principal.id,
+            namespace=principal.namespace,
+            kind=principal.kind,
+            name=principal.name,
+            role=principal.role,
+            status=principal.status,
+            address=f"agent:{principal.id}" if principal.kind == "agent" else None,
+            created_at=principal.created_at,
+            updated_at=principal.updated_at,
+            version=principal.version,
+        )
+
+
+class SecretIssued(Output):
+    principal: PrincipalView
+    secret: str | None = Field(
+        description=(
+            "The new secret, shown in this response only and stored only as a hash. Null when "
+            "this result replays an earlier call with the same idempotency key."
+        )
+    )
+
+
+# -- register -----------------------------------------------------------------------------
+class RegisterInput(StrictInput):
+    kind: Kind = Field(description="What the principal is: person, agent or service.")
+    name: Name
+    role: Role = Field(
+        default="worker",
+        description="operator may register principals and steer work; worker does the work.",
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+def register(ctx: Context, args: RegisterInput) -> SecretIssued:
+    if not ctx.caller.is_operator:
+        raise forbidden("only an operator may register principals")
+    now = ctx.clock.now()
+    principal_id = new_principal_id(args.kind)
+    secret = issue_secret(ctx.caller.namespace, principal_id)
+    principal = Principal(
+        namespace=ctx.caller.namespace,
+        id=principal_id,
+        kind=args.kind,
+        name=args.name,
+        role=args.role,
+        status="active",
+        secret_hash=hash_secret(secret),
+        created_at=now,
+        updated_at=now,
+        created_by=ctx.caller.principal_id,
+        version=1,
+    )
+    view = PrincipalView.of(principal)
+    try:
+        ctx.uow.commit(
+            ctx.store.add_principal(principal), result=SecretIssued(principal=view, secret=None)
+        )
+    except ConditionFailed:
+        raise conflict("the registration raced another attempt; retry with the same key") from None
+    return SecretIssued(principal=view, secret=secret)
+
+
+# -- rotate / revoke ----------------------------------------------------------------------
+class RotateSecretInput(StrictInput):
+    principal_id: PrincipalIdField | None = Field(
+        default=None, description="Whose secret to replace; the caller's own when omitted."
+    )
+    version: Version
+    idempotency_key: IdempotencyKey | None = None
+
+
+class RevokeInput(StrictInput):
+    principal_id: PrincipalIdField
+    version: Version
+    idempotency_key: IdempotencyKey | None = None
+
+
+class PrincipalResult(Output):
+    principal: PrincipalView
+
+
+def _target(ctx: Context, principal_id: str, version: int) -> Principal:
+    if principal_id != ctx.caller.principal_id and not ctx.caller.is_operator:
+        # A worker learns nothing about principals other than itself.
+        raise not_found("principal")
+    principal = ctx.store.get_principal(ctx.caller.namespace, principal_id)
+    if principal is None:
+        raise not_found("principal")
+    if principal.status != "active":
+        raise invalid("the principal is revoked")
+    if principal.version != version:
+        raise conflict("stale version", current_version=principal.version)
+    return principal
+
+
+def _save(ctx: Context, changed: Principal, stored_result: Output) -> None:
+    try:
+        ctx.uow.commit(ctx.store.save_principal(changed), result=stored_result)
+    except ConditionFailed:
+        raise conflict("the principal changed concurrently; read it again") from None
+
+
+def rotate_secret(ctx: Context, args: RotateSecretInput) -> SecretIssued:
+    principal = _target(ctx, args.principal_id or ctx.caller.principal_id, args.version)
+    secret = issue_secret(principal.namespace, principal.id)
+    changed = principal.rotated(hash_secret(secret), ctx.clock.now())
+    view = PrincipalView.of(changed)
+    _save(ctx, changed, SecretIssued(principal=view, secret=None))
+    return SecretIssued(principal=view, secret=secret)
+
+
+def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
+    principal = _target(ctx, args.principal_id, args.version)
+    changed = principal.revoked(ctx.clock.now())
+    result = PrincipalResult(principal=PrincipalView.of(changed))
+    _save(ctx, changed, result)
+    return result
+
+
+# -- reads --------------------------------------------------------------------------------
+class NoInput(StrictInput):
+    pass
+
+
+def whoami(ctx: Context, args: NoInput) -> PrincipalResult:
+    return PrincipalResult(principal=PrincipalView.of(ctx.caller.principal))
+
+
+LIST_AGENTS_MAX = 500
+
+
+class AgentList(Output):
+    agents: list[PrincipalView]
+    truncated: bool = Field(
+        description="More agents exist than one listing returns; page with list_directory."
+    )
+
+
+def list_agents(ctx: Context, args: NoInput) -> AgentList:
+    found = ctx.store.list_principals(ctx.caller.namespace, "agent", None, LIST_AGENTS_MAX + 1)
+    return AgentList(
+        agents=[PrincipalView.of(p) for p in found[:LIST_AGENTS_MAX]],
+        truncated=len(found) > LIST_AGENTS_MAX,
+    )
+
+
+class ListDirectoryInput(StrictInput):
+    kind: Kind = Field(description="Which kind of principal to list.")
+    search: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Case-insensitive text matched against names and ids.",
+    )
+    cursor: str | None = Field(
+        default=None,
+        max_length=512,
+        description="Opaque next_cursor from the previous page of the same query.",
+    )
+    limit: int = Field(default=50, ge=1, le=100, description="Page size.")
+
+
+class DirectoryPage(Output):
+    items: list[PrincipalView]
+    next_cursor: str | None = Field(
+        description="Pass back as cursor for the next page; null at the end."
+    )
+    order: Literal["id_ascending"] = "id_ascending"
+
+
+# One call examines at most this many records before it returns a page (possibly short) and a
+# cursor, so a rare search term cannot turn one request into a full namespace scan.
+_SCAN_BUDGET = 1000
+
+
+def list_directory(ctx: Context, args: ListDirectoryInput) -> DirectoryPage:
+    query = {"kind": args.kind, "q": args.search}
+    after = cursor_position(args.cursor, "directory", str, **query) if args.cursor else None
+    needle = args.search.casefold() if args.search else None
+    found, last = scan_page(
+        lambda start, size: ctx.store.list_principals(ctx.caller.namespace, args.kind, start, size),
+        position=lambda principal: principal.id,
+        keep=lambda p: needle is None or needle in p.name.casefold() or needle in p.id,
+        after=after,
+        size=args.limit,
+        budget=_SCAN_BUDGET,
+    )
+    return DirectoryPage(
+        items=[PrincipalView.of(p) for p in found],
+        next_cursor=encode_cursor("directory", a=last, **query) if last is not None else None,
+    )
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="register",
+        title="Register a principal",
+        description=(
+            "Create a person, agent or service in the caller's namespace and issue its secret. "
+            "The secret appears in this response only; Vigil keeps just its hash. Operators only. "
+            "An agent's mailbox address is agent:<id>."
+        ),
+        input_model=RegisterInput,
+        output_model=SecretIssued,
+        run=register,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="rotate_secret",
+        title="Rotate a secret",
+        description=(
+            "Replace a principal's secret with a new one and invalidate the old one at once. "
+            "Anyone may rotate their own; operators may rotate any in their namespace."
+        ),
+        input_model=RotateSecretInput,
+        output_model=SecretIssued,
+        run=rotate_secret,
+    ),
+    Tool(
+        name="revoke_principal",
+        title="Revoke a principal",
+        description=(
+            "Revoke a principal so its secret stops working. Anyone may revoke themselves; "
+            "operators may revoke any principal in their namespace."
+        ),
+        input_model=RevokeInput,
+        output_model=PrincipalResult,
+        run=revoke_principal,
+        destructive=True,
+    ),
+    Tool(
+        name="whoami",
+        title="Who am I",
+        description="Describe the principal whose credential made this call: id, kind, role.",
+        input_model=NoInput,
+        output_model=PrincipalResult,
+        run=whoami,
+        read_only=True,
+    ),
+    Tool(
+        name="list_agents",
+        title="List agents",
+        description="List the agents of the caller's namespace with their mailbox addresses.",
+        input_model=NoInput,
+        output_model=AgentList,
+        run=list_agents,
+        read_only=True,
+    ),
+    Tool(
+        name="list_directory",
+        title="Search the directory",
+        description=(
+            "Page through the people, agents or services of the caller's namespace, one kind at a "
+            "time, optionally filtered by a search text."
+        ),
+        input_model=ListDirectoryInput,
+        output_model=DirectoryPage,
+        run=list_directory,
+        read_only=True,
+    ),
+)

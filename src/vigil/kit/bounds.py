@@ -1,0 +1,128 @@
+"""Bounds on a free-form JSON object a caller supplies (progress, a run's result): its size,
+depth, keys and strings, checked on input and published as a closed JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from vigil.errors import ErrorCode, VigilError
+
+_SCALARS = ["string", "number", "boolean", "null"]
+# Property names are free text of at most this many characters. The pattern is how a closed
+# schema (additionalProperties: false) still admits free-form names.
+KEY_LENGTH = 2000
+_ANY_KEY = rf"^[\s\S]{{0,{KEY_LENGTH}}}$"
+
+
+# JSON text may escape a lone surrogate (\ud800), which no UTF-8 text can carry.
+_NOT_UNICODE = "strings must be valid Unicode: a lone surrogate is not"
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class JsonBounds:
+    """Limits on a JSON object supplied by a caller.
+
+    Depth counts containers: the document itself is level 1, an object or array inside it
+    level 2, and so on. Strings count characters, property names at most ``KEY_LENGTH``; the
+    size counts the bytes of the compact UTF-8 serialization.
+    """
+
+    max_bytes: int
+    max_depth: int
+    max_keys: int
+    max_string: int
+
+    def size(self, document: dict[str, Any]) -> int:
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return len(text.encode())
+
+    def shape_problem(self, document: dict[str, Any]) -> str | None:
+        """What is wrong with the document's shape (the first problem found), or None."""
+        return self._problem(document, 1)
+
+    def _problem(self, value: Any, level: int) -> str | None:
+        if isinstance(value, dict):
+            if level > self.max_depth:
+                return f"objects and arrays nest at most {self.max_depth} levels deep"
+            if len(value) > self.max_keys:
+                return f"an object has more than {self.max_keys} keys"
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return "object keys must be strings"
+                if len(key) > KEY_LENGTH:
+                    return f"an object key is longer than {KEY_LENGTH} characters"
+                if not _is_unicode(key):
+                    return _NOT_UNICODE
+                found = self._problem(item, level + 1)
+                if found:
+                    return found
+            return None
+        if isinstance(value, list):
+            if level > self.max_depth:
+                return f"objects and arrays nest at most {self.max_depth} levels deep"
+            for item in value:
+                found = self._problem(item, level + 1)
+                if found:
+                    return found
+            return None
+        if isinstance(value, str):
+            if len(value) > self.max_string:
+                return f"a string is longer than {self.max_string} characters"
+            return None if _is_unicode(value) else _NOT_UNICODE
+        if isinstance(value, float) and not math.isfinite(value):
+            return "numbers must be finite"
+        if value is None or isinstance(value, bool | int | float):
+            return None
+        return "values must be JSON: objects, arrays, strings, numbers, booleans or null"
+
+    def require_size(self, document: dict[str, Any], what: str) -> None:
+        """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""
+        if self.size(document) > self.max_bytes:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"{what} is larger than {self.max_bytes} bytes as compact UTF-8 JSON",
+                limit_bytes=self.max_bytes,
+            )
+
+    def checked(self, document: dict[str, Any]) -> dict[str, Any]:
+        """``document`` if its shape is within bounds; a ValueError naming the problem if not
+        (input validation turns it into invalid_argument)."""
+        problem = self.shape_problem(document)
+        if problem is not None:
+            raise ValueError(problem)
+        return document
+
+    def json_schema(self) -> dict[str, Any]:
+        """The same bounds as a closed JSON Schema (all but the size, stated in descriptions)."""
+        return {"type": "object", **self._object(1)}
+
+    def _object(self, level: int) -> dict[str, Any]:
+        return {
+            "maxProperties": self.max_keys,
+            "patternProperties": {_ANY_KEY: self._value(level + 1)},
+            "additionalProperties": False,
+        }
+
+    def _value(self, level: int) -> dict[str, Any]:
+        """A value held at ``level``: a scalar, or a container while the depth allows one.
+        Each keyword applies only to the types it is about (maxLength to strings, and so on),
+        so one node describes every kind of value without branching."""
+        if level > self.max_depth:
+            return {"type": _SCALARS, "maxLength": self.max_string}
+        return {
+            "type": [*_SCALARS, "object", "array"],
+            "maxLength": self.max_string,
+            **self._object(level),
+            "items": self._value(level + 1),
+        }

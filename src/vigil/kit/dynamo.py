@@ -1,0 +1,235 @@
+"""DynamoDB plumbing shared by every capability's adapter: one table, keys ``pk``/``sk``,
+conditional writes throughout, and the unit of work's commit.
+
+Records are kept as a JSON document (``doc``) beside the few top-level attributes that
+conditions and TTL need, so the code that reads them is the same pydantic validation that
+the in-memory fake uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from vigil.kit.aws import aws_failure, error_code
+from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
+from vigil.kit.uow import Committer, ConditionFailed, Write
+
+T = TypeVar("T")
+# DynamoDB's limit on the items of one TransactWriteItems.
+MAX_TRANSACTION_ITEMS = 100
+
+
+def epoch_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def from_ms(value: dict[str, str]) -> datetime:
+    return datetime.fromtimestamp(int(value["N"]) / 1000, UTC)
+
+
+def attr_s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def attr_n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+@dataclass(frozen=True)
+class DynamoWrite(Write):
+    """Transaction items. ``ahead`` holds items that may be applied on their own, before the
+    rest, when the whole does not fit one transaction: changes that a retry can only repeat,
+    never undo, so applying them early leaves nothing a retry would do differently."""
+
+    items: list[dict[str, Any]]
+    ahead: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _is_condition_failure(error: Exception, code: str) -> bool:
+    response = getattr(error, "response", None) or {}
+    if code == "ConditionalCheckFailedException":
+        return True
+    if code == "TransactionCanceledException":
+        reasons = response.get("CancellationReasons") or []
+        codes = {r.get("Code") for r in reasons}
+        if codes and codes <= {"ConditionalCheckFailed", "None", None}:
+            return True
+        # moto reports the reasons only in the message.
+        return not codes and "ConditionalCheckFailed" in str(error)
+    return False
+
+
+def idem_key(record: IdempotencyRecord) -> dict[str, Any]:
+    return {
+        "pk": attr_s(f"IDEM#{record.namespace}#{record.principal_id}"),
+        "sk": attr_s(f"{record.tool}#{record.key}"),
+    }
+
+
+class DynamoBase(Committer, IdempotencyStore):
+    def __init__(self, client: Any, table_name: str) -> None:
+        self.client = client
+        self.table = table_name
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
+        try:
+            return operation(**kwargs)
+        except Exception as error:
+            code = error_code(error)
+            if code is None:
+                raise
+            if _is_condition_failure(error, code):
+                raise ConditionFailed(str(kwargs.get("TableName", ""))) from None
+            raise aws_failure(code, "the store") from None
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.table,
+            Key={"pk": attr_s(pk), "sk": attr_s(sk)},
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def _pages(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every page of a query, following LastEvaluatedKey."""
+        request = {"TableName": self.table, **request}
+        while True:
+            response = self._call(self.client.query, **request)
+            yield response
+            if "LastEvaluatedKey" not in response:
+                return
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items at ``keys``, read consistently, in no particular order."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), MAX_TRANSACTION_ITEMS):
+            pending: dict[str, Any] = {
+                self.table: {
+                    "Keys": keys[start : start + MAX_TRANSACTION_ITEMS],
+                    "ConsistentRead": True,
+                }
+            }
+            while pending:
+                response = self._call(self.client.batch_get_item, RequestItems=pending)
+                found += response["Responses"].get(self.table, [])
+                pending = response.get("UnprocessedKeys") or {}
+        return found
+
+    def _put(self, item: dict[str, Any], condition: str | None = None, **extra: Any) -> DynamoWrite:
+        put: dict[str, Any] = {"TableName": self.table, "Item": item, **extra}
+        if condition is not None:
+            put["ConditionExpression"] = condition
+        return DynamoWrite([{"Put": put}])
+
+    def _update(self, key: dict[str, Any], **request: Any) -> dict[str, Any]:
+        return {"Update": {"TableName": self.table, "Key": key, **request}}
+
+    # -- the unit of work -----------------------------------------------------------------
+    def commit(self, writes: Sequence[Write], completion: IdempotencyRecord | None = None) -> None:
+        ahead: list[dict[str, Any]] = []
+        items: list[dict[str, Any]] = []
+        for write in writes:
+            assert isinstance(write, DynamoWrite), "a write staged for another backend"
+            ahead += write.ahead
+            items += write.items
+        if completion is not None:
+            items.append(self._completion(completion))
+        if len(ahead) + len(items) > MAX_TRANSACTION_ITEMS:
+            for start in range(0, len(ahead), MAX_TRANSACTION_ITEMS):
+                self._transact(ahead[start : start + MAX_TRANSACTION_ITEMS])
+        else:
+            items = ahead + items
+        if items:
+            self._transact(items)
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        if len(items) == 1:
+            # One item needs no transaction: a plain conditional write costs half as much.
+            ((kind, request),) = items[0].items()
+            operation = {
+                "Put": self.client.put_item,
+                "Update": self.client.update_item,
+                "Delete": self.client.delete_item,
+            }[kind]
+            self._call(operation, **request)
+        else:
+            self._call(self.client.transact_write_items, TransactItems=items)
+
+    # -- idempotency ----------------------------------------------------------------------
+    def _completion(self, record: IdempotencyRecord) -> dict[str, Any]:
+        return self._update(
+            idem_key(record),
+            UpdateExpression="SET #st = :done, #res = :res",
+            ConditionExpression="#st = :pending AND #tok = :tok",
+            ExpressionAttributeNames={"#st": "status", "#res": "result", "#tok": "token"},
+            ExpressionAttributeValues={
+                ":done": attr_s("completed"),
+                ":pending": attr_s("pending"),
+                ":res": attr_s(json.dumps(record.result, separators=(",", ":"))),
+                ":tok": attr_s(record.token),
+            },
+        )
+
+    def claim_idempotency(
+        self, record: IdempotencyRecord, now: datetime
+    ) -> IdempotencyRecord | None:
+        item = {
+            **idem_key(record),
+            "status": attr_s(record.status),
+            "token": attr_s(record.token),
+            "fingerprint": attr_s(record.fingerprint),
+            "locked_until": attr_n(epoch_ms(record.locked_until)),
+            "expires_at": attr_n(epoch_ms(record.expires_at)),
+            "ttl": attr_n(int(record.expires_at.timestamp())),
+            "doc": attr_s(record.model_dump_json(exclude={"result"})),
+        }
+        try:
+            self._call(
+                self.client.put_item,
+                TableName=self.table,
+                Item=item,
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR expires_at <= :now"
+                    " OR (#st = :pending AND locked_until <= :now)"
+                ),
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={
+                    ":now": attr_n(epoch_ms(now)),
+                    ":pending": attr_s("pending"),
+                },
+            )
+            return None
+        except ConditionFailed:
+            existing = self._get(item["pk"]["S"], item["sk"]["S"])
+            if existing is None:  # expired and deleted between the two calls: claim again
+                return self.claim_idempotency(record, now)
+            stored = IdempotencyRecord.model_validate_json(existing["doc"]["S"])
+            stored.status = existing["status"]["S"]
+            stored.token = existing["token"]["S"]
+            if "result" in existing:
+                stored.result = json.loads(existing["result"]["S"])
+            return stored
+
+    def release_idempotency(self, record: IdempotencyRecord) -> None:
+        # Someone else's claim by now, or already gone: then nothing of ours is left to release.
+        with contextlib.suppress(ConditionFailed):
+            self._call(
+                self.client.delete_item,
+                TableName=self.table,
+                Key=idem_key(record),
+                ConditionExpression="#st = :pending AND #tok = :tok",
+                ExpressionAttributeNames={"#st": "status", "#tok": "token"},
+                ExpressionAttributeValues={
+                    ":pending": attr_s("pending"),
+                    ":tok": attr_s(record.token),
+                },
+            )

@@ -1,0 +1,100 @@
+"""In-memory fakes of the store, with the same conditional semantics as the DynamoDB adapters:
+the lock, the idempotency records and the unit of work's commit that every capability shares."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
+from vigil.kit.uow import Committer, ConditionFailed, Write
+
+IdemKey = tuple[str, str, str, str]
+K = TypeVar("K")
+
+
+def idem_key(record: IdempotencyRecord) -> IdemKey:
+    return (record.namespace, record.principal_id, record.tool, record.key)
+
+
+@dataclass(frozen=True)
+class MemoryWrite(Write):
+    """A conditional change: ``check`` raises ConditionFailed unless it may be applied, and
+    ``apply`` makes it. A commit checks every write before it applies any, under the lock."""
+
+    check: Callable[[], None]
+    apply: Callable[[], None]
+
+
+class MemoryBase(Committer, IdempotencyStore):
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.idempotency: dict[IdemKey, IdempotencyRecord] = {}
+        super().__init__()
+
+    def commit(self, writes: Sequence[Write], completion: IdempotencyRecord | None = None) -> None:
+        steps = list(writes)
+        if completion is not None:
+            steps.append(self._completion(completion))
+        with self._lock:
+            for step in steps:
+                assert isinstance(step, MemoryWrite), "a write staged for another backend"
+                step.check()
+            for step in steps:
+                assert isinstance(step, MemoryWrite)
+                step.apply()
+
+    @staticmethod
+    def _versioned(table: dict[K, Any], key: K, record: Any, expected: int | None) -> MemoryWrite:
+        """Stores a copy of ``record`` at ``key`` if the stored version is ``expected``
+        (None: nothing stored yet)."""
+
+        def check() -> None:
+            current = table.get(key)
+            if (None if current is None else current.version) != expected:
+                raise ConditionFailed(str(key))
+
+        def apply() -> None:
+            table[key] = record.model_copy(deep=True)
+
+        return MemoryWrite(check, apply)
+
+    def _completion(self, record: IdempotencyRecord) -> MemoryWrite:
+        def check() -> None:
+            current = self.idempotency.get(idem_key(record))
+            if current is None or current.status != "pending" or current.token != record.token:
+                raise ConditionFailed("idempotency claim lost")
+
+        def apply() -> None:
+            self.idempotency[idem_key(record)] = record.model_copy(deep=True)
+
+        return MemoryWrite(check, apply)
+
+    def claim_idempotency(
+        self, record: IdempotencyRecord, now: datetime
+    ) -> IdempotencyRecord | None:
+        with self._lock:
+            key = idem_key(record)
+            current = self.idempotency.get(key)
+            live = current is not None and current.expires_at > now
+            if (
+                live
+                and current is not None
+                and not (current.status == "pending" and current.locked_until <= now)
+            ):
+                return current.model_copy(deep=True)
+            self.idempotency[key] = record.model_copy(deep=True)
+            return None
+
+    def release_idempotency(self, record: IdempotencyRecord) -> None:
+        with self._lock:
+            current = self.idempotency.get(idem_key(record))
+            if (
+                current is not None
+                and current.status == "pending"
+                and current.token == record.token
+            ):
+                del self.idempotency[idem_key(record)]

@@ -1,0 +1,120 @@
+"""What every tool is made of: strict input models, output models, the call context, and the
+declaration a capability lists its tools with (its ``TOOLS``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vigil.identity.records import Role
+
+if TYPE_CHECKING:
+    from vigil.alarms.timers import Alarms
+    from vigil.clock import Clock
+    from vigil.identity.records import Caller
+    from vigil.kit.uow import UnitOfWork
+    from vigil.mailboxes.queues import MailboxQueues
+    from vigil.store import Store
+
+ANYONE: frozenset[Role] = frozenset({"operator", "worker"})
+OPERATORS: frozenset[Role] = frozenset({"operator"})
+
+IdempotencyKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description=(
+            "Retry key for this mutation. Reuse it, with the same arguments, to retry an outcome "
+            "you did not see; a new intent needs a new key."
+        ),
+    ),
+]
+
+PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+
+Scope = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=PRINTABLE,
+        description="A unit of work, the scope of a dead-man switch, e.g. permit-review-2026-08.",
+    ),
+]
+
+
+class StrictInput(BaseModel):
+    """Inputs reject unknown fields and coercions: a wrong type is an error, not a guess."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    # The field that carries the retry key; a schema from elsewhere may spell it otherwise.
+    idempotency_field: ClassVar[str] = "idempotency_key"
+
+
+class Output(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a tool needs for one call, and nothing ambient."""
+
+    store: Store
+    clock: Clock
+    caller: Caller
+    queues: MailboxQueues
+    alarms: Alarms
+    uow: UnitOfWork
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_model: type[StrictInput]
+    output_model: type[BaseModel]
+    run: Callable[[Context, Any], BaseModel]
+    roles: frozenset[Role] = ANYONE
+    read_only: bool = False
+    destructive: bool = False
+
+    @property
+    def idempotency_field(self) -> str:
+        return self.input_model.idempotency_field
+
+    @property
+    def takes_idempotency_key(self) -> bool:
+        return self.idempotency_field in self.input_model.model_fields
+
+    @property
+    def takes_agent_key(self) -> bool:
+        return "agent_key" in self.input_model.model_fields
+
+    def input_schema(self) -> dict[str, Any]:
+        return strict_schema(self.input_model.model_json_schema())
+
+    def output_schema(self) -> dict[str, Any]:
+        return self.output_model.model_json_schema(mode="serialization")
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every object in an input schema closed to unknown properties, nested ones included."""
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+
+    close(schema)
+    return schema

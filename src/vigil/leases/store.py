@@ -1,0 +1,31 @@
+"""Where leases are kept."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from vigil.kit.uow import Write
+from vigil.leases.records import Lease
+
+
+class LeaseStore(ABC):
+    @abstractmethod
+    def get_lease(self, namespace: str, resource: str) -> Lease | None: ...
+
+    @abstractmethod
+    def save_lease(self, lease: Lease, expected_version: int | None) -> Write:
+        """Stores ``lease`` if the stored version is ``expected_version`` (None: no lease yet).
+
+        Keeps the scope index consistent in the same atomic step: a held lease with a scope is
+        listed by ``scope_leases``; a released one, or one whose scope changed, is not.
+        """
+
+    @abstractmethod
+    def scope_leases(self, namespace: str, scope: str) -> list[Lease]:
+        """The held leases of a scope, read consistently (the dead-man switch releases them)."""
+
+    @abstractmethod
+    def unscoped_leases_held_by(self, namespace: str, holder: str) -> int:
+        """How many held leases ``holder`` has without a scope: the switch's blind spot.
+
+        May lag by a moment (it reads an index); it is reported, never acted on."""

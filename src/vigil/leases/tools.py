@@ -1,0 +1,218 @@
+"""Lease tools: ``acquire_lease``, ``renew_lease``, ``release_lease``.
+
+Every change reads the lease, decides by its rules (vigil.leases.records), and writes
+conditionally on the version it read; a lost race reads again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field
+
+from vigil.kit.retry import retry_on_conflict
+from vigil.kit.tooling import (
+    PRINTABLE,
+    Context,
+    IdempotencyKey,
+    Output,
+    Scope,
+    StrictInput,
+    Tool,
+)
+from vigil.leases.records import Lease, LeaseState, granted, stale_lease
+from vigil.leases.service import release
+
+Resource = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=PRINTABLE,
+        description="What the lease is on, 1-200 printable characters, e.g. repo:main/deploy.",
+    ),
+]
+Generation = Annotated[
+    int,
+    Field(ge=1, description="The generation acquire_lease returned: the lease's fencing token."),
+]
+TtlSeconds = Annotated[
+    int,
+    Field(ge=1, le=86400, description="How long the lease lasts from now, 1 to 86,400 seconds."),
+]
+
+
+class LeaseView(Output):
+    resource: str
+    scope: str | None
+    holder: str = Field(description="Principal id of the holder.")
+    holder_label: str | None = Field(description="The agent_id given when it was acquired.")
+    generation: int = Field(description="Fencing token: grows with every grant.")
+    state: LeaseState = Field(
+        description="held or released; a held lease whose expires_at has passed may be taken."
+    )
+    acquired_at: datetime
+    expires_at: datetime
+    released_at: datetime | None
+    released_by: str | None = Field(
+        description='"holder", or "expiry:<scope>" when a dead-man switch released it.'
+    )
+
+    @classmethod
+    def of(cls, lease: Lease) -> LeaseView:
+        return cls(
+            resource=lease.resource,
+            scope=lease.scope,
+            holder=lease.holder,
+            holder_label=lease.holder_label,
+            generation=lease.generation,
+            state=lease.state,
+            acquired_at=lease.acquired_at,
+            expires_at=lease.expires_at,
+            released_at=lease.released_at,
+            released_by=lease.released_by,
+        )
+
+
+class LeaseResult(Output):
+    lease: LeaseView
+
+
+def _present(lease: Lease) -> LeaseResult:
+    return LeaseResult(lease=LeaseView.of(lease))
+
+
+# -- acquire ------------------------------------------------------------------------------
+class AcquireInput(StrictInput):
+    resource: Resource
+    scope: Scope | None = Field(
+        default=None,
+        description=(
+            "Ties the lease to a dead-man switch's scope. Without one, no switch can release "
+            "it if the holder dies: it only lapses at expires_at."
+        ),
+    )
+    ttl_seconds: TtlSeconds = 60
+    agent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=PRINTABLE,
+        description="A label for the instance taking the lease, e.g. worker-3; up to 64 chars.",
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+def acquire_lease(ctx: Context, args: AcquireInput) -> LeaseResult:
+    now = ctx.clock.now()
+
+    def attempt() -> LeaseResult:
+        current = ctx.store.get_lease(ctx.caller.namespace, args.resource)
+        lease = granted(
+            current,
+            ctx.caller.namespace,
+            args.resource,
+            args.scope,
+            ctx.caller.principal_id,
+            args.agent_id,
+            args.ttl_seconds,
+            now,
+        )
+        result = _present(lease)
+        expected = current.version if current else None
+        ctx.uow.commit(ctx.store.save_lease(lease, expected), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the lease")
+
+
+# -- renew --------------------------------------------------------------------------------
+class RenewInput(StrictInput):
+    resource: Resource
+    generation: Generation
+    ttl_seconds: TtlSeconds = 60
+    idempotency_key: IdempotencyKey | None = None
+
+
+def renew_lease(ctx: Context, args: RenewInput) -> LeaseResult:
+    now = ctx.clock.now()
+
+    def attempt() -> LeaseResult:
+        current = ctx.store.get_lease(ctx.caller.namespace, args.resource)
+        if current is None:
+            raise stale_lease(None, now)
+        renewed = current.renewed(ctx.caller.principal_id, args.generation, args.ttl_seconds, now)
+        result = _present(renewed)
+        ctx.uow.commit(ctx.store.save_lease(renewed, current.version), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the lease")
+
+
+# -- release ------------------------------------------------------------------------------
+class ReleaseInput(StrictInput):
+    resource: Resource
+    generation: Generation
+    idempotency_key: IdempotencyKey | None = None
+
+
+def release_lease(ctx: Context, args: ReleaseInput) -> LeaseResult:
+    released = release(
+        ctx.store,
+        ctx.uow,
+        ctx.caller.namespace,
+        args.resource,
+        args.generation,
+        ctx.caller.principal_id,
+        released_by="holder",
+        now=ctx.clock.now(),
+        present=_present,
+    )
+    return _present(released)
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="acquire_lease",
+        title="Acquire a lease",
+        description=(
+            "Take an exclusive, expiring lease on a named resource of the caller's namespace, "
+            "for ttl_seconds. It is granted if nobody holds it or the last lease has expired, "
+            "with a generation one higher than the last: a fencing token to present with every "
+            "action on the resource. Acquiring a lease you already hold extends it, keeps its "
+            "generation and takes this call's scope and agent_id. Held by someone else: "
+            "version_conflict, with held_until and its generation. Give a scope so that a "
+            "dead-man switch of that scope releases the lease if you die."
+        ),
+        input_model=AcquireInput,
+        output_model=LeaseResult,
+        run=acquire_lease,
+    ),
+    Tool(
+        name="renew_lease",
+        title="Renew a lease",
+        description=(
+            "Extend a lease you hold to ttl_seconds from now, keeping its generation. Only the "
+            "current generation of a lease that has not expired can be renewed; otherwise "
+            "stale_generation, with the current_generation if someone holds it, and whatever "
+            "you were doing under the old generation must stop."
+        ),
+        input_model=RenewInput,
+        output_model=LeaseResult,
+        run=renew_lease,
+    ),
+    Tool(
+        name="release_lease",
+        title="Release a lease",
+        description=(
+            "Give up a lease you hold at the given generation, so others can take it at once. "
+            "An expired lease can still be released while nobody else has taken it; releasing "
+            "again returns the released lease. A generation that is not yours, or was "
+            "superseded: stale_generation."
+        ),
+        input_model=ReleaseInput,
+        output_model=LeaseResult,
+        run=release_lease,
+    ),
+)

@@ -1,0 +1,48 @@
+"""Where mailboxes' registrations, deliveries and usage are kept (their messages are in SQS:
+vigil.mailboxes.queues).
+
+Deliveries and usage are single conditional writes of their own: the tools that make them
+(receive, acknowledge) take no idempotency key, their conditions are what make them safe."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime
+
+from vigil.kit.uow import Write
+from vigil.mailboxes.records import Delivery, Mailbox, UsageEvent
+
+
+class MailboxStore(ABC):
+    @abstractmethod
+    def add_mailbox(self, mailbox: Mailbox) -> Write:
+        """Registers the mailbox; fails if the address is registered."""
+
+    @abstractmethod
+    def get_mailbox(self, namespace: str, address: str) -> Mailbox | None:
+        """A named box (``agent:<id>/<box>``); an agent's own address has no record."""
+
+    @abstractmethod
+    def list_mailboxes(self, namespace: str, owner: str, limit: int) -> list[Mailbox]:
+        """The named boxes of one agent, in address order."""
+
+    @abstractmethod
+    def get_delivery(self, namespace: str, envelope_id: str) -> Delivery | None: ...
+
+    @abstractmethod
+    def lease_delivery(self, delivery: Delivery, expected_version: int | None) -> None:
+        """Stores one hand-out of ``delivery``: created (``expected_version`` None) if no
+        delivery of the envelope exists, else replacing the stored one only if its version is
+        still ``expected_version`` and it is not acknowledged. Raises ConditionFailed otherwise,
+        so of two receivers that read the same record, one wins and the other hands nothing out.
+        """
+
+    @abstractmethod
+    def acknowledge_delivery(self, delivery: Delivery, now: datetime) -> None:
+        """Stores the acknowledged ``delivery`` if the stored one is leased, still has its
+        generation and version (``delivery.version - 1``), and its lease is live at ``now``.
+        Raises ConditionFailed otherwise."""
+
+    @abstractmethod
+    def record_usage(self, usage: UsageEvent) -> bool:
+        """Records the envelope's first delivery; False (and nothing written) if recorded."""

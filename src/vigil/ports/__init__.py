@@ -1,1 +1,0 @@
-"""Ports: what the application needs from storage, one abstract class per tool family."""

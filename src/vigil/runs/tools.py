@@ -1,0 +1,299 @@
+"""Runs: ``start_run``, ``claim_run``, ``create_run_heartbeat``, ``finish_run``, ``get_run``.
+
+A run is held under an expiring lease by one principal at a time. Its generation is the
+fencing token: it starts at 1 and grows by one each time someone claims the run after its
+lease lapsed, never with a renewal. Every change reads the run, decides, and writes
+conditionally on the version it read; a lost race reads again, a few times at most.
+
+``create_run_heartbeat`` keeps the published schema, which carries no generation: the holder
+is recognised by the caller's principal. Two processes that share one secret are therefore
+one holder, and either may renew the other's lease; give each worker its own principal.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+
+from vigil.errors import conflict, not_found
+from vigil.kit.retry import retry_on_conflict
+from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.uow import ConditionFailed
+from vigil.runs.records import (
+    DEFAULT_LEASE_SECONDS,
+    MAX_LEASE_SECONDS,
+    MIN_LEASE_SECONDS,
+    RESULT_BOUNDS,
+    Outcome,
+    Run,
+    RunState,
+)
+
+_UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+
+def _uuid_text(value: Any) -> UUID:
+    # Only the 8-4-4-4-12 text form: the looser spellings uuid.UUID accepts (braces, urn:,
+    # no hyphens) are not what format "uuid" promises.
+    if not isinstance(value, str) or not _UUID_TEXT.match(value):
+        raise ValueError("must be a UUID in its 8-4-4-4-12 hexadecimal form")
+    return UUID(value)
+
+
+RunId = Annotated[
+    UUID,
+    BeforeValidator(_uuid_text),
+    Field(description="The run's id, a UUID."),
+]
+LeaseSeconds = Annotated[
+    int,
+    Field(
+        ge=MIN_LEASE_SECONDS,
+        le=MAX_LEASE_SECONDS,
+        description=(
+            f"How long the lease lasts from now: {MIN_LEASE_SECONDS} to {MAX_LEASE_SECONDS} "
+            f"seconds, {DEFAULT_LEASE_SECONDS} if omitted."
+        ),
+    ),
+]
+RESULT_LIMITS = (
+    f"at most {RESULT_BOUNDS.max_bytes // 1024} KiB as compact UTF-8 JSON, "
+    f"{RESULT_BOUNDS.max_keys} keys per object, {RESULT_BOUNDS.max_depth} levels of nesting"
+)
+ResultDocument = Annotated[
+    dict[str, Any],
+    AfterValidator(RESULT_BOUNDS.checked),
+    WithJsonSchema(RESULT_BOUNDS.json_schema()),
+]
+
+
+class RunView(Output):
+    run_id: UUID
+    state: RunState = Field(
+        description=(
+            "running: its lease is live; lapsed: the lease ran out and anyone may claim the run; "
+            "finished: an outcome is recorded and nothing more can change."
+        )
+    )
+    holder: str = Field(description="Principal id holding the run, or that last held it.")
+    generation: int = Field(description="Fencing token: grows by one with every claim.")
+    expires_at: datetime = Field(description="When the lease ends, or ended.")
+    outcome: Outcome | None
+    result: dict[str, Any] | None = Field(description="What the holder reported when finishing.")
+    started_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, run: Run, now: datetime) -> RunView:
+        return cls(
+            run_id=UUID(run.run_id),
+            state=run.state(now),
+            holder=run.holder,
+            generation=run.generation,
+            expires_at=run.expires_at,
+            outcome=run.outcome,
+            result=run.result,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+        )
+
+
+class RunResult(Output):
+    run: RunView
+
+
+def _read(ctx: Context, run_id: UUID) -> Run:
+    run = ctx.store.get_run(ctx.caller.namespace, str(run_id))
+    if run is None:
+        raise not_found("run")
+    return run
+
+
+def _present(run: Run, now: datetime) -> RunResult:
+    return RunResult(run=RunView.of(run, now))
+
+
+def _changed(ctx: Context, run_id: UUID, change: Callable[[Run], Run]) -> RunResult:
+    """Reads the run, applies ``change`` (one of its transitions) and stores the outcome
+    conditionally on the version read, reading again after a lost race."""
+    now = ctx.clock.now()
+
+    def attempt() -> RunResult:
+        run = _read(ctx, run_id)
+        changed = change(run)
+        result = _present(changed, now)
+        ctx.uow.commit(ctx.store.save_run(changed, run.version), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the run")
+
+
+# -- start --------------------------------------------------------------------------------
+class StartRunInput(StrictInput):
+    run_id: RunId | None = Field(
+        default=None, description="The id to give the run; a new UUID is chosen if omitted."
+    )
+    lease_duration_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
+    idempotency_key: IdempotencyKey | None = None
+
+
+def start_run(ctx: Context, args: StartRunInput) -> RunResult:
+    now = ctx.clock.now()
+    run_id = str(args.run_id or uuid.uuid4())
+    run = Run.started(
+        ctx.caller.namespace, run_id, ctx.caller.principal_id, args.lease_duration_seconds, now
+    )
+    result = _present(run, now)
+    try:
+        ctx.uow.commit(ctx.store.save_run(run, None), result=result)
+    except ConditionFailed:
+        raise conflict("a run with this run_id exists already") from None
+    return result
+
+
+# -- claim --------------------------------------------------------------------------------
+class ClaimRunInput(StrictInput):
+    run_id: RunId
+    lease_duration_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
+    idempotency_key: IdempotencyKey | None = None
+
+
+def claim_run(ctx: Context, args: ClaimRunInput) -> RunResult:
+    now = ctx.clock.now()
+    return _changed(
+        ctx,
+        args.run_id,
+        lambda run: run.claimed_by(ctx.caller.principal_id, args.lease_duration_seconds, now),
+    )
+
+
+# -- heartbeat ----------------------------------------------------------------------------
+class RunHeartbeatInput(StrictInput):
+    run_id: RunId
+    lease_duration_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
+
+
+class RunHeartbeatResult(Output):
+    run_id: UUID = Field(description="The run whose lease was renewed.")
+    expires_at: datetime = Field(description="When the renewed lease ends unless renewed again.")
+
+
+def create_run_heartbeat(ctx: Context, args: RunHeartbeatInput) -> RunHeartbeatResult:
+    now = ctx.clock.now()
+    renewed = _changed(
+        ctx,
+        args.run_id,
+        lambda run: run.renewed(ctx.caller.principal_id, args.lease_duration_seconds, now),
+    )
+    return RunHeartbeatResult(run_id=args.run_id, expires_at=renewed.run.expires_at)
+
+
+# -- finish -------------------------------------------------------------------------------
+class FinishRunInput(StrictInput):
+    run_id: RunId
+    generation: int = Field(ge=1, description="The generation you hold: your fencing token.")
+    outcome: Outcome
+    result: ResultDocument | None = Field(
+        default=None,
+        description=f"An optional JSON object summing up the outcome: {RESULT_LIMITS}.",
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+def finish_run(ctx: Context, args: FinishRunInput) -> RunResult:
+    if args.result is not None:
+        RESULT_BOUNDS.require_size(args.result, "the result")
+    now = ctx.clock.now()
+    return _changed(
+        ctx,
+        args.run_id,
+        lambda run: run.finished(
+            ctx.caller.principal_id, args.generation, args.outcome, args.result, now
+        ),
+    )
+
+
+# -- get ----------------------------------------------------------------------------------
+class GetRunInput(StrictInput):
+    run_id: RunId
+
+
+def get_run(ctx: Context, args: GetRunInput) -> RunResult:
+    return _present(_read(ctx, args.run_id), ctx.clock.now())
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="start_run",
+        title="Start a run",
+        description=(
+            "Create a run held by you at generation 1 under a lease of lease_duration_seconds "
+            "(5 to 300). Give run_id to choose its id (taken already: version_conflict) or let "
+            "Vigil pick one. Keep the lease alive with create_run_heartbeat and end the run "
+            "with finish_run."
+        ),
+        input_model=StartRunInput,
+        output_model=RunResult,
+        run=start_run,
+    ),
+    Tool(
+        name="claim_run",
+        title="Claim a run",
+        description=(
+            "Take over a run whose lease ran out, at a generation one higher than before: "
+            "whoever held the old generation is fenced off from then on. A run held by someone "
+            "else with a live lease: version_conflict with held_until. A finished run cannot "
+            "be claimed. Claiming a run you hold extends its lease and keeps its generation."
+        ),
+        input_model=ClaimRunInput,
+        output_model=RunResult,
+        run=claim_run,
+    ),
+    Tool(
+        name="create_run_heartbeat",
+        title="Renew a run's lease",
+        description=(
+            "Extend your lease on a run to lease_duration_seconds from now (5 to 300, default "
+            "60). Only the holder of the run's current generation, before the lease runs out, "
+            "may renew: otherwise stale_generation with current_generation, and you must stop "
+            "working on the run (claim_run may take it back at a new generation). The holder "
+            "is known by its credential, so processes sharing one secret count as one holder."
+        ),
+        input_model=RunHeartbeatInput,
+        output_model=RunHeartbeatResult,
+        run=create_run_heartbeat,
+    ),
+    Tool(
+        name="finish_run",
+        title="Finish a run",
+        description=(
+            "Record a run's outcome (succeeded, failed or cancelled) and an optional result "
+            f"object ({RESULT_LIMITS}: larger is limit_exceeded, another shape "
+            "invalid_argument), and end its lease. Only "
+            "the holder of the given, current generation "
+            "may finish it, before the lease runs out; otherwise stale_generation. Once "
+            "finished, the run never changes again."
+        ),
+        input_model=FinishRunInput,
+        output_model=RunResult,
+        run=finish_run,
+    ),
+    Tool(
+        name="get_run",
+        title="Read a run",
+        description=(
+            "A run of your namespace: running, lapsed or finished, its holder, generation, "
+            "lease expiry, and its outcome and result once finished."
+        ),
+        input_model=GetRunInput,
+        output_model=RunResult,
+        run=get_run,
+        read_only=True,
+    ),
+)

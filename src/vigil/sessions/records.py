@@ -1,0 +1,144 @@
+"""Sessions: what a working agent reports about itself on each beat, and the instructions that
+people send it.
+
+Instructions of a session are numbered 1, 2, 3… in the order they were posted. A number is
+taken and its instruction stored in one atomic step, conditional on the session's last number,
+so whenever a session shows ``last_seq`` = n, instructions 1..n are all stored: a reader that
+takes the session first and then reads up to n can miss nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from vigil.kit.records import Record, Versioned
+
+SessionStatus = Literal["active", "waiting", "blocked"]
+InstructionState = Literal["pending", "delivered", "acknowledged"]
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
+# An instruction id has the shape of every other id (a kind and 16 base32 characters), and the
+# first 8 characters are its sequence number, so that acknowledging an id is one keyed read;
+# the random rest keeps an id of one session from naming an instruction of another.
+INSTRUCTION_ID_PATTERN = r"^ins_[a-z2-7]{16}$"
+_INSTRUCTION_ID_RE = re.compile(r"^ins_([a-z2-7]{8})[a-z2-7]{8}$")
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+_SEQ_CHARS = 8  # 40 bits: more instructions than one session will ever see
+
+# Instructions handed out by one beat.
+PAGE_SIZE = 10
+# A session not beaten for longer than this is shown as stale to the people watching it.
+STALE_AFTER_SECONDS = 120
+MAX_BODY_BYTES = 8 * 1024
+
+
+class Session(Versioned):
+    namespace: str
+    session_id: str
+    owner: str  # the principal whose first beat created it; only it may beat it
+    status: SessionStatus
+    progress_percent: float | None
+    current_step: str | None
+    step_index: int | None
+    step_count: int | None
+    created_at: datetime
+    last_beat_at: datetime
+    beats: int
+    acked_through: int  # every instruction numbered up to this one is acknowledged
+    last_seq: int  # the number of the newest instruction; posting moves only this
+    # ``version`` is moved by beats only, so that posting never conflicts with a beat.
+
+    def stale(self, now: datetime) -> bool:
+        return now - self.last_beat_at > timedelta(seconds=STALE_AFTER_SECONDS)
+
+    @classmethod
+    def begun(
+        cls,
+        namespace: str,
+        session_id: str,
+        owner: str,
+        reported: dict[str, Any],
+        acked_through: int,
+        now: datetime,
+    ) -> Session:
+        """The session its owner's first beat creates: active unless the beat says otherwise."""
+        return cls(
+            namespace=namespace,
+            session_id=session_id,
+            owner=owner,
+            **{**reported, "status": reported.get("status") or "active"},
+            created_at=now,
+            last_beat_at=now,
+            beats=1,
+            acked_through=acked_through,
+            last_seq=0,
+            version=1,
+        )
+
+    def beaten(self, reported: dict[str, Any], acked_through: int, now: datetime) -> Session:
+        """A later beat: what it leaves out (None) keeps its last reported value."""
+        changes = {name: value for name, value in reported.items() if value is not None}
+        return self.changed(
+            **changes, last_beat_at=now, beats=self.beats + 1, acked_through=acked_through
+        )
+
+
+class Instruction(Record):
+    namespace: str
+    session_id: str
+    seq: int
+    id: str
+    body: str
+    posted_by: str  # principal id of the person or operator
+    posted_at: datetime
+    state: InstructionState
+    delivery_count: int
+    last_delivered_at: datetime | None = None
+    acknowledged_at: datetime | None = None
+
+    @classmethod
+    def posted(cls, session: Session, body: str, posted_by: str, now: datetime) -> Instruction:
+        """The session's next instruction, numbered after its newest."""
+        seq = session.last_seq + 1
+        return cls(
+            namespace=session.namespace,
+            session_id=session.session_id,
+            seq=seq,
+            id=new_instruction_id(seq),
+            body=body,
+            posted_by=posted_by,
+            posted_at=now,
+            state="pending",
+            delivery_count=0,
+        )
+
+    def handed_out(self, now: datetime) -> Instruction:
+        return self.model_copy(
+            update={
+                "state": "delivered",
+                "delivery_count": self.delivery_count + 1,
+                "last_delivered_at": now,
+            }
+        )
+
+    def acknowledged(self, now: datetime) -> Instruction:
+        return self.model_copy(update={"state": "acknowledged", "acknowledged_at": now})
+
+
+def new_instruction_id(seq: int) -> str:
+    digits = "".join(_BASE32[(seq >> (5 * i)) & 31] for i in reversed(range(_SEQ_CHARS)))
+    tail = "".join(secrets.choice(_BASE32) for _ in range(_SEQ_CHARS))
+    return f"ins_{digits}{tail}"
+
+
+def instruction_seq(instruction_id: str) -> int | None:
+    match = _INSTRUCTION_ID_RE.match(instruction_id)
+    if match is None:
+        return None
+    seq = 0
+    for char in match.group(1):
+        seq = seq * 32 + _BASE32.index(char)
+    return seq or None

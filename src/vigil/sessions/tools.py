@@ -1,0 +1,522 @@
+"""Sessions with human instructions: ``session_heartbeat`` for the working agent,
+``post_instruction``, ``list_instructions`` and ``list_sessions`` for the people steering it.
+
+Instructions are numbered per session as they are posted (``vigil.sessions.records`` says why
+a reader that takes the session's last number first can miss none). A beat reads the session,
+then the open instructions after its starting point and up to that last number, in order. So
+one walk (a series of beats, each passing the previous ``nextInstructionCursor``) shows each
+instruction at most once and in order, and by its end every one that was open when it began;
+one posted meanwhile comes on a later page or in the next walk. Whatever a beat hands out is
+recorded as delivered in the same transaction as the beat, and comes back in later walks until
+the agent acknowledges it. The session remembers how far everything is acknowledged
+(``acked_through``), so a new walk starts at the first open instruction without reading the
+acknowledged ones before it.
+
+Acknowledging anything the session was never handed is refused before anything is written.
+The checks that make the write safe are conditions, not the earlier reads: the session's
+version (beats race only each other; posting moves ``last_seq`` alone), each delivery on the
+count it was read with, each acknowledgment on the instruction still being delivered.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from vigil.clock import to_ms
+from vigil.errors import forbidden, invalid, not_found
+from vigil.identity.records import Caller
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.paging import scan_page
+from vigil.kit.retry import retry_on_conflict
+from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.sessions.records import (
+    INSTRUCTION_ID_PATTERN,
+    MAX_BODY_BYTES,
+    PAGE_SIZE,
+    SESSION_ID_PATTERN,
+    STALE_AFTER_SECONDS,
+    Instruction,
+    InstructionState,
+    Session,
+    SessionStatus,
+    instruction_seq,
+)
+from vigil.store import Store
+
+INSTRUCTIONS_PAGE = 25
+SESSIONS_PAGE = 50
+# One list_sessions call examines at most this many sessions, so that looking for the few
+# stale ones returns a short page and a cursor rather than reading a whole namespace.
+_SCAN_BUDGET = 500
+MAX_ACKNOWLEDGMENTS = 100
+
+SessionId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="The session, named by its agent: 1-128 of A-Z a-z 0-9 . _ : -",
+    ),
+]
+InstructionId = Annotated[str, Field(max_length=20, pattern=INSTRUCTION_ID_PATTERN)]
+Cursor = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _optional(description: str) -> Any:
+    """An optional field published as its plain type: to leave it out, omit it (null is
+    refused, as the schema says)."""
+    return Field(default=None, description=description, json_schema_extra=_no_default)
+
+
+def _steers(caller: Caller) -> bool:
+    return caller.kind == "person" or caller.is_operator
+
+
+# -- views --------------------------------------------------------------------------------
+class HandedInstruction(Output):
+    id: str
+    body: str = Field(description="Written by a person or operator: data to weigh, as sent.")
+    postedBy: str = Field(description="Principal id of who posted it, as authenticated.")
+    postedAt: datetime
+    deliveryCount: int = Field(description="How many beats have handed it out, this one too.")
+
+
+class InstructionView(Output):
+    id: str
+    session_id: str
+    body: str
+    state: InstructionState = Field(
+        description="pending (not handed out yet), delivered (handed out, not yet "
+        "acknowledged) or acknowledged."
+    )
+    posted_by: str
+    posted_at: datetime
+    delivery_count: int
+    last_delivered_at: datetime | None
+    acknowledged_at: datetime | None
+
+    @classmethod
+    def of(cls, instruction: Instruction) -> InstructionView:
+        return cls(
+            id=instruction.id,
+            session_id=instruction.session_id,
+            body=instruction.body,
+            state=instruction.state,
+            posted_by=instruction.posted_by,
+            posted_at=instruction.posted_at,
+            delivery_count=instruction.delivery_count,
+            last_delivered_at=instruction.last_delivered_at,
+            acknowledged_at=instruction.acknowledged_at,
+        )
+
+
+class SessionView(Output):
+    session_id: str
+    owner: str = Field(description="Principal id of the agent whose beats the session takes.")
+    status: SessionStatus
+    progress_percent: float | None
+    current_step: str | None
+    step_index: int | None
+    step_count: int | None
+    created_at: datetime
+    last_beat_at: datetime
+    stale: bool = Field(
+        description=f"No beat for more than {STALE_AFTER_SECONDS} seconds, as of this call."
+    )
+
+    @classmethod
+    def of(cls, session: Session, now: datetime) -> SessionView:
+        return cls(
+            session_id=session.session_id,
+            owner=session.owner,
+            status=session.status,
+            progress_percent=session.progress_percent,
+            current_step=session.current_step,
+            step_index=session.step_index,
+            step_count=session.step_count,
+            created_at=session.created_at,
+            last_beat_at=session.last_beat_at,
+            stale=session.stale(now),
+        )
+
+
+# -- session_heartbeat --------------------------------------------------------------------
+class SessionHeartbeatInput(StrictInput):
+    idempotency_field: ClassVar[str] = "idempotencyKey"
+
+    sessionId: SessionId
+    status: SessionStatus | SkipJsonSchema[None] = _optional(
+        "active, waiting or blocked; active on the first beat if left out."
+    )
+    progressPercent: (
+        Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | SkipJsonSchema[None]
+    ) = _optional("How far along the session is, 0 to 100.")
+    currentStep: (
+        Annotated[str, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x1f\x7f]+$")]
+        | SkipJsonSchema[None]
+    ) = _optional("What the agent is doing now, up to 500 printable characters.")
+    stepIndex: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = _optional(
+        "Position of the current step, from 1; only together with stepCount, and not above it."
+    )
+    stepCount: Annotated[int, Field(ge=1, le=1000)] | SkipJsonSchema[None] = _optional(
+        "How many steps are planned, 1 to 1000; only together with stepIndex."
+    )
+    acknowledgedInstructionIds: (
+        Annotated[list[InstructionId], Field(max_length=MAX_ACKNOWLEDGMENTS)] | SkipJsonSchema[None]
+    ) = _optional(
+        "Ids of instructions a beat handed you that you have dealt with, up to 100; they "
+        "never come back. An id this session never handed out refuses the whole beat."
+    )
+    instructionCursor: Cursor | SkipJsonSchema[None] = _optional(
+        "The nextInstructionCursor of the previous beat, to get the next page of the same "
+        "walk; leave it out to start from the oldest instruction not acknowledged."
+    )
+    idempotencyKey: IdempotencyKey
+
+    @field_validator(
+        "status",
+        "progressPercent",
+        "currentStep",
+        "stepIndex",
+        "stepCount",
+        "acknowledgedInstructionIds",
+        "instructionCursor",
+        mode="before",
+    )
+    @classmethod
+    def _absent_not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("leave the field out rather than sending null")
+        return value
+
+    @model_validator(mode="after")
+    def _steps(self) -> SessionHeartbeatInput:
+        if (self.stepIndex is None) != (self.stepCount is None):
+            raise ValueError("stepIndex and stepCount are sent together or not at all")
+        if (
+            self.stepIndex is not None
+            and self.stepCount is not None
+            and (self.stepIndex > self.stepCount)
+        ):
+            raise ValueError("stepIndex cannot be above stepCount")
+        return self
+
+
+class SessionHeartbeatResult(Output):
+    sessionId: str
+    status: SessionStatus
+    progressPercent: float | None
+    currentStep: str | None
+    stepIndex: int | None
+    stepCount: int | None
+    lastBeatAt: datetime
+    instructions: list[HandedInstruction] = Field(
+        description=f"Instructions from people, oldest first, at most {PAGE_SIZE}."
+    )
+    nextInstructionCursor: str | None = Field(
+        description="Pass as instructionCursor on the next beat for the rest of this walk; "
+        "null when the walk is complete."
+    )
+    acknowledged: list[str] = Field(
+        description="The instruction ids this beat acknowledged (an id acknowledged before "
+        "is harmless and listed again)."
+    )
+
+
+def _received(
+    store: Store, namespace: str, current: Session | None, ids: list[str]
+) -> list[Instruction]:
+    """The instructions named by ``ids``, each one this session has handed out."""
+    stored: dict[str, Instruction] = {}
+    if current is not None and ids:
+        seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
+        found = store.get_instructions(namespace, current.session_id, seqs)
+        stored = {instruction.id: instruction for instruction in found}
+    unknown = [i for i in ids if i not in stored or stored[i].state == "pending"]
+    if unknown:
+        raise invalid(
+            "acknowledgedInstructionIds names instructions this session has not handed out; "
+            "nothing was recorded",
+            unknown=unknown,
+        )
+    return [stored[i] for i in ids]
+
+
+def _page(
+    store: Store, current: Session | None, after: int, acknowledging: set[int]
+) -> tuple[list[Instruction], bool, int]:
+    """The next page of open instructions after ``after``, whether more follow, and how far
+    every instruction is now known to be acknowledged."""
+    if current is None:
+        return [], False, 0
+    start = max(after, current.acked_through)
+    limit = PAGE_SIZE + 1 + len(acknowledging)
+    found = store.open_instructions(
+        current.namespace, current.session_id, start, current.last_seq, limit
+    )
+    remaining = [i for i in found if i.seq not in acknowledging]
+    acked_through = current.acked_through
+    if start == current.acked_through:
+        # Between the start and the first instruction still open, all are acknowledged, or
+        # are being acknowledged by this beat: later walks need not read them again. Found
+        # rows short of the limit mean the range was read to its end.
+        acked_through = remaining[0].seq - 1 if remaining else current.last_seq
+    return remaining[:PAGE_SIZE], len(remaining) > PAGE_SIZE, acked_through
+
+
+def _beaten(
+    ctx: Context,
+    current: Session | None,
+    args: SessionHeartbeatInput,
+    now: datetime,
+    acked_through: int,
+) -> Session:
+    reported: dict[str, Any] = {
+        "status": args.status,
+        "progress_percent": args.progressPercent,
+        "current_step": args.currentStep,
+        "step_index": args.stepIndex,
+        "step_count": args.stepCount,
+    }
+    if current is None:
+        namespace, owner = ctx.caller.namespace, ctx.caller.principal_id
+        return Session.begun(namespace, args.sessionId, owner, reported, acked_through, now)
+    return current.beaten(reported, acked_through, now)
+
+
+def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
+    namespace = ctx.caller.namespace
+    after = (
+        cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
+        if args.instructionCursor is not None
+        else 0
+    )
+    ack_ids = list(dict.fromkeys(args.acknowledgedInstructionIds or []))
+
+    def attempt() -> SessionHeartbeatResult:
+        now = to_ms(ctx.clock.now())
+        current = ctx.store.get_session(namespace, args.sessionId)
+        if current is not None and current.owner != ctx.caller.principal_id:
+            raise not_found("session")
+        received = _received(ctx.store, namespace, current, ack_ids)
+        acknowledged = [i.acknowledged(now) for i in received if i.state == "delivered"]
+        page, more, acked_through = _page(ctx.store, current, after, {i.seq for i in received})
+        delivered = [i.handed_out(now) for i in page]
+        session = _beaten(ctx, current, args, now, acked_through)
+        result = SessionHeartbeatResult(
+            sessionId=session.session_id,
+            status=session.status,
+            progressPercent=session.progress_percent,
+            currentStep=session.current_step,
+            stepIndex=session.step_index,
+            stepCount=session.step_count,
+            lastBeatAt=session.last_beat_at,
+            instructions=[
+                HandedInstruction(
+                    id=i.id,
+                    body=i.body,
+                    postedBy=i.posted_by,
+                    postedAt=i.posted_at,
+                    deliveryCount=i.delivery_count,
+                )
+                for i in delivered
+            ],
+            nextInstructionCursor=(
+                encode_cursor("beat", s=session.session_id, a=page[-1].seq) if more else None
+            ),
+            acknowledged=ack_ids,
+        )
+        ctx.uow.commit(ctx.store.save_beat(session, delivered, acknowledged), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the session")
+
+
+# -- post_instruction ---------------------------------------------------------------------
+class PostInstructionInput(StrictInput):
+    session_id: SessionId
+    body: str = Field(
+        min_length=1,
+        max_length=MAX_BODY_BYTES,
+        description="What the agent should do, up to 8 KiB of UTF-8.",
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+    @field_validator("body")
+    @classmethod
+    def _fits(cls, body: str) -> str:
+        if len(body.encode()) > MAX_BODY_BYTES:
+            raise ValueError(f"the body is over {MAX_BODY_BYTES} bytes of UTF-8")
+        return body
+
+
+def post_instruction(ctx: Context, args: PostInstructionInput) -> InstructionView:
+    if not _steers(ctx.caller):
+        raise forbidden("only people and operators may post instructions")
+    now = to_ms(ctx.clock.now())
+
+    def attempt() -> InstructionView:
+        session = ctx.store.get_session(ctx.caller.namespace, args.session_id)
+        if session is None:
+            raise not_found("session")
+        instruction = Instruction.posted(session, args.body, ctx.caller.principal_id, now)
+        view = InstructionView.of(instruction)
+        ctx.uow.commit(ctx.store.save_instruction(instruction), result=view)
+        return view
+
+    return retry_on_conflict(attempt, "the session's instructions")
+
+
+# -- list_instructions --------------------------------------------------------------------
+class ListInstructionsInput(StrictInput):
+    session_id: SessionId
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous page, to continue."
+    )
+
+
+class InstructionPage(Output):
+    session_id: str
+    instructions: list[InstructionView] = Field(description="Oldest first, in posting order.")
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page; null at the end."
+    )
+
+
+def list_instructions(ctx: Context, args: ListInstructionsInput) -> InstructionPage:
+    session = ctx.store.get_session(ctx.caller.namespace, args.session_id)
+    if session is None or not (_steers(ctx.caller) or session.owner == ctx.caller.principal_id):
+        raise not_found("session")
+    after = (
+        cursor_position(args.cursor, "instructions", int, s=args.session_id) if args.cursor else 0
+    )
+    found = ctx.store.list_instructions(
+        session.namespace, session.session_id, after, INSTRUCTIONS_PAGE + 1
+    )
+    page = found[:INSTRUCTIONS_PAGE]
+    return InstructionPage(
+        session_id=session.session_id,
+        instructions=[InstructionView.of(i) for i in page],
+        next_cursor=(
+            encode_cursor("instructions", s=session.session_id, a=page[-1].seq)
+            if len(found) > INSTRUCTIONS_PAGE
+            else None
+        ),
+    )
+
+
+# -- list_sessions ------------------------------------------------------------------------
+class ListSessionsInput(StrictInput):
+    stale_only: bool = Field(
+        default=False,
+        description=f"Only sessions with no beat for more than {STALE_AFTER_SECONDS} seconds.",
+    )
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous page of the same query."
+    )
+
+
+class SessionPage(Output):
+    sessions: list[SessionView] = Field(description="In session id order.")
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page; null at the end. A page may be short "
+        "(even empty) and still have a cursor when stale_only skips many sessions."
+    )
+    stale_after_seconds: int = STALE_AFTER_SECONDS
+
+
+def list_sessions(ctx: Context, args: ListSessionsInput) -> SessionPage:
+    if not _steers(ctx.caller):
+        raise forbidden("only people and operators may list sessions")
+    query = {"q": args.stale_only}
+    after = cursor_position(args.cursor, "sessions", str, **query) if args.cursor else None
+    now = ctx.clock.now()
+    found, last = scan_page(
+        lambda start, size: ctx.store.list_sessions(ctx.caller.namespace, start, size),
+        position=lambda session: session.session_id,
+        keep=lambda session: not args.stale_only or session.stale(now),
+        after=after,
+        size=SESSIONS_PAGE,
+        budget=_SCAN_BUDGET,
+    )
+    return SessionPage(
+        sessions=[SessionView.of(session, now) for session in found],
+        next_cursor=encode_cursor("sessions", a=last, **query) if last is not None else None,
+    )
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="session_heartbeat",
+        title="Session heartbeat",
+        description=(
+            "Tell the people watching how your session is going: status (active, waiting or "
+            "blocked), progressPercent, currentStep and, always together, stepIndex and "
+            "stepCount; whatever you leave out keeps its last value. Your first beat creates "
+            "the session, and from then on only you may beat it. Each beat returns up to "
+            f"{PAGE_SIZE} of the instructions people have posted to you, oldest first, each "
+            "with postedBy, the person or operator who sent it: pass nextInstructionCursor as "
+            "instructionCursor on the following beats until it comes back null to see them "
+            "all. An instruction is handed out again on later walks until you list its id in "
+            "acknowledgedInstructionIds; an id never handed to this session refuses the whole "
+            "beat (invalid_argument, naming the ids) and records nothing. Beat at least every "
+            f"{STALE_AFTER_SECONDS} seconds, or the session shows as stale to its "
+            "watchers. A retry with the same idempotencyKey returns the first result."
+        ),
+        input_model=SessionHeartbeatInput,
+        output_model=SessionHeartbeatResult,
+        run=session_heartbeat,
+    ),
+    Tool(
+        name="post_instruction",
+        title="Instruct a session",
+        description=(
+            "Send an instruction, up to 8 KiB of UTF-8, to an agent's session in your "
+            "namespace. The agent gets it on one of its next session_heartbeat calls, and "
+            "again on later ones until it acknowledges it. For people and operators; an agent "
+            "or service without the operator role is forbidden. Returns the instruction, "
+            "pending until a beat hands it out."
+        ),
+        input_model=PostInstructionInput,
+        output_model=InstructionView,
+        run=post_instruction,
+    ),
+    Tool(
+        name="list_instructions",
+        title="List a session's instructions",
+        description=(
+            f"The instructions of a session, oldest first, {INSTRUCTIONS_PAGE} a "
+            "page, each with its state: pending (not handed out yet), delivered (handed out "
+            "deliveryCount times, not acknowledged yet) or acknowledged. For the people and "
+            "operators of the namespace and for the agent whose session it is."
+        ),
+        input_model=ListInstructionsInput,
+        output_model=InstructionPage,
+        run=list_instructions,
+        read_only=True,
+    ),
+    Tool(
+        name="list_sessions",
+        title="Watch sessions",
+        description=(
+            f"The sessions of your namespace in id order, {SESSIONS_PAGE} a page, "
+            "for people and operators: each with its agent (owner), status, progress, current "
+            "step, steps and last beat, and stale: true when it has not beaten for more than "
+            f"{STALE_AFTER_SECONDS} seconds at the time of this call. stale_only keeps "
+            "just the stale ones."
+        ),
+        input_model=ListSessionsInput,
+        output_model=SessionPage,
+        run=list_sessions,
+        read_only=True,
+    ),
+)

@@ -1,0 +1,229 @@
+"""Dead-man switches and deaths on DynamoDB.
+
+A switch is kept as plain top-level attributes (no JSON document) so that the steady-state
+beat is one UpdateItem whose condition and new values touch only what changed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
+from vigil.kit.uow import ConditionFailed
+from vigil.switches.records import Action, Beat, Death, Switch
+from vigil.switches.store import SwitchStore
+
+_TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
+_NUMBERS = {"generation", "expect_within_seconds", "beats", "version", "follows_death"}
+
+
+def _scope_pk(namespace: str, scope: str) -> dict[str, str]:
+    # The scope goes in the partition key, which has room for any scope (2 KB, and an exact
+    # match, so no scope can be read as the prefix of another); its deaths sort under it.
+    return attr_s(f"NS#{namespace}#SW#{scope}")
+
+
+def _switch_key(namespace: str, scope: str) -> dict[str, Any]:
+    return {"pk": _scope_pk(namespace, scope), "sk": attr_s("SWITCH")}
+
+
+def _death_key(namespace: str, scope: str, generation: int) -> dict[str, Any]:
+    return {"pk": _scope_pk(namespace, scope), "sk": attr_s(f"DEATH#{generation:012d}")}
+
+
+def _value(name: str, value: Any) -> dict[str, str]:
+    if name in _TIMES:
+        return attr_n(epoch_ms(value))
+    if name in _NUMBERS:
+        return attr_n(value)
+    if name == "on_expiry":
+        return attr_s(",".join(value))
+    return attr_s(value)
+
+
+def _switch_item(switch: Switch) -> dict[str, Any]:
+    item = _switch_key(switch.namespace, switch.scope)
+    for name, value in switch.model_dump().items():
+        if value is not None:
+            item[name] = _value(name, value)
+    return item
+
+
+def _switch(item: dict[str, Any]) -> Switch:
+    fields: dict[str, Any] = {}
+    for name in Switch.model_fields:
+        if name not in item:
+            fields[name] = None
+        elif name in _TIMES:
+            fields[name] = from_ms(item[name])
+        elif name in _NUMBERS:
+            fields[name] = int(item[name]["N"])
+        elif name == "on_expiry":
+            fields[name] = [a for a in item[name]["S"].split(",") if a]
+        else:
+            fields[name] = item[name]["S"]
+    return Switch.model_validate(fields)
+
+
+class DynamoSwitches(DynamoBase, SwitchStore):
+    def get_switch(self, namespace: str, scope: str) -> Switch | None:
+        key = _switch_key(namespace, scope)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return _switch(item) if item else None
+
+    def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
+        changes = beat.changes()
+        notify_address = changes.pop("notify_address")
+        now = beat.at
+        names = {
+            "#st": "state",
+            "#holder": "holder",
+            "#deadline": "deadline",
+            "#alarm": "alarm_due",
+        }
+        values: dict[str, Any] = {
+            ":armed": attr_s("armed"),
+            ":holder": attr_s(holder),
+            ":now": attr_n(epoch_ms(now)),
+            ":one": attr_n(1),
+            ":new_deadline": attr_n(epoch_ms(changes["deadline"])),
+        }
+        sets, removes = [], []
+        for index, (name, value) in enumerate(changes.items()):
+            names[f"#f{index}"] = name
+            if value is None:
+                removes.append(f"#f{index}")
+            else:
+                sets.append(f"#f{index} = :v{index}")
+                values[f":v{index}"] = _value(name, value)
+        update = "SET " + ", ".join([*sets, "beats = beats + :one", "version = version + :one"])
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
+        condition = (
+            "#st = :armed AND #holder = :holder AND #deadline > :now"
+            " AND #alarm <= :new_deadline AND "
+        )
+        names["#notify"] = "notify_address"
+        if notify_address is None:
+            condition += "attribute_not_exists(#notify)"
+        else:
+            condition += "#notify = :notify"
+            values[":notify"] = attr_s(notify_address)
+        try:
+            response = self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key=_switch_key(namespace, scope),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ConditionFailed:
+            return None
+        return _switch(response["Attributes"])
+
+    def save_switch(self, switch: Switch, expected_version: int | None) -> DynamoWrite:
+        if expected_version is None:
+            return self._put(_switch_item(switch), "attribute_not_exists(pk)")
+        return self._put(
+            _switch_item(switch),
+            "version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(expected_version)},
+        )
+
+    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+        self._transact(
+            [
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": _switch_key(switch.namespace, switch.scope),
+                        "UpdateExpression": "SET #st = :fired, version = version + :one",
+                        "ConditionExpression": (
+                            "#st = :armed AND generation = :generation AND deadline <= :now"
+                        ),
+                        "ExpressionAttributeNames": {"#st": "state"},
+                        "ExpressionAttributeValues": {
+                            ":fired": attr_s("fired"),
+                            ":armed": attr_s("armed"),
+                            ":one": attr_n(1),
+                            ":generation": attr_n(switch.generation),
+                            ":now": attr_n(epoch_ms(now)),
+                        },
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": {
+                            **_death_key(death.namespace, death.scope, death.generation),
+                            "version": attr_n(death.version),
+                            "doc": attr_s(death.model_dump_json()),
+                        },
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+
+    def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key=_switch_key(switch.namespace, switch.scope),
+                UpdateExpression="SET alarm_due = :due, version = version + :one",
+                ConditionExpression=(
+                    "#st = :armed AND generation = :generation AND alarm_due = :previous"
+                ),
+                ExpressionAttributeNames={"#st": "state"},
+                ExpressionAttributeValues={
+                    ":due": attr_n(epoch_ms(switch.alarm_due)),
+                    ":previous": attr_n(epoch_ms(previous_due)),
+                    ":armed": attr_s("armed"),
+                    ":generation": attr_n(switch.generation),
+                    ":one": attr_n(1),
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def get_death(self, namespace: str, scope: str, generation: int) -> Death | None:
+        key = _death_key(namespace, scope, generation)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return Death.model_validate_json(item["doc"]["S"]) if item else None
+
+    def latest_death(self, namespace: str, scope: str) -> Death | None:
+        response = self._call(
+            self.client.query,
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={
+                ":pk": _scope_pk(namespace, scope),
+                ":prefix": attr_s("DEATH#"),
+            },
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = response.get("Items", [])
+        return Death.model_validate_json(items[0]["doc"]["S"]) if items else None
+
+    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+        recorded = death.recorded(action, outcome)
+        self._call(
+            self.client.put_item,
+            TableName=self.table,
+            Item={
+                **_death_key(death.namespace, death.scope, death.generation),
+                "version": attr_n(recorded.version),
+                "doc": attr_s(recorded.model_dump_json()),
+            },
+            ConditionExpression="version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(death.version)},
+        )
+        return recorded

@@ -1,0 +1,95 @@
+"""Dead-man switches and deaths in memory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from vigil.kit.memory import MemoryBase, MemoryWrite
+from vigil.kit.uow import ConditionFailed
+from vigil.switches.records import Action, Beat, Death, Switch
+from vigil.switches.store import SwitchStore
+
+
+class MemorySwitches(MemoryBase, SwitchStore):
+    def __init__(self) -> None:
+        self.switches: dict[tuple[str, str], Switch] = {}
+        self.deaths: dict[tuple[str, str, int], Death] = {}
+        super().__init__()
+
+    def get_switch(self, namespace: str, scope: str) -> Switch | None:
+        with self._lock:
+            found = self.switches.get((namespace, scope))
+            return found.model_copy(deep=True) if found else None
+
+    def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
+        with self._lock:
+            current = self.switches.get((namespace, scope))
+            if (
+                current is None
+                or current.state != "armed"
+                or current.holder != holder
+                or current.notify_address != beat.notify_address
+                or current.deadline <= beat.at
+                or current.alarm_due > beat.deadline
+            ):
+                return None
+            beaten = current.changed(**beat.changes(), beats=current.beats + 1)
+            self.switches[(namespace, scope)] = beaten
+            return beaten.model_copy(deep=True)
+
+    def save_switch(self, switch: Switch, expected_version: int | None) -> MemoryWrite:
+        key = (switch.namespace, switch.scope)
+        return self._versioned(self.switches, key, switch, expected_version)
+
+    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+        with self._lock:
+            current = self.switches.get((switch.namespace, switch.scope))
+            key = (death.namespace, death.scope, death.generation)
+            if (
+                current is None
+                or current.state != "armed"
+                or current.generation != switch.generation
+                or current.deadline > now
+                or key in self.deaths
+            ):
+                raise ConditionFailed(switch.scope)
+            self.switches[(switch.namespace, switch.scope)] = current.changed(state="fired")
+            self.deaths[key] = death.model_copy(deep=True)
+
+    def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
+        with self._lock:
+            current = self.switches.get((switch.namespace, switch.scope))
+            if (
+                current is None
+                or current.state != "armed"
+                or current.generation != switch.generation
+                or current.alarm_due != previous_due
+            ):
+                return False
+            self.switches[(switch.namespace, switch.scope)] = current.changed(
+                alarm_due=switch.alarm_due
+            )
+            return True
+
+    def get_death(self, namespace: str, scope: str, generation: int) -> Death | None:
+        with self._lock:
+            found = self.deaths.get((namespace, scope, generation))
+            return found.model_copy(deep=True) if found else None
+
+    def latest_death(self, namespace: str, scope: str) -> Death | None:
+        with self._lock:
+            found = [d for (ns, sc, _), d in self.deaths.items() if (ns, sc) == (namespace, scope)]
+            if not found:
+                return None
+            return max(found, key=lambda d: d.generation).model_copy(deep=True)
+
+    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+        with self._lock:
+            key = (death.namespace, death.scope, death.generation)
+            current = self.deaths.get(key)
+            if current is None or current.version != death.version:
+                raise ConditionFailed(death.scope)
+            recorded = current.recorded(action, outcome).model_copy(deep=True)
+            self.deaths[key] = recorded
+            return recorded.model_copy(deep=True)

@@ -1,0 +1,167 @@
+"""Dead-man switches and the deaths they observe.
+
+A switch is one per scope in a namespace. Beating it in time moves its deadline; missing the
+deadline fires it: exactly one caller wins the conditional change from armed to fired, and
+that change creates the death record which lists the actions to run and records each one as
+it is done, so an alarm delivered again after a crash finishes what is missing and repeats
+nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from vigil.kit.records import Record, Versioned
+
+Action = Literal["release_leases", "mark_failed", "queue_alert"]
+# The alert is last so that it can say what was released.
+ACTION_ORDER: tuple[Action, ...] = ("release_leases", "mark_failed", "queue_alert")
+SwitchState = Literal["armed", "disarmed", "fired"]
+# What callers are told: a fired switch is "failed" when its death marked the work failed.
+PublicState = Literal["armed", "disarmed", "failed", "expired"]
+
+MIN_WINDOW_SECONDS = 2
+MAX_WINDOW_SECONDS = 2_592_000
+
+
+class Switch(Versioned):
+    namespace: str
+    scope: str
+    holder: str  # the principal that armed this generation
+    agent_id: str | None
+    state: SwitchState
+    generation: int  # grows each time the switch is armed after a disarm or a death
+    deadline: datetime
+    expect_within_seconds: int
+    on_expiry: list[Action]
+    notify_address: str | None
+    armed_at: datetime
+    last_beat_at: datetime
+    beats: int  # beats of this generation
+    alarm_due: datetime  # the due time of the newest alarm armed for this generation
+    # The generation whose death this one was armed after: its first beats repeat that death,
+    # so that a lost answer cannot hide it from the worker.
+    follows_death: int | None = None
+
+    @classmethod
+    def armed_after(
+        cls,
+        previous: Switch | None,
+        death: Death | None,
+        beat: Beat,
+        namespace: str,
+        scope: str,
+        holder: str,
+    ) -> Switch:
+        """A new generation, armed by ``holder``'s beat: after nothing, a disarm or a death."""
+        return cls(
+            namespace=namespace,
+            scope=scope,
+            holder=holder,
+            state="armed",
+            generation=previous.generation + 1 if previous is not None else 1,
+            armed_at=beat.at,
+            beats=1,
+            alarm_due=beat.deadline,
+            version=previous.version + 1 if previous is not None else 1,
+            follows_death=death.generation if death is not None else None,
+            **beat.changes(),
+        )
+
+    def beaten(self, beat: Beat, alarm_due: datetime) -> Switch:
+        """A beat of this generation by its holder, on the slow path (the fast path is the
+        same change made by one conditional update)."""
+        return self.changed(**beat.changes(), alarm_due=alarm_due, beats=self.beats + 1)
+
+    def alarm_moved(self, due: datetime) -> Switch:
+        """The switch with its newest alarm due at ``due`` (the store moves the version)."""
+        return self.model_copy(update={"alarm_due": due})
+
+    def disarmed(self) -> Switch:
+        return self.changed(state="disarmed")
+
+    def overdue(self, now: datetime) -> bool:
+        return self.state == "armed" and self.deadline <= now
+
+    def death(self, to_release: list[HeldLease], now: datetime) -> Death:
+        """The death this switch's expiry at ``now`` records: the actions still to run."""
+        return Death(
+            namespace=self.namespace,
+            scope=self.scope,
+            generation=self.generation,
+            holder=self.holder,
+            agent_id=self.agent_id,
+            deadline=self.deadline,
+            fired_at=now,
+            actions=ordered(self.on_expiry),
+            notify_address=self.notify_address,
+            to_release=to_release,
+            done={},
+            version=1,
+        )
+
+    def public_state(self, death: Death | None) -> PublicState:
+        if self.state != "fired":
+            return self.state
+        return "failed" if death is not None and "mark_failed" in death.actions else "expired"
+
+
+class Beat(Record):
+    """What one heartbeat asks for: the next deadline and the terms of the switch."""
+
+    at: datetime
+    expect_within_seconds: int
+    on_expiry: list[Action]
+    notify_address: str | None
+    agent_id: str | None
+
+    @property
+    def deadline(self) -> datetime:
+        return self.at + timedelta(seconds=self.expect_within_seconds)
+
+    def changes(self) -> dict[str, Any]:
+        """The switch's attributes that every beat sets."""
+        return {
+            "deadline": self.deadline,
+            "expect_within_seconds": self.expect_within_seconds,
+            "on_expiry": ordered(self.on_expiry),
+            "notify_address": self.notify_address,
+            "agent_id": self.agent_id,
+            "last_beat_at": self.at,
+        }
+
+
+class HeldLease(Record):
+    resource: str
+    generation: int
+
+
+class Death(Versioned):
+    """What was observed when a switch fired, and what its actions did."""
+
+    namespace: str
+    scope: str
+    generation: int
+    holder: str
+    agent_id: str | None
+    deadline: datetime
+    fired_at: datetime
+    actions: list[Action]  # in ACTION_ORDER
+    notify_address: str | None
+    to_release: list[HeldLease]  # the scope's leases of the holder when it fired
+    done: dict[str, dict[str, Any]]  # action -> its recorded outcome
+
+    @property
+    def lateness_seconds(self) -> float:
+        return round((self.fired_at - self.deadline).total_seconds(), 3)
+
+    def pending(self) -> list[Action]:
+        return [action for action in self.actions if action not in self.done]
+
+    def recorded(self, action: Action, outcome: dict[str, Any]) -> Death:
+        return self.changed(done={**self.done, action: outcome})
+
+
+def ordered(actions: list[Action]) -> list[Action]:
+    return [action for action in ACTION_ORDER if action in actions]

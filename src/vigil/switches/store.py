@@ -1,0 +1,53 @@
+"""Where dead-man switches and their deaths are kept.
+
+Beats, firing, alarm moves and recorded actions are single conditional writes of their own
+(no unit of work: none carries an idempotency key); arming and disarming go through one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import Any
+
+from vigil.kit.uow import Write
+from vigil.switches.records import Action, Beat, Death, Switch
+
+
+class SwitchStore(ABC):
+    @abstractmethod
+    def get_switch(self, namespace: str, scope: str) -> Switch | None: ...
+
+    @abstractmethod
+    def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
+        """The steady-state beat, one conditional write: applies ``beat`` if the switch is
+        armed by ``holder`` with the same notify address, a deadline still ahead of the beat,
+        and an alarm due no later than the new deadline (a shorter window needs an earlier
+        alarm). Returns the new switch, or None when any of that does not hold (the caller
+        then reads the switch and takes the slow path)."""
+
+    @abstractmethod
+    def save_switch(self, switch: Switch, expected_version: int | None) -> Write:
+        """Stores ``switch`` if the stored version is ``expected_version`` (None: absent)."""
+
+    @abstractmethod
+    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+        """The expiry, atomically: the switch goes from armed at its generation with a
+        deadline at or before ``now`` to fired, and ``death`` is created. Raises
+        ConditionFailed if anything else happened first (a beat, a disarm, another firing)."""
+
+    @abstractmethod
+    def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
+        """Records ``switch.alarm_due`` if the recorded one is still ``previous_due`` (same
+        generation, still armed). Returns whether this caller won."""
+
+    @abstractmethod
+    def get_death(self, namespace: str, scope: str, generation: int) -> Death | None: ...
+
+    @abstractmethod
+    def latest_death(self, namespace: str, scope: str) -> Death | None: ...
+
+    @abstractmethod
+    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+        """Adds ``action``'s outcome if the death is still at ``death.version``; returns the
+        new death. Raises ConditionFailed if it changed (someone else recorded first)."""

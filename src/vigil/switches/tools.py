@@ -1,0 +1,280 @@
+"""Dead-man switch tools: ``heartbeat`` and ``resume_packet`` (the engine behind them is
+vigil.switches.service)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from vigil.clock import to_ms
+from vigil.errors import not_found
+from vigil.kit.tooling import Context, Output, Scope, StrictInput, Tool
+from vigil.leases.records import Lease
+from vigil.progress.tools import ProgressSummary
+from vigil.switches.records import (
+    MAX_WINDOW_SECONDS,
+    MIN_WINDOW_SECONDS,
+    Action,
+    Beat,
+    Death,
+    HeldLease,
+    PublicState,
+    Switch,
+)
+from vigil.switches.service import Liveness
+
+AddressField = Annotated[
+    str,
+    Field(
+        max_length=100,
+        pattern=r"^agent:agt_[a-z2-7]{16}(/[a-z0-9][a-z0-9_-]{0,31})?$",
+        description="A registered mailbox address: agent:<id> or agent:<id>/<box>.",
+    ),
+]
+
+
+def _default_actions() -> list[Action]:
+    return ["mark_failed"]
+
+
+# -- inputs and outputs -------------------------------------------------------------------
+class HeartbeatInput(StrictInput):
+    scope: Scope
+    expect_within_seconds: int = Field(
+        ge=MIN_WINDOW_SECONDS,
+        le=MAX_WINDOW_SECONDS,
+        description="Beat again within this many seconds (2 to 2,592,000) or the switch fires.",
+    )
+    on_expiry: list[Action] = Field(
+        default_factory=_default_actions,
+        max_length=3,
+        description=(
+            "What happens if the next beat is late, run once and always in the order "
+            "release_leases, mark_failed, queue_alert. release_leases reaches only leases taken "
+            "with this scope, and reports the holder's other leases as its blind spot."
+        ),
+    )
+    notify_address: AddressField | None = Field(
+        default=None, description="Required with queue_alert: the mailbox that gets the alert."
+    )
+    agent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="A label for the beating instance, carried in the alert (e.g. worker-3).",
+    )
+    disarm: bool = Field(default=False, description="Stop the switch instead of beating it.")
+    agent_key: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Your secret, only if your MCP host cannot send an Authorization header.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> HeartbeatInput:
+        if len(set(self.on_expiry)) != len(self.on_expiry):
+            raise ValueError("on_expiry lists an action twice")
+        if "queue_alert" in self.on_expiry and self.notify_address is None:
+            raise ValueError("queue_alert needs a notify_address")
+        if self.notify_address is not None and "queue_alert" not in self.on_expiry:
+            raise ValueError("notify_address is used only with queue_alert")
+        return self
+
+
+class ResumePacketInput(StrictInput):
+    scope: Scope
+    agent_key: str | None = Field(default=None, max_length=200, description="As for heartbeat.")
+
+
+class DeathView(Output):
+    generation: int
+    holder: str
+    agent_id: str | None
+    deadline: datetime
+    fired_at: datetime
+    lateness_seconds: float
+    actions: list[Action]
+    completed: list[Action]
+    marked_failed: bool
+    released: list[HeldLease] | None = Field(
+        description="Leases released by release_leases; null if that action was not chosen."
+    )
+    blind_spot: dict[str, Any] | None = Field(
+        description="What release_leases could not reach: the holder's leases without a scope."
+    )
+    alert_envelope_id: str | None
+
+    @classmethod
+    def of(cls, death: Death) -> DeathView:
+        release = death.done.get("release_leases")
+        alert = death.done.get("queue_alert")
+        return cls(
+            generation=death.generation,
+            holder=death.holder,
+            agent_id=death.agent_id,
+            deadline=death.deadline,
+            fired_at=death.fired_at,
+            lateness_seconds=death.lateness_seconds,
+            actions=death.actions,
+            completed=[a for a in death.actions if a in death.done],
+            marked_failed="mark_failed" in death.done,
+            released=[HeldLease(**h) for h in release["released"]] if release else None,
+            blind_spot=release["blind_spot"] if release else None,
+            alert_envelope_id=alert.get("envelope_id") if alert else None,
+        )
+
+
+class HeartbeatResult(Output):
+    scope: str
+    state: PublicState
+    generation: int
+    deadline: datetime | None = Field(description="When the switch fires unless beaten again.")
+    expect_within_seconds: int
+    on_expiry: list[Action]
+    notify_address: str | None
+    agent_id: str | None
+    beats: int
+    death: DeathView | None = Field(
+        description=(
+            "Set when this switch had fired before this call: the facts of that death. A beat "
+            "after a death arms a new generation, whose first three beats repeat the death in "
+            "case an answer was lost; it stays on record in resume_packet."
+        )
+    )
+
+
+class LeaseSummary(Output):
+    resource: str
+    holder: str
+    holder_label: str | None
+    generation: int
+    expires_at: datetime
+
+
+class ResumePacket(Output):
+    scope: str
+    state: PublicState
+    generation: int
+    holder: str
+    agent_id: str | None
+    armed_at: datetime
+    last_beat_at: datetime
+    deadline: datetime | None
+    expect_within_seconds: int
+    on_expiry: list[Action]
+    notify_address: str | None
+    death: DeathView | None = Field(description="The most recent observed death of this scope.")
+    held_leases: list[LeaseSummary] = Field(description="Leases of this scope held right now.")
+    last_progress: ProgressSummary | None = Field(
+        description=(
+            "The latest progress reported for this scope; failing that, the latest report of "
+            "the switch's holder; null if there is neither."
+        )
+    )
+
+
+# -- heartbeat ----------------------------------------------------------------------------
+def heartbeat(ctx: Context, args: HeartbeatInput) -> HeartbeatResult:
+    beat = Beat(
+        at=to_ms(ctx.clock.now()),
+        expect_within_seconds=args.expect_within_seconds,
+        on_expiry=args.on_expiry,
+        notify_address=args.notify_address,
+        agent_id=args.agent_id,
+    )
+    liveness = Liveness(ctx.store, ctx.clock, ctx.alarms, ctx.queues)
+    switch, death = liveness.beat(ctx.caller, args.scope, beat, args.disarm)
+    return _result(switch, death)
+
+
+def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
+    return HeartbeatResult(
+        scope=switch.scope,
+        state=switch.public_state(death),
+        generation=switch.generation,
+        deadline=switch.deadline if switch.state == "armed" else None,
+        expect_within_seconds=switch.expect_within_seconds,
+        on_expiry=switch.on_expiry,
+        notify_address=switch.notify_address,
+        agent_id=switch.agent_id,
+        beats=switch.beats,
+        death=DeathView.of(death) if death is not None else None,
+    )
+
+
+# -- resume_packet ------------------------------------------------------------------------
+def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
+    namespace = ctx.caller.namespace
+    switch = ctx.store.get_switch(namespace, args.scope)
+    if switch is None:
+        raise not_found("scope")
+    death = ctx.store.latest_death(namespace, args.scope)
+    current_death = death if death is not None and death.generation == switch.generation else None
+    now = ctx.clock.now()
+    leases: list[Lease] = [
+        lease for lease in ctx.store.scope_leases(namespace, args.scope) if lease.live(now)
+    ]
+    progress = ctx.store.scope_progress(namespace, args.scope) or ctx.store.latest_progress(
+        namespace, switch.holder
+    )
+    return ResumePacket(
+        scope=switch.scope,
+        state=switch.public_state(current_death),
+        generation=switch.generation,
+        holder=switch.holder,
+        agent_id=switch.agent_id,
+        armed_at=switch.armed_at,
+        last_beat_at=switch.last_beat_at,
+        deadline=switch.deadline if switch.state == "armed" else None,
+        expect_within_seconds=switch.expect_within_seconds,
+        on_expiry=switch.on_expiry,
+        notify_address=switch.notify_address,
+        death=DeathView.of(death) if death is not None else None,
+        held_leases=[
+            LeaseSummary(
+                resource=lease.resource,
+                holder=lease.holder,
+                holder_label=lease.holder_label,
+                generation=lease.generation,
+                expires_at=lease.expires_at,
+            )
+            for lease in leases
+        ],
+        last_progress=ProgressSummary.of(progress) if progress is not None else None,
+    )
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="heartbeat",
+        title="Dead-man switch",
+        description=(
+            "Prove you are alive. Each beat arms (or re-arms) a durable alarm for the scope: beat "
+            "again within expect_within_seconds or the switch fires and runs the on_expiry "
+            "actions exactly once, in the order release_leases, mark_failed, queue_alert. "
+            "release_leases frees your leases taken with this scope and reports the rest as its "
+            "blind spot; mark_failed makes resume_packet report the death as an observed fact; "
+            "queue_alert puts one alert into notify_address. A beat after a death reports that "
+            "death and arms a new generation. disarm stops the switch when the work is done."
+        ),
+        input_model=HeartbeatInput,
+        output_model=HeartbeatResult,
+        run=heartbeat,
+    ),
+    Tool(
+        name="resume_packet",
+        title="Resume a scope",
+        description=(
+            "What a successor needs to pick up a scope: whether its switch is armed, disarmed "
+            "or dead, the observed death with what its actions released and whom they alerted, "
+            "the last beat, the leases of the scope held now, and the latest progress reported "
+            "for the scope (or else by the switch's holder), returned as its reporter's data."
+        ),
+        input_model=ResumePacketInput,
+        output_model=ResumePacket,
+        run=resume_packet,
+        read_only=True,
+    ),
+)

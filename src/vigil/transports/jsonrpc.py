@@ -1,0 +1,9 @@
+"""JSON-RPC 2.0 error codes, for the MCP endpoint and the stdio bridge alike."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# MCP's code for a protocol revision the server does not speak.
+UNSUPPORTED_VERSION = -32022

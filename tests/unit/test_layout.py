@@ -1,0 +1,176 @@
+"""The shape of the code, checked: each capability's rules import no tools, transports or
+adapters; the alarm function loads no tool; and the public interface follows one naming
+rule."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import Tenant
+from vigil.catalog import TOOLS
+from vigil.errors import VigilError
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+CAPABILITIES = ("identity", "leases", "mailboxes", "progress", "runs", "sessions", "switches")
+# Modules that are not the rules: tools, transports, and anything that talks to a backend.
+NOT_RULES = re.compile(
+    r"^vigil\.(app|catalog|wiring|stores|transports|entrypoints|local)(\.|$)"
+    r"|^vigil\.\w+\.(tools|dynamo|memory|sqs|aws)$"
+    r"|^vigil\.kit\.(dynamo|memory|aws|tooling)$"
+    r"|^(boto3|botocore|moto)(\.|$)"
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+@cache
+def imports_of(module: str) -> frozenset[str]:
+    """What ``module`` imports when it runs, function-local imports included: everything but
+    the imports that only type checking sees."""
+    path = SRC / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = SRC / module.replace(".", "/") / "__init__.py"
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if _type_checking_only(node):
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            for alias in node.names:
+                if _is_module(f"{node.module}.{alias.name}"):
+                    found.add(f"{node.module}.{alias.name}")
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return frozenset(found)
+
+
+def _is_module(name: str) -> bool:
+    base = SRC / name.replace(".", "/")
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def reachable(module: str) -> set[str]:
+    """Every vigil module (and every outside top-level package) ``module`` loads."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for name in imports_of(current):
+            if name.startswith("vigil.") and _is_module(name):
+                todo.append(name)
+            else:
+                seen.add(name)
+    return seen
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_each_capability_keeps_its_rules_tools_and_stores_in_one_folder(capability: str) -> None:
+    folder = SRC / "vigil" / capability
+    for part in ("records", "tools", "store", "dynamo", "memory"):
+        assert (folder / f"{part}.py").exists(), f"{capability} has no {part}.py"
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_the_rules_import_no_tools_transports_or_adapters(capability: str) -> None:
+    loaded = reachable(f"vigil.{capability}.records")
+    offending = sorted(name for name in loaded if NOT_RULES.match(name))
+    assert offending == []
+
+
+def test_the_alarm_function_loads_no_tool_or_transport() -> None:
+    loaded = reachable("vigil.entrypoints.alarm")
+    assert "vigil.switches.service" in loaded  # the walk does see what the handler runs
+    offending = sorted(
+        name
+        for name in loaded
+        if re.match(r"^vigil\.(\w+\.tools|catalog|app|transports(\..*)?|kit\.tooling)$", name)
+        or name == "mcp"
+    )
+    assert offending == []
+
+
+# -- naming -------------------------------------------------------------------------------
+SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+# The seed fixes session_heartbeat's inputs and its result's names, in camelCase.
+SEEDED = {
+    "session_heartbeat": {
+        "sessionId",
+        "status",
+        "progressPercent",
+        "currentStep",
+        "stepIndex",
+        "stepCount",
+        "acknowledgedInstructionIds",
+        "instructionCursor",
+        "idempotencyKey",
+        "lastBeatAt",
+        "instructions",
+        "nextInstructionCursor",
+        "acknowledged",
+        "id",
+        "body",
+        "postedBy",
+        "postedAt",
+        "deliveryCount",
+    }
+}
+
+
+def property_names(schema: Any) -> set[str]:
+    """Every property name an object schema (nested ones and $defs included) declares."""
+    names: set[str] = set()
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            names.update(properties)
+        for value in schema.values():
+            names |= property_names(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            names |= property_names(value)
+    return names
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+def test_every_field_is_snake_case_unless_a_seed_fixes_it(tool: Any) -> None:
+    names = property_names(tool.input_schema()) | property_names(tool.output_schema())
+    if tool.name in SEEDED:
+        assert names <= SEEDED[tool.name]
+    else:
+        assert sorted(n for n in names if not SNAKE.match(n)) == []
+
+
+def test_a_validation_problem_names_the_argument_as_written(tenant: Tenant) -> None:
+    _, secret = tenant.register()
+    with pytest.raises(VigilError) as refused:
+        tenant.call(
+            "session_heartbeat",
+            secret,
+            sessionId="s-1",
+            idempotencyKey="k-1",
+            currentStep="line\nbreak",
+            acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa", "not an id"],
+        )
+    fields = [problem["field"] for problem in refused.value.details["problems"]]
+    assert fields == ["currentStep", "acknowledgedInstructionIds.1"]
