@@ -104,7 +104,7 @@ def main() -> None:
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import ManualClock, SystemClock, to_ms
     from vigil.mailboxes.sqs import SqsMailboxQueues
-    from vigil.stores import DynamoStore
+    from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")

@@ -43,7 +43,12 @@ def cold_start() -> None:
     rows = [
         ("import boto3", "import boto3", []),
         ("API handler module (functions/api/app.py)", "import app", api),
-        ("API handler + what its first call imports", "import app, vigil.wiring, boto3", api),
+        (
+            "API handler + what its first call imports",
+            "import app, boto3, vigil.wiring, vigil.stores.dynamo, vigil.mailboxes.sqs,"
+            " vigil.alarms.aws",
+            api,
+        ),
         ("alarm handler module (functions/alarm/app.py)", "import app", alarm),
         ("MCP SDK server (not imported by Vigil)", "import mcp.server", []),
     ]
@@ -92,7 +97,8 @@ def warm_calls() -> None:
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
     from vigil.mailboxes.memory import MemoryMailboxQueues
-    from vigil.stores import DynamoStore, MemoryStore
+    from vigil.stores.dynamo import DynamoStore
+    from vigil.stores.memory import MemoryStore
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"

@@ -16,7 +16,8 @@ from tests.support import Tenant, app_on
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.store import Store
-from vigil.stores import DynamoStore, MemoryStore
+from vigil.stores.dynamo import DynamoStore
+from vigil.stores.memory import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from vigil.clock import ManualClock
 from vigil.entrypoints.alarm import handlers
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.store import Store
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 from vigil.switches.service import Liveness
 
 

@@ -65,7 +65,8 @@ def interleaving_store(request: Any, read: str) -> Any:
     import boto3
 
     from tests.conftest import create_tables_from_template
-    from vigil.stores import DynamoStore, MemoryStore
+    from vigil.stores.dynamo import DynamoStore
+    from vigil.stores.memory import MemoryStore
 
     base: type[Any] = MemoryStore if request.param == "memory" else DynamoStore
 

@@ -49,7 +49,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
     from vigil.errors import VigilError
-    from vigil.stores import DynamoStore
+    from vigil.stores.dynamo import DynamoStore
     from vigil.wiring import aws_client
 
     table = args.table or _table_of_stack(args.stack)

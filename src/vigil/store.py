@@ -1,8 +1,8 @@
 """The store: every capability's store port in one object, so that the writes of one call,
 whichever capabilities they touch, commit together with its idempotency completion.
 
-Each backend implements it as one object (vigil.stores): DynamoDB and the in-memory fake,
-which pass the same contract tests (tests/contract).
+Each backend implements it as one object (vigil.stores.dynamo, vigil.stores.memory): DynamoDB
+and the in-memory fake, which pass the same contract tests (tests/contract).
 """
 
 from __future__ import annotations

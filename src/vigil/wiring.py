@@ -11,7 +11,7 @@ from vigil.config import Settings
 if TYPE_CHECKING:
     from vigil.alarms.aws import AwsAlarms
     from vigil.mailboxes.sqs import SqsMailboxQueues
-    from vigil.stores import DynamoStore
+    from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
 
 
@@ -34,7 +34,7 @@ def aws_client(service: str, read_timeout: int = 5) -> Any:
 
 
 def store() -> DynamoStore:
-    from vigil.stores import DynamoStore
+    from vigil.stores.dynamo import DynamoStore
 
     return DynamoStore(aws_client("dynamodb"), settings().table_name)
 

@@ -12,7 +12,7 @@ import pytest
 
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
-from vigil.stores import DynamoStore
+from vigil.stores.dynamo import DynamoStore
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for, queue_name
 from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
-from vigil.stores import DynamoStore
+from vigil.stores.dynamo import DynamoStore
 from vigil.switches.service import Liveness
 
 ACCOUNT = "123456789012"  # moto's

@@ -15,7 +15,7 @@ from vigil import wiring
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
 from vigil.entrypoints import api
-from vigil.stores import DynamoStore
+from vigil.stores.dynamo import DynamoStore
 
 EVENTS = ROOT / "events"
 

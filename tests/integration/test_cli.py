@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import create_tables_from_template
 from vigil import cli
 from vigil.identity.records import secret_matches
-from vigil.stores import DynamoStore
+from vigil.stores.dynamo import DynamoStore
 
 
 def test_bootstrap_creates_one_operator_and_prints_its_secret_once(

@@ -11,7 +11,7 @@ from tests.support import Tenant, app_on
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.idempotency import LOCK_SECONDS
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 
 
 class Crash(Exception):

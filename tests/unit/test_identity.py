@@ -10,7 +10,7 @@ import pytest
 from tests.support import Tenant
 from vigil.app import App
 from vigil.errors import ErrorCode, VigilError
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 
 
 def error_of(call, *args, **kwargs) -> VigilError:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from vigil.kit.uow import UnitOfWork
 from vigil.leases.records import Lease
 from vigil.leases.service import release
 from vigil.store import Store
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 
 
 def release_by_switch(store: Store, clock: ManualClock, holder: str) -> Lease:

@@ -28,7 +28,8 @@ from vigil.mailboxes.records import (
 )
 from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
-from vigil.stores import DynamoStore, MemoryStore
+from vigil.stores.dynamo import DynamoStore
+from vigil.stores.memory import MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

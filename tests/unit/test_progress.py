@@ -20,7 +20,7 @@ from vigil.kit.memory import MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
 from vigil.store import Store
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

@@ -27,7 +27,8 @@ from vigil.sessions.records import (
 )
 from vigil.sessions.tools import SessionHeartbeatInput
 from vigil.store import Store
-from vigil.stores import DynamoStore, MemoryStore
+from vigil.stores.dynamo import DynamoStore
+from vigil.stores.memory import MemoryStore
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

@@ -42,7 +42,7 @@ from vigil.kit.memory import MemoryWrite
 from vigil.leases.records import Lease
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.mailboxes.queues import QueueRef
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 from vigil.switches.records import ACTION_ORDER, Action, Death, Switch
 from vigil.switches.service import REPEAT_DEATH_BEATS
 

@@ -13,7 +13,7 @@ from tests.liveness_support import World
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.kit.memory import MemoryWrite
-from vigil.stores import MemoryStore
+from vigil.stores.memory import MemoryStore
 from vigil.switches.records import Switch
 
 SCOPE = "job-1"

@@ -48,9 +48,11 @@ class MemoryBase(Committer, IdempotencyStore):
                 step.apply()
 
     @staticmethod
-    def _versioned(table: dict[K, Any], key: K, record: Any, expected: int | None) -> MemoryWrite:
+    def _versioned(
+        table: dict[K, Any], key: K, record: Any, expected: int | None, deep: bool = False
+    ) -> MemoryWrite:
         """Stores a copy of ``record`` at ``key`` if the stored version is ``expected``
-        (None: nothing stored yet)."""
+        (None: nothing stored yet); ``deep`` for a record that holds containers."""
 
         def check() -> None:
             current = table.get(key)
@@ -58,7 +60,7 @@ class MemoryBase(Committer, IdempotencyStore):
                 raise ConditionFailed(str(key))
 
         def apply() -> None:
-            table[key] = record.model_copy(deep=True)
+            table[key] = record.model_copy(deep=deep)
 
         return MemoryWrite(check, apply)
 

@@ -166,7 +166,7 @@ def start(
     from vigil.config import Settings
     from vigil.infra.template import translate
     from vigil.local.moto_server import LocalMotoServer
-    from vigil.stores import DynamoStore
+    from vigil.stores.dynamo import DynamoStore
 
     clock = clock or SystemClock()
     closer = contextlib.ExitStack()

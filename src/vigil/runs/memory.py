@@ -18,4 +18,5 @@ class MemoryRuns(MemoryBase, RunStore):
             return found.model_copy(deep=True) if found else None
 
     def save_run(self, run: Run, expected_version: int | None) -> MemoryWrite:
-        return self._versioned(self.runs, (run.namespace, run.run_id), run, expected_version)
+        key = (run.namespace, run.run_id)
+        return self._versioned(self.runs, key, run, expected_version, deep=True)

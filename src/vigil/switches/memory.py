@@ -40,7 +40,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
 
     def save_switch(self, switch: Switch, expected_version: int | None) -> MemoryWrite:
         key = (switch.namespace, switch.scope)
-        return self._versioned(self.switches, key, switch, expected_version)
+        return self._versioned(self.switches, key, switch, expected_version, deep=True)
 
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
         with self._lock:

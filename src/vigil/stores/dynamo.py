@@ -1,0 +1,25 @@
+"""The store on DynamoDB: one object over every capability's DynamoDB adapter."""
+
+from __future__ import annotations
+
+from vigil.identity.dynamo import DynamoIdentity
+from vigil.leases.dynamo import DynamoLeases
+from vigil.mailboxes.dynamo import DynamoMailboxes
+from vigil.progress.dynamo import DynamoProgress
+from vigil.runs.dynamo import DynamoRuns
+from vigil.sessions.dynamo import DynamoSessions
+from vigil.store import Store
+from vigil.switches.dynamo import DynamoSwitches
+
+
+class DynamoStore(
+    DynamoIdentity,
+    DynamoLeases,
+    DynamoMailboxes,
+    DynamoProgress,
+    DynamoRuns,
+    DynamoSessions,
+    DynamoSwitches,
+    Store,
+):
+    pass

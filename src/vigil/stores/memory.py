@@ -1,0 +1,26 @@
+"""The in-memory store: one object over every capability's fake, for tests. It is never
+imported by the functions."""
+
+from __future__ import annotations
+
+from vigil.identity.memory import MemoryIdentity
+from vigil.leases.memory import MemoryLeases
+from vigil.mailboxes.memory import MemoryMailboxes
+from vigil.progress.memory import MemoryProgress
+from vigil.runs.memory import MemoryRuns
+from vigil.sessions.memory import MemorySessions
+from vigil.store import Store
+from vigil.switches.memory import MemorySwitches
+
+
+class MemoryStore(
+    MemoryIdentity,
+    MemoryLeases,
+    MemoryMailboxes,
+    MemoryProgress,
+    MemoryRuns,
+    MemorySessions,
+    MemorySwitches,
+    Store,
+):
+    pass
