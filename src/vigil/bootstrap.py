@@ -40,18 +40,8 @@ def bootstrap_operator(
             ) from None
     principal_id = new_principal_id("person")
     secret = issue_secret(namespace, principal_id)
-    operator = Principal(
-        namespace=namespace,
-        id=principal_id,
-        kind="person",
-        name=name,
-        role="operator",
-        status="active",
-        secret_hash=hash_secret(secret),
-        created_at=now,
-        updated_at=now,
-        created_by=None,
-        version=1,
+    operator = Principal.registered(
+        namespace, "person", name, "operator", hash_secret(secret), None, now, principal_id
     )
     store.commit([store.add_principal(operator)])
     return operator, secret

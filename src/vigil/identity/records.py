@@ -50,6 +50,32 @@ class Principal(Versioned):
     updated_at: datetime
     created_by: str | None
 
+    @classmethod
+    def registered(
+        cls,
+        namespace: str,
+        kind: Kind,
+        name: str,
+        role: Role,
+        secret_hash: str,
+        created_by: str | None,
+        now: datetime,
+        principal_id: str | None = None,
+    ) -> Principal:
+        return cls(
+            namespace=namespace,
+            id=principal_id or new_principal_id(kind),
+            kind=kind,
+            name=name,
+            role=role,
+            status="active",
+            secret_hash=secret_hash,
+            created_at=now,
+            updated_at=now,
+            created_by=created_by,
+            version=1,
+        )
+
     def rotated(self, secret_hash: str, now: datetime) -> Principal:
         return self.changed(secret_hash=secret_hash, updated_at=now)
 

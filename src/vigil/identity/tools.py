@@ -7,19 +7,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from vigil.errors import conflict, forbidden, invalid, not_found
+from vigil.identity import service
 from vigil.identity.records import (
     PRINCIPAL_ID_PATTERN,
     Kind,
     Principal,
     Role,
     Status,
-    hash_secret,
-    issue_secret,
-    new_principal_id,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.paging import scan_page
 from vigil.kit.tooling import (
     OPERATORS,
     PRINTABLE,
@@ -29,7 +25,6 @@ from vigil.kit.tooling import (
     StrictInput,
     Tool,
 )
-from vigil.kit.uow import ConditionFailed
 
 Name = Annotated[
     str,
@@ -100,32 +95,21 @@ class RegisterInput(StrictInput):
 
 
 def register(ctx: Context, args: RegisterInput) -> SecretIssued:
-    if not ctx.caller.is_operator:
-        raise forbidden("only an operator may register principals")
-    now = ctx.clock.now()
-    principal_id = new_principal_id(args.kind)
-    secret = issue_secret(ctx.caller.namespace, principal_id)
-    principal = Principal(
-        namespace=ctx.caller.namespace,
-        id=principal_id,
-        kind=args.kind,
-        name=args.name,
-        role=args.role,
-        status="active",
-        secret_hash=hash_secret(secret),
-        created_at=now,
-        updated_at=now,
-        created_by=ctx.caller.principal_id,
-        version=1,
+    principal, secret = service.register(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.kind,
+        args.name,
+        args.role,
+        ctx.clock.now(),
+        present=_without_secret,
     )
-    view = PrincipalView.of(principal)
-    try:
-        ctx.uow.commit(
-            ctx.store.add_principal(principal), result=SecretIssued(principal=view, secret=None)
-        )
-    except ConditionFailed:
-        raise conflict("the registration raced another attempt; retry with the same key") from None
-    return SecretIssued(principal=view, secret=secret)
+    return SecretIssued(principal=PrincipalView.of(principal), secret=secret)
+
+
+def _without_secret(principal: Principal) -> SecretIssued:
+    return SecretIssued(principal=PrincipalView.of(principal), secret=None)
 
 
 # -- rotate / revoke ----------------------------------------------------------------------
@@ -147,42 +131,29 @@ class PrincipalResult(Output):
     principal: PrincipalView
 
 
-def _target(ctx: Context, principal_id: str, version: int) -> Principal:
-    if principal_id != ctx.caller.principal_id and not ctx.caller.is_operator:
-        # A worker learns nothing about principals other than itself.
-        raise not_found("principal")
-    principal = ctx.store.get_principal(ctx.caller.namespace, principal_id)
-    if principal is None:
-        raise not_found("principal")
-    if principal.status != "active":
-        raise invalid("the principal is revoked")
-    if principal.version != version:
-        raise conflict("stale version", current_version=principal.version)
-    return principal
-
-
-def _save(ctx: Context, changed: Principal, stored_result: Output) -> None:
-    try:
-        ctx.uow.commit(ctx.store.save_principal(changed), result=stored_result)
-    except ConditionFailed:
-        raise conflict("the principal changed concurrently; read it again") from None
-
-
 def rotate_secret(ctx: Context, args: RotateSecretInput) -> SecretIssued:
-    principal = _target(ctx, args.principal_id or ctx.caller.principal_id, args.version)
-    secret = issue_secret(principal.namespace, principal.id)
-    changed = principal.rotated(hash_secret(secret), ctx.clock.now())
-    view = PrincipalView.of(changed)
-    _save(ctx, changed, SecretIssued(principal=view, secret=None))
-    return SecretIssued(principal=view, secret=secret)
+    principal, secret = service.rotate(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.principal_id or ctx.caller.principal_id,
+        args.version,
+        ctx.clock.now(),
+        present=_without_secret,
+    )
+    return SecretIssued(principal=PrincipalView.of(principal), secret=secret)
 
 
 def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
-    principal = _target(ctx, args.principal_id, args.version)
-    changed = principal.revoked(ctx.clock.now())
-    result = PrincipalResult(principal=PrincipalView.of(changed))
-    _save(ctx, changed, result)
-    return result
+    return service.revoke(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.principal_id,
+        args.version,
+        ctx.clock.now(),
+        present=lambda principal: PrincipalResult(principal=PrincipalView.of(principal)),
+    )
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -235,22 +206,11 @@ class DirectoryPage(Output):
     order: Literal["id_ascending"] = "id_ascending"
 
 
-# One call examines at most this many records before it returns a page (possibly short) and a
-# cursor, so a rare search term cannot turn one request into a full namespace scan.
-_SCAN_BUDGET = 1000
-
-
 def list_directory(ctx: Context, args: ListDirectoryInput) -> DirectoryPage:
     query = {"kind": args.kind, "q": args.search}
     after = cursor_position(args.cursor, "directory", str, **query) if args.cursor else None
-    needle = args.search.casefold() if args.search else None
-    found, last = scan_page(
-        lambda start, size: ctx.store.list_principals(ctx.caller.namespace, args.kind, start, size),
-        position=lambda principal: principal.id,
-        keep=lambda p: needle is None or needle in p.name.casefold() or needle in p.id,
-        after=after,
-        size=args.limit,
-        budget=_SCAN_BUDGET,
+    found, last = service.directory_page(
+        ctx.store, ctx.caller, args.kind, args.search, after, args.limit
     )
     return DirectoryPage(
         items=[PrincipalView.of(p) for p in found],

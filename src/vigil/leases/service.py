@@ -1,16 +1,70 @@
-"""Releasing a lease: the one way it happens, by its holder or by a dead-man switch that fired."""
+"""Lease use cases: acquiring, renewing and releasing. Releasing is also how a dead-man switch
+that fired frees its holder's leases, so it is the one way a lease is released."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from pydantic import BaseModel
 
-from vigil.kit.retry import retry_on_conflict
+from vigil.identity.records import Caller
+from vigil.kit.retry import retry_on_conflict, update_versioned
 from vigil.kit.uow import UnitOfWork
-from vigil.leases.records import Lease, stale_lease
+from vigil.leases.records import Lease, granted, stale_lease
 from vigil.leases.store import LeaseStore
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def acquire(
+    store: LeaseStore,
+    uow: UnitOfWork,
+    caller: Caller,
+    resource: str,
+    scope: str | None,
+    label: str | None,
+    ttl_seconds: int,
+    now: datetime,
+    present: Callable[[Lease], R],
+) -> R:
+    namespace, holder = caller.namespace, caller.principal_id
+    return update_versioned(
+        uow,
+        read=lambda: store.get_lease(namespace, resource),
+        change=lambda current: granted(
+            current, namespace, resource, scope, holder, label, ttl_seconds, now
+        ),
+        save=store.save_lease,
+        present=present,
+        what="the lease",
+    )
+
+
+def renew(
+    store: LeaseStore,
+    uow: UnitOfWork,
+    caller: Caller,
+    resource: str,
+    generation: int,
+    ttl_seconds: int,
+    now: datetime,
+    present: Callable[[Lease], R],
+) -> R:
+    def renewed(current: Lease | None) -> Lease:
+        if current is None:
+            raise stale_lease(None, now)
+        return current.renewed(caller.principal_id, generation, ttl_seconds, now)
+
+    return update_versioned(
+        uow,
+        read=lambda: store.get_lease(caller.namespace, resource),
+        change=renewed,
+        save=store.save_lease,
+        present=present,
+        what="the lease",
+    )
 
 
 def release(

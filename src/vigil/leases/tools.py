@@ -1,7 +1,6 @@
 """Lease tools: ``acquire_lease``, ``renew_lease``, ``release_lease``.
 
-Every change reads the lease, decides by its rules (vigil.leases.records), and writes
-conditionally on the version it read; a lost race reads again.
+The use cases are vigil.leases.service; the rules, vigil.leases.records.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from vigil.kit.retry import retry_on_conflict
 from vigil.kit.tooling import (
     PRINTABLE,
     Context,
@@ -21,8 +19,8 @@ from vigil.kit.tooling import (
     StrictInput,
     Tool,
 )
-from vigil.leases.records import Lease, LeaseState, granted, stale_lease
-from vigil.leases.service import release
+from vigil.leases import service
+from vigil.leases.records import Lease, LeaseState
 
 Resource = Annotated[
     str,
@@ -105,26 +103,17 @@ class AcquireInput(StrictInput):
 
 
 def acquire_lease(ctx: Context, args: AcquireInput) -> LeaseResult:
-    now = ctx.clock.now()
-
-    def attempt() -> LeaseResult:
-        current = ctx.store.get_lease(ctx.caller.namespace, args.resource)
-        lease = granted(
-            current,
-            ctx.caller.namespace,
-            args.resource,
-            args.scope,
-            ctx.caller.principal_id,
-            args.agent_id,
-            args.ttl_seconds,
-            now,
-        )
-        result = _present(lease)
-        expected = current.version if current else None
-        ctx.uow.commit(ctx.store.save_lease(lease, expected), result=result)
-        return result
-
-    return retry_on_conflict(attempt, "the lease")
+    return service.acquire(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.resource,
+        args.scope,
+        args.agent_id,
+        args.ttl_seconds,
+        ctx.clock.now(),
+        present=_present,
+    )
 
 
 # -- renew --------------------------------------------------------------------------------
@@ -136,18 +125,16 @@ class RenewInput(StrictInput):
 
 
 def renew_lease(ctx: Context, args: RenewInput) -> LeaseResult:
-    now = ctx.clock.now()
-
-    def attempt() -> LeaseResult:
-        current = ctx.store.get_lease(ctx.caller.namespace, args.resource)
-        if current is None:
-            raise stale_lease(None, now)
-        renewed = current.renewed(ctx.caller.principal_id, args.generation, args.ttl_seconds, now)
-        result = _present(renewed)
-        ctx.uow.commit(ctx.store.save_lease(renewed, current.version), result=result)
-        return result
-
-    return retry_on_conflict(attempt, "the lease")
+    return service.renew(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.resource,
+        args.generation,
+        args.ttl_seconds,
+        ctx.clock.now(),
+        present=_present,
+    )
 
 
 # -- release ------------------------------------------------------------------------------
@@ -158,7 +145,7 @@ class ReleaseInput(StrictInput):
 
 
 def release_lease(ctx: Context, args: ReleaseInput) -> LeaseResult:
-    released = release(
+    released = service.release(
         ctx.store,
         ctx.uow,
         ctx.caller.namespace,

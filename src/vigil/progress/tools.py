@@ -13,11 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
-from vigil.clock import to_ms
-from vigil.errors import not_found
 from vigil.identity.records import PRINCIPAL_ID_PATTERN
-from vigil.kit.retry import retry_on_conflict
 from vigil.kit.tooling import Context, IdempotencyKey, Output, Scope, StrictInput, Tool
+from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
 
 PROGRESS_LIMITS = (
@@ -98,41 +96,23 @@ class PrincipalProgress(Output):
 
 
 def report_progress(ctx: Context, args: ReportProgressInput) -> ReportProgressResult:
-    PROGRESS_BOUNDS.require_size(args.progress, "the progress")
-
-    def attempt() -> ReportProgressResult:
-        # The time is taken afresh on each attempt: a write refused because a later report
-        # landed first (another instance, another clock) is retried with a later time.
-        now = to_ms(ctx.clock.now())
-        report = ProgressReport(
-            namespace=ctx.caller.namespace,
-            reported_by=ctx.caller.principal_id,
-            scope=args.scope,
-            progress=args.progress,
-            reported_at=now,
-        )
-        result = ReportProgressResult(ok=True, recorded_at=now)
-        ctx.uow.commit(ctx.store.save_progress(report), result=result)
-        return result
-
-    return retry_on_conflict(attempt, "the latest progress")
+    return service.report(
+        ctx.store,
+        ctx.uow,
+        ctx.clock,
+        ctx.caller,
+        args.scope,
+        args.progress,
+        lambda made: ReportProgressResult(ok=True, recorded_at=made.reported_at),
+    )
 
 
 def get_progress(ctx: Context, args: GetProgressInput) -> PrincipalProgress:
-    namespace = ctx.caller.namespace
     principal_id = args.principal_id or ctx.caller.principal_id
-    report = ctx.store.latest_progress(namespace, principal_id)
-    # Only an authenticated principal can have reported, so the directory is read only when
-    # there is no report: to tell "nothing reported yet" from "no such principal".
-    if (
-        report is None
-        and principal_id != ctx.caller.principal_id
-        and ctx.store.get_principal(namespace, principal_id) is None
-    ):
-        raise not_found("principal")
+    found = service.latest(ctx.store, ctx.caller, principal_id)
     return PrincipalProgress(
         principal_id=principal_id,
-        last_progress=ProgressView.of(report) if report is not None else None,
+        last_progress=ProgressView.of(found) if found is not None else None,
     )
 
 

@@ -21,10 +21,8 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
-from vigil.errors import conflict, not_found
-from vigil.kit.retry import retry_on_conflict
 from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import ConditionFailed
+from vigil.runs import service
 from vigil.runs.records import (
     DEFAULT_LEASE_SECONDS,
     MAX_LEASE_SECONDS,
@@ -108,30 +106,8 @@ class RunResult(Output):
     run: RunView
 
 
-def _read(ctx: Context, run_id: UUID) -> Run:
-    run = ctx.store.get_run(ctx.caller.namespace, str(run_id))
-    if run is None:
-        raise not_found("run")
-    return run
-
-
-def _present(run: Run, now: datetime) -> RunResult:
-    return RunResult(run=RunView.of(run, now))
-
-
-def _changed(ctx: Context, run_id: UUID, change: Callable[[Run], Run]) -> RunResult:
-    """Reads the run, applies ``change`` (one of its transitions) and stores the outcome
-    conditionally on the version read, reading again after a lost race."""
-    now = ctx.clock.now()
-
-    def attempt() -> RunResult:
-        run = _read(ctx, run_id)
-        changed = change(run)
-        result = _present(changed, now)
-        ctx.uow.commit(ctx.store.save_run(changed, run.version), result=result)
-        return result
-
-    return retry_on_conflict(attempt, "the run")
+def _presenter(now: datetime) -> Callable[[Run], RunResult]:
+    return lambda run: RunResult(run=RunView.of(run, now))
 
 
 # -- start --------------------------------------------------------------------------------
@@ -146,15 +122,9 @@ class StartRunInput(StrictInput):
 def start_run(ctx: Context, args: StartRunInput) -> RunResult:
     now = ctx.clock.now()
     run_id = str(args.run_id or uuid.uuid4())
-    run = Run.started(
-        ctx.caller.namespace, run_id, ctx.caller.principal_id, args.lease_duration_seconds, now
+    return service.start(
+        ctx.store, ctx.uow, ctx.caller, run_id, args.lease_duration_seconds, now, _presenter(now)
     )
-    result = _present(run, now)
-    try:
-        ctx.uow.commit(ctx.store.save_run(run, None), result=result)
-    except ConditionFailed:
-        raise conflict("a run with this run_id exists already") from None
-    return result
 
 
 # -- claim --------------------------------------------------------------------------------
@@ -166,10 +136,14 @@ class ClaimRunInput(StrictInput):
 
 def claim_run(ctx: Context, args: ClaimRunInput) -> RunResult:
     now = ctx.clock.now()
-    return _changed(
-        ctx,
-        args.run_id,
-        lambda run: run.claimed_by(ctx.caller.principal_id, args.lease_duration_seconds, now),
+    return service.claim(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        str(args.run_id),
+        args.lease_duration_seconds,
+        now,
+        _presenter(now),
     )
 
 
@@ -186,12 +160,15 @@ class RunHeartbeatResult(Output):
 
 def create_run_heartbeat(ctx: Context, args: RunHeartbeatInput) -> RunHeartbeatResult:
     now = ctx.clock.now()
-    renewed = _changed(
-        ctx,
-        args.run_id,
-        lambda run: run.renewed(ctx.caller.principal_id, args.lease_duration_seconds, now),
+    return service.renew(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        str(args.run_id),
+        args.lease_duration_seconds,
+        now,
+        lambda run: RunHeartbeatResult(run_id=args.run_id, expires_at=run.expires_at),
     )
-    return RunHeartbeatResult(run_id=args.run_id, expires_at=renewed.run.expires_at)
 
 
 # -- finish -------------------------------------------------------------------------------
@@ -207,15 +184,17 @@ class FinishRunInput(StrictInput):
 
 
 def finish_run(ctx: Context, args: FinishRunInput) -> RunResult:
-    if args.result is not None:
-        RESULT_BOUNDS.require_size(args.result, "the result")
     now = ctx.clock.now()
-    return _changed(
-        ctx,
-        args.run_id,
-        lambda run: run.finished(
-            ctx.caller.principal_id, args.generation, args.outcome, args.result, now
-        ),
+    return service.finish(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        str(args.run_id),
+        args.generation,
+        args.outcome,
+        args.result,
+        now,
+        _presenter(now),
     )
 
 
@@ -225,7 +204,7 @@ class GetRunInput(StrictInput):
 
 
 def get_run(ctx: Context, args: GetRunInput) -> RunResult:
-    return _present(_read(ctx, args.run_id), ctx.clock.now())
+    return _presenter(ctx.clock.now())(service.read(ctx.store, ctx.caller, str(args.run_id)))
 
 
 TOOLS: tuple[Tool, ...] = (

@@ -1,22 +1,6 @@
-"""Sessions with human instructions: ``session_heartbeat`` for the working agent,
-``post_instruction``, ``list_instructions`` and ``list_sessions`` for the people steering it.
-
-Instructions are numbered per session as they are posted (``vigil.sessions.records`` says why
-a reader that takes the session's last number first can miss none). A beat reads the session,
-then the open instructions after its starting point and up to that last number, in order. So
-one walk (a series of beats, each passing the previous ``nextInstructionCursor``) shows each
-instruction at most once and in order, and by its end every one that was open when it began;
-one posted meanwhile comes on a later page or in the next walk. Whatever a beat hands out is
-recorded as delivered in the same transaction as the beat, and comes back in later walks until
-the agent acknowledges it. The session remembers how far everything is acknowledged
-(``acked_through``), so a new walk starts at the first open instruction without reading the
-acknowledged ones before it.
-
-Acknowledging anything the session was never handed is refused before anything is written.
-The checks that make the write safe are conditions, not the earlier reads: the session's
-version (beats race only each other; posting moves ``last_seq`` alone), each delivery on the
-count it was read with, each acknowledgment on the instruction still being delivered.
-"""
+"""Session tools: ``session_heartbeat`` for the working agent, ``post_instruction``,
+``list_instructions`` and ``list_sessions`` for the people steering it. The use cases, and how a
+walk of instructions works, are in vigil.sessions.service."""
 
 from __future__ import annotations
 
@@ -26,13 +10,9 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from vigil.clock import to_ms
-from vigil.errors import forbidden, invalid, not_found
-from vigil.identity.records import Caller
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.paging import scan_page
-from vigil.kit.retry import retry_on_conflict
 from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.sessions import service
 from vigil.sessions.records import (
     INSTRUCTION_ID_PATTERN,
     MAX_BODY_BYTES,
@@ -43,15 +23,8 @@ from vigil.sessions.records import (
     InstructionState,
     Session,
     SessionStatus,
-    instruction_seq,
 )
-from vigil.store import Store
 
-INSTRUCTIONS_PAGE = 25
-SESSIONS_PAGE = 50
-# One list_sessions call examines at most this many sessions, so that looking for the few
-# stale ones returns a short page and a cursor rather than reading a whole namespace.
-_SCAN_BUDGET = 500
 MAX_ACKNOWLEDGMENTS = 100
 
 SessionId = Annotated[
@@ -75,10 +48,6 @@ def _optional(description: str) -> Any:
     """An optional field published as its plain type: to leave it out, omit it (null is
     refused, as the schema says)."""
     return Field(default=None, description=description, json_schema_extra=_no_default)
-
-
-def _steers(caller: Caller) -> bool:
-    return caller.kind == "person" or caller.is_operator
 
 
 # -- views --------------------------------------------------------------------------------
@@ -232,54 +201,12 @@ class SessionHeartbeatResult(Output):
     )
 
 
-def _received(
-    store: Store, namespace: str, current: Session | None, ids: list[str]
-) -> list[Instruction]:
-    """The instructions named by ``ids``, each one this session has handed out."""
-    stored: dict[str, Instruction] = {}
-    if current is not None and ids:
-        seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
-        found = store.get_instructions(namespace, current.session_id, seqs)
-        stored = {instruction.id: instruction for instruction in found}
-    unknown = [i for i in ids if i not in stored or stored[i].state == "pending"]
-    if unknown:
-        raise invalid(
-            "acknowledgedInstructionIds names instructions this session has not handed out; "
-            "nothing was recorded",
-            unknown=unknown,
-        )
-    return [stored[i] for i in ids]
-
-
-def _page(
-    store: Store, current: Session | None, after: int, acknowledging: set[int]
-) -> tuple[list[Instruction], bool, int]:
-    """The next page of open instructions after ``after``, whether more follow, and how far
-    every instruction is now known to be acknowledged."""
-    if current is None:
-        return [], False, 0
-    start = max(after, current.acked_through)
-    limit = PAGE_SIZE + 1 + len(acknowledging)
-    found = store.open_instructions(
-        current.namespace, current.session_id, start, current.last_seq, limit
+def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
+    after = (
+        cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
+        if args.instructionCursor is not None
+        else 0
     )
-    remaining = [i for i in found if i.seq not in acknowledging]
-    acked_through = current.acked_through
-    if start == current.acked_through:
-        # Between the start and the first instruction still open, all are acknowledged, or
-        # are being acknowledged by this beat: later walks need not read them again. Found
-        # rows short of the limit mean the range was read to its end.
-        acked_through = remaining[0].seq - 1 if remaining else current.last_seq
-    return remaining[:PAGE_SIZE], len(remaining) > PAGE_SIZE, acked_through
-
-
-def _beaten(
-    ctx: Context,
-    current: Session | None,
-    args: SessionHeartbeatInput,
-    now: datetime,
-    acked_through: int,
-) -> Session:
     reported: dict[str, Any] = {
         "status": args.status,
         "progress_percent": args.progressPercent,
@@ -287,32 +214,10 @@ def _beaten(
         "step_index": args.stepIndex,
         "step_count": args.stepCount,
     }
-    if current is None:
-        namespace, owner = ctx.caller.namespace, ctx.caller.principal_id
-        return Session.begun(namespace, args.sessionId, owner, reported, acked_through, now)
-    return current.beaten(reported, acked_through, now)
 
-
-def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
-    namespace = ctx.caller.namespace
-    after = (
-        cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
-        if args.instructionCursor is not None
-        else 0
-    )
-    ack_ids = list(dict.fromkeys(args.acknowledgedInstructionIds or []))
-
-    def attempt() -> SessionHeartbeatResult:
-        now = to_ms(ctx.clock.now())
-        current = ctx.store.get_session(namespace, args.sessionId)
-        if current is not None and current.owner != ctx.caller.principal_id:
-            raise not_found("session")
-        received = _received(ctx.store, namespace, current, ack_ids)
-        acknowledged = [i.acknowledged(now) for i in received if i.state == "delivered"]
-        page, more, acked_through = _page(ctx.store, current, after, {i.seq for i in received})
-        delivered = [i.handed_out(now) for i in page]
-        session = _beaten(ctx, current, args, now, acked_through)
-        result = SessionHeartbeatResult(
+    def present(beat: service.BeatOutcome) -> SessionHeartbeatResult:
+        session = beat.session
+        return SessionHeartbeatResult(
             sessionId=session.session_id,
             status=session.status,
             progressPercent=session.progress_percent,
@@ -328,17 +233,27 @@ def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeart
                     postedAt=i.posted_at,
                     deliveryCount=i.delivery_count,
                 )
-                for i in delivered
+                for i in beat.delivered
             ],
             nextInstructionCursor=(
-                encode_cursor("beat", s=session.session_id, a=page[-1].seq) if more else None
+                encode_cursor("beat", s=session.session_id, a=beat.next_after)
+                if beat.next_after is not None
+                else None
             ),
-            acknowledged=ack_ids,
+            acknowledged=beat.acknowledged,
         )
-        ctx.uow.commit(ctx.store.save_beat(session, delivered, acknowledged), result=result)
-        return result
 
-    return retry_on_conflict(attempt, "the session")
+    return service.beat(
+        ctx.store,
+        ctx.uow,
+        ctx.clock,
+        ctx.caller,
+        args.sessionId,
+        reported,
+        args.acknowledgedInstructionIds or [],
+        after,
+        present,
+    )
 
 
 # -- post_instruction ---------------------------------------------------------------------
@@ -360,20 +275,15 @@ class PostInstructionInput(StrictInput):
 
 
 def post_instruction(ctx: Context, args: PostInstructionInput) -> InstructionView:
-    if not _steers(ctx.caller):
-        raise forbidden("only people and operators may post instructions")
-    now = to_ms(ctx.clock.now())
-
-    def attempt() -> InstructionView:
-        session = ctx.store.get_session(ctx.caller.namespace, args.session_id)
-        if session is None:
-            raise not_found("session")
-        instruction = Instruction.posted(session, args.body, ctx.caller.principal_id, now)
-        view = InstructionView.of(instruction)
-        ctx.uow.commit(ctx.store.save_instruction(instruction), result=view)
-        return view
-
-    return retry_on_conflict(attempt, "the session's instructions")
+    return service.post(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.session_id,
+        args.body,
+        ctx.clock.now(),
+        InstructionView.of,
+    )
 
 
 # -- list_instructions --------------------------------------------------------------------
@@ -393,22 +303,16 @@ class InstructionPage(Output):
 
 
 def list_instructions(ctx: Context, args: ListInstructionsInput) -> InstructionPage:
-    session = ctx.store.get_session(ctx.caller.namespace, args.session_id)
-    if session is None or not (_steers(ctx.caller) or session.owner == ctx.caller.principal_id):
-        raise not_found("session")
     after = (
         cursor_position(args.cursor, "instructions", int, s=args.session_id) if args.cursor else 0
     )
-    found = ctx.store.list_instructions(
-        session.namespace, session.session_id, after, INSTRUCTIONS_PAGE + 1
-    )
-    page = found[:INSTRUCTIONS_PAGE]
+    session, page, last = service.instructions_page(ctx.store, ctx.caller, args.session_id, after)
     return InstructionPage(
         session_id=session.session_id,
         instructions=[InstructionView.of(i) for i in page],
         next_cursor=(
-            encode_cursor("instructions", s=session.session_id, a=page[-1].seq)
-            if len(found) > INSTRUCTIONS_PAGE
+            encode_cursor("instructions", s=session.session_id, a=last)
+            if last is not None
             else None
         ),
     )
@@ -435,19 +339,10 @@ class SessionPage(Output):
 
 
 def list_sessions(ctx: Context, args: ListSessionsInput) -> SessionPage:
-    if not _steers(ctx.caller):
-        raise forbidden("only people and operators may list sessions")
     query = {"q": args.stale_only}
     after = cursor_position(args.cursor, "sessions", str, **query) if args.cursor else None
     now = ctx.clock.now()
-    found, last = scan_page(
-        lambda start, size: ctx.store.list_sessions(ctx.caller.namespace, start, size),
-        position=lambda session: session.session_id,
-        keep=lambda session: not args.stale_only or session.stale(now),
-        after=after,
-        size=SESSIONS_PAGE,
-        budget=_SCAN_BUDGET,
-    )
+    found, last = service.sessions_page(ctx.store, ctx.caller, args.stale_only, after, now)
     return SessionPage(
         sessions=[SessionView.of(session, now) for session in found],
         next_cursor=encode_cursor("sessions", a=last, **query) if last is not None else None,
@@ -494,9 +389,9 @@ TOOLS: tuple[Tool, ...] = (
         name="list_instructions",
         title="List a session's instructions",
         description=(
-            f"The instructions of a session, oldest first, {INSTRUCTIONS_PAGE} a "
+            f"The instructions of a session, oldest first, {service.INSTRUCTIONS_PAGE} a "
             "page, each with its state: pending (not handed out yet), delivered (handed out "
-            "deliveryCount times, not acknowledged yet) or acknowledged. For the people and "
+            "delivery_count times, not acknowledged yet) or acknowledged. For the people and "
             "operators of the namespace and for the agent whose session it is."
         ),
         input_model=ListInstructionsInput,
@@ -508,7 +403,7 @@ TOOLS: tuple[Tool, ...] = (
         name="list_sessions",
         title="Watch sessions",
         description=(
-            f"The sessions of your namespace in id order, {SESSIONS_PAGE} a page, "
+            f"The sessions of your namespace in id order, {service.SESSIONS_PAGE} a page, "
             "for people and operators: each with its agent (owner), status, progress, current "
             "step, steps and last beat, and stale: true when it has not beaten for more than "
             f"{STALE_AFTER_SECONDS} seconds at the time of this call. stale_only keeps "

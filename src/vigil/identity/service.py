@@ -1,0 +1,137 @@
+"""Identity use cases: registering principals, rotating and revoking their secrets, and
+reading the directory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from vigil.errors import conflict, forbidden, invalid, not_found
+from vigil.identity.records import (
+    Caller,
+    Kind,
+    Principal,
+    Role,
+    hash_secret,
+    issue_secret,
+    new_principal_id,
+)
+from vigil.identity.store import IdentityStore
+from vigil.kit.paging import scan_page
+from vigil.kit.uow import ConditionFailed, UnitOfWork
+
+R = TypeVar("R", bound=BaseModel)
+
+# One directory call examines at most this many records before it returns a page (possibly
+# short) and a place to continue, so a rare search term cannot scan a whole namespace.
+DIRECTORY_SCAN_BUDGET = 1000
+
+
+def register(
+    store: IdentityStore,
+    uow: UnitOfWork,
+    caller: Caller,
+    kind: Kind,
+    name: str,
+    role: Role,
+    now: datetime,
+    present: Callable[[Principal], BaseModel],
+) -> tuple[Principal, str]:
+    """A new principal of the caller's namespace and its secret, shown once: ``present``
+    gives the stored result, which never holds the secret."""
+    if not caller.is_operator:
+        raise forbidden("only an operator may register principals")
+    principal_id = new_principal_id(kind)
+    secret = issue_secret(caller.namespace, principal_id)
+    principal = Principal.registered(
+        caller.namespace,
+        kind,
+        name,
+        role,
+        hash_secret(secret),
+        caller.principal_id,
+        now,
+        principal_id=principal_id,
+    )
+    try:
+        uow.commit(store.add_principal(principal), result=present(principal))
+    except ConditionFailed:
+        raise conflict("the registration raced another attempt; retry with the same key") from None
+    return principal, secret
+
+
+def _target(store: IdentityStore, caller: Caller, principal_id: str, version: int) -> Principal:
+    if principal_id != caller.principal_id and not caller.is_operator:
+        # A worker learns nothing about principals other than itself.
+        raise not_found("principal")
+    principal = store.get_principal(caller.namespace, principal_id)
+    if principal is None:
+        raise not_found("principal")
+    if principal.status != "active":
+        raise invalid("the principal is revoked")
+    if principal.version != version:
+        raise conflict("stale version", current_version=principal.version)
+    return principal
+
+
+def _save(store: IdentityStore, uow: UnitOfWork, changed: Principal, result: BaseModel) -> None:
+    try:
+        uow.commit(store.save_principal(changed), result=result)
+    except ConditionFailed:
+        raise conflict("the principal changed concurrently; read it again") from None
+
+
+def rotate(
+    store: IdentityStore,
+    uow: UnitOfWork,
+    caller: Caller,
+    principal_id: str,
+    version: int,
+    now: datetime,
+    present: Callable[[Principal], BaseModel],
+) -> tuple[Principal, str]:
+    """Replaces the principal's secret; the old one stops working at once."""
+    principal = _target(store, caller, principal_id, version)
+    secret = issue_secret(principal.namespace, principal.id)
+    changed = principal.rotated(hash_secret(secret), now)
+    _save(store, uow, changed, present(changed))
+    return changed, secret
+
+
+def revoke(
+    store: IdentityStore,
+    uow: UnitOfWork,
+    caller: Caller,
+    principal_id: str,
+    version: int,
+    now: datetime,
+    present: Callable[[Principal], R],
+) -> R:
+    changed = _target(store, caller, principal_id, version).revoked(now)
+    result = present(changed)
+    _save(store, uow, changed, result)
+    return result
+
+
+def directory_page(
+    store: IdentityStore,
+    caller: Caller,
+    kind: Kind,
+    search: str | None,
+    after: str | None,
+    limit: int,
+) -> tuple[list[Principal], str | None]:
+    """Up to ``limit`` principals of ``kind`` whose name or id contains ``search``, after the
+    id ``after``; and the id to continue after, or None at the end."""
+    needle = search.casefold() if search else None
+    return scan_page(
+        lambda start, size: store.list_principals(caller.namespace, kind, start, size),
+        position=lambda principal: principal.id,
+        keep=lambda p: needle is None or needle in p.name.casefold() or needle in p.id,
+        after=after,
+        size=limit,
+        budget=DIRECTORY_SCAN_BUDGET,
+    )

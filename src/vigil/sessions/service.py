@@ -1,0 +1,194 @@
+"""Session use cases: the working agent's beat, and the people steering it posting and
+reading instructions and listing sessions.
+
+Instructions are numbered per session as they are posted (``vigil.sessions.records`` says why
+a reader that takes the session's last number first can miss none). A beat reads the session,
+then the open instructions after its starting point and up to that last number, in order. So
+one walk (a series of beats, each passing the previous ``nextInstructionCursor``) shows each
+instruction at most once and in order, and by its end every one that was open when it began;
+one posted meanwhile comes on a later page or in the next walk. Whatever a beat hands out is
+recorded as delivered in the same transaction as the beat, and comes back in later walks until
+the agent acknowledges it. The session remembers how far everything is acknowledged
+(``acked_through``), so a new walk starts at the first open instruction without reading the
+acknowledged ones before it.
+
+Acknowledging anything the session was never handed is refused before anything is written.
+The checks that make the write safe are conditions, not the earlier reads: the session's
+version (beats race only each other; posting moves ``last_seq`` alone), each delivery on the
+count it was read with, each acknowledgment on the instruction still being delivered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from vigil.clock import Clock, to_ms
+from vigil.errors import forbidden, invalid, not_found
+from vigil.identity.records import Caller
+from vigil.kit.paging import scan_page
+from vigil.kit.retry import retry_on_conflict
+from vigil.kit.uow import UnitOfWork
+from vigil.sessions.records import PAGE_SIZE, Instruction, Session, instruction_seq
+from vigil.store import Store
+
+R = TypeVar("R", bound=BaseModel)
+
+INSTRUCTIONS_PAGE = 25
+SESSIONS_PAGE = 50
+# One list_sessions call examines at most this many sessions, so that looking for the few
+# stale ones returns a short page and a cursor rather than reading a whole namespace.
+SESSIONS_SCAN_BUDGET = 500
+
+
+def may_steer(caller: Caller) -> bool:
+    """People and operators steer sessions; agents and services only work them."""
+    return caller.kind == "person" or caller.is_operator
+
+
+@dataclass(frozen=True)
+class BeatOutcome:
+    session: Session
+    delivered: list[Instruction]  # handed out by this beat, as recorded
+    acknowledged: list[str]  # the ids the beat acknowledged, as the agent named them
+    next_after: int | None  # where the walk continues; None when it is complete
+
+
+def _received(
+    store: Store, namespace: str, current: Session | None, ids: list[str]
+) -> list[Instruction]:
+    """The instructions named by ``ids``, each one this session has handed out."""
+    stored: dict[str, Instruction] = {}
+    if current is not None and ids:
+        seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
+        found = store.get_instructions(namespace, current.session_id, seqs)
+        stored = {instruction.id: instruction for instruction in found}
+    unknown = [i for i in ids if i not in stored or stored[i].state == "pending"]
+    if unknown:
+        raise invalid(
+            "acknowledgedInstructionIds names instructions this session has not handed out; "
+            "nothing was recorded",
+            unknown=unknown,
+        )
+    return [stored[i] for i in ids]
+
+
+def _page(
+    store: Store, current: Session | None, after: int, acknowledging: set[int]
+) -> tuple[list[Instruction], bool, int]:
+    """The next page of open instructions after ``after``, whether more follow, and how far
+    every instruction is now known to be acknowledged."""
+    if current is None:
+        return [], False, 0
+    start = max(after, current.acked_through)
+    limit = PAGE_SIZE + 1 + len(acknowledging)
+    found = store.open_instructions(
+        current.namespace, current.session_id, start, current.last_seq, limit
+    )
+    remaining = [i for i in found if i.seq not in acknowledging]
+    acked_through = current.acked_through
+    if start == current.acked_through:
+        # Between the start and the first instruction still open, all are acknowledged, or
+        # are being acknowledged by this beat: later walks need not read them again. Found
+        # rows short of the limit mean the range was read to its end.
+        acked_through = remaining[0].seq - 1 if remaining else current.last_seq
+    return remaining[:PAGE_SIZE], len(remaining) > PAGE_SIZE, acked_through
+
+
+def beat(
+    store: Store,
+    uow: UnitOfWork,
+    clock: Clock,
+    caller: Caller,
+    session_id: str,
+    reported: dict[str, Any],
+    acknowledging: list[str],
+    after: int,
+    present: Callable[[BeatOutcome], R],
+) -> R:
+    """One beat of ``caller``'s session: what it ``reported`` (None keeps the last value),
+    the instructions it acknowledges, and the next page of its walk after ``after``."""
+    namespace = caller.namespace
+    ack_ids = list(dict.fromkeys(acknowledging))
+
+    def attempt() -> R:
+        now = to_ms(clock.now())
+        current = store.get_session(namespace, session_id)
+        if current is not None and current.owner != caller.principal_id:
+            raise not_found("session")
+        received = _received(store, namespace, current, ack_ids)
+        acknowledged = [i.acknowledged(now) for i in received if i.state == "delivered"]
+        page, more, acked_through = _page(store, current, after, {i.seq for i in received})
+        delivered = [i.handed_out(now) for i in page]
+        if current is None:
+            session = Session.begun(
+                namespace, session_id, caller.principal_id, reported, acked_through, now
+            )
+        else:
+            session = current.beaten(reported, acked_through, now)
+        outcome = BeatOutcome(session, delivered, ack_ids, page[-1].seq if more else None)
+        result = present(outcome)
+        uow.commit(store.save_beat(session, delivered, acknowledged), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the session")
+
+
+def post(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    session_id: str,
+    body: str,
+    now: datetime,
+    present: Callable[[Instruction], R],
+) -> R:
+    if not may_steer(caller):
+        raise forbidden("only people and operators may post instructions")
+
+    def attempt() -> R:
+        session = store.get_session(caller.namespace, session_id)
+        if session is None:
+            raise not_found("session")
+        instruction = Instruction.posted(session, body, caller.principal_id, to_ms(now))
+        result = present(instruction)
+        uow.commit(store.save_instruction(instruction), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the session's instructions")
+
+
+def instructions_page(
+    store: Store, caller: Caller, session_id: str, after: int
+) -> tuple[Session, list[Instruction], int | None]:
+    """The session, its instructions numbered after ``after`` in posting order, and the number
+    to continue after (None at the end). For people, operators and the session's owner."""
+    session = store.get_session(caller.namespace, session_id)
+    if session is None or not (may_steer(caller) or session.owner == caller.principal_id):
+        raise not_found("session")
+    found = store.list_instructions(
+        session.namespace, session.session_id, after, INSTRUCTIONS_PAGE + 1
+    )
+    page = found[:INSTRUCTIONS_PAGE]
+    return session, page, page[-1].seq if len(found) > INSTRUCTIONS_PAGE else None
+
+
+def sessions_page(
+    store: Store, caller: Caller, stale_only: bool, after: str | None, now: datetime
+) -> tuple[list[Session], str | None]:
+    """A page of the namespace's sessions (only the stale ones, if asked) in session id
+    order, and the id to continue after, or None at the end."""
+    if not may_steer(caller):
+        raise forbidden("only people and operators may list sessions")
+    return scan_page(
+        lambda start, size: store.list_sessions(caller.namespace, start, size),
+        position=lambda session: session.session_id,
+        keep=lambda session: not stale_only or session.stale(now),
+        after=after,
+        size=SESSIONS_PAGE,
+        budget=SESSIONS_SCAN_BUDGET,
+    )
