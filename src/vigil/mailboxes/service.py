@@ -1,18 +1,55 @@
-"""Queuing into mailboxes: ``deliver``, the one way an envelope reaches a mailbox, and
-``require_registered``, the one rule for which addresses exist.
+"""Mailbox use cases: ``deliver``, the one way an envelope reaches a mailbox;
+``require_registered``, the one rule for which addresses exist; and, for a mailbox's owner,
+creating named boxes, receiving leased deliveries, acknowledging them and reading dead letters.
 
 Sending is write-only: whoever queues an envelope never reads the mailbox; only its owner
 receives from it.
+
+Exactly once toward the consumer. SQS delivers at least once, and a sender that retries after
+a crash (the dead-man switch's alert will) leaves two copies of one envelope in the queue.
+Neither SQS nor the moto stand-in saves us from that: moto honours FIFO deduplication only
+against messages still in the queue, and a stale receipt handle still deletes a message in
+moto (and may in SQS). Correctness therefore comes from our own conditional writes:
+
+- every envelope carries our own id, and the delivery record keyed by that id names the one
+  SQS copy (``message_id``) that may be handed out. At hand-out, a copy of an envelope whose
+  record names another copy, or which is acknowledged, is deleted and not handed out;
+- a hand-out is a conditional write that creates the record at generation 1 or raises the
+  generation by one on the version it read, so of two receivers holding the same copy only
+  one gets a valid generation, and the other hands nothing out;
+- an acknowledgment must echo the current generation while its lease is live. It is recorded
+  before the message is deleted, so a crash between the two leaves a copy that the next
+  receive deletes;
+- the first delivery is recorded as a usage event by a conditional put keyed by envelope id.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
 from vigil.clock import Clock
-from vigil.errors import ErrorCode, VigilError, not_found
-from vigil.mailboxes.queues import MailboxQueues
-from vigil.mailboxes.records import Envelope, parse_address, queue_name
+from vigil.errors import ErrorCode, VigilError, conflict, invalid, not_found
+from vigil.identity.records import Caller
+from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
+from vigil.mailboxes.records import (
+    MAX_BOXES_PER_AGENT,
+    Delivery,
+    Envelope,
+    Mailbox,
+    agent_address,
+    parse_address,
+    queue_name,
+)
 from vigil.observability import get_logger, log_event
 from vigil.store import Store
+
+R = TypeVar("R", bound=BaseModel)
 
 log = get_logger("vigil.mailboxes")
 
@@ -73,4 +110,202 @@ def deliver(
         sender=envelope.sender,
         lag_ms=round(lag.total_seconds() * 1000),
     )
+    return envelope
+
+
+def _stale(delivery: Delivery, why: str) -> VigilError:
+    return VigilError(ErrorCode.STALE_GENERATION, why, current_generation=delivery.generation)
+
+
+@dataclass
+class Mailboxes:
+    """A mailbox owner's use cases, on the store and the queues."""
+
+    store: Store
+    queues: MailboxQueues
+    clock: Clock
+
+    def owned(self, caller: Caller, address: str | None) -> Mailbox:
+        """The caller's own mailbox at ``address``. Anyone else's is not_found, to operators
+        too: whether a mailbox exists is its owner's business."""
+        target = address or agent_address(caller.principal_id)
+        parsed = parse_address(target)
+        if parsed is None or parsed[0] != caller.principal_id:
+            raise not_found("mailbox")
+        if parsed[1] is None:
+            return Mailbox(
+                namespace=caller.namespace,
+                address=target,
+                owner=caller.principal_id,
+                queue_name=queue_name(self.queues.prefix, caller.namespace, target),
+                created_at=caller.principal.created_at,
+            )
+        found = self.store.get_mailbox(caller.namespace, target)
+        if found is None:
+            raise not_found("mailbox")
+        return found
+
+    def create(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        box: str,
+        agent_id: str | None,
+        present: Callable[[Mailbox, bool], R],
+    ) -> R:
+        """The named box ``box`` of ``agent_id`` (the caller when None), created unless it
+        exists; ``present`` is told which."""
+        owner_id = agent_id or caller.principal_id
+        if owner_id == caller.principal_id:
+            owner = caller.principal
+            if owner.kind != "agent":
+                raise invalid("only agents have mailboxes: name the agent with agent_id")
+        else:
+            if not caller.is_operator:
+                raise not_found("agent")
+            found = self.store.get_principal(caller.namespace, owner_id)
+            if found is None or found.kind != "agent":
+                raise not_found("agent")
+            owner = found
+        if owner.status != "active":
+            raise invalid("the agent is revoked")
+
+        address = agent_address(owner.id, box)
+        existing = self.store.get_mailbox(caller.namespace, address)
+        if existing is not None:
+            return present(existing, False)
+        boxes = self.store.list_mailboxes(caller.namespace, owner.id, MAX_BOXES_PER_AGENT)
+        if len(boxes) >= MAX_BOXES_PER_AGENT:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"an agent may have at most {MAX_BOXES_PER_AGENT} named mailboxes",
+            )
+        mailbox = Mailbox(
+            namespace=caller.namespace,
+            address=address,
+            owner=owner.id,
+            queue_name=queue_name(self.queues.prefix, caller.namespace, address),
+            created_at=self.clock.now(),
+        )
+        # The queue first: an address that is registered can always be delivered to.
+        self.queues.ensure(mailbox.queue_name)
+        result = present(mailbox, True)
+        try:
+            uow.commit(self.store.add_mailbox(mailbox), result=result)
+        except ConditionFailed:
+            raise conflict("the mailbox was created concurrently; call again to read it") from None
+        return result
+
+    def receive(
+        self,
+        caller: Caller,
+        address: str | None,
+        max_messages: int,
+        wait_seconds: int,
+        lease_seconds: int,
+    ) -> list[tuple[Envelope, Delivery]]:
+        """Up to ``max_messages`` envelopes handed out to the caller, each with its delivery."""
+        mailbox = self.owned(caller, address)
+        ref = self.queues.ensure(mailbox.queue_name)
+        messages = self.queues.receive(ref, max_messages, wait_seconds, lease_seconds)
+        handed: list[tuple[Envelope, Delivery]] = []
+        for message in messages:
+            try:
+                one = self._hand_out(ref, mailbox, message, lease_seconds)
+            except VigilError as error:
+                if not handed:
+                    raise
+                # What is handed out is the caller's now; the rest comes back when its lease
+                # lapses.
+                log_event(log, "hand-out cut short", logging.WARNING, code=error.code.value)
+                break
+            if one is not None:
+                handed.append(one)
+        return handed
+
+    def _hand_out(
+        self, ref: QueueRef, mailbox: Mailbox, message: QueueMessage, lease_seconds: int
+    ) -> tuple[Envelope, Delivery] | None:
+        envelope = _envelope_of(message, mailbox)
+        if envelope is None:
+            return None
+        now = self.clock.now()
+        current = self.store.get_delivery(mailbox.namespace, envelope.id)
+        if current is not None and (
+            current.state == "acknowledged" or current.message_id != message.message_id
+        ):
+            self.queues.delete(ref, message.receipt_handle)
+            return None
+        delivery = Delivery.handed_out(
+            current,
+            envelope,
+            mailbox,
+            message.message_id,
+            message.receipt_handle,
+            lease_seconds,
+            now,
+        )
+        try:
+            self.store.lease_delivery(delivery, None if current is None else current.version)
+        except ConditionFailed:
+            # Another receiver handed it out since we read it: its generation is the valid one.
+            return None
+        # On every hand-out, not only at generation 1: a crash just before this write would
+        # otherwise lose the event for good. The write is conditional, so it happens once.
+        self.store.record_usage(delivery.usage(envelope))
+        return envelope, delivery
+
+    def acknowledge(self, caller: Caller, envelope_id: str, generation: int) -> None:
+        """Finishes the caller's delivery at ``generation``; repeating it is harmless."""
+        namespace = caller.namespace
+        now = self.clock.now()
+        delivery = self.store.get_delivery(namespace, envelope_id)
+        if delivery is None or delivery.owner != caller.principal_id:
+            raise not_found("delivery")
+        if delivery.generation != generation:
+            raise _stale(delivery, "this is not the delivery's current generation")
+        if delivery.state == "leased":
+            if not delivery.leased(now):
+                raise _stale(delivery, "the lease lapsed; receive the delivery again")
+            try:
+                self.store.acknowledge_delivery(delivery.acknowledged(now), now)
+            except ConditionFailed:
+                current = self.store.get_delivery(namespace, envelope_id) or delivery
+                raise _stale(
+                    current, "the delivery was handed out again since this generation"
+                ) from None
+        # A repeated acknowledgment of the same generation lands here too, and retries the
+        # delete.
+        ref = self.queues.ensure(queue_name(self.queues.prefix, namespace, delivery.address))
+        try:
+            self.queues.delete(ref, delivery.receipt_handle)
+        except VigilError as error:
+            # The acknowledgment is recorded: a copy left behind is deleted when next received.
+            log_event(
+                log, "acknowledged message not deleted yet", logging.WARNING, code=error.code.value
+            )
+
+    def dead_letters(self, caller: Caller, address: str | None, limit: int) -> list[Envelope]:
+        """Envelopes of the caller's mailbox set aside after too many hand-outs, left there."""
+        mailbox = self.owned(caller, address)
+        ref = self.queues.ensure(mailbox.queue_name)
+        letters = [
+            _envelope_of(message, mailbox) for message in self.queues.peek_dead_letters(ref, limit)
+        ]
+        return [letter for letter in letters if letter is not None]
+
+
+def _envelope_of(message: QueueMessage, mailbox: Mailbox) -> Envelope | None:
+    try:
+        envelope = Envelope.model_validate_json(message.body)
+    except ValidationError:
+        envelope = None
+    if envelope is None or (envelope.namespace, envelope.address) != (
+        mailbox.namespace,
+        mailbox.address,
+    ):
+        # Only Vigil writes to these queues, so this is a defect, never a caller's doing: the
+        # message is left alone and reaches the dead-letter queue for someone to look at.
+        log_event(log, "unreadable mailbox message", logging.WARNING, message_id=message.message_id)
+        return None
     return envelope

@@ -22,13 +22,15 @@ from vigil.errors import ErrorCode, VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.leases.records import Lease
 from vigil.leases.service import release
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
 from vigil.mailboxes.service import deliver, require_registered
 from vigil.observability import get_logger, log_event
+from vigil.progress.records import ProgressReport
 from vigil.store import Store
-from vigil.switches.records import Action, Beat, Death, HeldLease, Switch
+from vigil.switches.records import Action, Beat, Death, HeldLease, PublicState, Switch
 
 log = get_logger("vigil.switches")
 
@@ -37,6 +39,23 @@ TIMER_KIND = "switch"
 REPEAT_DEATH_BEATS = 3
 # Each action of a death may lose a race to a concurrent run of the same death this often.
 _RECORD_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """What a successor needs to pick a scope up."""
+
+    switch: Switch
+    death: Death | None  # the scope's most recent death, of any generation
+    held_leases: list[Lease]  # the scope's leases held now
+    last_progress: ProgressReport | None
+
+    @property
+    def state(self) -> PublicState:
+        current = self.death
+        if current is not None and current.generation != self.switch.generation:
+            current = None
+        return self.switch.public_state(current)
 
 
 def timer_for(switch: Switch, due_at: datetime) -> Timer:
@@ -127,6 +146,22 @@ class Liveness:
         if switch.follows_death is None or switch.beats > REPEAT_DEATH_BEATS:
             return None
         return self.store.get_death(switch.namespace, switch.scope, switch.follows_death)
+
+    def resume(self, namespace: str, scope: str) -> Resumption:
+        switch = self.store.get_switch(namespace, scope)
+        if switch is None:
+            raise not_found("scope")
+        now = self.clock.now()
+        return Resumption(
+            switch=switch,
+            death=self.store.latest_death(namespace, scope),
+            held_leases=[
+                lease for lease in self.store.scope_leases(namespace, scope) if lease.live(now)
+            ],
+            # The scope's latest report; failing that, the latest of the switch's holder.
+            last_progress=self.store.scope_progress(namespace, scope)
+            or self.store.latest_progress(namespace, switch.holder),
+        )
 
     # -- the expiry ------------------------------------------------------------------------
     def expire(self, switch: Switch, now: datetime) -> Death | None:

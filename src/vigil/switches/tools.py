@@ -9,9 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from vigil.clock import to_ms
-from vigil.errors import not_found
 from vigil.kit.tooling import Context, Output, Scope, StrictInput, Tool
-from vigil.leases.records import Lease
 from vigil.progress.tools import ProgressSummary
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
@@ -175,6 +173,10 @@ class ResumePacket(Output):
     )
 
 
+def _liveness(ctx: Context) -> Liveness:
+    return Liveness(ctx.store, ctx.clock, ctx.alarms, ctx.queues)
+
+
 # -- heartbeat ----------------------------------------------------------------------------
 def heartbeat(ctx: Context, args: HeartbeatInput) -> HeartbeatResult:
     beat = Beat(
@@ -184,8 +186,7 @@ def heartbeat(ctx: Context, args: HeartbeatInput) -> HeartbeatResult:
         notify_address=args.notify_address,
         agent_id=args.agent_id,
     )
-    liveness = Liveness(ctx.store, ctx.clock, ctx.alarms, ctx.queues)
-    switch, death = liveness.beat(ctx.caller, args.scope, beat, args.disarm)
+    switch, death = _liveness(ctx).beat(ctx.caller, args.scope, beat, args.disarm)
     return _result(switch, death)
 
 
@@ -206,22 +207,11 @@ def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
 
 # -- resume_packet ------------------------------------------------------------------------
 def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
-    namespace = ctx.caller.namespace
-    switch = ctx.store.get_switch(namespace, args.scope)
-    if switch is None:
-        raise not_found("scope")
-    death = ctx.store.latest_death(namespace, args.scope)
-    current_death = death if death is not None and death.generation == switch.generation else None
-    now = ctx.clock.now()
-    leases: list[Lease] = [
-        lease for lease in ctx.store.scope_leases(namespace, args.scope) if lease.live(now)
-    ]
-    progress = ctx.store.scope_progress(namespace, args.scope) or ctx.store.latest_progress(
-        namespace, switch.holder
-    )
+    found = _liveness(ctx).resume(ctx.caller.namespace, args.scope)
+    switch, death, progress = found.switch, found.death, found.last_progress
     return ResumePacket(
         scope=switch.scope,
-        state=switch.public_state(current_death),
+        state=found.state,
         generation=switch.generation,
         holder=switch.holder,
         agent_id=switch.agent_id,
@@ -240,7 +230,7 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
                 generation=lease.generation,
                 expires_at=lease.expires_at,
             )
-            for lease in leases
+            for lease in found.held_leases
         ],
         last_progress=ProgressSummary.of(progress) if progress is not None else None,
     )
