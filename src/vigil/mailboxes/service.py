@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -117,13 +116,13 @@ def _stale(delivery: Delivery, why: str) -> VigilError:
     return VigilError(ErrorCode.STALE_GENERATION, why, current_generation=delivery.generation)
 
 
-@dataclass
 class Mailboxes:
     """A mailbox owner's use cases, on the store and the queues."""
 
-    store: Store
-    queues: MailboxQueues
-    clock: Clock
+    def __init__(self, store: Store, queues: MailboxQueues, clock: Clock) -> None:
+        self.store = store
+        self.queues = queues
+        self.clock = clock
 
     def owned(self, caller: Caller, address: str | None) -> Mailbox:
         """The caller's own mailbox at ``address``. Anyone else's is not_found, to operators

@@ -21,9 +21,8 @@ count it was read with, each acknowledgment on the instruction still being deliv
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
@@ -50,8 +49,7 @@ def may_steer(caller: Caller) -> bool:
     return caller.kind == "person" or caller.is_operator
 
 
-@dataclass(frozen=True)
-class BeatOutcome:
+class BeatOutcome(NamedTuple):
     session: Session
     delivered: list[Instruction]  # handed out by this beat, as recorded
     acknowledged: list[str]  # the ids the beat acknowledged, as the agent named them

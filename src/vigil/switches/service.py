@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, iso, to_ms
@@ -41,8 +41,7 @@ REPEAT_DEATH_BEATS = 3
 _RECORD_ATTEMPTS = 5
 
 
-@dataclass(frozen=True)
-class Resumption:
+class Resumption(NamedTuple):
     """What a successor needs to pick a scope up."""
 
     switch: Switch
