@@ -86,6 +86,14 @@ class JsonBounds:
             return None
         return "values must be JSON: objects, arrays, strings, numbers, booleans or null"
 
+    def describe(self) -> str:
+        """The bounds in words, for the descriptions of the fields they bound."""
+        return (
+            f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON, {self.max_keys} keys "
+            f"per object, {self.max_depth} levels of nesting, strings of up to "
+            f"{self.max_string} characters"
+        )
+
     def require_size(self, document: dict[str, Any], what: str) -> None:
         """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""
         if self.size(document) > self.max_bytes:

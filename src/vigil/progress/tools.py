@@ -18,11 +18,7 @@ from vigil.kit.tooling import Context, IdempotencyKey, Output, Scope, StrictInpu
 from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
 
-PROGRESS_LIMITS = (
-    f"at most {PROGRESS_BOUNDS.max_bytes // 1024} KiB as compact UTF-8 JSON, "
-    f"{PROGRESS_BOUNDS.max_keys} keys per object, {PROGRESS_BOUNDS.max_depth} levels of "
-    f"nesting, strings of up to {PROGRESS_BOUNDS.max_string} characters"
-)
+PROGRESS_LIMITS = PROGRESS_BOUNDS.describe()
 ProgressDocument = Annotated[
     dict[str, Any],
     AfterValidator(PROGRESS_BOUNDS.checked),

@@ -60,10 +60,7 @@ LeaseSeconds = Annotated[
         ),
     ),
 ]
-RESULT_LIMITS = (
-    f"at most {RESULT_BOUNDS.max_bytes // 1024} KiB as compact UTF-8 JSON, "
-    f"{RESULT_BOUNDS.max_keys} keys per object, {RESULT_BOUNDS.max_depth} levels of nesting"
-)
+RESULT_LIMITS = RESULT_BOUNDS.describe()
 ResultDocument = Annotated[
     dict[str, Any],
     AfterValidator(RESULT_BOUNDS.checked),
