@@ -9,7 +9,7 @@ import pytest
 from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
-from vigil.switches.records import Beat, Death, Switch
+from vigil.switches.records import Beat, Death, HeldLease, Switch
 
 
 def switch(clock: ManualClock, scope: str = "job#1", window: int = 30, **changes: object) -> Switch:
@@ -46,7 +46,6 @@ def death_of(s: Switch, clock: ManualClock) -> Death:
         fired_at=to_ms(clock.now()),
         actions=s.on_expiry,
         notify_address=s.notify_address,
-        to_release=[],
         done={},
         version=1,
     )
@@ -130,11 +129,31 @@ def test_deaths_record_actions_once_and_the_latest_is_found(
     latest = store.latest_death("acme", "job#1")
     assert latest is not None
     assert latest.generation == 2
-    recorded = store.record_action(latest, "mark_failed", {"failed_at": "x"})
+    recorded = latest.recorded("mark_failed", {"failed_at": "x"})
+    store.commit([store.save_death(recorded, latest.version)])
     assert recorded.done == {"mark_failed": {"failed_at": "x"}}
     with pytest.raises(ConditionFailed):
-        store.record_action(latest, "release_leases", {})
+        store.commit([store.save_death(latest.recorded("release_leases", {}), latest.version)])
     assert store.get_death("acme", "job#1", 2) == recorded
+
+
+def test_released_pages_are_written_once_each_and_never_read_as_deaths(
+    store: Store, clock: ManualClock
+) -> None:
+    s = switch(clock, window=2)
+    store.commit([store.save_switch(s, None)])
+    clock.advance(3)
+    death = death_of(s, clock)
+    store.fire_switch(s, death, clock.now())
+    batch = [HeldLease(resource="réseau/ü" * 20, generation=4)]
+    page = death.page(batch)
+    advanced = death.released_batch(batch, after=batch[-1].resource)
+    store.commit([store.add_released_page(page), store.save_death(advanced, death.version)])
+    assert store.get_released_page("acme", "job#1", 1, 1) == page
+    assert store.get_released_page("acme", "job#1", 1, 2) is None
+    assert store.latest_death("acme", "job#1") == advanced  # a page sorts beside its death
+    with pytest.raises(ConditionFailed):  # a page is never written over
+        store.commit([store.add_released_page(page)])
 
 
 def test_moving_the_alarm_is_won_once(store: Store, clock: ManualClock) -> None:

@@ -115,6 +115,9 @@ def test_an_unbeaten_switch_fires_once_with_all_actions_in_order(
     assert packet["death"]["released"] == [
         {"resource": "repo:main", "generation": lease["generation"]}
     ]
+    assert packet["death"]["released_count"] == 1
+    assert packet["death"]["released_pages"] == 1
+    assert packet["released_leases"] == packet["death"]["released"]
     assert packet["death"]["blind_spot"]["unscoped_leases_held"] == 1
     assert packet["held_leases"] == []
 
@@ -122,7 +125,10 @@ def test_an_unbeaten_switch_fires_once_with_all_actions_in_order(
     payload = alert["payload"]
     assert alert["sender"] == "vigil"
     assert (payload["scope"], payload["agent_id"]) == ("job-1", "worker-3")
-    assert payload["released"] == [{"resource": "repo:main", "generation": lease["generation"]}]
+    assert payload["released_count"] == 1
+    assert payload["released_first"] == [
+        {"resource": "repo:main", "generation": lease["generation"]}
+    ]
     assert payload["lateness_seconds"] == death.lateness_seconds
 
 

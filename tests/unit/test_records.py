@@ -121,7 +121,7 @@ def test_a_switch_armed_after_a_death_is_the_next_generation(clock: ManualClock)
     armed = switch(clock)
     fire_at = clock.advance(31)
     assert armed.overdue(fire_at)
-    death = armed.death([HeldLease(resource="repo", generation=3)], fire_at)
+    death = armed.death(fire_at)
     assert (death.generation, death.lateness_seconds, death.pending()) == (
         1,
         1.0,
@@ -194,3 +194,16 @@ def test_a_beat_keeps_what_it_leaves_out_and_instructions_are_numbered(
     handed = posted.handed_out(clock.now()).handed_out(clock.now())
     assert (handed.state, handed.delivery_count) == ("delivered", 2)
     assert handed.acknowledged(clock.now()).state == "acknowledged"
+
+
+def test_a_death_keeps_counts_and_the_first_names_of_what_it_released(
+    clock: ManualClock,
+) -> None:
+    death = switch(clock).death(clock.advance(31))
+    for start in range(0, 12, 4):
+        batch = [HeldLease(resource=f"r{i:02d}", generation=i) for i in range(start, start + 4)]
+        assert death.page(batch).number == start // 4 + 1
+        death = death.released_batch(batch, after=batch[-1].resource)
+    assert (death.release.released, death.release.pages, death.release.after) == (12, 3, "r11")
+    assert [held.resource for held in death.release.first] == ["r00", "r01", "r02", "r03", "r04"]
+    assert death.released_batch([], after="r20").release.pages == 3  # an empty batch: no page

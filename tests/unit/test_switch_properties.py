@@ -21,6 +21,7 @@ A failure prints the steps as a program and a ``@reproduce_failure`` blob that r
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -97,21 +98,36 @@ class FaultyStore(MemoryStore):
 
     def save_lease(self, lease: Lease, expected_version: int | None) -> MemoryWrite:
         write = super().save_lease(lease, expected_version)
+        return _Tagged(**vars(write), lease=lease)
 
-        def apply() -> None:
-            write.apply()
-            if lease.state == "released":  # every write of a released lease is a release
+    def save_death(self, death: Death, expected_version: int) -> MemoryWrite:
+        write = super().save_death(death, expected_version)
+        before = self.deaths[(death.namespace, death.scope, death.generation)]
+        return _Tagged(**vars(write), recorded=[a for a in death.done if a not in before.done])
+
+    def commit(self, writes: Any, completion: Any = None) -> None:
+        super().commit(writes, completion)
+        # A transaction is atomic: a crash comes after all of it.
+        tagged = [write for write in writes if isinstance(write, _Tagged)]
+        for write in tagged:
+            lease = write.lease
+            if lease is not None and lease.state == "released":  # every such write releases
                 key = (lease.resource, lease.generation)
                 self.releases[key] += 1
                 self.released_by[key] = lease.released_by
-                self.faults.after("release")
+        if any(write.lease is not None and write.lease.state == "released" for write in tagged):
+            self.faults.after("release")
+        for write in tagged:
+            for action in write.recorded:
+                self.faults.after(f"record:{action}")
 
-        return MemoryWrite(write.check, apply)
 
-    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
-        recorded = super().record_action(death, action, outcome)
-        self.faults.after(f"record:{action}")
-        return recorded
+@dataclass(frozen=True)
+class _Tagged(MemoryWrite):
+    """A write that says what it changes, so the crash can come after its commit."""
+
+    lease: Lease | None = None
+    recorded: list[Action] = field(default_factory=list)
 
 
 class FaultyQueues(MemoryMailboxQueues):
@@ -200,15 +216,12 @@ class SwitchMachine(RuleBasedStateMachine):
         assert death.deadline == self.death_deadline.get(g, self.deadline)
         assert death.fired_at >= death.deadline
         assert death.actions == list(ACTION_ORDER)
-        assert [held.model_dump() for held in death.to_release] == self.released_lease(g)
         # Recorded in order, each once: what is done is always a prefix of the order.
         assert list(death.done) == list(ACTION_ORDER[: len(death.done)])
         if finished:
             assert list(death.done) == list(ACTION_ORDER)
-        release = death.done.get("release_leases")
-        if release is not None:
-            assert release["released"] == self.released_lease(g)
-            assert release["already_regranted"] == []
+        if "release_leases" in death.done:
+            assert [held.model_dump() for held in death.release.first] == self.released_lease(g)
         alert = death.done.get("queue_alert")
         if alert is not None:
             assert alert["address"] == self.notify
@@ -235,7 +248,7 @@ class SwitchMachine(RuleBasedStateMachine):
                 assert g not in self.alerts.values(), "two alerts for one death"
                 assert g in self.recorded(), "an alert without a death"
                 assert delivery["payload"]["scope"] == SCOPE
-                assert delivery["payload"]["released"] == self.released_lease(g)
+                assert delivery["payload"]["released_first"] == self.released_lease(g)
                 self.alerts[delivery["id"]] = g
                 acknowledged = self.world.call(
                     "acknowledge",

@@ -4,6 +4,7 @@ followed by the alarm being delivered again."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.kit.memory import MemoryWrite
 from vigil.stores.memory import MemoryStore
-from vigil.switches.records import Switch
+from vigil.switches.records import HeldLease, Switch
 
 SCOPE = "job-1"
 
@@ -120,6 +121,11 @@ class Crash(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class _Released(MemoryWrite):
+    releases: bool = False
+
+
 class CrashingStore(MemoryStore):
     """Crashes once, right after the named step has taken effect."""
 
@@ -136,20 +142,26 @@ class CrashingStore(MemoryStore):
         super().fire_switch(switch, death, now)
         self._step("fire")
 
-    def save_lease(self, lease: Any, expected_version: Any) -> MemoryWrite:
+    def commit(self, writes: Any, completion: Any = None) -> None:
+        super().commit(writes, completion)
+        # A transaction is atomic: the crash comes after all of it, or before.
+        if any(getattr(write, "releases", False) for write in writes):
+            self._step("release")
+
+    def save_lease(self, lease: Any, expected_version: Any) -> Any:
         write = super().save_lease(lease, expected_version)
+        return _Released(**vars(write), releases=lease.state == "released")
+
+    def save_death(self, death: Any, expected_version: int) -> MemoryWrite:
+        write = super().save_death(death, expected_version)
+        before = self.deaths[(death.namespace, death.scope, death.generation)]
 
         def apply() -> None:
             write.apply()
-            if lease.state == "released":
-                self._step("release")
+            for action in death.done.keys() - before.done.keys():
+                self._step(f"record:{action}")
 
-        return MemoryWrite(write.check, apply)
-
-    def record_action(self, death: Any, action: Any, outcome: Any) -> Any:
-        recorded = super().record_action(death, action, outcome)
-        self._step(f"record:{action}")
-        return recorded
+        return replace(write, apply=apply)
 
 
 STEPS = [
@@ -199,7 +211,8 @@ def test_a_crash_after_any_step_then_the_alarm_again_finishes_without_repeating(
     assert lease is not None
     assert lease.state == "released"
     assert lease.version == lease_version + 1  # released once, never twice
-    assert death.done["release_leases"]["released"] == [{"resource": "repo:main", "generation": 1}]
+    assert death.release.released == 1
+    assert death.release.first == [HeldLease(resource="repo:main", generation=1)]
     assert len(alerts(world, watcher_secret)) == 1
     # The alert is sent again only when the crash came between sending and recording it.
     assert len(sends) == (2 if step == "send" else 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vigil.identity.records import Kind, Namespace, Principal
 from vigil.identity.store import IdentityStore
+from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 
@@ -22,7 +23,7 @@ class MemoryIdentity(MemoryBase, IdentityStore):
         def apply() -> None:
             self.namespaces[namespace.name] = namespace.model_copy()
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, (item_bytes(namespace.name, namespace),))
 
     def get_namespace(self, name: str) -> Namespace | None:
         with self._lock:

@@ -17,11 +17,10 @@ from typing import Any, TypeVar
 
 from vigil.kit.aws import aws_failure, error_code
 from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
+from vigil.kit.limits import MAX_TRANSACTION_ITEMS
 from vigil.kit.uow import Committer, ConditionFailed, Write
 
 T = TypeVar("T")
-# DynamoDB's limit on the items of one TransactWriteItems.
-MAX_TRANSACTION_ITEMS = 100
 
 
 def epoch_ms(moment: datetime) -> int:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
+from vigil.kit.limits import MAX_TRANSACTION_ITEMS, item_bytes, require_transaction
 from vigil.kit.uow import Committer, ConditionFailed, Write
 
 IdemKey = tuple[str, str, str, str]
@@ -23,10 +24,16 @@ def idem_key(record: IdempotencyRecord) -> IdemKey:
 @dataclass(frozen=True)
 class MemoryWrite(Write):
     """A conditional change: ``check`` raises ConditionFailed unless it may be applied, and
-    ``apply`` makes it. A commit checks every write before it applies any, under the lock."""
+    ``apply`` makes it. A commit checks every write before it applies any, under the lock.
+
+    ``sizes`` are the bytes of the DynamoDB items the change stands for, one per item, so that
+    the fake refuses what DynamoDB would; ``ahead`` those of the items that, like
+    ``DynamoWrite.ahead``, may go in transactions of their own."""
 
     check: Callable[[], None]
     apply: Callable[[], None]
+    sizes: tuple[int, ...]
+    ahead: tuple[int, ...] = ()
 
 
 class MemoryBase(Committer, IdempotencyStore):
@@ -39,9 +46,11 @@ class MemoryBase(Committer, IdempotencyStore):
         steps = list(writes)
         if completion is not None:
             steps.append(self._completion(completion))
+        assert all(isinstance(step, MemoryWrite) for step in steps), "staged for another backend"
+        _require_fits([step for step in steps if isinstance(step, MemoryWrite)])
         with self._lock:
             for step in steps:
-                assert isinstance(step, MemoryWrite), "a write staged for another backend"
+                assert isinstance(step, MemoryWrite)
                 step.check()
             for step in steps:
                 assert isinstance(step, MemoryWrite)
@@ -62,7 +71,7 @@ class MemoryBase(Committer, IdempotencyStore):
         def apply() -> None:
             table[key] = record.model_copy(deep=deep)
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, (item_bytes(key, record),))
 
     def _completion(self, record: IdempotencyRecord) -> MemoryWrite:
         def check() -> None:
@@ -73,7 +82,7 @@ class MemoryBase(Committer, IdempotencyStore):
         def apply() -> None:
             self.idempotency[idem_key(record)] = record.model_copy(deep=True)
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, (item_bytes(idem_key(record), record),))
 
     def claim_idempotency(
         self, record: IdempotencyRecord, now: datetime
@@ -100,3 +109,15 @@ class MemoryBase(Committer, IdempotencyStore):
                 and current.token == record.token
             ):
                 del self.idempotency[idem_key(record)]
+
+
+def _require_fits(steps: list[MemoryWrite]) -> None:
+    """DynamoDB's limits, as ``DynamoBase.commit`` meets them: writes marked ``ahead`` go in
+    transactions of their own when the whole does not fit one."""
+    ahead = [size for step in steps for size in step.ahead]
+    rest = [size for step in steps for size in step.sizes]
+    if len(ahead) + len(rest) <= MAX_TRANSACTION_ITEMS:
+        rest, ahead = ahead + rest, []
+    for start in range(0, len(ahead), MAX_TRANSACTION_ITEMS):
+        require_transaction(ahead[start : start + MAX_TRANSACTION_ITEMS])
+    require_transaction(rest)

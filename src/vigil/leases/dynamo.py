@@ -20,9 +20,11 @@ from vigil.leases.records import Lease
 from vigil.leases.store import LeaseStore
 
 _PREFIX = "LEASE#"
-# (namespace, resource, version, scope it is indexed under) of the last lease read, so that
-# a write following its read knows which scope copy to move or delete without reading again.
-_Indexed = tuple[str, str, int, str | None]
+# The scope a lease version read lately is indexed under, by (namespace, resource, version),
+# so that a write following its read knows which scope copy to move or delete without reading
+# again. A batch of releases follows a page of reads, hence more than one; bounded, since an
+# adapter lives as long as its process.
+_SEEN_AT_MOST = 256
 
 
 def _lease_key(namespace: str, resource: str) -> dict[str, Any]:
@@ -38,10 +40,14 @@ def _indexed_scope(lease: Lease) -> str | None:
 
 
 class DynamoLeases(DynamoBase, LeaseStore):
-    _last_seen: _Indexed | None = None
+    def __init__(self, client: Any, table_name: str) -> None:
+        super().__init__(client, table_name)
+        self._seen_scopes: dict[tuple[str, str, int], str | None] = {}
 
     def _seen(self, lease: Lease) -> Lease:
-        self._last_seen = (lease.namespace, lease.resource, lease.version, _indexed_scope(lease))
+        if len(self._seen_scopes) >= _SEEN_AT_MOST:
+            self._seen_scopes.clear()
+        self._seen_scopes[(lease.namespace, lease.resource, lease.version)] = _indexed_scope(lease)
         return lease
 
     def get_lease(self, namespace: str, resource: str) -> Lease | None:
@@ -50,9 +56,9 @@ class DynamoLeases(DynamoBase, LeaseStore):
         return self._seen(Lease.model_validate_json(item["doc"]["S"])) if item else None
 
     def _previous_scope(self, lease: Lease, expected_version: int) -> str | None:
-        seen = self._last_seen
-        if seen is not None and seen[:3] == (lease.namespace, lease.resource, expected_version):
-            return seen[3]
+        key = (lease.namespace, lease.resource, expected_version)
+        if key in self._seen_scopes:
+            return self._seen_scopes[key]
         stored = self.get_lease(lease.namespace, lease.resource)
         return _indexed_scope(stored) if stored else None
 
@@ -96,20 +102,25 @@ class DynamoLeases(DynamoBase, LeaseStore):
             writes.append({"Delete": {"TableName": self.table, "Key": stale_copy}})
         return DynamoWrite(writes)
 
-    def scope_leases(self, namespace: str, scope: str) -> list[Lease]:
-        request = {
+    def scope_leases(
+        self, namespace: str, scope: str, after: str | None = None, limit: int | None = None
+    ) -> list[Lease]:
+        pk = attr_s(f"NS#{namespace}#SCOPE#{scope}")
+        request: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {
-                ":pk": attr_s(f"NS#{namespace}#SCOPE#{scope}"),
-                ":prefix": attr_s(_PREFIX),
-            },
+            "ExpressionAttributeValues": {":pk": pk, ":prefix": attr_s(_PREFIX)},
             "ConsistentRead": True,
         }
-        return [
-            Lease.model_validate_json(item["doc"]["S"])
-            for page in self._pages(request)
-            for item in page.get("Items", [])
-        ]
+        if after is not None:
+            request["ExclusiveStartKey"] = {"pk": pk, "sk": attr_s(_PREFIX + after)}
+        if limit is not None:
+            request["Limit"] = limit
+        found: list[Lease] = []
+        for page in self._pages(request):
+            found += (self._seen(Lease.model_validate_json(i["doc"]["S"])) for i in page["Items"])
+            if limit is not None and len(found) >= limit:
+                break
+        return found[:limit]
 
     def unscoped_leases_held_by(self, namespace: str, holder: str) -> int:
         request = {

@@ -1,5 +1,6 @@
-"""Lease use cases: acquiring, renewing and releasing. Releasing is also how a dead-man switch
-that fired frees its holder's leases, so it is the one way a lease is released."""
+"""Lease use cases: acquiring, renewing and releasing. A dead-man switch that fired frees its
+holder's leases with the same rule (``Lease.released``) and the same store write, a batch at a
+time (vigil.switches.service)."""
 
 from __future__ import annotations
 

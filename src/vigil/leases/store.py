@@ -21,8 +21,12 @@ class LeaseStore(ABC):
         """
 
     @abstractmethod
-    def scope_leases(self, namespace: str, scope: str) -> list[Lease]:
-        """The held leases of a scope, read consistently (the dead-man switch releases them)."""
+    def scope_leases(
+        self, namespace: str, scope: str, after: str | None = None, limit: int | None = None
+    ) -> list[Lease]:
+        """The held leases of a scope in resource order, read consistently: those after the
+        resource ``after``, at most ``limit`` of them (a dead-man switch releases them a batch
+        at a time, resume_packet lists them a page at a time)."""
 
     @abstractmethod
     def unscoped_leases_held_by(self, namespace: str, holder: str) -> int:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from vigil.clock import Clock
 from vigil.errors import unavailable
+from vigil.kit.limits import item_bytes, require_message
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
@@ -34,7 +35,7 @@ class MemoryMailboxes(MemoryBase, MailboxStore):
         def apply() -> None:
             self.mailboxes[key] = mailbox.model_copy()
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, (item_bytes(key, mailbox),))
 
     def get_mailbox(self, namespace: str, address: str) -> Mailbox | None:
         with self._lock:
@@ -142,6 +143,7 @@ class MemoryMailboxQueues(MailboxQueues):
         return QueueRef(name=name, url=f"memory://{name}", dlq_url=f"memory://{name}-dlq")
 
     def send(self, ref: QueueRef, body: str) -> str:
+        require_message(body)
         message = _Message(message_id=str(uuid.uuid4()), body=body, visible_at=self.clock.now())
         with self._lock:
             self._queue(ref).messages.append(message)

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, conflict, invalid, not_found
 from vigil.identity.records import Caller
+from vigil.kit.limits import MAX_MESSAGE_BYTES
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
@@ -51,9 +52,6 @@ from vigil.store import Store
 R = TypeVar("R", bound=BaseModel)
 
 log = get_logger("vigil.mailboxes")
-
-# SQS refuses larger messages.
-MAX_ENVELOPE_BYTES = 256 * 1024
 
 
 def require_registered(store: Store, namespace: str, address: str) -> str:
@@ -93,10 +91,10 @@ def deliver(
         raise ValueError("the envelope is addressed to another mailbox")
     require_registered(store, namespace, address)
     body = envelope.model_dump_json()
-    if len(body.encode()) > MAX_ENVELOPE_BYTES:
+    if len(body.encode()) > MAX_MESSAGE_BYTES:
         raise VigilError(
             ErrorCode.LIMIT_EXCEEDED,
-            f"an envelope may take at most {MAX_ENVELOPE_BYTES} bytes as JSON",
+            f"an envelope may take at most {MAX_MESSAGE_BYTES} bytes as JSON",
         )
     queues.send(queues.ensure(queue_name(queues.prefix, namespace, address)), body)
     # How long the envelope waited to be queued; for an alert, since its switch fired.

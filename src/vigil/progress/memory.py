@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.progress.records import ProgressReport
@@ -29,7 +30,7 @@ class MemoryProgress(MemoryBase, ProgressStore):
             for reports, key in places:
                 reports[key] = report.model_copy(deep=True)
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, tuple(item_bytes(key, report) for _, key in places))
 
     def latest_progress(self, namespace: str, principal_id: str) -> ProgressReport | None:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.sessions.records import Instruction, Session
@@ -56,7 +57,16 @@ class MemorySessions(MemoryBase, SessionStore):
             for changed in [*acknowledged, *delivered]:
                 stored[changed.seq] = changed.model_copy()
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(
+            check,
+            apply,
+            (
+                item_bytes(key, session),
+                *((item_bytes(key),) if session.version == 1 else ()),  # the listing entry
+                *(item_bytes(key, i) for i in delivered),
+            ),
+            ahead=tuple(item_bytes(key, i) for i in acknowledged),
+        )
 
     def save_instruction(self, instruction: Instruction) -> MemoryWrite:
         key = (instruction.namespace, instruction.session_id)
@@ -70,7 +80,7 @@ class MemorySessions(MemoryBase, SessionStore):
             self.sessions[key] = self.sessions[key].model_copy(update={"last_seq": instruction.seq})
             self.instructions.setdefault(key, {})[instruction.seq] = instruction.model_copy()
 
-        return MemoryWrite(check, apply)
+        return MemoryWrite(check, apply, (item_bytes(key), item_bytes(key, instruction)))
 
     def get_instructions(
         self, namespace: str, session_id: str, seqs: list[int]

@@ -11,7 +11,7 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed
-from vigil.switches.records import Action, Beat, Death, Switch
+from vigil.switches.records import Beat, Death, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
 _TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
@@ -30,6 +30,22 @@ def _switch_key(namespace: str, scope: str) -> dict[str, Any]:
 
 def _death_key(namespace: str, scope: str, generation: int) -> dict[str, Any]:
     return {"pk": _scope_pk(namespace, scope), "sk": attr_s(f"DEATH#{generation:012d}")}
+
+
+def _page_key(namespace: str, scope: str, generation: int, number: int) -> dict[str, Any]:
+    # Not under DEATH#, so that the query for the latest death never meets a page.
+    return {
+        "pk": _scope_pk(namespace, scope),
+        "sk": attr_s(f"RELEASED#{generation:012d}#{number:06d}"),
+    }
+
+
+def _death_item(death: Death) -> dict[str, Any]:
+    return {
+        **_death_key(death.namespace, death.scope, death.generation),
+        "version": attr_n(death.version),
+        "doc": attr_s(death.model_dump_json()),
+    }
 
 
 def _value(name: str, value: Any) -> dict[str, str]:
@@ -158,11 +174,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                 {
                     "Put": {
                         "TableName": self.table,
-                        "Item": {
-                            **_death_key(death.namespace, death.scope, death.generation),
-                            "version": attr_n(death.version),
-                            "doc": attr_s(death.model_dump_json()),
-                        },
+                        "Item": _death_item(death),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
@@ -213,17 +225,23 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         items = response.get("Items", [])
         return Death.model_validate_json(items[0]["doc"]["S"]) if items else None
 
-    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
-        recorded = death.recorded(action, outcome)
-        self._call(
-            self.client.put_item,
-            TableName=self.table,
-            Item={
-                **_death_key(death.namespace, death.scope, death.generation),
-                "version": attr_n(recorded.version),
-                "doc": attr_s(recorded.model_dump_json()),
-            },
-            ConditionExpression="version = :expected",
-            ExpressionAttributeValues={":expected": attr_n(death.version)},
+    def save_death(self, death: Death, expected_version: int) -> DynamoWrite:
+        return self._put(
+            _death_item(death),
+            "version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(expected_version)},
         )
-        return recorded
+
+    def add_released_page(self, page: ReleasedPage) -> DynamoWrite:
+        item = {
+            **_page_key(page.namespace, page.scope, page.generation, page.number),
+            "doc": attr_s(page.model_dump_json()),
+        }
+        return self._put(item, "attribute_not_exists(pk)")
+
+    def get_released_page(
+        self, namespace: str, scope: str, generation: int, number: int
+    ) -> ReleasedPage | None:
+        key = _page_key(namespace, scope, generation, number)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None

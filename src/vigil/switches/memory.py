@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from vigil.kit.limits import item_bytes, require_transaction
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
-from vigil.switches.records import Action, Beat, Death, Switch
+from vigil.switches.records import Beat, Death, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
 
@@ -15,6 +15,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
     def __init__(self) -> None:
         self.switches: dict[tuple[str, str], Switch] = {}
         self.deaths: dict[tuple[str, str, int], Death] = {}
+        self.released_pages: dict[tuple[str, str, int, int], ReleasedPage] = {}
         super().__init__()
 
     def get_switch(self, namespace: str, scope: str) -> Switch | None:
@@ -43,6 +44,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
         return self._versioned(self.switches, key, switch, expected_version, deep=True)
 
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+        require_transaction([item_bytes(switch.scope, switch), item_bytes(switch.scope, death)])
         with self._lock:
             current = self.switches.get((switch.namespace, switch.scope))
             key = (death.namespace, death.scope, death.generation)
@@ -84,12 +86,25 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 return None
             return max(found, key=lambda d: d.generation).model_copy(deep=True)
 
-    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+    def save_death(self, death: Death, expected_version: int) -> MemoryWrite:
+        key = (death.namespace, death.scope, death.generation)
+        return self._versioned(self.deaths, key, death, expected_version, deep=True)
+
+    def add_released_page(self, page: ReleasedPage) -> MemoryWrite:
+        key = (page.namespace, page.scope, page.generation, page.number)
+
+        def check() -> None:
+            if key in self.released_pages:
+                raise ConditionFailed(page.scope)
+
+        def apply() -> None:
+            self.released_pages[key] = page.model_copy(deep=True)
+
+        return MemoryWrite(check, apply, (item_bytes(key, page),))
+
+    def get_released_page(
+        self, namespace: str, scope: str, generation: int, number: int
+    ) -> ReleasedPage | None:
         with self._lock:
-            key = (death.namespace, death.scope, death.generation)
-            current = self.deaths.get(key)
-            if current is None or current.version != death.version:
-                raise ConditionFailed(death.scope)
-            recorded = current.recorded(action, outcome).model_copy(deep=True)
-            self.deaths[key] = recorded
-            return recorded.model_copy(deep=True)
+            found = self.released_pages.get((namespace, scope, generation, number))
+            return found.model_copy(deep=True) if found else None

@@ -5,6 +5,10 @@ deadline fires it: exactly one caller wins the conditional change from armed to 
 that change creates the death record which lists the actions to run and records each one as
 it is done, so an alarm delivered again after a crash finishes what is missing and repeats
 nothing.
+
+Every record here is bounded, whatever the holder held: the release of a scope's leases goes
+in batches, each recorded as a page of its own beside the death, and the death keeps only the
+counts, how far the release got, and the first few names.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from pydantic import Field
+
 from vigil.kit.records import Record, Versioned
+from vigil.leases.records import Lease
 
 Action = Literal["release_leases", "mark_failed", "queue_alert"]
 # The alert is last so that it can say what was released.
@@ -23,6 +30,12 @@ PublicState = Literal["armed", "disarmed", "failed", "expired"]
 
 MIN_WINDOW_SECONDS = 2
 MAX_WINDOW_SECONDS = 2_592_000
+# The leases one batch of release_leases releases: one transaction of two items per lease (the
+# lease, and its copy in the scope's partition removed) and two more (the page, the death).
+RELEASE_BATCH = 40
+# How many released leases a death names itself (and so the alert and the heartbeat); all of
+# them are in its pages, which resume_packet reads.
+NAMED_RELEASES = 5
 
 
 class Switch(Versioned):
@@ -84,7 +97,7 @@ class Switch(Versioned):
     def overdue(self, now: datetime) -> bool:
         return self.state == "armed" and self.deadline <= now
 
-    def death(self, to_release: list[HeldLease], now: datetime) -> Death:
+    def death(self, now: datetime) -> Death:
         """The death this switch's expiry at ``now`` records: the actions still to run."""
         return Death(
             namespace=self.namespace,
@@ -95,8 +108,7 @@ class Switch(Versioned):
             deadline=self.deadline,
             fired_at=now,
             actions=ordered(self.on_expiry),
-            notify_address=self.notify_address,
-            to_release=to_release,
+            notify_address=self.notify_address if "queue_alert" in self.on_expiry else None,
             done={},
             version=1,
         )
@@ -137,6 +149,34 @@ class HeldLease(Record):
     generation: int
 
 
+class Release(Record):
+    """How far release_leases got: the scope's leases are walked in resource order, a batch at
+    a time, and each batch's released leases are kept as a page of their own."""
+
+    after: str | None = None  # the last resource of the scope looked at
+    released: int = 0
+    pages: int = 0
+    first: list[HeldLease] = Field(default_factory=list)  # the first NAMED_RELEASES released
+
+    def advanced(self, batch: list[HeldLease], after: str | None) -> Release:
+        return Release(
+            after=after,
+            released=self.released + len(batch),
+            pages=self.pages + (1 if batch else 0),
+            first=(self.first + batch)[:NAMED_RELEASES],
+        )
+
+
+class ReleasedPage(Record):
+    """One batch of the leases a death released."""
+
+    namespace: str
+    scope: str
+    generation: int
+    number: int  # from 1
+    leases: list[HeldLease]
+
+
 class Death(Versioned):
     """What was observed when a switch fired, and what its actions did."""
 
@@ -149,7 +189,7 @@ class Death(Versioned):
     fired_at: datetime
     actions: list[Action]  # in ACTION_ORDER
     notify_address: str | None
-    to_release: list[HeldLease]  # the scope's leases of the holder when it fired
+    release: Release = Field(default_factory=Release)
     done: dict[str, dict[str, Any]]  # action -> its recorded outcome
 
     @property
@@ -158,6 +198,28 @@ class Death(Versioned):
 
     def pending(self) -> list[Action]:
         return [action for action in self.actions if action not in self.done]
+
+    def releases(self, lease: Lease) -> bool:
+        """Whether release_leases frees ``lease``, found in this death's scope: the holder's,
+        held, and granted before the death (a lease taken since belongs to what came after)."""
+        return (
+            lease.holder == self.holder
+            and lease.state == "held"
+            and lease.acquired_at <= self.fired_at
+        )
+
+    def released_batch(self, batch: list[HeldLease], after: str | None) -> Death:
+        return self.changed(release=self.release.advanced(batch, after))
+
+    def page(self, batch: list[HeldLease]) -> ReleasedPage:
+        """The page that records ``batch``, the next after those already recorded."""
+        return ReleasedPage(
+            namespace=self.namespace,
+            scope=self.scope,
+            generation=self.generation,
+            number=self.release.pages + 1,
+            leases=batch,
+        )
 
     def recorded(self, action: Action, outcome: dict[str, Any]) -> Death:
         return self.changed(done={**self.done, action: outcome})

@@ -7,7 +7,10 @@ moved the deadline, it arms the next alarm for the new deadline: one alarm per w
 per beat. The expiry is one conditional change (armed at generation g with a deadline at or
 before now → fired) that also creates the death record; only the caller that wins it has a
 death to run, and each action is recorded as done as it completes, so a repeated or late alarm
-finishes what is missing and repeats nothing.
+finishes what is missing and repeats nothing. The actions run in bounded steps (one batch of
+leases released, or one other action, per transaction), a bounded number per run, so no run
+outgrows a function's timeout and no item, transaction or alert outgrows its limit, however
+many leases the holder had.
 """
 
 from __future__ import annotations
@@ -23,22 +26,36 @@ from vigil.identity.records import Caller
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.leases.records import Lease
-from vigil.leases.service import release
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
 from vigil.mailboxes.service import deliver, require_registered
 from vigil.observability import get_logger, log_event
 from vigil.progress.records import ProgressReport
 from vigil.store import Store
-from vigil.switches.records import Action, Beat, Death, HeldLease, PublicState, Switch
+from vigil.switches.records import (
+    RELEASE_BATCH,
+    Action,
+    Beat,
+    Death,
+    HeldLease,
+    PublicState,
+    ReleasedPage,
+    Switch,
+)
 
 log = get_logger("vigil.switches")
 
 TIMER_KIND = "switch"
 # How many beats of a generation armed after a death repeat that death in their result.
 REPEAT_DEATH_BEATS = 3
-# Each action of a death may lose a race to a concurrent run of the same death this often.
-_RECORD_ATTEMPTS = 5
+# The steps of a death's actions (see Liveness.finish) one run takes: a late beat takes a few,
+# enough for a death with few leases, so that its answer can report the death done; an alarm
+# takes more (50 batches: 2,000 leases, a few seconds on DynamoDB, far within the function's
+# timeout). What is left goes on in the next alarm.
+BEAT_STEPS = 4
+ALARM_STEPS = 50
+# The leases held now that one resume_packet lists.
+HELD_PAGE = 50
 
 
 class Resumption(NamedTuple):
@@ -46,7 +63,9 @@ class Resumption(NamedTuple):
 
     switch: Switch
     death: Death | None  # the scope's most recent death, of any generation
-    held_leases: list[Lease]  # the scope's leases held now
+    released: ReleasedPage | None  # the page asked for of the leases that death released
+    held_leases: list[Lease]  # a page of the scope's leases held now
+    held_after: str | None  # where the next page of held leases starts, if there may be one
     last_progress: ProgressReport | None
 
     @property
@@ -100,15 +119,16 @@ class Liveness:
             if switch.overdue(now):
                 # Late: the deadline passed before this beat. The death is a fact; record it
                 # and run its actions, exactly as the alarm would, before anything else.
-                death = self.expire(switch, now)
+                death = self.expire(switch, now, BEAT_STEPS)
                 switch = self.store.get_switch(namespace, scope)
                 assert switch is not None
             elif switch.holder != me and not (disarm and caller.is_operator):
                 raise forbidden("this scope's switch is armed by another principal")
-        if switch is not None and switch.state == "fired":
-            death = death or self.store.get_death(namespace, scope, switch.generation)
+        if switch is not None and switch.state == "fired" and death is None:
+            # Fired before this beat: help finish the death, a bounded step or few.
+            death = self.store.get_death(namespace, scope, switch.generation)
             if death is not None and death.pending():
-                death = self.finish(death)
+                death = self.finish(death, BEAT_STEPS)
 
         if disarm:
             if switch is None:
@@ -146,35 +166,39 @@ class Liveness:
             return None
         return self.store.get_death(switch.namespace, switch.scope, switch.follows_death)
 
-    def resume(self, namespace: str, scope: str) -> Resumption:
+    def resume(
+        self, namespace: str, scope: str, held_after: str | None, released_page: int
+    ) -> Resumption:
+        """The scope's state for a successor, with one page of the leases held now (those
+        after ``held_after``) and page ``released_page`` of what its latest death released."""
         switch = self.store.get_switch(namespace, scope)
         if switch is None:
             raise not_found("scope")
         now = self.clock.now()
+        death = self.store.latest_death(namespace, scope)
+        released = None
+        if death is not None and 1 <= released_page <= death.release.pages:
+            released = self.store.get_released_page(
+                namespace, scope, death.generation, released_page
+            )
+        held = self.store.scope_leases(namespace, scope, after=held_after, limit=HELD_PAGE)
         return Resumption(
             switch=switch,
-            death=self.store.latest_death(namespace, scope),
-            held_leases=[
-                lease for lease in self.store.scope_leases(namespace, scope) if lease.live(now)
-            ],
+            death=death,
+            released=released,
+            held_leases=[lease for lease in held if lease.live(now)],
+            held_after=held[-1].resource if len(held) == HELD_PAGE else None,
             # The scope's latest report; failing that, the latest of the switch's holder.
             last_progress=self.store.scope_progress(namespace, scope)
             or self.store.latest_progress(namespace, switch.holder),
         )
 
     # -- the expiry ------------------------------------------------------------------------
-    def expire(self, switch: Switch, now: datetime) -> Death | None:
-        """Fires ``switch`` if it is still armed at its generation and overdue, then runs the
-        death's actions. Returns the death (ours or one that another caller recorded), or None
-        if a beat or a disarm won."""
-        plan: list[HeldLease] = []
-        if "release_leases" in switch.on_expiry:
-            plan = [
-                HeldLease(resource=lease.resource, generation=lease.generation)
-                for lease in self.store.scope_leases(switch.namespace, switch.scope)
-                if lease.holder == switch.holder and lease.state == "held"
-            ]
-        death = switch.death(plan, to_ms(now))
+    def expire(self, switch: Switch, now: datetime, steps: int) -> Death | None:
+        """Fires ``switch`` if it is still armed at its generation and overdue, then runs up
+        to ``steps`` steps of the death's actions. Returns the death (ours or one that another
+        caller recorded), or None if a beat or a disarm won."""
+        death = switch.death(to_ms(now))
         try:
             self.store.fire_switch(switch, death, now)
         except ConditionFailed:
@@ -191,66 +215,95 @@ class Liveness:
                 generation=switch.generation,
                 lateness_seconds=death.lateness_seconds,
             )
-        return self.finish(death)
+        return self.finish(death, steps)
 
-    def finish(self, death: Death) -> Death:
-        """Runs whatever actions of ``death`` are not recorded as done, in order."""
-        for _ in range(_RECORD_ATTEMPTS * len(death.actions) + 1):
+    def finish(self, death: Death, steps: int) -> Death:
+        """Runs up to ``steps`` steps of ``death``'s pending actions, in order, and returns the
+        death as recorded. A step is one batch of release_leases, or one other action; a step
+        lost to a concurrent run of the same death counts too, so every run is bounded. When
+        actions remain, a timer is armed for now, and the alarm function goes on with them.
+
+        Should this caller stop before that timer is armed, the death is still finished: an
+        alarm's run is delivered again until it succeeds, and a beat's run leaves the switch
+        fired (the new generation is written after), so the beat's retry, or the alarm of the
+        deadline that this beat came after, runs it again."""
+        for _ in range(steps):
             pending = death.pending()
             if not pending:
                 return death
-            action = pending[0]
-            outcome = self._run(action, death)
             try:
-                death = self.store.record_action(death, action, outcome)
+                death = self._step(pending[0], death)
             except ConditionFailed:
                 fresh = self.store.get_death(death.namespace, death.scope, death.generation)
                 assert fresh is not None
                 death = fresh
+        if death.pending():
+            self.alarms.arm(self._continuation(death), self.clock.now())
         return death
 
-    def _run(self, action: Action, death: Death) -> dict[str, Any]:
-        if action == "release_leases":
-            return self._release(death)
-        if action == "mark_failed":
-            return {"failed_at": iso(death.fired_at)}
-        return self._alert(death)
+    def _continuation(self, death: Death) -> Timer:
+        return Timer(
+            kind=TIMER_KIND,
+            namespace=death.namespace,
+            key=death.scope,
+            generation=death.generation,
+            due_at=self.clock.now(),
+        )
 
-    def _release(self, death: Death) -> dict[str, Any]:
-        released, skipped = [], []
-        for held in death.to_release:
-            try:
-                release(
-                    self.store,
-                    UnitOfWork(self.store),
-                    death.namespace,
-                    held.resource,
-                    held.generation,
-                    death.holder,
-                    released_by=f"expiry:{death.scope}",
-                    now=self.clock.now(),
-                )
-                released.append(held.model_dump())
-            except VigilError as error:
-                if error.code is not ErrorCode.STALE_GENERATION:
-                    raise
-                skipped.append(held.model_dump())  # it lapsed and was granted to someone else
+    def _step(self, action: Action, death: Death) -> Death:
+        """One step of ``action``, committed with the death's new version; ConditionFailed if
+        the death or a lease changed since they were read."""
+        if action == "release_leases":
+            return self._release_batch(death)
+        if action == "mark_failed":
+            return self._record(death, action, {"failed_at": iso(death.fired_at)})
+        return self._record(death, action, self._alert(death))
+
+    def _record(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+        recorded = death.recorded(action, outcome)
+        UnitOfWork(self.store).commit(self.store.save_death(recorded, death.version))
+        return recorded
+
+    def _release_batch(self, death: Death) -> Death:
+        """Releases the next batch of the holder's leases of the scope, and records them as a
+        page, all in one transaction with the death's progress: a lease is released exactly
+        once, and a crash between batches loses nothing."""
+        looked_at = self.store.scope_leases(
+            death.namespace, death.scope, after=death.release.after, limit=RELEASE_BATCH
+        )
+        now = self.clock.now()
+        ours = [lease for lease in looked_at if death.releases(lease)]
+        writes = [
+            self.store.save_lease(lease.released(f"expiry:{death.scope}", now), lease.version)
+            for lease in ours
+        ]
+        batch = [HeldLease(resource=lease.resource, generation=lease.generation) for lease in ours]
+        if batch:
+            writes.append(self.store.add_released_page(death.page(batch)))
+        after = looked_at[-1].resource if looked_at else death.release.after
+        advanced = death.released_batch(batch, after)
+        if len(looked_at) < RELEASE_BATCH:
+            # The whole scope was walked: the action is done.
+            advanced = advanced.recorded("release_leases", self._blind_spot(death))
+        UnitOfWork(self.store).commit(*writes, self.store.save_death(advanced, death.version))
+        return advanced
+
+    def _blind_spot(self, death: Death) -> dict[str, Any]:
         unscoped = self.store.unscoped_leases_held_by(death.namespace, death.holder)
         return {
-            "released": released,
-            "already_regranted": skipped,
             "blind_spot": {
                 "unscoped_leases_held": unscoped,
                 "explanation": (
                     "release_leases reaches only leases taken with this scope; the holder's "
                     "leases without a scope are counted here and left alone"
                 ),
-            },
+            }
         }
 
     def _alert(self, death: Death) -> dict[str, Any]:
         assert death.notify_address is not None
         release_outcome = death.done.get("release_leases")
+        released = death.release
         envelope = Envelope(
             # Derived from the death, so a resend after a crash is the same envelope, which the
             # mailbox hands out once.
@@ -268,7 +321,13 @@ class Liveness:
                 "deadline": iso(death.deadline),
                 "fired_at": iso(death.fired_at),
                 "lateness_seconds": death.lateness_seconds,
-                "released": release_outcome["released"] if release_outcome else None,
+                # Counts and the first few names keep the alert small whatever was held; the
+                # whole list is in resume_packet, a page at a time.
+                "released_count": released.released if release_outcome else None,
+                "released_first": (
+                    [held.model_dump() for held in released.first] if release_outcome else None
+                ),
+                "released_pages": released.pages if release_outcome else None,
                 "blind_spot": release_outcome["blind_spot"] if release_outcome else None,
             },
             sent_at=death.fired_at,
@@ -290,7 +349,7 @@ class Liveness:
         switch = self.store.get_switch(timer.namespace, timer.key)
         if switch is not None and switch.generation == timer.generation and switch.state == "armed":
             if switch.overdue(now):
-                self.expire(switch, now)
+                self.expire(switch, now, ALARM_STEPS)
             elif switch.alarm_due == timer.due_at:
                 # Beats moved the deadline: arm the next alarm, then record it. Arming first
                 # means a crash leaves a duplicate alarm at worst, never none.
@@ -301,4 +360,4 @@ class Liveness:
             return
         death = self.store.get_death(timer.namespace, timer.key, timer.generation)
         if death is not None and death.pending():
-            self.finish(death)
+            self.finish(death, ALARM_STEPS)

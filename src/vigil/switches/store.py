@@ -1,17 +1,16 @@
 """Where dead-man switches and their deaths are kept.
 
-Beats, firing, alarm moves and recorded actions are single conditional writes of their own
-(no unit of work: none carries an idempotency key); arming and disarming go through one.
+Beats, firing and alarm moves are single conditional writes of their own (no unit of work:
+none carries an idempotency key); arming, disarming and the death's steps go through one.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import Any
 
 from vigil.kit.uow import Write
-from vigil.switches.records import Action, Beat, Death, Switch
+from vigil.switches.records import Beat, Death, ReleasedPage, Switch
 
 
 class SwitchStore(ABC):
@@ -48,6 +47,14 @@ class SwitchStore(ABC):
     def latest_death(self, namespace: str, scope: str) -> Death | None: ...
 
     @abstractmethod
-    def record_action(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
-        """Adds ``action``'s outcome if the death is still at ``death.version``; returns the
-        new death. Raises ConditionFailed if it changed (someone else recorded first)."""
+    def save_death(self, death: Death, expected_version: int) -> Write:
+        """Stores ``death`` if the stored one is still at ``expected_version``."""
+
+    @abstractmethod
+    def add_released_page(self, page: ReleasedPage) -> Write:
+        """Stores ``page`` if no page of that number is stored for its death."""
+
+    @abstractmethod
+    def get_released_page(
+        self, namespace: str, scope: str, generation: int, number: int
+    ) -> ReleasedPage | None: ...

@@ -3,17 +3,20 @@ vigil.switches.service)."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from vigil.clock import to_ms
+from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import Context, Output, Scope, StrictInput, Tool
 from vigil.progress.tools import ProgressSummary
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
     MIN_WINDOW_SECONDS,
+    NAMED_RELEASES,
     Action,
     Beat,
     Death,
@@ -21,7 +24,7 @@ from vigil.switches.records import (
     PublicState,
     Switch,
 )
-from vigil.switches.service import Liveness
+from vigil.switches.service import HELD_PAGE, Liveness
 
 AddressField = Annotated[
     str,
@@ -83,6 +86,20 @@ class HeartbeatInput(StrictInput):
 
 class ResumePacketInput(StrictInput):
     scope: Scope
+    released_page: int = Field(
+        default=1,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "Which page of the latest death's released leases to return (from 1; "
+            "death.released_pages says how many there are)."
+        ),
+    )
+    held_leases_cursor: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Opaque held_leases_next_cursor from the previous packet of this scope.",
+    )
     agent_key: str | None = Field(default=None, max_length=200, description="As for heartbeat.")
 
 
@@ -96,8 +113,20 @@ class DeathView(Output):
     actions: list[Action]
     completed: list[Action]
     marked_failed: bool
+    released_count: int | None = Field(
+        description=(
+            "How many leases release_leases has released so far (all of them once it is "
+            "completed); null if that action was not chosen."
+        )
+    )
     released: list[HeldLease] | None = Field(
-        description="Leases released by release_leases; null if that action was not chosen."
+        description=(
+            f"The first {NAMED_RELEASES} leases released; the whole list is in resume_packet, "
+            "a page at a time. Null if release_leases was not chosen."
+        )
+    )
+    released_pages: int | None = Field(
+        description="How many pages of released leases resume_packet can return."
     )
     blind_spot: dict[str, Any] | None = Field(
         description="What release_leases could not reach: the holder's leases without a scope."
@@ -106,6 +135,7 @@ class DeathView(Output):
 
     @classmethod
     def of(cls, death: Death) -> DeathView:
+        chosen = "release_leases" in death.actions
         release = death.done.get("release_leases")
         alert = death.done.get("queue_alert")
         return cls(
@@ -118,7 +148,9 @@ class DeathView(Output):
             actions=death.actions,
             completed=[a for a in death.actions if a in death.done],
             marked_failed="mark_failed" in death.done,
-            released=[HeldLease(**h) for h in release["released"]] if release else None,
+            released_count=death.release.released if chosen else None,
+            released=death.release.first if chosen else None,
+            released_pages=death.release.pages if chosen else None,
             blind_spot=release["blind_spot"] if release else None,
             alert_envelope_id=alert.get("envelope_id") if alert else None,
         )
@@ -164,7 +196,18 @@ class ResumePacket(Output):
     on_expiry: list[Action]
     notify_address: str | None
     death: DeathView | None = Field(description="The most recent observed death of this scope.")
-    held_leases: list[LeaseSummary] = Field(description="Leases of this scope held right now.")
+    released_leases: list[HeldLease] | None = Field(
+        description=(
+            "Page released_page of the leases the death released, in resource order; null "
+            "when that page does not exist."
+        )
+    )
+    held_leases: list[LeaseSummary] = Field(
+        description=f"Leases of this scope held right now, up to {HELD_PAGE} per packet."
+    )
+    held_leases_next_cursor: str | None = Field(
+        description="Pass back as held_leases_cursor for more held leases; null at the end."
+    )
     last_progress: ProgressSummary | None = Field(
         description=(
             "The latest progress reported for this scope; failing that, the latest report of "
@@ -206,8 +249,16 @@ def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
 
 
 # -- resume_packet ------------------------------------------------------------------------
+def _digest(scope: str) -> str:
+    """What binds a cursor to its scope: short, whatever the scope's length."""
+    return hashlib.sha256(scope.encode()).hexdigest()[:16]
+
+
 def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
-    found = _liveness(ctx).resume(ctx.caller.namespace, args.scope)
+    held_after = None
+    if args.held_leases_cursor is not None:
+        held_after = cursor_position(args.held_leases_cursor, "held", str, s=_digest(args.scope))
+    found = _liveness(ctx).resume(ctx.caller.namespace, args.scope, held_after, args.released_page)
     switch, death, progress = found.switch, found.death, found.last_progress
     return ResumePacket(
         scope=switch.scope,
@@ -222,6 +273,7 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
         on_expiry=switch.on_expiry,
         notify_address=switch.notify_address,
         death=DeathView.of(death) if death is not None else None,
+        released_leases=found.released.leases if found.released is not None else None,
         held_leases=[
             LeaseSummary(
                 resource=lease.resource,
@@ -232,6 +284,11 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
             )
             for lease in found.held_leases
         ],
+        held_leases_next_cursor=(
+            encode_cursor("held", a=found.held_after, s=_digest(args.scope))
+            if found.held_after
+            else None
+        ),
         last_progress=ProgressSummary.of(progress) if progress is not None else None,
     )
 
@@ -260,7 +317,10 @@ TOOLS: tuple[Tool, ...] = (
             "What a successor needs to pick up a scope: whether its switch is armed, disarmed "
             "or dead, the observed death with what its actions released and whom they alerted, "
             "the last beat, the leases of the scope held now, and the latest progress reported "
-            "for the scope (or else by the switch's holder), returned as its reporter's data."
+            "for the scope (or else by the switch's holder), returned as its reporter's data. "
+            "Long lists come a page at a time: released_page picks a page of the leases the "
+            "death released (death.released_pages says how many), and held_leases_cursor "
+            "continues the held leases from held_leases_next_cursor."
         ),
         input_model=ResumePacketInput,
         output_model=ResumePacket,
