@@ -36,23 +36,28 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNAVAILABLE: 503,
 }
 
+# Codes a retry of the same call may get past. A version_conflict is retryable only when it
+# reports contention (``contended``): the call lost races, and the same call can win the next.
 RETRYABLE = frozenset({ErrorCode.THROTTLED, ErrorCode.UNAVAILABLE})
 
 
 class VigilError(Exception):
     """A failure the caller is meant to see. ``message`` must never carry secrets or AWS text."""
 
-    def __init__(self, code: ErrorCode, message: str, **details: Any) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, *, retryable: bool | None = None, **details: Any
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.details = details
+        self.retryable = code in RETRYABLE if retryable is None else retryable
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code.value, "message": self.message}
         if self.details:
             body["details"] = self.details
-        body["retryable"] = self.code in RETRYABLE
+        body["retryable"] = self.retryable
         return body
 
 
@@ -75,6 +80,11 @@ def not_found(what: str) -> VigilError:
 
 def conflict(message: str, **details: Any) -> VigilError:
     return VigilError(ErrorCode.VERSION_CONFLICT, message, **details)
+
+
+def contended(message: str, **details: Any) -> VigilError:
+    """A version_conflict that a retry of the same call may get past: the call lost races."""
+    return VigilError(ErrorCode.VERSION_CONFLICT, message, retryable=True, **details)
 
 
 def unavailable(message: str = "the service is temporarily unavailable; retry later") -> VigilError:

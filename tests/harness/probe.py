@@ -141,7 +141,8 @@ def assert_clean(outcome: Outcome) -> None:
         assert set(error) <= {"code", "message", "details", "retryable"}, outcome.describe()
         assert error["code"] in _CODES, outcome.describe()
         assert isinstance(error["message"], str), outcome.describe()
-        assert error["retryable"] is (error["code"] in {"throttled", "unavailable"})
+        # Retryable exactly when the message tells the caller to retry the call.
+        assert error["retryable"] is ("retry" in error["message"]), outcome.describe()
         assert error["code"] != "unavailable", outcome.describe()
         assert len(outcome.body) <= MAX_ERROR_BYTES, outcome.describe()
         if outcome.door == "rest":

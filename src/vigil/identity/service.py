@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from vigil.errors import conflict, forbidden, invalid, not_found
+from vigil.errors import conflict, contended, forbidden, invalid, not_found
 from vigil.identity.records import (
     Caller,
     Kind,
@@ -59,7 +59,7 @@ def register(
     try:
         uow.commit(store.add_principal(principal), result=present(principal))
     except ConditionFailed:
-        raise conflict("the registration raced another attempt; retry with the same key") from None
+        raise contended("the registration raced another attempt; retry with the same key") from None
     return principal, secret
 
 

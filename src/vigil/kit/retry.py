@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from vigil.errors import conflict
+from vigil.errors import contended
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 
 
@@ -35,7 +35,7 @@ def retry_on_conflict(attempt: Callable[[], T], what: str) -> T:
             return attempt()
         except ConditionFailed:
             continue
-    raise conflict(f"{what} kept changing while this call ran; read it and retry")
+    raise contended(f"{what} kept changing while this call ran; retry")
 
 
 def update_versioned(

@@ -32,7 +32,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from vigil.clock import Clock
-from vigil.errors import ErrorCode, VigilError, conflict, invalid, not_found
+from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.limits import MAX_MESSAGE_BYTES
 from vigil.kit.uow import ConditionFailed, UnitOfWork
@@ -190,7 +190,7 @@ class Mailboxes:
         try:
             uow.commit(self.store.add_mailbox(mailbox), result=result)
         except ConditionFailed:
-            raise conflict("the mailbox was created concurrently; call again to read it") from None
+            raise contended("the mailbox was created concurrently; retry to read it") from None
         return result
 
     def receive(
@@ -268,9 +268,11 @@ class Mailboxes:
                 self.store.acknowledge_delivery(delivery.acknowledged(now), now)
             except ConditionFailed:
                 current = self.store.get_delivery(namespace, envelope_id) or delivery
-                raise _stale(
-                    current, "the delivery was handed out again since this generation"
-                ) from None
+                if not (current.generation == generation and current.state == "acknowledged"):
+                    raise _stale(
+                        current, "the delivery was handed out again since this generation"
+                    ) from None
+                # A concurrent duplicate of this acknowledgment won: the delivery is done.
         # A repeated acknowledgment of the same generation lands here too, and retries the
         # delete.
         ref = self.queues.ensure(queue_name(self.queues.prefix, namespace, delivery.address))
