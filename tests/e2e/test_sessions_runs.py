@@ -69,11 +69,15 @@ def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> 
                 idempotencyKey="b2",
             )
             assert replay == beat
-            refused = await work.attempt(
+            unknown = await work.call(
                 "session_heartbeat",
                 sessionId=session_id,
                 acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa"],
                 idempotencyKey="b6",
+            )
+            assert unknown["unknownInstructionIds"] == ["ins_aaaaaaaaaaaaaaaa"]
+            refused = await work.attempt(
+                "session_heartbeat", sessionId="zero\u200bwidth", idempotencyKey="b7"
             )
             assert refused["error"]["code"] == "invalid_argument"
 

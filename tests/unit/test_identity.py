@@ -135,7 +135,9 @@ def test_revocation_stops_the_secret(tenant: Tenant) -> None:
         {"kind": "agent", "name": "x", "extra": 1},
         {"kind": "agent", "name": 5},
         {"kind": "agent", "name": "x", "role": "root"},
-        {"kind": "agent", "name": "x", "idempotency_key": "has space"},
+        {"kind": "agent", "name": "x", "idempotency_key": "tab\there"},
+        {"kind": "agent", "name": "zero\u200bwidth"},
+        {"kind": "agent", "name": "\u202eevil"},
         {"kind": "agent", "name": "line\nbreak"},
     ],
 )

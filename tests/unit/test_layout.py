@@ -112,7 +112,8 @@ def test_the_alarm_function_loads_no_tool_or_transport() -> None:
 
 # -- naming -------------------------------------------------------------------------------
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
-# The seed fixes session_heartbeat's inputs and its result's names, in camelCase.
+# The seed fixes session_heartbeat's inputs and its result's names, in camelCase; what the result
+# adds follows the seed's spelling.
 SEEDED = {
     "session_heartbeat": {
         "sessionId",
@@ -128,6 +129,7 @@ SEEDED = {
         "instructions",
         "nextInstructionCursor",
         "acknowledged",
+        "unknownInstructionIds",
         "id",
         "body",
         "postedBy",
@@ -170,7 +172,7 @@ def test_a_validation_problem_names_the_argument_as_written(tenant: Tenant) -> N
             sessionId="s-1",
             idempotencyKey="k-1",
             currentStep="line\nbreak",
-            acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa", "not an id"],
+            acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa", ""],
         )
     fields = [problem["field"] for problem in refused.value.details["problems"]]
     assert fields == ["currentStep", "acknowledgedInstructionIds.1"]

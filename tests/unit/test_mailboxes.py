@@ -229,6 +229,43 @@ def test_two_receivers_never_both_hold_a_valid_generation(
     assert ack(acme, me, winner) == {"received": True}
 
 
+def test_a_concurrent_duplicate_acknowledgment_is_told_the_delivery_is_done(
+    app: App,
+    acme: Tenant,
+    clock: ManualClock,
+    store: MemoryStore,
+    queues: MemoryMailboxQueues,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    me = agent(acme)
+    send(app, clock, "acme", me.address)
+    (delivery,) = poll(acme, me, lease_seconds=30)
+    acknowledge_delivery = store.acknowledge_delivery
+    duplicate: list[dict[str, Any]] = []
+
+    def interleaved(*args: Any) -> None:
+        monkeypatch.setattr(store, "acknowledge_delivery", acknowledge_delivery)
+        # This call read the leased delivery; the same acknowledgment, sent twice by a client
+        # that retried, gets there first and finishes it.
+        duplicate.append(ack(acme, me, delivery))
+        acknowledge_delivery(*args)
+
+    monkeypatch.setattr(store, "acknowledge_delivery", interleaved)
+    assert ack(acme, me, delivery) == {"received": True}
+    assert duplicate == [{"received": True}]
+    assert messages_in(queues) == 0
+    stored = store.get_delivery("acme", delivery["id"])
+    assert stored is not None
+    assert (stored.state, stored.generation) == ("acknowledged", 1)
+
+
+def test_an_opaque_id_of_no_delivery_is_not_found(acme: Tenant) -> None:
+    me = agent(acme)
+    for unknown in ("x", "REPLACE_WITH_RETURNED_ID", "env_" + "a" * 40, "ä/+= id"):
+        error = error_of(acme.call, "acknowledge", me.secret, id=unknown, generation=1)
+        assert error.code is ErrorCode.NOT_FOUND
+
+
 def test_a_duplicate_copy_of_an_envelope_is_handed_out_once(
     app: App, acme: Tenant, clock: ManualClock, store: MemoryStore, queues: MemoryMailboxQueues
 ) -> None:
@@ -532,7 +569,7 @@ VALID_ID = "env_" + "a" * 26
         ("receive", {"surprise": 1}),
         ("acknowledge", {"id": VALID_ID}),
         ("acknowledge", {"generation": 1}),
-        ("acknowledge", {"id": "x", "generation": 1}),
+        ("acknowledge", {"id": "", "generation": 1}),
         ("acknowledge", {"id": VALID_ID, "generation": 0}),
         ("acknowledge", {"id": VALID_ID, "generation": True}),
         ("create_mailbox", {"box": "Alerts"}),

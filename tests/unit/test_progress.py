@@ -180,7 +180,8 @@ def test_reports_out_of_bounds_are_refused_and_change_nothing(
         {"scope": "s" * 201},
         {"scope": "line\nbreak"},
         {"reported_by": "agt_bbbbbbbbbbbbbbbb"},
-        {"idempotency_key": "has space"},
+        {"idempotency_key": "tab\tkey"},
+        {"scope": "s\u2028"},
     ],
 )
 def test_bad_arguments_are_invalid(

@@ -16,9 +16,9 @@ from vigil.identity.records import (
     Status,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import (
     OPERATORS,
-    PRINTABLE,
     Context,
     IdempotencyKey,
     Output,
@@ -34,6 +34,7 @@ Name = Annotated[
         pattern=PRINTABLE,
         description="Display name, 1-100 printable characters.",
     ),
+    normalised(100),
 ]
 PrincipalIdField = Annotated[
     str, Field(pattern=PRINCIPAL_ID_PATTERN, description="A principal id, e.g. agt_… or per_….")
@@ -185,9 +186,8 @@ def list_agents(ctx: Context, args: NoInput) -> AgentList:
 
 class ListDirectoryInput(StrictInput):
     kind: Kind = Field(description="Which kind of principal to list.")
-    search: str | None = Field(
+    search: Annotated[str, Field(max_length=200), normalised(200)] | None = Field(
         default=None,
-        max_length=200,
         description="Case-insensitive text matched against names and ids.",
     )
     cursor: str | None = Field(
@@ -267,7 +267,11 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="list_agents",
         title="List agents",
-        description="List the agents of the caller's namespace with their mailbox addresses.",
+        description=(
+            "List the agents of the caller's namespace with their mailbox addresses. They come "
+            "as the array in the result's agents field: MCP structured output is an object, so "
+            "the list the catalog describes has this wrapper."
+        ),
         input_model=NoInput,
         output_model=AgentList,
         run=list_agents,

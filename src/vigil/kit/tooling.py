@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from vigil.identity.records import Role
+from vigil.kit.names import PRINTABLE, normalised
 
 if TYPE_CHECKING:
     from vigil.alarms.timers import Alarms
@@ -27,15 +28,14 @@ IdempotencyKey = Annotated[
     Field(
         min_length=1,
         max_length=128,
-        pattern=r"^[A-Za-z0-9._:-]+$",
+        pattern=PRINTABLE,
         description=(
-            "Retry key for this mutation. Reuse it, with the same arguments, to retry an outcome "
-            "you did not see; a new intent needs a new key."
+            "Retry key for this mutation, 1-128 printable characters. Reuse it, with the same "
+            "arguments, to retry an outcome you did not see; a new intent needs a new key."
         ),
     ),
+    normalised(128),
 ]
-
-PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
 
 Scope = Annotated[
     str,
@@ -45,6 +45,18 @@ Scope = Annotated[
         pattern=PRINTABLE,
         description="A unit of work, the scope of a dead-man switch, e.g. permit-review-2026-08.",
     ),
+    normalised(200),
+]
+
+AgentLabel = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=PRINTABLE,
+        description="A label for the calling instance, e.g. worker-3; 1-64 printable characters.",
+    ),
+    normalised(64),
 ]
 
 

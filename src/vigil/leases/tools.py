@@ -10,8 +10,9 @@ from typing import Annotated
 
 from pydantic import Field
 
+from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import (
-    PRINTABLE,
+    AgentLabel,
     Context,
     IdempotencyKey,
     Output,
@@ -30,6 +31,7 @@ Resource = Annotated[
         pattern=PRINTABLE,
         description="What the lease is on, 1-200 printable characters, e.g. repo:main/deploy.",
     ),
+    normalised(200),
 ]
 Generation = Annotated[
     int,
@@ -92,11 +94,8 @@ class AcquireInput(StrictInput):
         ),
     )
     ttl_seconds: TtlSeconds = 60
-    agent_id: str | None = Field(
+    agent_id: AgentLabel | None = Field(
         default=None,
-        min_length=1,
-        max_length=64,
-        pattern=PRINTABLE,
         description="A label for the instance taking the lease, e.g. worker-3; up to 64 chars.",
     )
     idempotency_key: IdempotencyKey | None = None

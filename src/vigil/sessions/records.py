@@ -19,11 +19,9 @@ from vigil.kit.records import Record, Versioned
 SessionStatus = Literal["active", "waiting", "blocked"]
 InstructionState = Literal["pending", "delivered", "acknowledged"]
 
-SESSION_ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
 # An instruction id has the shape of every other id (a kind and 16 base32 characters), and the
 # first 8 characters are its sequence number, so that acknowledging an id is one keyed read;
 # the random rest keeps an id of one session from naming an instruction of another.
-INSTRUCTION_ID_PATTERN = r"^ins_[a-z2-7]{16}$"
 _INSTRUCTION_ID_RE = re.compile(r"^ins_([a-z2-7]{8})[a-z2-7]{8}$")
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
 _SEQ_CHARS = 8  # 40 bits: more instructions than one session will ever see

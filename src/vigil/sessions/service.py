@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from vigil.clock import Clock, to_ms
-from vigil.errors import forbidden, invalid, not_found
+from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.retry import retry_on_conflict
@@ -53,26 +53,21 @@ class BeatOutcome(NamedTuple):
     session: Session
     delivered: list[Instruction]  # handed out by this beat, as recorded
     acknowledged: list[str]  # the ids the beat acknowledged, as the agent named them
+    unknown: list[str]  # the ids it named that this session never handed out
     next_after: int | None  # where the walk continues; None when it is complete
 
 
 def _received(
     store: Store, namespace: str, current: Session | None, ids: list[str]
-) -> list[Instruction]:
-    """The instructions named by ``ids``, each one this session has handed out."""
+) -> tuple[list[Instruction], list[str]]:
+    """The instructions named by ``ids`` that this session has handed out, and the ids that
+    name nothing it handed out: those are reported back, and the rest of the beat stands."""
     stored: dict[str, Instruction] = {}
     if current is not None and ids:
         seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
         found = store.get_instructions(namespace, current.session_id, seqs)
-        stored = {instruction.id: instruction for instruction in found}
-    unknown = [i for i in ids if i not in stored or stored[i].state == "pending"]
-    if unknown:
-        raise invalid(
-            "acknowledgedInstructionIds names instructions this session has not handed out; "
-            "nothing was recorded",
-            unknown=unknown,
-        )
-    return [stored[i] for i in ids]
+        stored = {i.id: i for i in found if i.state != "pending"}
+    return [stored[i] for i in ids if i in stored], [i for i in ids if i not in stored]
 
 
 def _page(
@@ -118,7 +113,7 @@ def beat(
         current = store.get_session(namespace, session_id)
         if current is not None and current.owner != caller.principal_id:
             raise not_found("session")
-        received = _received(store, namespace, current, ack_ids)
+        received, unknown = _received(store, namespace, current, ack_ids)
         acknowledged = [i.acknowledged(now) for i in received if i.state == "delivered"]
         page, more, acked_through = _page(store, current, after, {i.seq for i in received})
         delivered = [i.handed_out(now) for i in page]
@@ -128,7 +123,13 @@ def beat(
             )
         else:
             session = current.beaten(reported, acked_through, now)
-        outcome = BeatOutcome(session, delivered, ack_ids, page[-1].seq if more else None)
+        outcome = BeatOutcome(
+            session,
+            delivered,
+            [i.id for i in received],
+            unknown,
+            page[-1].seq if more else None,
+        )
         result = present(outcome)
         uow.commit(store.save_beat(session, delivered, acknowledged), result=result)
         return result

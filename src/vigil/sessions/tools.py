@@ -11,13 +11,12 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.sessions import service
 from vigil.sessions.records import (
-    INSTRUCTION_ID_PATTERN,
     MAX_BODY_BYTES,
     PAGE_SIZE,
-    SESSION_ID_PATTERN,
     STALE_AFTER_SECONDS,
     Instruction,
     InstructionState,
@@ -32,11 +31,13 @@ SessionId = Annotated[
     Field(
         min_length=1,
         max_length=128,
-        pattern=SESSION_ID_PATTERN,
-        description="The session, named by its agent: 1-128 of A-Z a-z 0-9 . _ : -",
+        pattern=PRINTABLE,
+        description="The session, named by its agent: 1-128 printable characters.",
     ),
+    normalised(128),
 ]
-InstructionId = Annotated[str, Field(max_length=20, pattern=INSTRUCTION_ID_PATTERN)]
+# Opaque to the agent: any id is accepted, and one this session never handed out is reported.
+InstructionId = Annotated[str, Field(min_length=1, max_length=64)]
 Cursor = Annotated[str, Field(min_length=1, max_length=512)]
 
 
@@ -143,7 +144,8 @@ class SessionHeartbeatInput(StrictInput):
         Annotated[list[InstructionId], Field(max_length=MAX_ACKNOWLEDGMENTS)] | SkipJsonSchema[None]
     ) = _optional(
         "Ids of instructions a beat handed you that you have dealt with, up to 100; they "
-        "never come back. An id this session never handed out refuses the whole beat."
+        "never come back. An id this session never handed out is reported in "
+        "unknownInstructionIds, and the rest of the beat stands."
     )
     instructionCursor: Cursor | SkipJsonSchema[None] = _optional(
         "The nextInstructionCursor of the previous beat, to get the next page of the same "
@@ -199,6 +201,10 @@ class SessionHeartbeatResult(Output):
         description="The instruction ids this beat acknowledged (an id acknowledged before "
         "is harmless and listed again)."
     )
+    unknownInstructionIds: list[str] = Field(
+        description="The acknowledgedInstructionIds that name no instruction this session has "
+        "handed out: nothing was acknowledged for them."
+    )
 
 
 def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
@@ -241,6 +247,7 @@ def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeart
                 else None
             ),
             acknowledged=beat.acknowledged,
+            unknownInstructionIds=beat.unknown,
         )
 
     return service.beat(

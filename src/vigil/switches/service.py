@@ -104,7 +104,7 @@ class Liveness:
             beaten = self.store.beat_switch(namespace, scope, me, beat)
             if beaten is not None:
                 return beaten, self.repeated_death(beaten)
-        if beat.notify_address is not None:
+        if beat.notify_address is not None and "queue_alert" in beat.on_expiry:
             require_registered(self.store, namespace, beat.notify_address)
         return retry_on_conflict(lambda: self._slow_beat(caller, scope, beat, disarm), "the switch")
 

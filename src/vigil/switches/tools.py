@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 
 from vigil.clock import to_ms
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Context, Output, Scope, StrictInput, Tool
+from vigil.kit.tooling import AgentLabel, Context, Output, Scope, StrictInput, Tool
 from vigil.progress.tools import ProgressSummary
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
@@ -58,12 +58,14 @@ class HeartbeatInput(StrictInput):
         ),
     )
     notify_address: AddressField | None = Field(
-        default=None, description="Required with queue_alert: the mailbox that gets the alert."
-    )
-    agent_id: str | None = Field(
         default=None,
-        min_length=1,
-        max_length=64,
+        description=(
+            "Required with queue_alert: the mailbox that gets the alert. Accepted without it "
+            "too, and then unused."
+        ),
+    )
+    agent_id: AgentLabel | None = Field(
+        default=None,
         description="A label for the beating instance, carried in the alert (e.g. worker-3).",
     )
     disarm: bool = Field(default=False, description="Stop the switch instead of beating it.")
@@ -79,8 +81,6 @@ class HeartbeatInput(StrictInput):
             raise ValueError("on_expiry lists an action twice")
         if "queue_alert" in self.on_expiry and self.notify_address is None:
             raise ValueError("queue_alert needs a notify_address")
-        if self.notify_address is not None and "queue_alert" not in self.on_expiry:
-            raise ValueError("notify_address is used only with queue_alert")
         return self
 
 
