@@ -61,6 +61,10 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
         "attachments are immutable and staged uploads expire; versions would keep deleted data",
         frozenset({"AttachmentsBucket"}),
     ),
+    "CKV_AWS_192": (
+        "no Java behind the edge WebACL, so no Log4j rule group; it holds the per-address limit",
+        frozenset({"EdgeWebAcl"}),
+    ),
 }
 
 # What we require, as checkov checks that must run and pass on every resource they apply to.

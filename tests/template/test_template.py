@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,9 @@ from typing import Any
 import pytest
 
 from vigil.config import REQUIRED
+from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.infra.template import load, translate
+from vigil.local.resources import LocalNames, Resolver
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
@@ -150,6 +154,13 @@ def references(value: Any) -> Iterator[str]:
             yield from references(item)
 
 
+def resolver_for(
+    template: dict[str, Any], region: str = "us-east-1", **parameters: str
+) -> Resolver:
+    """Evaluates the template's conditions and intrinsics as a deploy with these values would."""
+    return Resolver(template, LocalNames(region=region, parameters=parameters))
+
+
 def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command, capture_output=True, text=True, timeout=300, check=False, **kwargs
@@ -208,10 +219,20 @@ def test_sam_validate_lint() -> None:
     [
         {"EnableSnapStart": "false", "DeletionProtection": "false"},
         {"LogLevel": "DEBUG", "AllowedOrigins": "https://a.example,https://b.example"},
+        {"ApiBurstLimit": "50", "ApiRateLimit": "25", "EdgeProtection": "cloudfront-waf"},
     ],
 )
 def test_translates_with_non_default_parameters(parameters: dict[str, str]) -> None:
     assert resources_of(translate(TEMPLATE, parameters), "AWS::Lambda::Function")
+
+
+def test_samconfig_overrides_name_template_parameters(sam: dict[str, Any]) -> None:
+    config = tomllib.loads((REPO / "samconfig.toml").read_text(encoding="utf-8"))
+    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
+    for override in shlex.split(overrides):
+        name, value = override.split("=", 1)
+        spec = sam["Parameters"][name]
+        assert value in [str(allowed) for allowed in spec.get("AllowedValues", [value])], name
 
 
 def test_no_dependency_cycle(cfn: dict[str, Any]) -> None:
@@ -509,6 +530,8 @@ def test_version_description_fits(sam: dict[str, Any]) -> None:
         assert f"${{{name}}}" in text
     longest = text
     for name, spec in parameters.items():
+        if f"${{{name}}}" not in text:
+            continue
         if "AllowedValues" in spec:
             value = max(spec["AllowedValues"], key=len)
         else:
@@ -520,12 +543,177 @@ def test_version_description_fits(sam: dict[str, Any]) -> None:
 def test_api_throttling_and_access_logs(cfn: dict[str, Any]) -> None:
     (stage,) = resources_of(cfn, "AWS::ApiGatewayV2::Stage").values()
     properties = props(stage)
-    assert properties["DefaultRouteSettings"]["ThrottlingBurstLimit"] > 0
-    assert properties["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    assert resolver_for(cfn).resolve(properties["DefaultRouteSettings"]) == {
+        "ThrottlingBurstLimit": "200",
+        "ThrottlingRateLimit": "100",
+    }
     access_log = properties["AccessLogSettings"]
     assert getatt_target(access_log["DestinationArn"]) in resources_of(cfn, "AWS::Logs::LogGroup")
     json.loads(access_log["Format"])  # one JSON object per request
     assert "header" not in access_log["Format"].lower()
+
+
+def test_stage_throttle_comes_from_the_parameters(cfn: dict[str, Any]) -> None:
+    (stage,) = resources_of(cfn, "AWS::ApiGatewayV2::Stage").values()
+    settings = props(stage)["DefaultRouteSettings"]
+    resolver = resolver_for(cfn, ApiBurstLimit="50", ApiRateLimit="25")
+    assert resolver.resolve(settings) == {"ThrottlingBurstLimit": "50", "ThrottlingRateLimit": "25"}
+
+
+# ---------------------------------------------------------------- edge protection
+
+EDGE_TYPES = frozenset({"AWS::WAFv2::WebACL", "AWS::CloudFront::Distribution"})
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+ALL_VIEWER_EXCEPT_HOST_HEADER = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+EXECUTE_API = "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"
+
+
+def edge_on(cfn: dict[str, Any], region: str = "us-east-1", **parameters: str) -> Resolver:
+    resolver = resolver_for(cfn, region, EdgeProtection="cloudfront-waf", **parameters)
+    # Attributes the stack would have once deployed, for the intrinsics that name them.
+    resolver.register("EdgeWebAcl", "edge-acl-id", Arn="arn:of:the:stack:web:acl")
+    resolver.register("EdgeDistribution", "EDGEID", DomainName="d111.cloudfront.net")
+    resolver.register("HttpApi", "api123")
+    return resolver
+
+
+def present_of(resolver: Resolver, resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in resolver.present().items()
+        if resource["Type"] == resource_type
+    }
+
+
+def output_urls(cfn: dict[str, Any], resolver: Resolver) -> dict[str, str]:
+    return {
+        name: resolver.resolve(output["Value"])
+        for name, output in cfn["Outputs"].items()
+        if name.endswith("Url")
+    }
+
+
+def broken_rules(cfn: dict[str, Any], resolver: Resolver) -> list[str]:
+    """The AssertDescription of every template rule the values would fail."""
+    broken = []
+    for rule in cfn.get("Rules", {}).values():
+        if "RuleCondition" in rule and not resolver.resolve(rule["RuleCondition"]):
+            continue
+        broken += [
+            assertion["AssertDescription"]
+            for assertion in rule["Assertions"]
+            if not resolver.resolve(assertion["Assert"])
+        ]
+    return broken
+
+
+def test_edge_protection_is_off_by_default(cfn: dict[str, Any], sam: dict[str, Any]) -> None:
+    assert sam["Parameters"]["EdgeProtection"]["Default"] == "none"
+    resolver = resolver_for(cfn)
+    resolver.register("HttpApi", "api123")
+    present = resolver.present()
+    assert {resource["Type"] for resource in present.values()}.isdisjoint(EDGE_TYPES)
+    assert "ApiFunction" in present
+    assert output_urls(cfn, resolver) == {
+        "McpUrl": "https://api123.execute-api.us-east-1.amazonaws.com/mcp",
+        "RestBaseUrl": "https://api123.execute-api.us-east-1.amazonaws.com/v1",
+        "OpenApiUrl": "https://api123.execute-api.us-east-1.amazonaws.com/openapi.json",
+    }
+
+
+def test_edge_web_acl_limits_each_source_address(cfn: dict[str, Any]) -> None:
+    resolver = edge_on(cfn, PerAddressRateLimit="500")
+    ((acl_id, acl),) = present_of(resolver, "AWS::WAFv2::WebACL").items()
+    properties = resolver.resolve(props(acl))
+    assert properties["Scope"] == "CLOUDFRONT"
+    assert properties["DefaultAction"] == {"Allow": {}}
+    (rule,) = properties["Rules"]
+    assert rule["Statement"] == {
+        "RateBasedStatement": {
+            "Limit": "500",
+            "AggregateKeyType": "IP",
+            "EvaluationWindowSec": 300,
+        }
+    }
+    response = rule["Action"]["Block"]["CustomResponse"]
+    assert response["ResponseCode"] == HTTP_STATUS[ErrorCode.THROTTLED] == 429
+    body = json.loads(
+        properties["CustomResponseBodies"][response["CustomResponseBodyKey"]]["Content"]
+    )
+    # The service's own throttled error, so a client handles both alike.
+    assert body == VigilError(ErrorCode.THROTTLED, body["message"]).to_dict()
+
+    ((_, distribution),) = present_of(resolver, "AWS::CloudFront::Distribution").items()
+    config = props(distribution)["DistributionConfig"]
+    assert getatt_target(config["WebACLId"]["Fn::If"][1]) == acl_id
+    assert resolver.resolve(config["WebACLId"]) == "arn:of:the:stack:web:acl"
+
+
+def test_edge_distribution_forwards_every_request_uncached(cfn: dict[str, Any]) -> None:
+    resolver = edge_on(cfn)
+    ((_, distribution),) = present_of(resolver, "AWS::CloudFront::Distribution").items()
+    config = resolver.resolve(props(distribution)["DistributionConfig"])
+    assert config["Enabled"] is True
+    (origin,) = config["Origins"]
+    assert origin["DomainName"] == "api123.execute-api.us-east-1.amazonaws.com"
+    assert origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
+    behavior = config["DefaultCacheBehavior"]
+    assert behavior["TargetOriginId"] == origin["Id"]
+    assert behavior["ViewerProtocolPolicy"] == "https-only"
+    # No cache, and every viewer header (Authorization, Mcp-Session-Id, Mcp-Protocol-Version,
+    # Accept, Content-Type, Origin) reaches the API; Host must be the API's own.
+    assert behavior["CachePolicyId"] == CACHING_DISABLED
+    assert behavior["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST_HEADER
+    assert set(behavior["AllowedMethods"]) == {
+        "GET",
+        "HEAD",
+        "OPTIONS",
+        "PUT",
+        "PATCH",
+        "POST",
+        "DELETE",
+    }
+    assert "CacheBehaviors" not in config
+    assert output_urls(cfn, resolver) == {
+        "McpUrl": "https://d111.cloudfront.net/mcp",
+        "RestBaseUrl": "https://d111.cloudfront.net/v1",
+        "OpenApiUrl": "https://d111.cloudfront.net/openapi.json",
+    }
+
+
+def test_edge_protection_can_use_an_existing_web_acl(cfn: dict[str, Any]) -> None:
+    arn = "arn:aws:wafv2:us-east-1:123456789012:global/webacl/shared/0123abcd"
+    resolver = edge_on(cfn, "eu-west-1", EdgeWebAclArn=arn)
+    assert not present_of(resolver, "AWS::WAFv2::WebACL")
+    ((_, distribution),) = present_of(resolver, "AWS::CloudFront::Distribution").items()
+    assert resolver.resolve(props(distribution)["DistributionConfig"]["WebACLId"]) == arn
+    assert broken_rules(cfn, resolver) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("", True),
+        ("arn:aws:wafv2:us-east-1:123456789012:global/webacl/shared/0123abcd", True),
+        ("arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/shared/0123abcd", False),
+        ("shared", False),
+    ],
+)
+def test_edge_web_acl_arn_names_a_cloudfront_web_acl(
+    sam: dict[str, Any], value: str, accepted: bool
+) -> None:
+    pattern = sam["Parameters"]["EdgeWebAclArn"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is accepted
+
+
+def test_a_stack_made_web_acl_needs_us_east_1(cfn: dict[str, Any]) -> None:
+    # CloudFront takes WebACLs of scope CLOUDFRONT only, and those exist only in us-east-1:
+    # elsewhere the deploy is refused before anything is created.
+    assert broken_rules(cfn, edge_on(cfn, "us-east-1")) == []
+    (reason,) = broken_rules(cfn, edge_on(cfn, "eu-west-1"))
+    assert "us-east-1" in reason
+    assert "EdgeWebAclArn" in reason
+    assert broken_rules(cfn, resolver_for(cfn, "eu-west-1")) == []
 
 
 def test_alarms(cfn: dict[str, Any]) -> None:
@@ -543,9 +731,14 @@ def test_alarms(cfn: dict[str, Any]) -> None:
 def test_outputs(cfn: dict[str, Any]) -> None:
     outputs = cfn["Outputs"]
     assert set(outputs) >= {"McpUrl", "RestBaseUrl", "OpenApiUrl", "TableName", "StackName"}
-    assert outputs["McpUrl"]["Value"]["Fn::Sub"].endswith("/mcp")
-    assert outputs["RestBaseUrl"]["Value"]["Fn::Sub"].endswith("/v1")
-    assert outputs["OpenApiUrl"]["Value"]["Fn::Sub"].endswith("/openapi.json")
+    for name, suffix in (
+        ("McpUrl", "/mcp"),
+        ("RestBaseUrl", "/v1"),
+        ("OpenApiUrl", "/openapi.json"),
+    ):
+        edge, origin = outputs[name]["Value"]["Fn::If"][1:]
+        assert edge["Fn::Sub"].endswith(suffix)
+        assert origin["Fn::Sub"] == EXECUTE_API + suffix
 
 
 # ---------------------------------------------------------------- build

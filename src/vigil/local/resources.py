@@ -323,6 +323,15 @@ class Resolver:
             raise TemplateError(f"{logical_id}.{attribute} is not available locally")
         return attributes[attribute]
 
+    def present(self) -> dict[str, Any]:
+        """The template's resources whose condition holds: those a deploy would create."""
+        resources: Mapping[str, Any] = self.cfn.get("Resources") or {}
+        return {
+            logical_id: resource
+            for logical_id, resource in resources.items()
+            if "Condition" not in resource or self.condition(resource["Condition"])
+        }
+
     def condition(self, name: str) -> bool:
         if name not in self._conditions:
             conditions = self.cfn.get("Conditions") or {}
@@ -753,12 +762,7 @@ def provision(
 ) -> LocalDeployment:
     """Creates (or finds) on moto every resource of ``cfn`` that the handlers need."""
     work = _Provisioning(cfn, clients, names or LocalNames())
-    resources: Mapping[str, Any] = cfn.get("Resources") or {}
-    present = {
-        logical_id: resource
-        for logical_id, resource in resources.items()
-        if "Condition" not in resource or work.resolver.condition(resource["Condition"])
-    }
+    present = work.resolver.present()
     graph: dict[str, set[str]] = {}
     for logical_id, resource in present.items():
         depends_on = resource.get("DependsOn") or []
