@@ -51,7 +51,7 @@ def test_ok_comes_back_once_the_report_is_stored(
     world: World, agent: tuple[str, str], clock: ManualClock
 ) -> None:
     result = report(world, agent[1], progress={"step": 2, "of": 5})
-    assert result == {"ok": True, "recorded_at": result["recorded_at"]}
+    assert result == {"ok": True, "recorded_at": result["recorded_at"], "scope_progress": False}
     assert parse_iso(result["recorded_at"]) == clock.now()
     stored = latest(world, agent[0])
     assert stored is not None
@@ -73,7 +73,7 @@ class FailingWrites(MemoryStore):
 
     failure: Exception = unavailable()
 
-    def save_progress(self, report: ProgressReport) -> MemoryWrite:
+    def save_progress(self, report: ProgressReport, for_scope: bool) -> MemoryWrite:
         raise self.failure
 
 
@@ -100,6 +100,7 @@ def test_a_failed_write_is_an_error_never_ok(
 
 
 def test_the_latest_report_wins(world: World, agent: tuple[str, str]) -> None:
+    world.call("heartbeat", agent[1], scope="job", expect_within_seconds=30)
     report(world, agent[1], progress={"step": 1}, scope="job")
     world.clock.advance(1)
     report(world, agent[1], progress={"step": 2}, scope="job")
@@ -285,17 +286,43 @@ def test_resume_packet_shows_the_scopes_latest_progress(
     world.call("heartbeat", agent[1], scope="job", expect_within_seconds=30)
     assert world.call("resume_packet", agent[1], scope="job")["last_progress"] is None
 
-    report(world, agent[1], progress={"step": 1}, scope="job")
-    world.clock.advance(1)
-    sent = report(world, helper[1], progress={"step": 2}, scope="job")
+    sent = report(world, agent[1], progress={"step": 1}, scope="job")
+    assert sent["scope_progress"] is True
     world.clock.advance(1)
     report(world, agent[1], progress={"elsewhere": True}, scope="other-job")
     packet = world.call("resume_packet", helper[1], scope="job")
     assert packet["last_progress"] == {
-        "progress": {"step": 2},
-        "reported_by": helper[0],
+        "progress": {"step": 1},
+        "reported_by": agent[0],
         "reported_at": sent["recorded_at"],
     }
+
+
+def test_only_the_scopes_holder_writes_its_progress(world: World, agent: tuple[str, str]) -> None:
+    helper, successor = world.tenant.register(name="helper"), world.tenant.register(name="next")
+    world.call("heartbeat", agent[1], scope="job", expect_within_seconds=3)
+    held = report(world, agent[1], progress={"step": 1}, scope="job")
+    world.clock.advance(1)
+    # Another worker's report on the scope stays its own: the scope's progress is unchanged.
+    theirs = report(world, helper[1], progress={"step": 99}, scope="job")
+    assert theirs["scope_progress"] is False
+    assert world.call("get_progress", helper[1])["last_progress"]["scope"] == "job"
+    shown = world.call("resume_packet", helper[1], scope="job")["last_progress"]
+    assert (shown["progress"], shown["reported_by"]) == ({"step": 1}, agent[0])
+    assert shown["reported_at"] == held["recorded_at"]
+
+    # The holder dies; what it reports after its death is its own, not the scope's.
+    world.advance(5)
+    late = report(world, agent[1], progress={"step": 2}, scope="job")
+    assert late["scope_progress"] is False
+    shown = world.call("resume_packet", successor[1], scope="job")["last_progress"]
+    assert shown["progress"] == {"step": 1}
+
+    # The successor arms the scope: its reports are the scope's progress from then on.
+    world.call("heartbeat", successor[1], scope="job", expect_within_seconds=30)
+    assert report(world, successor[1], progress={"step": 3}, scope="job")["scope_progress"]
+    shown = world.call("resume_packet", agent[1], scope="job")["last_progress"]
+    assert (shown["progress"], shown["reported_by"]) == ({"step": 3}, successor[0])
 
 
 def test_without_a_report_for_the_scope_it_shows_the_holders_latest(
@@ -340,3 +367,28 @@ def test_report_and_read_back_on_dynamodb(dynamo_store: Store, clock: ManualCloc
     packet = world.call("resume_packet", secret, scope="job")
     assert packet["last_progress"]["reported_at"] == sent["recorded_at"]
     assert packet["last_progress"]["reported_by"] == me
+
+
+def test_a_holder_that_loses_the_switch_mid_report_writes_only_its_own(
+    world: World, agent: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.call("heartbeat", agent[1], scope="job", expect_within_seconds=30)
+    store = world.store
+    assert isinstance(store, MemoryStore)
+    get_switch = store.get_switch
+
+    def fired_after_the_read(namespace: str, scope: str) -> Any:
+        monkeypatch.setattr(store, "get_switch", get_switch)
+        read = get_switch(namespace, scope)
+        # Between this read and the report's write, the switch fires (its holder is dead).
+        assert read is not None
+        store.switches[(namespace, scope)] = read.changed(state="fired")
+        return read
+
+    monkeypatch.setattr(store, "get_switch", fired_after_the_read)
+    result = report(world, agent[1], progress={"step": 1}, scope="job")
+    assert result["scope_progress"] is False
+    assert store.scope_progress("acme", "job") is None
+    mine = latest(world, agent[0])
+    assert mine is not None
+    assert mine.progress == {"step": 1}

@@ -41,10 +41,10 @@ class DynamoProgress(DynamoBase, ProgressStore):
             }
         }
 
-    def save_progress(self, report: ProgressReport) -> DynamoWrite:
+    def save_progress(self, report: ProgressReport, for_scope: bool) -> DynamoWrite:
         doc = report.model_dump_json()
         writes = [self._item(_principal_key(report.namespace, report.reported_by), report, doc)]
-        if report.scope is not None:
+        if for_scope and report.scope is not None:
             writes.append(self._item(_scope_key(report.namespace, report.scope), report, doc))
         return DynamoWrite(writes)
 

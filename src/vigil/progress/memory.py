@@ -15,9 +15,9 @@ class MemoryProgress(MemoryBase, ProgressStore):
         self.progress_by_scope: dict[tuple[str, str], ProgressReport] = {}
         super().__init__()
 
-    def save_progress(self, report: ProgressReport) -> MemoryWrite:
+    def save_progress(self, report: ProgressReport, for_scope: bool) -> MemoryWrite:
         places = [(self.progress_by_principal, (report.namespace, report.reported_by))]
-        if report.scope is not None:
+        if for_scope and report.scope is not None:
             places.append((self.progress_by_scope, (report.namespace, report.scope)))
 
         def check() -> None:

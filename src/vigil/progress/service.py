@@ -25,7 +25,7 @@ def report(
     caller: Caller,
     scope: str | None,
     progress: dict[str, Any],
-    present: Callable[[ProgressReport], R],
+    present: Callable[[ProgressReport, bool], R],
 ) -> R:
     PROGRESS_BOUNDS.require_size(progress, "the progress")
 
@@ -39,8 +39,17 @@ def report(
             progress=progress,
             reported_at=to_ms(clock.now()),
         )
-        result = present(made)
-        uow.commit(store.save_progress(made), result=result)
+        # Only the report of the scope's holder becomes the scope's progress, and only while
+        # it holds the switch: the write depends on that. Anyone else's stays the reporter's.
+        switch = store.get_switch(caller.namespace, scope) if scope is not None else None
+        holds = (
+            switch is not None and switch.holder == caller.principal_id and switch.state != "fired"
+        )
+        writes = [store.save_progress(made, for_scope=holds)]
+        if holds and scope is not None:
+            writes.append(store.require_holder(caller.namespace, scope, caller.principal_id))
+        result = present(made, holds)
+        uow.commit(*writes, result=result)
         return result
 
     return retry_on_conflict(attempt, "the latest progress")

@@ -10,9 +10,10 @@ from vigil.progress.records import ProgressReport
 
 class ProgressStore(ABC):
     @abstractmethod
-    def save_progress(self, report: ProgressReport) -> Write:
-        """Stores ``report`` as its reporter's latest and, if it names a scope, as the scope's
-        latest. Fails, storing nothing, if either place holds a report made later."""
+    def save_progress(self, report: ProgressReport, for_scope: bool) -> Write:
+        """Stores ``report`` as its reporter's latest and, if ``for_scope`` (it names a scope
+        whose holder made it), as the scope's latest. Fails, storing nothing, if either place
+        holds a report made later."""
 
     @abstractmethod
     def latest_progress(self, namespace: str, principal_id: str) -> ProgressReport | None:

@@ -37,8 +37,9 @@ class ReportProgressInput(StrictInput):
     scope: Scope | None = Field(
         default=None,
         description=(
-            "The dead-man switch scope the work belongs to: resume_packet for that scope "
-            "then shows this report."
+            "The dead-man switch scope the work belongs to. If you hold that scope's switch "
+            "(you armed it, and it has not fired), resume_packet for the scope then shows this "
+            "report; otherwise it stays your own progress (get_progress)."
         ),
     )
     idempotency_key: IdempotencyKey | None = None
@@ -47,6 +48,11 @@ class ReportProgressInput(StrictInput):
 class ReportProgressResult(Output):
     ok: Literal[True] = Field(description="Always true: the report is stored.")
     recorded_at: datetime = Field(description="The time stored with the report.")
+    scope_progress: bool = Field(
+        description="True: the report is now its scope's progress, shown by resume_packet, "
+        "since you hold the scope's switch. False: it names no scope, or you do not hold the "
+        "scope's switch, and it is kept as your own progress only."
+    )
 
 
 class ProgressSummary(Output):
@@ -99,7 +105,9 @@ def report_progress(ctx: Context, args: ReportProgressInput) -> ReportProgressRe
         ctx.caller,
         args.scope,
         args.progress,
-        lambda made: ReportProgressResult(ok=True, recorded_at=made.reported_at),
+        lambda made, for_scope: ReportProgressResult(
+            ok=True, recorded_at=made.reported_at, scope_progress=for_scope
+        ),
     )
 
 

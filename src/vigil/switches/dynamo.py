@@ -150,6 +150,24 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ExpressionAttributeValues={":expected": attr_n(expected_version)},
         )
 
+    def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
+        return DynamoWrite(
+            [
+                {
+                    "ConditionCheck": {
+                        "TableName": self.table,
+                        "Key": _switch_key(namespace, scope),
+                        "ConditionExpression": "holder = :holder AND #st <> :fired",
+                        "ExpressionAttributeNames": {"#st": "state"},
+                        "ExpressionAttributeValues": {
+                            ":holder": attr_s(holder),
+                            ":fired": attr_s("fired"),
+                        },
+                    }
+                }
+            ]
+        )
+
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
         self._transact(
             [

@@ -43,6 +43,14 @@ class MemorySwitches(MemoryBase, SwitchStore):
         key = (switch.namespace, switch.scope)
         return self._versioned(self.switches, key, switch, expected_version, deep=True)
 
+    def require_holder(self, namespace: str, scope: str, holder: str) -> MemoryWrite:
+        def check() -> None:
+            current = self.switches.get((namespace, scope))
+            if current is None or current.holder != holder or current.state == "fired":
+                raise ConditionFailed(scope)
+
+        return MemoryWrite(check, lambda: None, (item_bytes(scope),))
+
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
         require_transaction([item_bytes(switch.scope, switch), item_bytes(switch.scope, death)])
         with self._lock:

@@ -30,6 +30,12 @@ class SwitchStore(ABC):
         """Stores ``switch`` if the stored version is ``expected_version`` (None: absent)."""
 
     @abstractmethod
+    def require_holder(self, namespace: str, scope: str, holder: str) -> Write:
+        """Changes nothing, and holds only while ``scope``'s switch is held by ``holder``:
+        armed or disarmed by it, not fired. Committed with other writes, it makes them depend
+        on that."""
+
+    @abstractmethod
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
         """The expiry, atomically: the switch goes from armed at its generation with a
         deadline at or before ``now`` to fired, and ``death`` is created. Raises
