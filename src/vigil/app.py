@@ -20,6 +20,7 @@ from vigil.kit.tooling import Context, Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event
+from vigil.quotas.records import Quotas
 from vigil.store import Store
 
 log = get_logger("vigil.app")
@@ -36,12 +37,19 @@ class UnknownTool(Exception):
 
 class App:
     def __init__(
-        self, store: Store, clock: Clock, *, queues: MailboxQueues, alarms: Alarms
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        queues: MailboxQueues,
+        alarms: Alarms,
+        quotas: Quotas | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.queues = queues
         self.alarms = alarms
+        self.quotas = quotas or Quotas()
 
     def authenticate(self, bearer: str | None, agent_key: str | None) -> Caller:
         if bearer and agent_key and bearer != agent_key:
@@ -103,7 +111,7 @@ class App:
             if replay is not None:
                 return replay
         uow = UnitOfWork(self.store, pending)
-        ctx = Context(self.store, self.clock, caller, self.queues, self.alarms, uow)
+        ctx = Context(self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas)
         try:
             result = tool.run(ctx, args)
             uow.finish(result)

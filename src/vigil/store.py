@@ -13,6 +13,7 @@ from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import MailboxStore
 from vigil.progress.store import ProgressStore
+from vigil.quotas.store import QuotaStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
 from vigil.switches.store import SwitchStore
@@ -25,6 +26,7 @@ class Store(
     LeaseStore,
     MailboxStore,
     ProgressStore,
+    QuotaStore,
     RunStore,
     SessionStore,
     SwitchStore,

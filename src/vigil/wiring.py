@@ -62,6 +62,7 @@ def alarms() -> AwsAlarms:
 
 
 def aws_liveness() -> Liveness:
+    from vigil.quotas.records import Quotas
     from vigil.switches.service import Liveness
 
-    return Liveness(store(), SystemClock(), alarms(), queues())
+    return Liveness(store(), SystemClock(), alarms(), queues(), Quotas.from_env())

@@ -96,8 +96,10 @@ class FaultyStore(MemoryStore):
         super().fire_switch(switch, death, now)
         self.faults.after("fire_switch")
 
-    def save_lease(self, lease: Lease, expected_version: int | None) -> MemoryWrite:
-        write = super().save_lease(lease, expected_version)
+    def save_lease(
+        self, lease: Lease, expected_version: int | None, scope_limit: int | None = None
+    ) -> MemoryWrite:
+        write = super().save_lease(lease, expected_version, scope_limit)
         return _Tagged(**vars(write), lease=lease)
 
     def save_death(self, death: Death, expected_version: int) -> MemoryWrite:

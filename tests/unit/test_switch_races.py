@@ -148,8 +148,8 @@ class CrashingStore(MemoryStore):
         if any(getattr(write, "releases", False) for write in writes):
             self._step("release")
 
-    def save_lease(self, lease: Any, expected_version: Any) -> Any:
-        write = super().save_lease(lease, expected_version)
+    def save_lease(self, lease: Any, expected_version: Any, scope_limit: Any = None) -> Any:
+        write = super().save_lease(lease, expected_version, scope_limit)
         return _Released(**vars(write), releases=lease.state == "released")
 
     def save_death(self, death: Any, expected_version: int) -> MemoryWrite:

@@ -22,9 +22,10 @@ log = get_logger("vigil.api")
 def router() -> Router:
     from vigil.app import App
     from vigil.clock import SystemClock
+    from vigil.quotas.records import Quotas
     from vigil.wiring import alarms, queues, settings, store
 
-    app = App(store(), SystemClock(), queues=queues(), alarms=alarms())
+    app = App(store(), SystemClock(), queues=queues(), alarms=alarms(), quotas=Quotas.from_env())
     return Router(app, settings().allowed_origins)
 
 

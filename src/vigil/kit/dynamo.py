@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from vigil.kit.aws import aws_failure, error_code
 from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
 from vigil.kit.limits import MAX_TRANSACTION_ITEMS
-from vigil.kit.uow import Committer, ConditionFailed, Write
+from vigil.kit.uow import Committer, ConditionFailed, Count, Tally, Write, tallies
 
 T = TypeVar("T")
 
@@ -47,6 +47,7 @@ class DynamoWrite(Write):
 
     items: list[dict[str, Any]]
     ahead: list[dict[str, Any]] = field(default_factory=list)
+    counts: tuple[Count, ...] = ()
 
 
 def _is_condition_failure(error: Exception, code: str) -> bool:
@@ -136,10 +137,13 @@ class DynamoBase(Committer, IdempotencyStore):
     def commit(self, writes: Sequence[Write], completion: IdempotencyRecord | None = None) -> None:
         ahead: list[dict[str, Any]] = []
         items: list[dict[str, Any]] = []
+        counts: list[Count] = []
         for write in writes:
             assert isinstance(write, DynamoWrite), "a write staged for another backend"
             ahead += write.ahead
             items += write.items
+            counts += write.counts
+        items += [self._tally(key, changes) for key, changes in tallies(counts).items()]
         if completion is not None:
             items.append(self._completion(completion))
         if len(ahead) + len(items) > MAX_TRANSACTION_ITEMS:
@@ -149,6 +153,33 @@ class DynamoBase(Committer, IdempotencyStore):
             items = ahead + items
         if items:
             self._transact(items)
+
+    def _tally(self, key: tuple[str, str], changes: list[Tally]) -> dict[str, Any]:
+        """One Update of an item's counters, conditional on the limit of each increase."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        adds, conditions = [], []
+        for n, change in enumerate(changes):
+            names[f"#c{n}"] = change.name
+            values[f":d{n}"] = attr_n(change.delta)
+            adds.append(f"#c{n} :d{n}")
+            if change.delta > 0 and change.limit is not None:
+                values[f":r{n}"] = attr_n(change.limit - change.delta)
+                conditions.append(f"(attribute_not_exists(#c{n}) OR #c{n} <= :r{n})")
+        update = self._update(
+            {"pk": attr_s(key[0]), "sk": attr_s(key[1])},
+            UpdateExpression="ADD " + ", ".join(adds),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        if conditions:
+            update["Update"]["ConditionExpression"] = " AND ".join(conditions)
+        return update
+
+    def counter(self, pk: str, sk: str, name: str) -> int:
+        """A counter as stored (0 if never counted)."""
+        item = self._get(pk, sk)
+        return int(item[name]["N"]) if item and name in item else 0
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
         if len(items) == 1:

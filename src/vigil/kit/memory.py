@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
 from vigil.kit.limits import MAX_TRANSACTION_ITEMS, item_bytes, require_transaction
-from vigil.kit.uow import Committer, ConditionFailed, Write
+from vigil.kit.uow import Committer, ConditionFailed, Count, Tally, Write, tallies
 
 IdemKey = tuple[str, str, str, str]
 K = TypeVar("K")
@@ -34,12 +34,14 @@ class MemoryWrite(Write):
     apply: Callable[[], None]
     sizes: tuple[int, ...]
     ahead: tuple[int, ...] = ()
+    counts: tuple[Count, ...] = ()
 
 
 class MemoryBase(Committer, IdempotencyStore):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.idempotency: dict[IdemKey, IdempotencyRecord] = {}
+        self.counters: dict[tuple[str, str, str], int] = {}
         super().__init__()
 
     def commit(self, writes: Sequence[Write], completion: IdempotencyRecord | None = None) -> None:
@@ -47,6 +49,8 @@ class MemoryBase(Committer, IdempotencyStore):
         if completion is not None:
             steps.append(self._completion(completion))
         assert all(isinstance(step, MemoryWrite) for step in steps), "staged for another backend"
+        counts = [c for step in steps if isinstance(step, MemoryWrite) for c in step.counts]
+        steps += [self._tally(changes) for changes in tallies(counts).values()]
         _require_fits([step for step in steps if isinstance(step, MemoryWrite)])
         with self._lock:
             for step in steps:
@@ -55,6 +59,28 @@ class MemoryBase(Committer, IdempotencyStore):
             for step in steps:
                 assert isinstance(step, MemoryWrite)
                 step.apply()
+
+    def _tally(self, changes: list[Tally]) -> MemoryWrite:
+        """As on DynamoDB: one item's counters, each increase conditional on its limit."""
+
+        def check() -> None:
+            for change in changes:
+                stored = self.counters.get((change.pk, change.sk, change.name), 0)
+                limit = change.limit
+                if change.delta > 0 and limit is not None and stored + change.delta > limit:
+                    raise ConditionFailed(f"{change.name} at its limit")
+
+        def apply() -> None:
+            for change in changes:
+                key = (change.pk, change.sk, change.name)
+                self.counters[key] = self.counters.get(key, 0) + change.delta
+
+        return MemoryWrite(check, apply, (item_bytes((changes[0].pk, changes[0].sk)),))
+
+    def counter(self, pk: str, sk: str, name: str) -> int:
+        """A counter as stored (0 if never counted)."""
+        with self._lock:
+            return self.counters.get((pk, sk, name), 0)
 
     @staticmethod
     def _versioned(

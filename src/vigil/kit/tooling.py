@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from vigil.identity.records import Caller
     from vigil.kit.uow import UnitOfWork
     from vigil.mailboxes.queues import MailboxQueues
+    from vigil.quotas.records import Quotas
     from vigil.store import Store
 
 ANYONE: frozenset[Role] = frozenset({"operator", "worker"})
@@ -82,6 +83,7 @@ class Context:
     queues: MailboxQueues
     alarms: Alarms
     uow: UnitOfWork
+    quotas: Quotas
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ result without its write, and no port needs to know about idempotency.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -26,6 +27,45 @@ class ConditionFailed(Exception):
 class Write:
     """One staged change, in the form its backend applies: DynamoDB transaction items, or a
     check and an apply step run under the in-memory store's lock."""
+
+
+@dataclass(frozen=True)
+class Count:
+    """A change of a counter, the number ``name`` of the item ``pk``/``sk``. An increase holds
+    only while the counter stays at or under ``limit`` (if one is given)."""
+
+    pk: str
+    sk: str
+    name: str
+    delta: int
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Every change of one counter in one commit, as one: a transaction may touch an item
+    once, so the counts of a commit (forty leases leaving one scope, say) are summed first."""
+
+    pk: str
+    sk: str
+    name: str
+    delta: int
+    limit: int | None
+
+
+def tallies(counts: Iterable[Count]) -> dict[tuple[str, str], list[Tally]]:
+    """``counts`` summed per counter and grouped per item; counters that sum to zero drop."""
+    sums: dict[tuple[str, str, str], tuple[int, int | None]] = {}
+    for count in counts:
+        delta, limit = sums.get((count.pk, count.sk, count.name), (0, None))
+        if count.limit is not None:
+            limit = count.limit if limit is None else min(limit, count.limit)
+        sums[(count.pk, count.sk, count.name)] = (delta + count.delta, limit)
+    grouped: dict[tuple[str, str], list[Tally]] = {}
+    for (pk, sk, name), (delta, limit) in sums.items():
+        if delta:
+            grouped.setdefault((pk, sk), []).append(Tally(pk, sk, name, delta, limit))
+    return grouped
 
 
 class Committer(ABC):

@@ -17,7 +17,7 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
 from vigil.leases.records import Lease
-from vigil.leases.store import LeaseStore
+from vigil.leases.store import LeaseStore, scope_counts
 
 _PREFIX = "LEASE#"
 # The scope a lease version read lately is indexed under, by (namespace, resource, version),
@@ -62,7 +62,9 @@ class DynamoLeases(DynamoBase, LeaseStore):
         stored = self.get_lease(lease.namespace, lease.resource)
         return _indexed_scope(stored) if stored else None
 
-    def save_lease(self, lease: Lease, expected_version: int | None) -> DynamoWrite:
+    def save_lease(
+        self, lease: Lease, expected_version: int | None, scope_limit: int | None = None
+    ) -> DynamoWrite:
         doc = attr_s(lease.model_dump_json())
         item: dict[str, Any] = {
             **_lease_key(lease.namespace, lease.resource),
@@ -100,7 +102,12 @@ class DynamoLeases(DynamoBase, LeaseStore):
         if previous is not None and previous != scope:
             stale_copy = _scope_key(lease.namespace, previous, lease.resource)
             writes.append({"Delete": {"TableName": self.table, "Key": stale_copy}})
-        return DynamoWrite(writes)
+        return DynamoWrite(
+            writes, counts=scope_counts(lease.namespace, previous, scope, scope_limit)
+        )
+
+    def scope_held(self, namespace: str, scope: str) -> int:
+        return self.counter(f"NS#{namespace}#SCOPE#{scope}", "COUNT", "held")
 
     def scope_leases(
         self, namespace: str, scope: str, after: str | None = None, limit: int | None = None

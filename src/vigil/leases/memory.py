@@ -5,7 +5,7 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.leases.records import Lease
-from vigil.leases.store import LeaseStore
+from vigil.leases.store import LeaseStore, scope_counts
 
 
 class MemoryLeases(MemoryBase, LeaseStore):
@@ -18,7 +18,9 @@ class MemoryLeases(MemoryBase, LeaseStore):
             found = self.leases.get((namespace, resource))
             return found.model_copy() if found else None
 
-    def save_lease(self, lease: Lease, expected_version: int | None) -> MemoryWrite:
+    def save_lease(
+        self, lease: Lease, expected_version: int | None, scope_limit: int | None = None
+    ) -> MemoryWrite:
         key = (lease.namespace, lease.resource)
         write = self._versioned(self.leases, key, lease, expected_version)
         # As on DynamoDB: the lease, its copy in its scope's partition while it is held, and
@@ -29,7 +31,11 @@ class MemoryLeases(MemoryBase, LeaseStore):
         sizes = write.sizes * (2 if after is not None else 1)
         if before is not None and before != after:
             sizes += (item_bytes((lease.namespace, before, lease.resource)),)
-        return MemoryWrite(write.check, write.apply, sizes)
+        counts = scope_counts(lease.namespace, before, after, scope_limit)
+        return MemoryWrite(write.check, write.apply, sizes, counts=counts)
+
+    def scope_held(self, namespace: str, scope: str) -> int:
+        return self.counter(f"NS#{namespace}#SCOPE#{scope}", "COUNT", "held")
 
     def scope_leases(
         self, namespace: str, scope: str, after: str | None = None, limit: int | None = None

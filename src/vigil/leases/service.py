@@ -12,9 +12,10 @@ from pydantic import BaseModel
 
 from vigil.identity.records import Caller
 from vigil.kit.retry import retry_on_conflict, update_versioned
-from vigil.kit.uow import UnitOfWork
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.leases.records import Lease, granted, stale_lease
 from vigil.leases.store import LeaseStore
+from vigil.quotas.records import Quotas
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -29,18 +30,28 @@ def acquire(
     ttl_seconds: int,
     now: datetime,
     present: Callable[[Lease], R],
+    quotas: Quotas,
 ) -> R:
+    """Grants ``resource`` to the caller. A lease that joins ``scope`` holds only while the
+    scope has fewer than its quota of held leases, counted in the same transaction."""
     namespace, holder = caller.namespace, caller.principal_id
-    return update_versioned(
-        uow,
-        read=lambda: store.get_lease(namespace, resource),
-        change=lambda current: granted(
-            current, namespace, resource, scope, holder, label, ttl_seconds, now
-        ),
-        save=store.save_lease,
-        present=present,
-        what="the lease",
-    )
+    limit = quotas.leases_per_scope
+
+    def attempt() -> R:
+        current = store.get_lease(namespace, resource)
+        lease = granted(current, namespace, resource, scope, holder, label, ttl_seconds, now)
+        result = present(lease)
+        version = current.version if current is not None else None
+        try:
+            uow.commit(store.save_lease(lease, version, scope_limit=limit), result=result)
+        except ConditionFailed:
+            joins = current is None or current.state != "held" or current.scope != scope
+            if scope is not None and joins and store.scope_held(namespace, scope) >= limit:
+                raise quotas.exceeded("leases_per_scope") from None
+            raise
+        return result
+
+    return retry_on_conflict(attempt, "the lease")
 
 
 def renew(

@@ -112,6 +112,7 @@ def acquire_lease(ctx: Context, args: AcquireInput) -> LeaseResult:
         args.ttl_seconds,
         ctx.clock.now(),
         present=_present,
+        quotas=ctx.quotas,
     )
 
 

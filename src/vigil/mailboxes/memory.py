@@ -173,6 +173,10 @@ class MemoryMailboxQueues(MailboxQueues):
             queue = self._queue(ref)
             queue.messages = [m for m in queue.messages if receipt_handle not in m.receipt_handles]
 
+    def depth(self, ref: QueueRef) -> int:
+        with self._lock:
+            return len(self._queue(ref).messages)
+
     def peek_dead_letters(self, ref: QueueRef, max_messages: int) -> list[QueueMessage]:
         now = self.clock.now()
         with self._lock:

@@ -48,5 +48,10 @@ class MailboxQueues(ABC):
         """Deletes the message; deleting one already gone is not an error."""
 
     @abstractmethod
+    def depth(self, ref: QueueRef) -> int:
+        """How many messages the queue holds, waiting, delayed or handed out (not its dead
+        letters); SQS gives an approximate figure."""
+
+    @abstractmethod
     def peek_dead_letters(self, ref: QueueRef, max_messages: int) -> list[QueueMessage]:
         """Up to ``max_messages`` dead letters, left in place and visible."""

@@ -47,6 +47,7 @@ from vigil.mailboxes.records import (
     queue_name,
 )
 from vigil.observability import get_logger, log_event
+from vigil.quotas.records import Quotas
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -117,10 +118,13 @@ def _stale(delivery: Delivery, why: str) -> VigilError:
 class Mailboxes:
     """A mailbox owner's use cases, on the store and the queues."""
 
-    def __init__(self, store: Store, queues: MailboxQueues, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, queues: MailboxQueues, clock: Clock, quotas: Quotas | None = None
+    ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
+        self.quotas = quotas or Quotas()
 
     def owned(self, caller: Caller, address: str | None) -> Mailbox:
         """The caller's own mailbox at ``address``. Anyone else's is not_found, to operators
@@ -187,9 +191,13 @@ class Mailboxes:
         # The queue first: an address that is registered can always be delivered to.
         self.queues.ensure(mailbox.queue_name)
         result = present(mailbox, True)
+        limit = self.quotas.mailboxes
+        counted = self.store.count(caller.namespace, "mailboxes", 1, limit)
         try:
-            uow.commit(self.store.add_mailbox(mailbox), result=result)
+            uow.commit(self.store.add_mailbox(mailbox), counted, result=result)
         except ConditionFailed:
+            if self.store.quota_usage(caller.namespace, "mailboxes") >= limit:
+                raise self.quotas.exceeded("mailboxes") from None
             raise contended("the mailbox was created concurrently; retry to read it") from None
         return result
 

@@ -106,6 +106,18 @@ class SqsMailboxQueues(MailboxQueues):
             self._refs[name] = ref
         return ref
 
+    def depth(self, ref: QueueRef) -> int:
+        names = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        response = self._call(
+            self.client.get_queue_attributes, ref, QueueUrl=ref.url, AttributeNames=names
+        )
+        attributes = response.get("Attributes", {})
+        return sum(int(attributes.get(name, 0)) for name in names)
+
     def send(self, ref: QueueRef, body: str) -> str:
         response = self._call(self.client.send_message, ref, QueueUrl=ref.url, MessageBody=body)
         return str(response["MessageId"])

@@ -30,7 +30,7 @@ Address = Annotated[
 
 
 def _mailboxes(ctx: Context) -> Mailboxes:
-    return Mailboxes(ctx.store, ctx.queues, ctx.clock)
+    return Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas)
 
 
 class MailboxView(Output):

@@ -6,6 +6,7 @@ from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
 from vigil.progress.dynamo import DynamoProgress
+from vigil.quotas.dynamo import DynamoQuotas
 from vigil.runs.dynamo import DynamoRuns
 from vigil.sessions.dynamo import DynamoSessions
 from vigil.store import Store
@@ -17,6 +18,7 @@ class DynamoStore(
     DynamoLeases,
     DynamoMailboxes,
     DynamoProgress,
+    DynamoQuotas,
     DynamoRuns,
     DynamoSessions,
     DynamoSwitches,

@@ -7,6 +7,7 @@ from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
 from vigil.progress.memory import MemoryProgress
+from vigil.quotas.memory import MemoryQuotas
 from vigil.runs.memory import MemoryRuns
 from vigil.sessions.memory import MemorySessions
 from vigil.store import Store
@@ -18,6 +19,7 @@ class MemoryStore(
     MemoryLeases,
     MemoryMailboxes,
     MemoryProgress,
+    MemoryQuotas,
     MemoryRuns,
     MemorySessions,
     MemorySwitches,

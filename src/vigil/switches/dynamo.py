@@ -11,6 +11,7 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed
+from vigil.quotas.store import quota_count
 from vigil.switches.records import Beat, Death, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
@@ -169,7 +170,8 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         )
 
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
-        self._transact(
+        disarmed = quota_count(switch.namespace, "armed_switches", -1)
+        fired = DynamoWrite(
             [
                 {
                     "Update": {
@@ -196,8 +198,10 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
-            ]
+            ],
+            counts=(disarmed,),
         )
+        self.commit([fired])
 
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
         try:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from vigil.kit.limits import item_bytes, require_transaction
+from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
+from vigil.quotas.store import quota_count
 from vigil.switches.records import Beat, Death, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
@@ -52,10 +53,11 @@ class MemorySwitches(MemoryBase, SwitchStore):
         return MemoryWrite(check, lambda: None, (item_bytes(scope),))
 
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
-        require_transaction([item_bytes(switch.scope, switch), item_bytes(switch.scope, death)])
-        with self._lock:
-            current = self.switches.get((switch.namespace, switch.scope))
-            key = (death.namespace, death.scope, death.generation)
+        at = (switch.namespace, switch.scope)
+        key = (death.namespace, death.scope, death.generation)
+
+        def check() -> None:
+            current = self.switches.get(at)
             if (
                 current is None
                 or current.state != "armed"
@@ -64,8 +66,14 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 or key in self.deaths
             ):
                 raise ConditionFailed(switch.scope)
-            self.switches[(switch.namespace, switch.scope)] = current.changed(state="fired")
+
+        def apply() -> None:
+            self.switches[at] = self.switches[at].changed(state="fired")
             self.deaths[key] = death.model_copy(deep=True)
+
+        sizes = (item_bytes(switch.scope, switch), item_bytes(switch.scope, death))
+        disarmed = quota_count(switch.namespace, "armed_switches", -1)
+        self.commit([MemoryWrite(check, apply, sizes, counts=(disarmed,))])
 
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
         with self._lock:

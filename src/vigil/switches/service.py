@@ -15,7 +15,7 @@ many leases the holder had.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -27,10 +27,11 @@ from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.leases.records import Lease
 from vigil.mailboxes.queues import MailboxQueues
-from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
+from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for, queue_name
 from vigil.mailboxes.service import deliver, require_registered
 from vigil.observability import get_logger, log_event
 from vigil.progress.records import ProgressReport
+from vigil.quotas.records import Quotas
 from vigil.store import Store
 from vigil.switches.records import (
     RELEASE_BATCH,
@@ -92,6 +93,7 @@ class Liveness:
     clock: Clock
     alarms: Alarms
     queues: MailboxQueues
+    quotas: Quotas = field(default_factory=Quotas)
 
     # -- beating ---------------------------------------------------------------------------
     def beat(
@@ -106,6 +108,8 @@ class Liveness:
                 return beaten, self.repeated_death(beaten)
         if beat.notify_address is not None and "queue_alert" in beat.on_expiry:
             require_registered(self.store, namespace, beat.notify_address)
+            if not disarm:
+                self._require_room_for_alert(namespace, beat.notify_address)
         return retry_on_conflict(lambda: self._slow_beat(caller, scope, beat, disarm), "the switch")
 
     def _slow_beat(
@@ -135,7 +139,7 @@ class Liveness:
                 raise not_found("switch")
             if switch.state == "armed":
                 disarmed = switch.disarmed()
-                self._save(disarmed, switch.version)
+                self._save(disarmed, switch.version, armed=-1)
                 switch = disarmed
             return switch, death
 
@@ -153,11 +157,29 @@ class Liveness:
 
         armed = Switch.armed_after(switch, death, beat, namespace, scope, me)
         self.alarms.arm(timer_for(armed, armed.deadline), now)
-        self._save(armed, switch.version if switch is not None else None)
+        self._save(armed, switch.version if switch is not None else None, armed=1)
         return armed, death
 
-    def _save(self, switch: Switch, expected_version: int | None) -> None:
-        UnitOfWork(self.store).commit(self.store.save_switch(switch, expected_version))
+    def _save(self, switch: Switch, expected_version: int | None, armed: int = 0) -> None:
+        """Stores ``switch``, counting it in or out of the namespace's armed switches when
+        ``armed`` says it was armed (1) or disarmed (-1); arming holds only within the quota."""
+        writes = [self.store.save_switch(switch, expected_version)]
+        limit = self.quotas.armed_switches
+        if armed:
+            writes.append(self.store.count(switch.namespace, "armed_switches", armed, limit))
+        try:
+            UnitOfWork(self.store).commit(*writes)
+        except ConditionFailed:
+            if armed > 0 and self.store.quota_usage(switch.namespace, "armed_switches") >= limit:
+                raise self.quotas.exceeded("armed_switches") from None
+            raise
+
+    def _require_room_for_alert(self, namespace: str, address: str) -> None:
+        """limit_exceeded if the alert's mailbox already holds its quota of deliveries: a
+        mailbox nobody drains stops taking new switches' alerts, not alerts already promised."""
+        ref = self.queues.ensure(queue_name(self.queues.prefix, namespace, address))
+        if self.queues.depth(ref) >= self.quotas.pending_deliveries:
+            raise self.quotas.exceeded("pending_deliveries")
 
     def repeated_death(self, switch: Switch) -> Death | None:
         """The death this generation followed, on its first beats only: the answer that first

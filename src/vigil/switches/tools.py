@@ -217,7 +217,7 @@ class ResumePacket(Output):
 
 
 def _liveness(ctx: Context) -> Liveness:
-    return Liveness(ctx.store, ctx.clock, ctx.alarms, ctx.queues)
+    return Liveness(ctx.store, ctx.clock, ctx.alarms, ctx.queues, ctx.quotas)
 
 
 # -- heartbeat ----------------------------------------------------------------------------

@@ -1,0 +1,58 @@
+"""Per-namespace quotas: what one tenant may hold at once, so that no tenant can grow the table,
+the queues or the alarms without bound.
+
+The limits come from the deployment (template parameters, through the environment) and are the
+same for every namespace of a stack. Counted quotas (armed switches, named mailboxes) are kept
+as counters in one item per namespace, changed in the same transaction as what they count and
+conditional on the limit, so two concurrent calls cannot both take the last place. The others
+are measured where they are enforced: the live leases of a scope by a bounded query, and a
+mailbox's pending deliveries by its queue's depth.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from vigil.errors import ErrorCode, VigilError
+
+Counter = Literal["armed_switches", "mailboxes"]
+
+_WHAT: dict[str, str] = {
+    "armed_switches": "armed dead-man switches in the namespace",
+    "mailboxes": "named mailboxes in the namespace",
+    "leases_per_scope": "live leases taken with one scope",
+    "pending_deliveries": "deliveries waiting in one mailbox",
+}
+
+
+@dataclass(frozen=True)
+class Quotas:
+    armed_switches: int = 1000
+    leases_per_scope: int = 1000
+    mailboxes: int = 1000
+    pending_deliveries: int = 10_000
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Quotas:
+        """The limits set as ``QUOTA_<NAME>`` (template parameters); the defaults otherwise."""
+        source = os.environ if env is None else env
+        chosen: dict[str, int] = {}
+        for field in fields(cls):
+            raw = source.get(f"QUOTA_{field.name.upper()}")
+            if raw:
+                value = int(raw)
+                if value < 1:
+                    raise RuntimeError(f"QUOTA_{field.name.upper()} must be at least 1")
+                chosen[field.name] = value
+        return cls(**chosen)
+
+    def exceeded(self, name: str) -> VigilError:
+        limit: int = getattr(self, name)
+        return VigilError(
+            ErrorCode.LIMIT_EXCEEDED,
+            f"at most {limit} {_WHAT[name]}: the quota is reached",
+            quota=name,
+            limit=limit,
+        )
