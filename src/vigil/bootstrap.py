@@ -1,7 +1,10 @@
-"""The first operator of a namespace, created with the deployer's AWS credentials.
+"""What only the deployer's AWS credentials do: create a namespace's first operator, and replace
+an operator's secret.
 
 There is no default password: whoever can write to the table (the deployer) creates the first
-operator, receives its secret once, and every other principal is registered through the API.
+operator, receives its secret once, and every other principal is registered through the API. No
+operator can rotate or revoke another through the tools, so an operator whose secret is lost or
+stolen is recovered here: the new secret is printed once and the old one stops working at once.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import re
 
 from vigil.clock import Clock
-from vigil.errors import conflict, invalid
+from vigil.errors import conflict, invalid, not_found
 from vigil.identity.records import (
     NAMESPACE_PATTERN,
     Namespace,
@@ -45,3 +48,21 @@ def bootstrap_operator(
     )
     store.commit([store.add_principal(operator)])
     return operator, secret
+
+
+def rotate_operator(
+    store: Store, clock: Clock, namespace: str, operator_id: str
+) -> tuple[Principal, str]:
+    """Replaces the secret of the operator ``operator_id``; returns it and its new secret."""
+    operator = store.get_principal(namespace, operator_id)
+    if operator is None or operator.role != "operator":
+        raise not_found("operator")
+    if operator.status != "active":
+        raise invalid("the operator is revoked")
+    secret = issue_secret(namespace, operator_id)
+    rotated = operator.rotated(hash_secret(secret), clock.now())
+    try:
+        store.commit([store.save_principal(rotated)])
+    except ConditionFailed:
+        raise conflict("the operator changed concurrently; run the command again") from None
+    return rotated, secret

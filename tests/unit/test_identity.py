@@ -201,3 +201,32 @@ def test_logs_carry_no_secrets(tenant: Tenant, capsys: pytest.CaptureFixture[str
     assert "tool call" in captured.err
     assert secret not in captured.err
     assert tenant.operator_secret not in captured.err
+
+
+def test_an_operator_cannot_take_over_or_lock_out_another_operator(tenant: Tenant) -> None:
+    other, other_secret = tenant.register(kind="person", role="operator", name="op2")
+    for tool in ("rotate_secret", "revoke_principal"):
+        error = error_of(tenant.call, tool, principal_id=other, version=1)
+        assert error.code is ErrorCode.FORBIDDEN
+    # The other operator is untouched: its secret works, at the version it had.
+    seen = tenant.app.call("whoami", {}, other_secret)["principal"]
+    assert (seen["status"], seen["version"]) == ("active", 1)
+    # Nor can that operator turn on the first one.
+    error = error_of(
+        tenant.call, "rotate_secret", other_secret, principal_id=tenant.operator.id, version=1
+    )
+    assert error.code is ErrorCode.FORBIDDEN
+    assert tenant.call("whoami")["principal"]["version"] == 1
+
+
+def test_an_operator_rotates_and_revokes_workers_and_itself(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    new = tenant.call("rotate_secret", principal_id=agent_id, version=1)["secret"]
+    assert error_of(tenant.app.call, "whoami", {}, old).code is ErrorCode.UNAUTHENTICATED
+    assert tenant.app.call("whoami", {}, new)["principal"]["version"] == 2
+    tenant.call("revoke_principal", principal_id=agent_id, version=2)
+    assert error_of(tenant.app.call, "whoami", {}, new).code is ErrorCode.UNAUTHENTICATED
+    other, other_secret = tenant.register(kind="person", role="operator", name="op2")
+    own = tenant.call("rotate_secret", other_secret, principal_id=other, version=1)["secret"]
+    revoked = tenant.call("revoke_principal", own, principal_id=other, version=2)
+    assert revoked["principal"]["status"] == "revoked"

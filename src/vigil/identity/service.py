@@ -64,12 +64,17 @@ def register(
 
 
 def _target(store: IdentityStore, caller: Caller, principal_id: str, version: int) -> Principal:
+    """The principal ``caller`` may rotate or revoke: itself, or, for an operator, a worker.
+    Another operator is out of reach (forbidden): no operator can take over or lock out another
+    through the tools; that takes the deployer's AWS credentials (``vigil rotate-operator``)."""
     if principal_id != caller.principal_id and not caller.is_operator:
         # A worker learns nothing about principals other than itself.
         raise not_found("principal")
     principal = store.get_principal(caller.namespace, principal_id)
     if principal is None:
         raise not_found("principal")
+    if principal.id != caller.principal_id and principal.role == "operator":
+        raise forbidden("an operator's secret and status are its own to change")
     if principal.status != "active":
         raise invalid("the principal is revoked")
     if principal.version != version:

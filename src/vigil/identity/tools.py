@@ -237,7 +237,8 @@ TOOLS: tuple[Tool, ...] = (
         title="Rotate a secret",
         description=(
             "Replace a principal's secret with a new one and invalidate the old one at once. "
-            "Anyone may rotate their own; operators may rotate any in their namespace."
+            "Anyone may rotate their own; operators may also rotate those of the workers of "
+            "their namespace, never another operator's (forbidden)."
         ),
         input_model=RotateSecretInput,
         output_model=SecretIssued,
@@ -248,7 +249,8 @@ TOOLS: tuple[Tool, ...] = (
         title="Revoke a principal",
         description=(
             "Revoke a principal so its secret stops working. Anyone may revoke themselves; "
-            "operators may revoke any principal in their namespace."
+            "operators may also revoke the workers of their namespace, never another operator "
+            "(forbidden)."
         ),
         input_model=RevokeInput,
         output_model=PrincipalResult,
