@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
 from vigil.errors import conflict, invalid, not_found
 from vigil.identity.records import (
@@ -46,7 +47,8 @@ def bootstrap_operator(
     operator = Principal.registered(
         namespace, "person", name, "operator", hash_secret(secret), None, now, principal_id
     )
-    store.commit([store.add_principal(operator)])
+    audit = AuditEvent.of(namespace, None, "bootstrap", "principal", principal_id, None, 1, now)
+    store.commit([store.add_principal(operator), store.add_audit_event(audit)])
     return operator, secret
 
 
@@ -61,8 +63,18 @@ def rotate_operator(
         raise invalid("the operator is revoked")
     secret = issue_secret(namespace, operator_id)
     rotated = operator.rotated(hash_secret(secret), clock.now())
+    audit = AuditEvent.of(
+        namespace,
+        None,
+        "rotate_operator",
+        "principal",
+        operator_id,
+        operator.version,
+        rotated.version,
+        rotated.updated_at,
+    )
     try:
-        store.commit([store.save_principal(rotated)])
+        store.commit([store.save_principal(rotated), store.add_audit_event(audit)])
     except ConditionFailed:
         raise conflict("the operator changed concurrently; run the command again") from None
     return rotated, secret

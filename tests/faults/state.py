@@ -37,6 +37,8 @@ VOLATILE = frozenset(
 )
 _VOLATILE_SUFFIXES = ("_at", "_until", "_due")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+# An audit event's sort key begins with its time in epoch milliseconds.
+_TIME_POSITION = re.compile(r"^\d{15}#")
 _JSON_ATTRIBUTES = frozenset({"doc", "result"})
 _SCHEDULE_DUE = re.compile(r"-\d+$")
 
@@ -81,6 +83,7 @@ class Masker:
             value = self.aliases.get(value, value)
             if _ISO_TIME.match(value):
                 return "<time>"
+            value = _TIME_POSITION.sub("<time>#", value)
             return ID.sub(lambda m: self.labels.get(m.group(), "?id"), value)
         return value
 

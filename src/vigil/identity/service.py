@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from vigil.audit.records import AuditAction, AuditEvent
 from vigil.errors import conflict, forbidden, invalid, not_found
 from vigil.identity.records import (
     Caller,
@@ -19,9 +20,9 @@ from vigil.identity.records import (
     issue_secret,
     new_principal_id,
 )
-from vigil.identity.store import IdentityStore
 from vigil.kit.paging import scan_page
 from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -31,7 +32,7 @@ DIRECTORY_SCAN_BUDGET = 1000
 
 
 def register(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     kind: Kind,
@@ -56,14 +57,19 @@ def register(
         now,
         principal_id=principal_id,
     )
+    audit = AuditEvent.of(
+        caller.namespace, caller.principal_id, "register", "principal", principal.id, None, 1, now
+    )
     try:
-        uow.commit(store.add_principal(principal), result=present(principal))
+        uow.commit(
+            store.add_principal(principal), store.add_audit_event(audit), result=present(principal)
+        )
     except ConditionFailed:
         raise conflict("the registration raced another attempt; retry with the same key") from None
     return principal, secret
 
 
-def _target(store: IdentityStore, caller: Caller, principal_id: str, version: int) -> Principal:
+def _target(store: Store, caller: Caller, principal_id: str, version: int) -> Principal:
     """The principal ``caller`` may rotate or revoke: itself, or, for an operator, a worker.
     Another operator is out of reach (forbidden): no operator can take over or lock out another
     through the tools; that takes the deployer's AWS credentials (``vigil rotate-operator``)."""
@@ -82,15 +88,36 @@ def _target(store: IdentityStore, caller: Caller, principal_id: str, version: in
     return principal
 
 
-def _save(store: IdentityStore, uow: UnitOfWork, changed: Principal, result: BaseModel) -> None:
+def _save(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    action: AuditAction,
+    changed: Principal,
+    result: BaseModel,
+) -> None:
+    """Saves ``changed``; a change to another principal is an operator's power, audited."""
+    writes = [store.save_principal(changed)]
+    if changed.id != caller.principal_id:
+        event = AuditEvent.of(
+            caller.namespace,
+            caller.principal_id,
+            action,
+            "principal",
+            changed.id,
+            changed.version - 1,
+            changed.version,
+            changed.updated_at,
+        )
+        writes.append(store.add_audit_event(event))
     try:
-        uow.commit(store.save_principal(changed), result=result)
+        uow.commit(*writes, result=result)
     except ConditionFailed:
         raise conflict("the principal changed concurrently; read it again") from None
 
 
 def rotate(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
@@ -102,12 +129,12 @@ def rotate(
     principal = _target(store, caller, principal_id, version)
     secret = issue_secret(principal.namespace, principal.id)
     changed = principal.rotated(hash_secret(secret), now)
-    _save(store, uow, changed, present(changed))
+    _save(store, uow, caller, "rotate_secret", changed, present(changed))
     return changed, secret
 
 
 def revoke(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
@@ -117,12 +144,12 @@ def revoke(
 ) -> R:
     changed = _target(store, caller, principal_id, version).revoked(now)
     result = present(changed)
-    _save(store, uow, changed, result)
+    _save(store, uow, caller, "revoke_principal", changed, result)
     return result
 
 
 def directory_page(
-    store: IdentityStore,
+    store: Store,
     caller: Caller,
     kind: Kind,
     search: str | None,

@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, conflict, invalid, not_found
 from vigil.identity.records import Caller
@@ -187,8 +188,22 @@ class Mailboxes:
         # The queue first: an address that is registered can always be delivered to.
         self.queues.ensure(mailbox.queue_name)
         result = present(mailbox, True)
+        writes = [self.store.add_mailbox(mailbox)]
+        if owner.id != caller.principal_id:
+            # An operator making a box for another agent: an operator's power, audited.
+            event = AuditEvent.of(
+                caller.namespace,
+                caller.principal_id,
+                "create_mailbox",
+                "mailbox",
+                address,
+                None,
+                None,
+                mailbox.created_at,
+            )
+            writes.append(self.store.add_audit_event(event))
         try:
-            uow.commit(self.store.add_mailbox(mailbox), result=result)
+            uow.commit(*writes, result=result)
         except ConditionFailed:
             raise conflict("the mailbox was created concurrently; call again to read it") from None
         return result

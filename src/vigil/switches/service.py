@@ -20,11 +20,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from vigil.alarms.timers import Alarms, Timer
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import ErrorCode, VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.retry import retry_on_conflict
-from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.leases.records import Lease
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
@@ -135,7 +136,21 @@ class Liveness:
                 raise not_found("switch")
             if switch.state == "armed":
                 disarmed = switch.disarmed()
-                self._save(disarmed, switch.version)
+                audit = []
+                if switch.holder != me:
+                    # An operator stopping another's switch: an operator's power, audited.
+                    event = AuditEvent.of(
+                        namespace,
+                        me,
+                        "disarm",
+                        "switch",
+                        scope,
+                        switch.version,
+                        disarmed.version,
+                        now,
+                    )
+                    audit.append(self.store.add_audit_event(event))
+                self._save(disarmed, switch.version, *audit)
                 switch = disarmed
             return switch, death
 
@@ -156,8 +171,8 @@ class Liveness:
         self._save(armed, switch.version if switch is not None else None)
         return armed, death
 
-    def _save(self, switch: Switch, expected_version: int | None) -> None:
-        UnitOfWork(self.store).commit(self.store.save_switch(switch, expected_version))
+    def _save(self, switch: Switch, expected_version: int | None, *also: Write) -> None:
+        UnitOfWork(self.store).commit(self.store.save_switch(switch, expected_version), *also)
 
     def repeated_death(self, switch: Switch) -> Death | None:
         """The death this generation followed, on its first beats only: the answer that first
