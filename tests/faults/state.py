@@ -2,11 +2,11 @@
 the invariants that must hold whatever happened.
 
 Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
-tokens, receipt handles, SQS message ids, secret hashes and fingerprints are masked (they differ
-between two runs of the same thing); principal ids become the names the scenario gave them;
-queue names become the mailbox they serve; a queue's messages become the set of distinct bodies
-(SQS delivers at least once, so a second copy of one message is allowed: what is handed out is
-checked by draining, not by counting copies).
+tokens, receipt handles, SQS message ids, secret hashes, fingerprints and sealed handovers are
+masked (they differ between two runs of the same thing); principal ids become the names the
+scenario gave them; queue names become the mailbox they serve; a queue's messages become the set
+of distinct bodies (SQS delivers at least once, so a second copy of one message is allowed: what
+is handed out is checked by draining, not by counting copies).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ VOLATILE = frozenset(
         "receipt_handle",
         "message_id",
         "fingerprint",
+        "handover",
         "lateness_seconds",
         "held_until",
     }

@@ -4,7 +4,7 @@ reading the directory."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -20,8 +20,9 @@ from vigil.identity.records import (
     issue_secret,
     new_principal_id,
 )
+from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.paging import scan_page
-from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.kit.uow import ConditionFailed, Retirement, UnitOfWork
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -39,10 +40,10 @@ def register(
     name: str,
     role: Role,
     now: datetime,
-    present: Callable[[Principal], BaseModel],
-) -> tuple[Principal, str]:
-    """A new principal of the caller's namespace and its secret, shown once: ``present``
-    gives the stored result, which never holds the secret."""
+    present: Callable[[Principal, str | None], R],
+) -> R:
+    """A new principal of the caller's namespace, presented with its secret, shown once: the
+    stored result (``present`` without the secret) never holds it."""
     if not caller.is_operator:
         raise forbidden("only an operator may register principals")
     principal_id = new_principal_id(kind)
@@ -62,11 +63,13 @@ def register(
     )
     try:
         uow.commit(
-            store.add_principal(principal), store.add_audit_event(audit), result=present(principal)
+            store.add_principal(principal),
+            store.add_audit_event(audit),
+            result=present(principal, None),
         )
     except ConditionFailed:
         raise conflict("the registration raced another attempt; retry with the same key") from None
-    return principal, secret
+    return present(principal, secret)
 
 
 def _target(store: Store, caller: Caller, principal_id: str, version: int) -> Principal:
@@ -95,6 +98,7 @@ def _save(
     action: AuditAction,
     changed: Principal,
     result: BaseModel,
+    retirement: Retirement | None = None,
 ) -> None:
     """Saves ``changed``; a change to another principal is an operator's power, audited."""
     writes = [store.save_principal(changed)]
@@ -111,7 +115,7 @@ def _save(
         )
         writes.append(store.add_audit_event(event))
     try:
-        uow.commit(*writes, result=result)
+        uow.commit(*writes, result=result, retirement=retirement)
     except ConditionFailed:
         raise conflict("the principal changed concurrently; read it again") from None
 
@@ -123,14 +127,22 @@ def rotate(
     principal_id: str,
     version: int,
     now: datetime,
-    present: Callable[[Principal], BaseModel],
-) -> tuple[Principal, str]:
-    """Replaces the principal's secret; the old one stops working at once."""
+    present: Callable[[Principal, str | None], R],
+) -> R:
+    """Replaces the principal's secret; the old one stops working at once. The result shows
+    the new secret; the stored result (``present`` without it) does not."""
     principal = _target(store, caller, principal_id, version)
     secret = issue_secret(principal.namespace, principal.id)
     changed = principal.rotated(hash_secret(secret), now)
-    _save(store, uow, caller, "rotate_secret", changed, present(changed))
-    return changed, secret
+    issued = present(changed, secret)
+    retirement = None
+    if changed.id == caller.principal_id:
+        # The call's own secret dies with this commit, so a retry after a lost answer can only
+        # be made with it: the answer is kept for that retry, sealed under it, for a while.
+        until = now + timedelta(seconds=HANDOVER_SECONDS)
+        retirement = Retirement(issued, changed.secret_hash, until)
+    _save(store, uow, caller, "rotate_secret", changed, present(changed, None), retirement)
+    return issued
 
 
 def revoke(
