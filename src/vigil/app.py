@@ -14,8 +14,8 @@ from vigil.alarms.timers import Alarms
 from vigil.catalog import BY_NAME
 from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
-from vigil.identity.records import Caller, parse_secret, secret_matches
-from vigil.kit.idempotency import claim
+from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
+from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.tooling import Context, Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
@@ -51,22 +51,14 @@ class App:
         self.alarms = alarms
         self.quotas = quotas or Quotas()
 
-    def authenticate(self, bearer: str | None, agent_key: str | None) -> Caller:
-        if bearer and agent_key and bearer != agent_key:
-            raise unauthenticated()
-        secret = bearer or agent_key
-        parsed = parse_secret(secret) if isinstance(secret, str) else None
-        if secret is None or parsed is None:
-            raise unauthenticated()
-        namespace, principal_id = parsed
-        principal = self.store.get_principal(namespace, principal_id)
-        if (
-            principal is None
-            or principal.status != "active"
-            or not secret_matches(secret, principal.secret_hash)
-        ):
-            raise unauthenticated()
-        return Caller(namespace, principal.id, principal.kind, principal.role, principal)
+    def _principal_of(self, secret: str) -> Principal | None:
+        """The active principal a secret names, whether or not it is that principal's secret:
+        one keyed read, or none for a secret that names nobody."""
+        parsed = parse_secret(secret)
+        if parsed is None:
+            return None
+        principal = self.store.get_principal(*parsed)
+        return principal if principal is not None and principal.status == "active" else None
 
     def call(self, name: str, arguments: Any, bearer: str | None) -> dict[str, Any]:
         tool = BY_NAME.get(name)
@@ -78,11 +70,18 @@ class App:
             if not isinstance(arguments, dict):
                 raise invalid("arguments must be a JSON object")
             agent_key = arguments.get("agent_key") if tool.takes_agent_key else None
-            caller = self.authenticate(bearer, agent_key if isinstance(agent_key, str) else None)
-            args = parse_arguments(tool, arguments)
-            if caller.role not in tool.roles:
-                raise forbidden()
-            result = self._run(tool, caller, args)
+            secret = credential(bearer, agent_key if isinstance(agent_key, str) else None)
+            principal = self._principal_of(secret)
+            if principal is None or not secret_matches(secret, principal.secret_hash):
+                result = self._handed_over(tool, principal, secret, arguments)
+            else:
+                caller = Caller(
+                    principal.namespace, principal.id, principal.kind, principal.role, principal
+                )
+                args = parse_arguments(tool, arguments)
+                if caller.role not in tool.roles:
+                    raise forbidden()
+                result = self._run(tool, caller, args, secret)
         except VigilError as error:
             _log_call(tool.name, caller, started, error.code.value)
             raise
@@ -93,24 +92,49 @@ class App:
         _log_call(tool.name, caller, started, "ok")
         return result
 
-    def _run(self, tool: Tool, caller: Caller, args: BaseModel) -> dict[str, Any]:
+    def _handed_over(
+        self, tool: Tool, principal: Principal | None, secret: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A retry, made with the secret a call replaced (a rotation of one's own secret), of
+        that very call, whose answer was lost: its full result, from the handover its
+        completion keeps for HANDOVER_SECONDS. Anything else made with a secret that is not
+        its principal's is unauthenticated: a replaced secret opens that one replay, no other
+        call, and nothing once the window has passed or the principal has moved on."""
+        if principal is None:
+            raise unauthenticated()
+        try:
+            args = parse_arguments(tool, arguments)
+        except VigilError:
+            raise unauthenticated() from None
+        key = getattr(args, tool.idempotency_field, None)
+        if key is None:
+            raise unauthenticated()
+        record = self.store.read_idempotency(principal.namespace, principal.id, tool.name, key)
+        now = self.clock.now()
+        result = record.handed_over(secret, principal.secret_hash, now) if record else None
+        if record is None or result is None:
+            raise unauthenticated()
+        # The caller holds the replaced secret: it may learn that its arguments differ.
+        if fingerprint(tool.name, _fingerprinted(tool, args)) != record.fingerprint:
+            raise mismatch()
+        return result
+
+    def _run(self, tool: Tool, caller: Caller, args: BaseModel, secret: str) -> dict[str, Any]:
         pending = None
         key = getattr(args, tool.idempotency_field, None)
         if key is not None:
-            excluded = {*_NOT_FINGERPRINTED, tool.idempotency_field}
-            fingerprinted = args.model_dump(mode="json", exclude=excluded)
             pending, replay = claim(
                 self.store,
                 caller.namespace,
                 caller.principal_id,
                 tool.name,
                 key,
-                fingerprinted,
+                _fingerprinted(tool, args),
                 self.clock.now(),
             )
             if replay is not None:
                 return replay
-        uow = UnitOfWork(self.store, pending)
+        uow = UnitOfWork(self.store, pending, secret)
         ctx = Context(self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas)
         try:
             result = tool.run(ctx, args)
@@ -124,6 +148,23 @@ class App:
                     self.store.release_idempotency(pending)
             raise
         return result.model_dump(mode="json")
+
+
+def credential(bearer: str | None, agent_key: str | None) -> str:
+    """The secret a call is made with: the header's, or the agent_key argument where a tool
+    takes one; both given, they must agree."""
+    if bearer and agent_key and bearer != agent_key:
+        raise unauthenticated()
+    secret = bearer or agent_key
+    if not secret:
+        raise unauthenticated()
+    return secret
+
+
+def _fingerprinted(tool: Tool, args: BaseModel) -> dict[str, Any]:
+    """The arguments an idempotency key is bound to."""
+    excluded = {*_NOT_FINGERPRINTED, tool.idempotency_field}
+    return args.model_dump(mode="json", exclude=excluded)
 
 
 def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:

@@ -1,15 +1,19 @@
-"""The first operator of a namespace, created with the deployer's AWS credentials.
+"""What only the deployer's AWS credentials do: create a namespace's first operator, and replace
+an operator's secret.
 
 There is no default password: whoever can write to the table (the deployer) creates the first
-operator, receives its secret once, and every other principal is registered through the API.
+operator, receives its secret once, and every other principal is registered through the API. No
+operator can rotate or revoke another through the tools, so an operator whose secret is lost or
+stolen is recovered here: the new secret is printed once and the old one stops working at once.
 """
 
 from __future__ import annotations
 
 import re
 
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
-from vigil.errors import conflict, invalid
+from vigil.errors import conflict, invalid, not_found
 from vigil.identity.records import (
     NAMESPACE_PATTERN,
     Namespace,
@@ -43,5 +47,34 @@ def bootstrap_operator(
     operator = Principal.registered(
         namespace, "person", name, "operator", hash_secret(secret), None, now, principal_id
     )
-    store.commit([store.add_principal(operator)])
+    audit = AuditEvent.of(namespace, None, "bootstrap", "principal", principal_id, None, 1, now)
+    store.commit([store.add_principal(operator), store.add_audit_event(audit)])
     return operator, secret
+
+
+def rotate_operator(
+    store: Store, clock: Clock, namespace: str, operator_id: str
+) -> tuple[Principal, str]:
+    """Replaces the secret of the operator ``operator_id``; returns it and its new secret."""
+    operator = store.get_principal(namespace, operator_id)
+    if operator is None or operator.role != "operator":
+        raise not_found("operator")
+    if operator.status != "active":
+        raise invalid("the operator is revoked")
+    secret = issue_secret(namespace, operator_id)
+    rotated = operator.rotated(hash_secret(secret), clock.now())
+    audit = AuditEvent.of(
+        namespace,
+        None,
+        "rotate_operator",
+        "principal",
+        operator_id,
+        operator.version,
+        rotated.version,
+        rotated.updated_at,
+    )
+    try:
+        store.commit([store.save_principal(rotated), store.add_audit_event(audit)])
+    except ConditionFailed:
+        raise conflict("the operator changed concurrently; run the command again") from None
+    return rotated, secret

@@ -6,6 +6,7 @@ each tool is declared (name, description, models, who may call it) beside its co
 
 from __future__ import annotations
 
+from vigil.audit.tools import TOOLS as AUDIT
 from vigil.identity.tools import TOOLS as IDENTITY
 from vigil.kit.tooling import Tool
 from vigil.leases.tools import TOOLS as LEASES
@@ -17,6 +18,7 @@ from vigil.switches.tools import TOOLS as SWITCHES
 
 TOOLS: tuple[Tool, ...] = (
     *IDENTITY,
+    *AUDIT,
     *LEASES,
     *MAILBOXES,
     *SWITCHES,

@@ -1,4 +1,5 @@
-"""The ``vigil`` command: run locally, bridge stdio, create the first operator, print OpenAPI."""
+"""The ``vigil`` command: run locally, bridge stdio, create the first operator or replace an
+operator's secret (AWS credentials), print OpenAPI."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vigil.clock import Clock
+    from vigil.identity.records import Principal
+    from vigil.store import Store
 
 LOCAL_STATE = Path(".vigil") / "local.json"
 
@@ -47,6 +55,28 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
     from vigil.bootstrap import bootstrap_operator
+
+    return _as_deployer(
+        args,
+        lambda store, clock: bootstrap_operator(
+            store, clock, args.namespace, args.name, existing_ok=args.existing_ok
+        ),
+    )
+
+
+def cmd_rotate_operator(args: argparse.Namespace) -> int:
+    from vigil.bootstrap import rotate_operator
+
+    return _as_deployer(
+        args, lambda store, clock: rotate_operator(store, clock, args.namespace, args.operator_id)
+    )
+
+
+def _as_deployer(
+    args: argparse.Namespace, action: Callable[[Store, Clock], tuple[Principal, str]]
+) -> int:
+    """Runs ``action`` on the table with the caller's AWS credentials and prints the operator
+    and its secret."""
     from vigil.clock import SystemClock
     from vigil.errors import VigilError
     from vigil.stores.dynamo import DynamoStore
@@ -55,9 +85,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     table = args.table or _table_of_stack(args.stack)
     store = DynamoStore(aws_client("dynamodb"), table)
     try:
-        operator, secret = bootstrap_operator(
-            store, SystemClock(), args.namespace, args.name, existing_ok=args.existing_ok
-        )
+        operator, secret = action(store, SystemClock())
     except VigilError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 1
@@ -102,19 +130,31 @@ def parser() -> argparse.ArgumentParser:
     )
     boot.add_argument("--namespace", required=True)
     boot.add_argument("--name", required=True, help="the operator's display name")
-    where = boot.add_mutually_exclusive_group()
-    where.add_argument(
-        "--stack", default="vigil", help="CloudFormation stack to read the table from"
-    )
-    where.add_argument("--table", help="DynamoDB table name")
+    _table_arguments(boot)
     boot.add_argument(
         "--existing-ok", action="store_true", help="add an operator to an existing namespace"
     )
     boot.set_defaults(run=cmd_bootstrap)
 
+    rotate = commands.add_parser(
+        "rotate-operator", help="replace an operator's secret (AWS credentials)"
+    )
+    rotate.add_argument("--namespace", required=True)
+    rotate.add_argument("--operator-id", required=True, help="the operator's principal id")
+    _table_arguments(rotate)
+    rotate.set_defaults(run=cmd_rotate_operator)
+
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)
     return root
+
+
+def _table_arguments(command: argparse.ArgumentParser) -> None:
+    where = command.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stack", default="vigil", help="CloudFormation stack to read the table from"
+    )
+    where.add_argument("--table", help="DynamoDB table name")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -141,3 +141,23 @@ def test_release_only_drops_our_pending_claim(store: Store, clock: ManualClock) 
     assert store.claim_idempotency(claim(clock, token="t2"), clock.now()) is not None
     store.release_idempotency(record)
     assert store.claim_idempotency(claim(clock, token="t3"), clock.now()) is None
+
+
+def test_a_handover_is_kept_with_its_completion_and_read_back(
+    store: Store, clock: ManualClock
+) -> None:
+    record = claim(clock)
+    assert store.read_idempotency("acme", record.principal_id, "register", "k") is None
+    store.claim_idempotency(record, clock.now())
+    until = clock.now() + timedelta(minutes=10)
+    handover = record.handing_over("old-secret", {"secret": "new-secret"}, "successor", until)
+    store.commit([], record.completed({"secret": None}, handover))
+    found = store.read_idempotency("acme", record.principal_id, "register", "k")
+    assert found is not None
+    assert (found.status, found.result, found.handover) == ("completed", {"secret": None}, handover)
+    assert found.handed_over("old-secret", "successor", clock.now()) == {"secret": "new-secret"}
+    replay = store.claim_idempotency(claim(clock, token="t2"), clock.now())
+    assert replay is not None
+    assert replay.handover == handover
+    assert store.read_idempotency("globex", record.principal_id, "register", "k") is None
+    assert store.read_idempotency("acme", record.principal_id, "register", "other") is None

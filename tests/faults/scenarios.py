@@ -88,11 +88,21 @@ def _register(world: World) -> dict[str, Any]:
 
 
 def _rotate(world: World) -> dict[str, Any]:
-    # The operator rotates: a principal rotating its own secret cannot retry after a lost
-    # answer, since the old secret is dead (see test_rotating_your_own_secret_...).
     target = world.unique("rotating")
     world.register(target)
     return keyed(world, "rotate_secret", {"principal_id": world.ids[target], "version": 1})
+
+
+def _rotate_own(world: World) -> dict[str, Any]:
+    # A retry after a lost answer is made with the old secret, which opens only its replay.
+    version = world.call("whoami", "worker")["principal"]["version"]
+    return keyed(world, "rotate_secret", {"version": version})
+
+
+def _rotating_own(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = call_tool(world, scenario, arguments)
+    world.secrets[scenario.caller] = result["secret"]
+    return result
 
 
 def _revoke(world: World) -> dict[str, Any]:
@@ -330,7 +340,10 @@ A_RENEWAL_RETRIED = frozenset({"version"})
 
 SCENARIOS: dict[str, list[Scenario]] = {
     "register": [Scenario("register", "an agent", "operator", _register)],
-    "rotate_secret": [Scenario("rotate_secret", "by an operator", "operator", _rotate)],
+    "rotate_secret": [
+        Scenario("rotate_secret", "by an operator", "operator", _rotate),
+        Scenario("rotate_secret", "one's own", "worker", _rotate_own, run=_rotating_own),
+    ],
     "revoke_principal": [Scenario("revoke_principal", "an agent", "operator", _revoke)],
     "whoami": [Scenario("whoami", "", "worker", lambda world: {})],
     "list_agents": [Scenario("list_agents", "", "worker", lambda world: {})],

@@ -2,11 +2,11 @@
 the invariants that must hold whatever happened.
 
 Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
-tokens, receipt handles, SQS message ids, secret hashes and fingerprints are masked (they differ
-between two runs of the same thing); principal ids become the names the scenario gave them;
-queue names become the mailbox they serve; a queue's messages become the set of distinct bodies
-(SQS delivers at least once, so a second copy of one message is allowed: what is handed out is
-checked by draining, not by counting copies).
+tokens, receipt handles, SQS message ids, secret hashes, fingerprints and sealed handovers are
+masked (they differ between two runs of the same thing); principal ids become the names the
+scenario gave them; queue names become the mailbox they serve; a queue's messages become the set
+of distinct bodies (SQS delivers at least once, so a second copy of one message is allowed: what
+is handed out is checked by draining, not by counting copies).
 """
 
 from __future__ import annotations
@@ -31,12 +31,15 @@ VOLATILE = frozenset(
         "receipt_handle",
         "message_id",
         "fingerprint",
+        "handover",
         "lateness_seconds",
         "held_until",
     }
 )
 _VOLATILE_SUFFIXES = ("_at", "_until", "_due")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+# An audit event's sort key begins with its time in epoch milliseconds.
+_TIME_POSITION = re.compile(r"^\d{15}#")
 _JSON_ATTRIBUTES = frozenset({"doc", "result"})
 _SCHEDULE_DUE = re.compile(r"-\d+$")
 
@@ -81,6 +84,7 @@ class Masker:
             value = self.aliases.get(value, value)
             if _ISO_TIME.match(value):
                 return "<time>"
+            value = _TIME_POSITION.sub("<time>#", value)
             return ID.sub(lambda m: self.labels.get(m.group(), "?id"), value)
         return value
 

@@ -1,6 +1,6 @@
-"""Defects of src/ that the fault injector exposed. Each test states the behaviour we want; one
-still open carries a strict xfail, which turns red (XPASS) the day the defect is fixed so that
-the marker goes with it; a fixed one stays as its regression test."""
+"""Defects of src/ that the fault injector exposed. Each test states the behaviour we want; a
+defect still open carries a strict xfail, which turns red (XPASS) the day it is fixed so that the
+marker goes with it; a fixed one stays as its regression test."""
 
 from __future__ import annotations
 
@@ -41,15 +41,6 @@ def test_a_timed_out_delete_does_not_fail_a_recorded_acknowledgment(aws: None) -
     assert result == {"received": True}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "rotate_secret of one's own secret cannot be retried after a lost answer: the rotation "
-        "committed, so the retry (same idempotency key) authenticates with the old, now dead, "
-        "secret and gets unauthenticated instead of the replayed result; only an operator can "
-        "recover the principal"
-    ),
-)
 def test_rotating_your_own_secret_survives_a_lost_answer(aws: None) -> None:
     arguments = {"version": 1, "idempotency_key": "rotate-1"}
     probe = World()
@@ -68,3 +59,4 @@ def test_rotating_your_own_secret_survives_a_lost_answer(aws: None) -> None:
     except VigilError as error:
         pytest.fail(f"the retry with the same key answered {error.code.value}")
     assert replayed["principal"]["version"] == 2
+    assert world.app.call("whoami", {}, replayed["secret"])["principal"]["version"] == 2

@@ -8,7 +8,9 @@ import boto3
 import pytest
 
 from tests.conftest import create_tables_from_template
+from tests.support import app_on
 from vigil import cli
+from vigil.clock import ManualClock
 from vigil.identity.records import secret_matches
 from vigil.stores.dynamo import DynamoStore
 
@@ -36,3 +38,32 @@ def test_bootstrap_creates_one_operator_and_prints_its_secret_once(
 def test_openapi_command_prints_the_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["openapi"]) == 0
     assert "/v1/register" in json.loads(capsys.readouterr().out)["paths"]
+
+
+def test_rotate_operator_replaces_an_operators_secret_with_aws_credentials(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    table = create_tables_from_template(client)["VigilTable"]
+    store = DynamoStore(client, table)
+    assert cli.main(["bootstrap", "--table", table, "--namespace", "acme", "--name", "A"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    argv = ["rotate-operator", "--table", table, "--namespace", "acme"]
+
+    assert cli.main([*argv, "--operator-id", first["operator_id"]]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    operator = store.get_principal("acme", first["operator_id"])
+    assert operator is not None
+    assert operator.version == 2
+    assert secret_matches(printed["secret"], operator.secret_hash)
+    assert not secret_matches(first["secret"], operator.secret_hash)
+
+    # Workers are rotated through the tools; an unknown id is refused alike.
+    app = app_on(store, ManualClock())
+    worker = app.call("register", {"kind": "agent", "name": "w"}, printed["secret"])
+    for other in (worker["principal"]["id"], "per_aaaaaaaaaaaaaaaa"):
+        assert cli.main([*argv, "--operator-id", other]) == 1
+        assert "operator" in capsys.readouterr().err
+    unchanged = store.get_principal("acme", worker["principal"]["id"])
+    assert unchanged is not None
+    assert unchanged.version == 1

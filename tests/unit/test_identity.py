@@ -9,7 +9,9 @@ import pytest
 
 from tests.support import Tenant
 from vigil.app import App
+from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.stores.memory import MemoryStore
 
 
@@ -203,3 +205,113 @@ def test_logs_carry_no_secrets(tenant: Tenant, capsys: pytest.CaptureFixture[str
     assert "tool call" in captured.err
     assert secret not in captured.err
     assert tenant.operator_secret not in captured.err
+
+
+def test_an_operator_cannot_take_over_or_lock_out_another_operator(tenant: Tenant) -> None:
+    other, other_secret = tenant.register(kind="person", role="operator", name="op2")
+    for tool in ("rotate_secret", "revoke_principal"):
+        error = error_of(tenant.call, tool, principal_id=other, version=1)
+        assert error.code is ErrorCode.FORBIDDEN
+    # The other operator is untouched: its secret works, at the version it had.
+    seen = tenant.app.call("whoami", {}, other_secret)["principal"]
+    assert (seen["status"], seen["version"]) == ("active", 1)
+    # Nor can that operator turn on the first one.
+    error = error_of(
+        tenant.call, "rotate_secret", other_secret, principal_id=tenant.operator.id, version=1
+    )
+    assert error.code is ErrorCode.FORBIDDEN
+    assert tenant.call("whoami")["principal"]["version"] == 1
+
+
+def test_an_operator_rotates_and_revokes_workers_and_itself(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    new = tenant.call("rotate_secret", principal_id=agent_id, version=1)["secret"]
+    assert error_of(tenant.app.call, "whoami", {}, old).code is ErrorCode.UNAUTHENTICATED
+    assert tenant.app.call("whoami", {}, new)["principal"]["version"] == 2
+    tenant.call("revoke_principal", principal_id=agent_id, version=2)
+    assert error_of(tenant.app.call, "whoami", {}, new).code is ErrorCode.UNAUTHENTICATED
+    other, other_secret = tenant.register(kind="person", role="operator", name="op2")
+    own = tenant.call("rotate_secret", other_secret, principal_id=other, version=1)["secret"]
+    revoked = tenant.call("revoke_principal", own, principal_id=other, version=2)
+    assert revoked["principal"]["status"] == "revoked"
+
+
+def test_a_lost_rotation_of_ones_own_secret_is_replayed_with_the_old_one(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    first = tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    again = tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    assert again == first
+    assert tenant.app.call("whoami", {}, first["secret"])["principal"]["id"] == agent_id
+    # The holder of the new secret replays the stored result, which never holds the secret.
+    replayed = tenant.call("rotate_secret", first["secret"], version=1, idempotency_key="r1")
+    assert replayed == {**first, "secret": None}
+    # Nothing in the store holds the new secret in the clear.
+    store = tenant.app.store
+    assert isinstance(store, MemoryStore)
+    assert first["secret"] not in repr(store.__dict__)
+
+
+def test_the_old_secret_opens_that_replay_and_nothing_else(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    refused = [
+        ("whoami", {}),
+        ("rotate_secret", {"version": 2}),
+        ("rotate_secret", {"version": 1, "idempotency_key": "r2"}),
+        ("revoke_principal", {"principal_id": agent_id, "version": 2, "idempotency_key": "r1"}),
+        ("create_mailbox", {"box": "b", "idempotency_key": "r1"}),
+        ("rotate_secret", {"version": 1, "idempotency_key": "r1", "principal_id": "x"}),
+    ]
+    before = repr(tenant.app.store.__dict__)
+    for tool, arguments in refused:
+        error = error_of(tenant.app.call, tool, arguments, old)
+        assert error.code is ErrorCode.UNAUTHENTICATED, tool
+    assert repr(tenant.app.store.__dict__) == before
+    # A forged secret for the same principal opens nothing either.
+    forged = old[:-4] + ("AAAA" if not old.endswith("AAAA") else "BBBB")
+    error = error_of(tenant.call, "rotate_secret", forged, version=1, idempotency_key="r1")
+    assert error.code is ErrorCode.UNAUTHENTICATED
+
+
+def test_the_same_key_with_other_arguments_is_a_mismatch_for_the_old_secret(
+    tenant: Tenant,
+) -> None:
+    agent_id, old = tenant.register()
+    tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    for arguments in ({"version": 2}, {"version": 1, "principal_id": agent_id}):
+        error = error_of(tenant.call, "rotate_secret", old, idempotency_key="r1", **arguments)
+        assert error.code is ErrorCode.IDEMPOTENCY_MISMATCH
+
+
+def test_the_old_secret_is_refused_after_the_replay_window(
+    tenant: Tenant, clock: ManualClock
+) -> None:
+    _, old = tenant.register()
+    tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    clock.advance(HANDOVER_SECONDS - 1)
+    assert tenant.call("rotate_secret", old, version=1, idempotency_key="r1")["secret"]
+    clock.advance(1)
+    error = error_of(tenant.call, "rotate_secret", old, version=1, idempotency_key="r1")
+    assert error.code is ErrorCode.UNAUTHENTICATED
+
+
+def test_no_replay_once_the_principal_has_moved_on(tenant: Tenant) -> None:
+    _, old = tenant.register()
+    new = tenant.call("rotate_secret", old, version=1, idempotency_key="r1")["secret"]
+    tenant.call("rotate_secret", new, version=2)
+    error = error_of(tenant.call, "rotate_secret", old, version=1, idempotency_key="r1")
+    assert error.code is ErrorCode.UNAUTHENTICATED
+
+    revoked, old = tenant.register()
+    tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
+    tenant.call("revoke_principal", principal_id=revoked, version=2)
+    error = error_of(tenant.call, "rotate_secret", old, version=1, idempotency_key="r1")
+    assert error.code is ErrorCode.UNAUTHENTICATED
+
+
+def test_only_a_rotation_of_ones_own_secret_leaves_a_replay(tenant: Tenant) -> None:
+    agent_id, old = tenant.register()
+    arguments = {"principal_id": agent_id, "version": 1, "idempotency_key": "r1"}
+    tenant.call("rotate_secret", **arguments)
+    error = error_of(tenant.call, "rotate_secret", old, **arguments)
+    assert error.code is ErrorCode.UNAUTHENTICATED

@@ -17,7 +17,16 @@ from vigil.catalog import TOOLS
 from vigil.errors import VigilError
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-CAPABILITIES = ("identity", "leases", "mailboxes", "progress", "runs", "sessions", "switches")
+CAPABILITIES = (
+    "audit",
+    "identity",
+    "leases",
+    "mailboxes",
+    "progress",
+    "runs",
+    "sessions",
+    "switches",
+)
 # Modules that are not the rules: tools, transports, and anything that talks to a backend.
 NOT_RULES = re.compile(
     r"^vigil\.(app|catalog|wiring|stores|transports|entrypoints|local)(\.|$)"

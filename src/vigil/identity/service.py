@@ -4,11 +4,12 @@ reading the directory."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from pydantic import BaseModel
 
+from vigil.audit.records import AuditAction, AuditEvent
 from vigil.errors import conflict, contended, forbidden, invalid, not_found
 from vigil.identity.records import (
     Caller,
@@ -19,9 +20,10 @@ from vigil.identity.records import (
     issue_secret,
     new_principal_id,
 )
-from vigil.identity.store import IdentityStore
+from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.paging import scan_page
-from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.kit.uow import ConditionFailed, Retirement, UnitOfWork
+from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -31,17 +33,17 @@ DIRECTORY_SCAN_BUDGET = 1000
 
 
 def register(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     kind: Kind,
     name: str,
     role: Role,
     now: datetime,
-    present: Callable[[Principal], BaseModel],
-) -> tuple[Principal, str]:
-    """A new principal of the caller's namespace and its secret, shown once: ``present``
-    gives the stored result, which never holds the secret."""
+    present: Callable[[Principal, str | None], R],
+) -> R:
+    """A new principal of the caller's namespace, presented with its secret, shown once: the
+    stored result (``present`` without the secret) never holds it."""
     if not caller.is_operator:
         raise forbidden("only an operator may register principals")
     principal_id = new_principal_id(kind)
@@ -56,20 +58,32 @@ def register(
         now,
         principal_id=principal_id,
     )
+    audit = AuditEvent.of(
+        caller.namespace, caller.principal_id, "register", "principal", principal.id, None, 1, now
+    )
     try:
-        uow.commit(store.add_principal(principal), result=present(principal))
+        uow.commit(
+            store.add_principal(principal),
+            store.add_audit_event(audit),
+            result=present(principal, None),
+        )
     except ConditionFailed:
         raise contended("the registration raced another attempt; retry with the same key") from None
-    return principal, secret
+    return present(principal, secret)
 
 
-def _target(store: IdentityStore, caller: Caller, principal_id: str, version: int) -> Principal:
+def _target(store: Store, caller: Caller, principal_id: str, version: int) -> Principal:
+    """The principal ``caller`` may rotate or revoke: itself, or, for an operator, a worker.
+    Another operator is out of reach (forbidden): no operator can take over or lock out another
+    through the tools; that takes the deployer's AWS credentials (``vigil rotate-operator``)."""
     if principal_id != caller.principal_id and not caller.is_operator:
         # A worker learns nothing about principals other than itself.
         raise not_found("principal")
     principal = store.get_principal(caller.namespace, principal_id)
     if principal is None:
         raise not_found("principal")
+    if principal.id != caller.principal_id and principal.role == "operator":
+        raise forbidden("an operator's secret and status are its own to change")
     if principal.status != "active":
         raise invalid("the principal is revoked")
     if principal.version != version:
@@ -77,32 +91,62 @@ def _target(store: IdentityStore, caller: Caller, principal_id: str, version: in
     return principal
 
 
-def _save(store: IdentityStore, uow: UnitOfWork, changed: Principal, result: BaseModel) -> None:
+def _save(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    action: AuditAction,
+    changed: Principal,
+    result: BaseModel,
+    retirement: Retirement | None = None,
+) -> None:
+    """Saves ``changed``; a change to another principal is an operator's power, audited."""
+    writes = [store.save_principal(changed)]
+    if changed.id != caller.principal_id:
+        event = AuditEvent.of(
+            caller.namespace,
+            caller.principal_id,
+            action,
+            "principal",
+            changed.id,
+            changed.version - 1,
+            changed.version,
+            changed.updated_at,
+        )
+        writes.append(store.add_audit_event(event))
     try:
-        uow.commit(store.save_principal(changed), result=result)
+        uow.commit(*writes, result=result, retirement=retirement)
     except ConditionFailed:
         raise conflict("the principal changed concurrently; read it again") from None
 
 
 def rotate(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
     version: int,
     now: datetime,
-    present: Callable[[Principal], BaseModel],
-) -> tuple[Principal, str]:
-    """Replaces the principal's secret; the old one stops working at once."""
+    present: Callable[[Principal, str | None], R],
+) -> R:
+    """Replaces the principal's secret; the old one stops working at once. The result shows
+    the new secret; the stored result (``present`` without it) does not."""
     principal = _target(store, caller, principal_id, version)
     secret = issue_secret(principal.namespace, principal.id)
     changed = principal.rotated(hash_secret(secret), now)
-    _save(store, uow, changed, present(changed))
-    return changed, secret
+    issued = present(changed, secret)
+    retirement = None
+    if changed.id == caller.principal_id:
+        # The call's own secret dies with this commit, so a retry after a lost answer can only
+        # be made with it: the answer is kept for that retry, sealed under it, for a while.
+        until = now + timedelta(seconds=HANDOVER_SECONDS)
+        retirement = Retirement(issued, changed.secret_hash, until)
+    _save(store, uow, caller, "rotate_secret", changed, present(changed, None), retirement)
+    return issued
 
 
 def revoke(
-    store: IdentityStore,
+    store: Store,
     uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
@@ -112,12 +156,12 @@ def revoke(
 ) -> R:
     changed = _target(store, caller, principal_id, version).revoked(now)
     result = present(changed)
-    _save(store, uow, changed, result)
+    _save(store, uow, caller, "revoke_principal", changed, result)
     return result
 
 
 def directory_page(
-    store: IdentityStore,
+    store: Store,
     caller: Caller,
     kind: Kind,
     search: str | None,

@@ -16,6 +16,7 @@ from vigil.identity.records import (
     Status,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import (
     OPERATORS,
@@ -79,7 +80,8 @@ class SecretIssued(Output):
     secret: str | None = Field(
         description=(
             "The new secret, shown in this response only and stored only as a hash. Null when "
-            "this result replays an earlier call with the same idempotency key."
+            "this result replays an earlier call with the same idempotency key, except the "
+            "retry of a rotation of your own secret made with the old one (see rotate_secret)."
         )
     )
 
@@ -96,7 +98,7 @@ class RegisterInput(StrictInput):
 
 
 def register(ctx: Context, args: RegisterInput) -> SecretIssued:
-    principal, secret = service.register(
+    return service.register(
         ctx.store,
         ctx.uow,
         ctx.caller,
@@ -104,13 +106,12 @@ def register(ctx: Context, args: RegisterInput) -> SecretIssued:
         args.name,
         args.role,
         ctx.clock.now(),
-        present=_without_secret,
+        present=_issued,
     )
+
+
+def _issued(principal: Principal, secret: str | None) -> SecretIssued:
     return SecretIssued(principal=PrincipalView.of(principal), secret=secret)
-
-
-def _without_secret(principal: Principal) -> SecretIssued:
-    return SecretIssued(principal=PrincipalView.of(principal), secret=None)
 
 
 # -- rotate / revoke ----------------------------------------------------------------------
@@ -133,16 +134,15 @@ class PrincipalResult(Output):
 
 
 def rotate_secret(ctx: Context, args: RotateSecretInput) -> SecretIssued:
-    principal, secret = service.rotate(
+    return service.rotate(
         ctx.store,
         ctx.uow,
         ctx.caller,
         args.principal_id or ctx.caller.principal_id,
         args.version,
         ctx.clock.now(),
-        present=_without_secret,
+        present=_issued,
     )
-    return SecretIssued(principal=PrincipalView.of(principal), secret=secret)
 
 
 def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
@@ -237,7 +237,11 @@ TOOLS: tuple[Tool, ...] = (
         title="Rotate a secret",
         description=(
             "Replace a principal's secret with a new one and invalidate the old one at once. "
-            "Anyone may rotate their own; operators may rotate any in their namespace."
+            "Anyone may rotate their own; operators may also rotate those of the workers of "
+            "their namespace, never another operator's (forbidden). If the answer to a rotation "
+            "of your own secret made with an idempotency key is lost, retry the same call with "
+            f"the old secret within {HANDOVER_SECONDS // 60} minutes: it returns the same new "
+            "secret, and the old secret serves for nothing else."
         ),
         input_model=RotateSecretInput,
         output_model=SecretIssued,
@@ -248,7 +252,8 @@ TOOLS: tuple[Tool, ...] = (
         title="Revoke a principal",
         description=(
             "Revoke a principal so its secret stops working. Anyone may revoke themselves; "
-            "operators may revoke any principal in their namespace."
+            "operators may also revoke the workers of their namespace, never another operator "
+            "(forbidden)."
         ),
         input_model=RevokeInput,
         output_model=PrincipalResult,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from vigil.kit.aws import aws_failure, error_code
-from vigil.kit.idempotency import IdempotencyRecord, IdempotencyStore
+from vigil.kit.idempotency import Handover, IdempotencyRecord, IdempotencyStore
 from vigil.kit.limits import MAX_TRANSACTION_ITEMS
 from vigil.kit.uow import Committer, ConditionFailed, Count, Tally, Write, tallies
 
@@ -62,6 +62,18 @@ def _is_condition_failure(error: Exception, code: str) -> bool:
         # moto reports the reasons only in the message.
         return not codes and "ConditionalCheckFailed" in str(error)
     return False
+
+
+def _idempotency_record(item: dict[str, Any]) -> IdempotencyRecord:
+    """A record as stored: its document, with the attributes its completion set."""
+    stored = IdempotencyRecord.model_validate_json(item["doc"]["S"])
+    stored.status = item["status"]["S"]
+    stored.token = item["token"]["S"]
+    if "result" in item:
+        stored.result = json.loads(item["result"]["S"])
+    if "handover" in item:
+        stored.handover = Handover.model_validate_json(item["handover"]["S"])
+    return stored
 
 
 def idem_key(record: IdempotencyRecord) -> dict[str, Any]:
@@ -196,17 +208,24 @@ class DynamoBase(Committer, IdempotencyStore):
 
     # -- idempotency ----------------------------------------------------------------------
     def _completion(self, record: IdempotencyRecord) -> dict[str, Any]:
+        names = {"#st": "status", "#res": "result", "#tok": "token"}
+        values = {
+            ":done": attr_s("completed"),
+            ":pending": attr_s("pending"),
+            ":res": attr_s(json.dumps(record.result, separators=(",", ":"))),
+            ":tok": attr_s(record.token),
+        }
+        update = "SET #st = :done, #res = :res"
+        if record.handover is not None:
+            update += ", #ho = :ho"
+            names["#ho"] = "handover"
+            values[":ho"] = attr_s(record.handover.model_dump_json())
         return self._update(
             idem_key(record),
-            UpdateExpression="SET #st = :done, #res = :res",
+            UpdateExpression=update,
             ConditionExpression="#st = :pending AND #tok = :tok",
-            ExpressionAttributeNames={"#st": "status", "#res": "result", "#tok": "token"},
-            ExpressionAttributeValues={
-                ":done": attr_s("completed"),
-                ":pending": attr_s("pending"),
-                ":res": attr_s(json.dumps(record.result, separators=(",", ":"))),
-                ":tok": attr_s(record.token),
-            },
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
         )
 
     def claim_idempotency(
@@ -220,7 +239,7 @@ class DynamoBase(Committer, IdempotencyStore):
             "locked_until": attr_n(epoch_ms(record.locked_until)),
             "expires_at": attr_n(epoch_ms(record.expires_at)),
             "ttl": attr_n(int(record.expires_at.timestamp())),
-            "doc": attr_s(record.model_dump_json(exclude={"result"})),
+            "doc": attr_s(record.model_dump_json(exclude={"result", "handover"})),
         }
         try:
             self._call(
@@ -242,12 +261,13 @@ class DynamoBase(Committer, IdempotencyStore):
             existing = self._get(item["pk"]["S"], item["sk"]["S"])
             if existing is None:  # expired and deleted between the two calls: claim again
                 return self.claim_idempotency(record, now)
-            stored = IdempotencyRecord.model_validate_json(existing["doc"]["S"])
-            stored.status = existing["status"]["S"]
-            stored.token = existing["token"]["S"]
-            if "result" in existing:
-                stored.result = json.loads(existing["result"]["S"])
-            return stored
+            return _idempotency_record(existing)
+
+    def read_idempotency(
+        self, namespace: str, principal_id: str, tool: str, key: str
+    ) -> IdempotencyRecord | None:
+        item = self._get(f"IDEM#{namespace}#{principal_id}", f"{tool}#{key}")
+        return _idempotency_record(item) if item else None
 
     def release_idempotency(self, record: IdempotencyRecord) -> None:
         # Someone else's claim by now, or already gone: then nothing of ours is left to release.

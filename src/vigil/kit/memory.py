@@ -126,6 +126,13 @@ class MemoryBase(Committer, IdempotencyStore):
             self.idempotency[key] = record.model_copy(deep=True)
             return None
 
+    def read_idempotency(
+        self, namespace: str, principal_id: str, tool: str, key: str
+    ) -> IdempotencyRecord | None:
+        with self._lock:
+            found = self.idempotency.get((namespace, principal_id, tool, key))
+            return found.model_copy(deep=True) if found else None
+
     def release_idempotency(self, record: IdempotencyRecord) -> None:
         with self._lock:
             current = self.idempotency.get(idem_key(record))

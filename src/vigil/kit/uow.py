@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -77,21 +78,55 @@ class Committer(ABC):
         atomic step, or none of them: ConditionFailed if any condition does not hold."""
 
 
+@dataclass(frozen=True)
+class Retirement:
+    """What a call that replaces the credential it was made with (a rotation of one's own
+    secret) leaves for a retry that can only be made with that credential: its full result,
+    the digest of the credential that replaces it, and until when."""
+
+    result: BaseModel
+    successor_hash: str
+    until: datetime
+
+
 class UnitOfWork:
     """The writes of one call, and the idempotency claim they complete.
 
     The claim is completed by the first commit that carries a result; a call that ends
     without one (it found nothing to change) has it completed alone by ``finish``.
+    ``credential`` is the secret the call was made with, which a ``Retirement`` seals under.
     """
 
-    def __init__(self, committer: Committer, claim: IdempotencyRecord | None = None) -> None:
+    def __init__(
+        self,
+        committer: Committer,
+        claim: IdempotencyRecord | None = None,
+        credential: str | None = None,
+    ) -> None:
         self._committer = committer
         self._claim = claim
+        self._credential = credential
 
-    def commit(self, *writes: Write, result: BaseModel | None = None) -> None:
+    def commit(
+        self,
+        *writes: Write,
+        result: BaseModel | None = None,
+        retirement: Retirement | None = None,
+    ) -> None:
+        """Commits ``writes`` and completes the claim with ``result``, the result a replay
+        returns. A call that replaces its own credential gives the ``retirement`` too: its full
+        result is kept with the completion, sealed under that credential (a handover)."""
         completion = None
         if self._claim is not None and result is not None:
-            completion = self._claim.completed(result.model_dump(mode="json"))
+            handover = None
+            if retirement is not None and self._credential is not None:
+                handover = self._claim.handing_over(
+                    self._credential,
+                    retirement.result.model_dump(mode="json"),
+                    retirement.successor_hash,
+                    retirement.until,
+                )
+            completion = self._claim.completed(result.model_dump(mode="json"), handover)
         self._committer.commit(writes, completion)
         if completion is not None:
             self._claim = None

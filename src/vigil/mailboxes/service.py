@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
@@ -191,10 +192,24 @@ class Mailboxes:
         # The queue first: an address that is registered can always be delivered to.
         self.queues.ensure(mailbox.queue_name)
         result = present(mailbox, True)
+        writes = [self.store.add_mailbox(mailbox)]
+        if owner.id != caller.principal_id:
+            # An operator making a box for another agent: an operator's power, audited.
+            event = AuditEvent.of(
+                caller.namespace,
+                caller.principal_id,
+                "create_mailbox",
+                "mailbox",
+                address,
+                None,
+                None,
+                mailbox.created_at,
+            )
+            writes.append(self.store.add_audit_event(event))
         limit = self.quotas.mailboxes
-        counted = self.store.count(caller.namespace, "mailboxes", 1, limit)
+        writes.append(self.store.count(caller.namespace, "mailboxes", 1, limit))
         try:
-            uow.commit(self.store.add_mailbox(mailbox), counted, result=result)
+            uow.commit(*writes, result=result)
         except ConditionFailed:
             if self.store.quota_usage(caller.namespace, "mailboxes") >= limit:
                 raise self.quotas.exceeded("mailboxes") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vigil.audit.dynamo import DynamoAudit
 from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
@@ -14,6 +15,7 @@ from vigil.switches.dynamo import DynamoSwitches
 
 
 class DynamoStore(
+    DynamoAudit,
     DynamoIdentity,
     DynamoLeases,
     DynamoMailboxes,

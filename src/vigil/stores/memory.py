@@ -3,6 +3,7 @@ imported by the functions."""
 
 from __future__ import annotations
 
+from vigil.audit.memory import MemoryAudit
 from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
@@ -15,6 +16,7 @@ from vigil.switches.memory import MemorySwitches
 
 
 class MemoryStore(
+    MemoryAudit,
     MemoryIdentity,
     MemoryLeases,
     MemoryMailboxes,

@@ -20,11 +20,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from vigil.alarms.timers import Alarms, Timer
+from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import ErrorCode, VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.retry import retry_on_conflict
-from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.leases.records import Lease
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for, queue_name
@@ -139,7 +140,21 @@ class Liveness:
                 raise not_found("switch")
             if switch.state == "armed":
                 disarmed = switch.disarmed()
-                self._save(disarmed, switch.version, armed=-1)
+                audit = []
+                if switch.holder != me:
+                    # An operator stopping another's switch: an operator's power, audited.
+                    event = AuditEvent.of(
+                        namespace,
+                        me,
+                        "disarm",
+                        "switch",
+                        scope,
+                        switch.version,
+                        disarmed.version,
+                        now,
+                    )
+                    audit.append(self.store.add_audit_event(event))
+                self._save(disarmed, switch.version, *audit, armed=-1)
                 switch = disarmed
             return switch, death
 
@@ -160,10 +175,13 @@ class Liveness:
         self._save(armed, switch.version if switch is not None else None, armed=1)
         return armed, death
 
-    def _save(self, switch: Switch, expected_version: int | None, armed: int = 0) -> None:
-        """Stores ``switch``, counting it in or out of the namespace's armed switches when
-        ``armed`` says it was armed (1) or disarmed (-1); arming holds only within the quota."""
-        writes = [self.store.save_switch(switch, expected_version)]
+    def _save(
+        self, switch: Switch, expected_version: int | None, *also: Write, armed: int = 0
+    ) -> None:
+        """Stores ``switch`` with ``also``, counting it in or out of the namespace's armed
+        switches when ``armed`` says it was armed (1) or disarmed (-1); arming holds only
+        within the quota."""
+        writes = [self.store.save_switch(switch, expected_version), *also]
         limit = self.quotas.armed_switches
         if armed:
             writes.append(self.store.count(switch.namespace, "armed_switches", armed, limit))

@@ -1,0 +1,75 @@
+"""The audit trail: what operators changed with their powers, and what the deployer changed with
+AWS credentials. Each event is written in the same transaction as the change it records, so an
+event is never missing for a change that landed, nor recorded for one that did not."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from vigil.clock import to_ms
+from vigil.identity.records import new_id
+from vigil.kit.records import Record
+
+# register, rotate_secret and revoke_principal of another principal, create_mailbox for another
+# agent and disarm of another's switch are operators' powers; bootstrap and rotate_operator are
+# the deployer's (the `vigil` command, with AWS credentials).
+AuditAction = Literal[
+    "register",
+    "rotate_secret",
+    "revoke_principal",
+    "disarm",
+    "create_mailbox",
+    "bootstrap",
+    "rotate_operator",
+]
+TargetKind = Literal["principal", "switch", "mailbox"]
+
+
+class AuditEvent(Record):
+    """One change, bounded in size: every field is an id, a name from a closed list, a scope
+    (at most 200 characters) or an address (at most 100)."""
+
+    namespace: str
+    id: str
+    at: datetime
+    actor: str | None  # the operator's principal id; None for the deployer
+    action: AuditAction
+    target_kind: TargetKind
+    target: str = Field(max_length=200)
+    # The target's version before and after the change; None where it did not exist before,
+    # or for a mailbox, which is created once and never changed, so has no version.
+    before_version: int | None
+    after_version: int | None
+
+    @classmethod
+    def of(
+        cls,
+        namespace: str,
+        actor: str | None,
+        action: AuditAction,
+        target_kind: TargetKind,
+        target: str,
+        before_version: int | None,
+        after_version: int | None,
+        now: datetime,
+    ) -> AuditEvent:
+        return cls(
+            namespace=namespace,
+            id=new_id("aud"),
+            at=to_ms(now),
+            actor=actor,
+            action=action,
+            target_kind=target_kind,
+            target=target,
+            before_version=before_version,
+            after_version=after_version,
+        )
+
+    @property
+    def position(self) -> str:
+        """Where the event sorts in its namespace's trail: by time (epoch milliseconds), then
+        by id among events of the same millisecond."""
+        return f"{int(self.at.timestamp() * 1000):015d}#{self.id}"

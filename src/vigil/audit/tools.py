@@ -1,0 +1,86 @@
+"""The audit trail's tool: ``list_audit_events``, for operators."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from vigil.audit.records import AuditAction, AuditEvent, TargetKind
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.tooling import OPERATORS, Context, Output, StrictInput, Tool
+
+
+class ListAuditEventsInput(StrictInput):
+    cursor: str | None = Field(
+        default=None,
+        max_length=512,
+        description="Opaque next_cursor from the previous page.",
+    )
+    limit: int = Field(default=50, ge=1, le=100, description="Page size, 1-100.")
+
+
+class AuditEventView(Output):
+    id: str
+    at: datetime
+    actor: str | None = Field(
+        description=(
+            "The principal id of the operator who made the change; null for the deployer, with "
+            "AWS credentials (vigil bootstrap, vigil rotate-operator)."
+        )
+    )
+    action: AuditAction
+    target_kind: TargetKind
+    target: str = Field(description="A principal id, a switch's scope or a mailbox address.")
+    before_version: int | None = Field(
+        description="The target's version before the change; null if it did not exist."
+    )
+    after_version: int | None = Field(
+        description="The target's version after the change; null for a mailbox (unversioned)."
+    )
+
+    @classmethod
+    def of(cls, event: AuditEvent) -> AuditEventView:
+        return cls.model_validate(event.model_dump(exclude={"namespace"}))
+
+
+class AuditPage(Output):
+    events: list[AuditEventView]
+    next_cursor: str | None = Field(
+        description="Pass back as cursor for the next (older) page; null at the end."
+    )
+    order: Literal["newest_first"] = "newest_first"
+
+
+def list_audit_events(ctx: Context, args: ListAuditEventsInput) -> AuditPage:
+    namespace = ctx.caller.namespace
+    # A cursor names its namespace, so one namespace's place is never read in another's trail.
+    before = cursor_position(args.cursor, "audit", str, n=namespace) if args.cursor else None
+    found = ctx.store.audit_events(namespace, before, args.limit + 1)
+    page = found[: args.limit]
+    more = len(found) > args.limit
+    return AuditPage(
+        events=[AuditEventView.of(event) for event in page],
+        next_cursor=encode_cursor("audit", a=page[-1].position, n=namespace) if more else None,
+    )
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="list_audit_events",
+        title="Read the audit trail",
+        description=(
+            "Page through the audit trail of the caller's namespace, newest first: every change "
+            "an operator made with an operator's power (register; rotate_secret and "
+            "revoke_principal of another principal; create_mailbox for another agent; disarm of "
+            "another's switch) and every change the deployer made with AWS credentials, each "
+            "with who, what, when and the target's versions before and after. Operators only."
+        ),
+        input_model=ListAuditEventsInput,
+        output_model=AuditPage,
+        run=list_audit_events,
+        roles=OPERATORS,
+        read_only=True,
+    ),
+)
