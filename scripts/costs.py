@@ -101,6 +101,7 @@ def main() -> None:
     from tests.conftest import create_tables_from_template
     from vigil.alarms.aws import AwsAlarms
     from vigil.app import App
+    from vigil.attachments.memory import MemoryBlobs
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import ManualClock, SystemClock, to_ms
     from vigil.mailboxes.sqs import SqsMailboxQueues
@@ -130,7 +131,7 @@ def main() -> None:
             "arn:aws:iam::123456789012:role/scheduler",
             "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
         )
-        app = App(store, clock, queues=queues, alarms=alarms)
+        app = App(store, clock, queues=queues, alarms=alarms, blobs=MemoryBlobs())
         liveness = Liveness(store, clock, alarms, queues)
         _, operator = bootstrap_operator(store, clock, "cost", "Ops")
         worker = app.call("register", {"kind": "agent", "name": "w"}, operator)

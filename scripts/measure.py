@@ -95,6 +95,7 @@ def warm_calls() -> None:
     from tests.conftest import create_tables_from_template
     from vigil.alarms.memory import MemoryAlarms
     from vigil.app import App
+    from vigil.attachments.memory import MemoryBlobs
     from vigil.bootstrap import bootstrap_operator
     from vigil.clock import SystemClock
     from vigil.mailboxes.memory import MemoryMailboxQueues
@@ -117,7 +118,9 @@ def warm_calls() -> None:
         print(f"{'tool':30} {'store':16} {'median':>8} {'p99':>8}   AWS calls per call")
         for store_name, store in stores.items():
             queues = MemoryMailboxQueues(SystemClock())
-            app = App(store, SystemClock(), queues=queues, alarms=MemoryAlarms())
+            app = App(
+                store, SystemClock(), queues=queues, alarms=MemoryAlarms(), blobs=MemoryBlobs()
+            )
             _, secret = bootstrap_operator(store, SystemClock(), "bench", "Ops")
             app.call("register", {"kind": "agent", "name": "a"}, secret)
             for label, call in _cases(app, secret).items():

@@ -9,6 +9,7 @@ from tests.support import Tenant
 from vigil.alarms.memory import MemoryAlarms
 from vigil.alarms.timers import Timer, deliver
 from vigil.app import App
+from vigil.attachments.memory import MemoryBlobs
 from vigil.clock import ManualClock
 from vigil.entrypoints.alarm import handlers
 from vigil.mailboxes.memory import MemoryMailboxQueues
@@ -23,7 +24,8 @@ class World:
         self.store = store or MemoryStore()
         self.alarms = MemoryAlarms()
         self.queues = MemoryMailboxQueues(clock)
-        self.app = App(self.store, clock, queues=self.queues, alarms=self.alarms)
+        self.blobs = MemoryBlobs()
+        self.app = App(self.store, clock, queues=self.queues, alarms=self.alarms, blobs=self.blobs)
         self.tenant = Tenant(self.app, clock, "acme")
         self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
         self.delivered: list[Timer] = []

@@ -7,6 +7,7 @@ from typing import Any
 
 from vigil.alarms.memory import MemoryAlarms
 from vigil.app import App
+from vigil.attachments.memory import MemoryBlobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
@@ -19,6 +20,7 @@ def app_on(store: Store, clock: ManualClock, **parts: Any) -> App:
     others: every part the production path needs, as fakes."""
     parts.setdefault("queues", MemoryMailboxQueues(clock))
     parts.setdefault("alarms", MemoryAlarms())
+    parts.setdefault("blobs", MemoryBlobs())
     return App(store, clock, **parts)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vigil.alarms.timers import Alarms
+from vigil.attachments.blobs import Blobs
 from vigil.catalog import BY_NAME
 from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
@@ -43,12 +44,14 @@ class App:
         *,
         queues: MailboxQueues,
         alarms: Alarms,
+        blobs: Blobs,
         quotas: Quotas | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.queues = queues
         self.alarms = alarms
+        self.blobs = blobs
         self.quotas = quotas or Quotas()
 
     def _principal_of(self, secret: str) -> Principal | None:
@@ -135,7 +138,9 @@ class App:
             if replay is not None:
                 return replay
         uow = UnitOfWork(self.store, pending, secret)
-        ctx = Context(self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas)
+        ctx = Context(
+            self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas, self.blobs
+        )
         try:
             result = tool.run(ctx, args)
             uow.finish(result)

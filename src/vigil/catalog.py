@@ -6,6 +6,7 @@ each tool is declared (name, description, models, who may call it) beside its co
 
 from __future__ import annotations
 
+from vigil.attachments.tools import TOOLS as ATTACHMENTS
 from vigil.audit.tools import TOOLS as AUDIT
 from vigil.identity.tools import TOOLS as IDENTITY
 from vigil.kit.tooling import Tool
@@ -21,6 +22,7 @@ TOOLS: tuple[Tool, ...] = (
     *AUDIT,
     *LEASES,
     *MAILBOXES,
+    *ATTACHMENTS,
     *SWITCHES,
     *SESSIONS,
     *PROGRESS,

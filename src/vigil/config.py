@@ -14,6 +14,7 @@ REQUIRED = (
     "ALARM_FUNCTION_ARN",
     "ALARM_DLQ_ARN",
     "MAILBOX_QUEUE_PREFIX",
+    "ATTACHMENTS_BUCKET",
 )
 
 
@@ -26,6 +27,7 @@ class Settings:
     alarm_function_arn: str
     alarm_dlq_arn: str
     mailbox_queue_prefix: str
+    attachments_bucket: str
     allowed_origins: frozenset[str]
 
     @classmethod
@@ -43,5 +45,6 @@ class Settings:
             alarm_function_arn=source["ALARM_FUNCTION_ARN"],
             alarm_dlq_arn=source["ALARM_DLQ_ARN"],
             mailbox_queue_prefix=source["MAILBOX_QUEUE_PREFIX"],
+            attachments_bucket=source["ATTACHMENTS_BUCKET"],
             allowed_origins=frozenset(o.strip() for o in origins.split(",") if o.strip()),
         )

@@ -7,6 +7,7 @@ and the in-memory fake, which pass the same contract tests (tests/contract).
 
 from __future__ import annotations
 
+from vigil.attachments.store import AttachmentStore
 from vigil.audit.store import AuditStore
 from vigil.identity.store import IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
@@ -23,6 +24,7 @@ from vigil.switches.store import SwitchStore
 class Store(
     Committer,
     IdempotencyStore,
+    AttachmentStore,
     AuditStore,
     IdentityStore,
     LeaseStore,

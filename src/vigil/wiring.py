@@ -10,6 +10,7 @@ from vigil.config import Settings
 
 if TYPE_CHECKING:
     from vigil.alarms.aws import AwsAlarms
+    from vigil.attachments.blobs import S3Blobs
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
@@ -44,6 +45,12 @@ def queues() -> SqsMailboxQueues:
 
     # Long polls wait up to 20 s: the read timeout must outlast them.
     return SqsMailboxQueues(aws_client("sqs", read_timeout=25), settings().mailbox_queue_prefix)
+
+
+def blobs() -> S3Blobs:
+    from vigil.attachments.blobs import S3Blobs
+
+    return S3Blobs(aws_client("s3"), settings().attachments_bucket)
 
 
 def alarms() -> AwsAlarms:

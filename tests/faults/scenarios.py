@@ -164,6 +164,12 @@ def _create_mailbox(world: World) -> dict[str, Any]:
     return keyed(world, "create_mailbox", {"box": "jobs", "agent_id": world.ids[owner]})
 
 
+# -- attachments ----------------------------------------------------------------------------
+def _stage(world: World) -> dict[str, Any]:
+    staged = {"base64": "aGVsbG8sIHdvcmxk", "file_name": "notes.txt", "media_type": "text/plain"}
+    return keyed(world, "stage_attachment", staged)
+
+
 def _three_waiting(world: World) -> dict[str, Any]:
     for _ in range(3):
         world.send("worker")
@@ -357,6 +363,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "create_mailbox": [
         Scenario("create_mailbox", "named box, by an operator", "operator", _create_mailbox)
     ],
+    "stage_attachment": [Scenario("stage_attachment", "a small file", "worker", _stage)],
     "inbox_poll": [
         Scenario(
             "inbox_poll",

@@ -21,6 +21,7 @@ from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
 from vigil.alarms.aws import AwsAlarms
 from vigil.app import App
+from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
@@ -36,6 +37,7 @@ NAMESPACE = "acme"
 GROUP = "alarms"
 PREFIX = "vigil-mb"
 TIMER_QUEUE = "timers"
+BUCKET = "attachments"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 # Longest lease a delivery can have; lapsing every lease moves the clock past it.
 _MAX_LEASE_SECONDS = 900
@@ -90,6 +92,8 @@ class World:
         self.scheduler = self.injector.hook(
             boto3.client("scheduler", region_name=REGION, config=NO_RETRIES)
         )
+        self.s3 = self.injector.hook(boto3.client("s3", region_name=REGION, config=NO_RETRIES))
+        self.s3.create_bucket(Bucket=BUCKET)
         self.table = create_tables_from_template(self.dynamodb)["VigilTable"]
         self.timer_queue_url = self.sqs.create_queue(QueueName=TIMER_QUEUE)["QueueUrl"]
         self.scheduler.create_schedule_group(Name=GROUP)
@@ -122,7 +126,10 @@ class World:
             f"arn:aws:iam::{ACCOUNT}:role/scheduler",
             f"arn:aws:sqs:{REGION}:{ACCOUNT}:alarm-dlq",
         )
-        self.app = App(self.store, self.clock, queues=self.queues, alarms=self.alarms)
+        self.blobs = S3Blobs(self.s3, BUCKET)
+        self.app = App(
+            self.store, self.clock, queues=self.queues, alarms=self.alarms, blobs=self.blobs
+        )
         self.liveness = Liveness(self.store, self.clock, self.alarms, self.queues)
 
     # -- principals and calls -----------------------------------------------------------------

@@ -61,6 +61,7 @@ def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
             "Attributes"
         ]["QueueArn"],
         "MAILBOX_QUEUE_PREFIX": "test-mb",
+        "ATTACHMENTS_BUCKET": "test-attachments",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

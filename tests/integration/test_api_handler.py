@@ -41,6 +41,7 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
         "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
         "MAILBOX_QUEUE_PREFIX": "test-mb",
+        "ATTACHMENTS_BUCKET": "test-attachments",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

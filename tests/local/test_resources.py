@@ -102,9 +102,7 @@ def test_functions_get_their_environment_resolved_against_local_resources(
     environment = deployment.environment()
     assert environment["TABLE_NAME"] == deployment.tables["VigilTable"].name
     assert environment["TIMER_QUEUE_URL"] == deployment.queues["TimerQueue"].url
-    # The bucket waits for attachments; no function reads or is granted it until then.
-    assert "AttachmentsBucket" in deployment.buckets
-    assert "ATTACHMENTS_BUCKET" not in environment
+    assert environment["ATTACHMENTS_BUCKET"] == deployment.buckets["AttachmentsBucket"]
     assert environment["SCHEDULE_GROUP"] == f"{names.stack_name}-alarms"
     assert environment["ALARM_DLQ_ARN"] == deployment.queues["AlarmDLQ"].arn
     alarm = deployment.functions["AlarmFunction"]

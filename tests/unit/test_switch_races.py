@@ -48,7 +48,7 @@ def alerts(world: World, secret: str) -> list[dict[str, Any]]:
 
 def app_at(world: World, moment: ManualClock) -> App:
     """Another Lambda invocation sharing the store, whose request began at another moment."""
-    return App(world.store, moment, queues=world.queues, alarms=world.alarms)
+    return App(world.store, moment, queues=world.queues, alarms=world.alarms, blobs=world.blobs)
 
 
 class InterleavingStore(MemoryStore):

@@ -23,9 +23,16 @@ def router() -> Router:
     from vigil.app import App
     from vigil.clock import SystemClock
     from vigil.quotas.records import Quotas
-    from vigil.wiring import alarms, queues, settings, store
+    from vigil.wiring import alarms, blobs, queues, settings, store
 
-    app = App(store(), SystemClock(), queues=queues(), alarms=alarms(), quotas=Quotas.from_env())
+    app = App(
+        store(),
+        SystemClock(),
+        queues=queues(),
+        alarms=alarms(),
+        blobs=blobs(),
+        quotas=Quotas.from_env(),
+    )
     return Router(app, settings().allowed_origins)
 
 

@@ -14,6 +14,7 @@ from vigil.kit.names import PRINTABLE, normalised
 
 if TYPE_CHECKING:
     from vigil.alarms.timers import Alarms
+    from vigil.attachments.blobs import Blobs
     from vigil.clock import Clock
     from vigil.identity.records import Caller
     from vigil.kit.uow import UnitOfWork
@@ -84,6 +85,7 @@ class Context:
     alarms: Alarms
     uow: UnitOfWork
     quotas: Quotas
+    blobs: Blobs
 
 
 @dataclass(frozen=True)

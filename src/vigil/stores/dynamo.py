@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vigil.attachments.dynamo import DynamoAttachments
 from vigil.audit.dynamo import DynamoAudit
 from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
@@ -15,6 +16,7 @@ from vigil.switches.dynamo import DynamoSwitches
 
 
 class DynamoStore(
+    DynamoAttachments,
     DynamoAudit,
     DynamoIdentity,
     DynamoLeases,

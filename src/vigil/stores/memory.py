@@ -3,6 +3,7 @@ imported by the functions."""
 
 from __future__ import annotations
 
+from vigil.attachments.memory import MemoryAttachments
 from vigil.audit.memory import MemoryAudit
 from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
@@ -16,6 +17,7 @@ from vigil.switches.memory import MemorySwitches
 
 
 class MemoryStore(
+    MemoryAttachments,
     MemoryAudit,
     MemoryIdentity,
     MemoryLeases,

@@ -1,0 +1,1 @@
+"""Attachments: file bytes in S3, their metadata in the table."""

@@ -1,0 +1,85 @@
+"""Where attachment bytes are kept: the port, and its S3 adapter.
+
+Every effect here is idempotent and keyed by the attachment's id, so a retry can drive it again
+from stored state: putting the same bytes at the same key, or copying a draft to its file key,
+twice leaves what once would.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from vigil.kit.aws import aws_failure, error_code
+
+
+class Blobs(ABC):
+    @abstractmethod
+    def put(self, key: str, data: bytes, media_type: str) -> None:
+        """Stores ``data`` at ``key``."""
+
+    @abstractmethod
+    def get(self, key: str) -> bytes | None:
+        """The bytes at ``key``; None if there are none."""
+
+    @abstractmethod
+    def copy(self, source: str, target: str) -> None:
+        """Copies the bytes at ``source`` to ``target``; a missing source is a LookupError."""
+
+    @abstractmethod
+    def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
+        """A presigned POST (``url`` and ``fields``) that uploads at most ``max_bytes`` to
+        ``key`` until it expires."""
+
+    @abstractmethod
+    def download_url(self, key: str, expires_seconds: int) -> str:
+        """A presigned GET of ``key`` that works until it expires."""
+
+
+class S3Blobs(Blobs):
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    def _call(self, operation: Any, **kwargs: Any) -> Any:
+        try:
+            return operation(Bucket=self.bucket, **kwargs)
+        except Exception as error:
+            code = error_code(error)
+            if code is None:
+                raise
+            if code in {"NoSuchKey", "404", "NotFound"}:
+                raise LookupError(kwargs.get("Key")) from None
+            raise aws_failure(code, "the file store") from None
+
+    def put(self, key: str, data: bytes, media_type: str) -> None:
+        self._call(self.client.put_object, Key=key, Body=data, ContentType=media_type)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            response = self._call(self.client.get_object, Key=key)
+        except LookupError:
+            return None
+        return bytes(response["Body"].read())
+
+    def copy(self, source: str, target: str) -> None:
+        self._call(
+            self.client.copy_object,
+            Key=target,
+            CopySource={"Bucket": self.bucket, "Key": source},
+        )
+
+    def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
+        form: dict[str, Any] = self.client.generate_presigned_post(
+            Bucket=self.bucket,
+            Key=key,
+            Conditions=[["content-length-range", 1, max_bytes]],
+            ExpiresIn=expires_seconds,
+        )
+        return form
+
+    def download_url(self, key: str, expires_seconds: int) -> str:
+        url: str = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_seconds
+        )
+        return url

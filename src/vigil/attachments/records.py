@@ -1,0 +1,158 @@
+"""Attachments: a file's metadata (the bytes live in S3) and the rules of its life.
+
+A file reaches a conversation in one of two ways. ``stage_attachment`` keeps a private draft
+for one later operation (a send, a start_chat) that claims it by id; ``upload_attachment`` adds
+one to a conversation directly. A draft is claimed by exactly one operation: the same operation
+retried (same idempotency key, same inputs) claims it again harmlessly, any other is refused. A
+draft not claimed within 24 hours is gone: the claim checks the expiry itself (DynamoDB TTL and
+S3 lifecycle only collect garbage, and moto applies neither).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timedelta
+from typing import Literal
+
+from vigil.errors import ErrorCode, VigilError, invalid, not_found
+from vigil.identity.records import new_id
+from vigil.kit.records import Versioned
+
+# Over MCP a file travels as base64 in one tool call: 64 KiB decoded at most (87,384 base64
+# characters, as the seed says). Larger files, up to 5 MiB, go through presigned S3 URLs.
+MAX_INLINE_BYTES = 64 * 1024
+MAX_BASE64_CHARS = 87_384
+MAX_FILE_BYTES = 5 * 1024 * 1024
+DRAFT_SECONDS = 24 * 3600
+MAX_FILE_NAME = 255  # UTF-8 bytes, as most file systems allow
+ATTACHMENT_ID_PATTERN = r"^att_[a-z2-7]{16}$"
+_ATTACHMENT_ID = re.compile(ATTACHMENT_ID_PATTERN)
+# RFC 6838: type "/" subtype, each a restricted name of at most 127 characters.
+MEDIA_TYPE_PATTERN = (
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
+)
+_MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN)
+# Standard base64 with its padding, nothing else (no line breaks, no URL-safe alphabet).
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_UNSAFE = re.compile(r"[/\\]")
+
+AttachmentState = Literal["draft", "file"]
+
+
+def safe_file_name(name: str) -> str:
+    """``name`` made safe to show and to save: NFC, path separators as ``_``, no control or
+    invisible characters, no leading dots or spaces, at most 255 bytes of UTF-8."""
+    cleaned = "".join(
+        c
+        for c in unicodedata.normalize("NFC", name)
+        if unicodedata.category(c) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+    )
+    cleaned = _UNSAFE.sub("_", cleaned).strip().lstrip(".").strip()
+    while len(cleaned.encode()) > MAX_FILE_NAME:
+        cleaned = cleaned[:-1]
+    if not cleaned:
+        raise invalid("file_name has no printable characters left once made safe")
+    return cleaned
+
+
+def media_type(declared: str) -> str:
+    """The declared media type, lower-cased; invalid_argument unless it is type/subtype."""
+    if not _MEDIA_TYPE.match(declared):
+        raise invalid("media_type must be a type/subtype, e.g. application/pdf")
+    return declared.lower()
+
+
+def is_attachment_id(value: str) -> bool:
+    return bool(_ATTACHMENT_ID.match(value))
+
+
+def too_large(limit: int) -> VigilError:
+    return VigilError(
+        ErrorCode.LIMIT_EXCEEDED, f"a file here may take at most {limit} bytes", limit=limit
+    )
+
+
+class Attachment(Versioned):
+    id: str
+    namespace: str
+    owner: str  # the principal that staged or uploaded it
+    file_name: str
+    media_type: str
+    size: int
+    sha256: str
+    created_at: datetime
+    state: AttachmentState
+    key: str  # where the bytes are, in the attachments bucket
+    expires_at: datetime | None = None  # a draft's end, unless claimed
+    claimed_by: str | None = None  # the operation that claimed the draft
+    conversation_id: str | None = None
+    message_id: str | None = None
+
+    @property
+    def list_position(self) -> str:
+        """Where the file sorts among its conversation's: by when it was added, then id."""
+        return f"{int(self.created_at.timestamp() * 1000):015d}#{self.id}"
+
+    @classmethod
+    def staged(
+        cls,
+        namespace: str,
+        owner: str,
+        file_name: str,
+        declared_type: str,
+        size: int,
+        sha256: str,
+        now: datetime,
+    ) -> Attachment:
+        attachment_id = new_id("att")
+        return cls(
+            id=attachment_id,
+            namespace=namespace,
+            owner=owner,
+            file_name=safe_file_name(file_name),
+            media_type=media_type(declared_type),
+            size=size,
+            sha256=sha256,
+            created_at=now,
+            state="draft",
+            key=staged_key(namespace, attachment_id),
+            expires_at=now + timedelta(seconds=DRAFT_SECONDS),
+            version=1,
+        )
+
+    def claimed(
+        self, owner: str, operation: str, conversation_id: str, message_id: str, now: datetime
+    ) -> Attachment:
+        """The draft as claimed by ``operation`` into a conversation's message. The same
+        operation again gets the same claim back (a retry); anything else is refused: a draft
+        of someone else, or gone, is not_found, one claimed by another operation is invalid."""
+        if self.owner != owner:
+            raise not_found(f"attachment {self.id}")
+        if self.state == "file":
+            if self.claimed_by == operation:
+                return self
+            raise invalid(
+                f"attachment {self.id} was claimed by another operation; stage a fresh copy",
+                attachment_id=self.id,
+            )
+        assert self.expires_at is not None
+        if self.expires_at <= now:
+            raise not_found(f"attachment {self.id}")
+        return self.changed(
+            state="file",
+            key=file_key(self.namespace, self.id),
+            expires_at=None,
+            claimed_by=operation,
+            conversation_id=conversation_id,
+            message_id=message_id,
+        )
+
+
+def staged_key(namespace: str, attachment_id: str) -> str:
+    # Under staged/, which the bucket's lifecycle empties after a day.
+    return f"staged/{namespace}/{attachment_id}"
+
+
+def file_key(namespace: str, attachment_id: str) -> str:
+    return f"files/{namespace}/{attachment_id}"

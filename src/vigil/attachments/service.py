@@ -1,0 +1,102 @@
+"""Attachment use cases: staging a draft, and claiming drafts into an operation.
+
+The bytes go to S3 before their record goes to the table, so a record never names bytes that
+are not there: a draft's bytes are put under ``staged/`` first (a failure after that leaves
+bytes with no record, which the bucket's lifecycle removes within a day), and a claim copies
+them to their file key before the claim is committed (a failure after the copy leaves a file
+no record names; the retry copies again, to the same key).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from vigil.attachments.blobs import Blobs
+from vigil.attachments.records import MAX_INLINE_BYTES, Attachment, too_large
+from vigil.clock import Clock, to_ms
+from vigil.errors import invalid, not_found
+from vigil.identity.records import Caller
+from vigil.kit.uow import UnitOfWork, Write
+from vigil.store import Store
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def decoded(text: str) -> bytes:
+    """The bytes of a base64 argument: strict (no stray characters), at most 64 KiB."""
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise invalid("base64 is not valid base64") from None
+    if len(data) > MAX_INLINE_BYTES:
+        raise too_large(MAX_INLINE_BYTES)
+    if not data:
+        raise invalid("a file has at least one byte")
+    return data
+
+
+def stage(
+    store: Store,
+    uow: UnitOfWork,
+    blobs: Blobs,
+    clock: Clock,
+    caller: Caller,
+    data: bytes,
+    file_name: str,
+    media_type: str,
+    present: Callable[[Attachment], R],
+) -> R:
+    draft = Attachment.staged(
+        caller.namespace,
+        caller.principal_id,
+        file_name,
+        media_type,
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        to_ms(clock.now()),
+    )
+    blobs.put(draft.key, data, draft.media_type)
+    result = present(draft)
+    uow.commit(store.save_attachment(draft, None), result=result)
+    return result
+
+
+def claim(
+    store: Store,
+    blobs: Blobs,
+    caller: Caller,
+    attachment_ids: list[str],
+    operation: str,
+    conversation_id: str,
+    message_id: str,
+    now: datetime,
+) -> tuple[list[Attachment], list[Write]]:
+    """The caller's drafts ``attachment_ids`` as claimed by ``operation`` (a stable name of
+    the call: its tool, principal and idempotency key) into a conversation's message, and the
+    writes that record the claim, to commit with the message. The bytes are copied to their
+    file keys before this returns. A retry of the same operation gets the same files back."""
+    if len(set(attachment_ids)) != len(attachment_ids):
+        raise invalid("attachment_ids names a draft twice")
+    found = {a.id: a for a in store.get_attachments(caller.namespace, attachment_ids)}
+    pairs: list[tuple[Attachment, Attachment]] = []
+    for attachment_id in attachment_ids:
+        draft = found.get(attachment_id)
+        if draft is None:
+            raise not_found(f"attachment {attachment_id}")
+        claimed = draft.claimed(caller.principal_id, operation, conversation_id, message_id, now)
+        pairs.append((draft, claimed))
+    for draft, claimed in pairs:
+        if draft.state == "draft":
+            try:
+                blobs.copy(draft.key, claimed.key)
+            except LookupError:
+                raise not_found(f"attachment {draft.id}") from None
+    writes = [store.save_attachment(c, d.version) for d, c in pairs if c is not d]
+    return [claimed for _, claimed in pairs], writes

@@ -1,0 +1,194 @@
+"""Attachments: staging a private draft (bytes in the bucket first, then the record), the rules
+of its name and type, its size limits, and claiming drafts into exactly one operation."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.support import Tenant, app_on
+from vigil.attachments.blobs import Blobs, S3Blobs
+from vigil.attachments.memory import MemoryBlobs
+from vigil.attachments.records import MAX_INLINE_BYTES, safe_file_name
+from vigil.attachments.service import claim
+from vigil.clock import ManualClock, parse_iso
+from vigil.errors import ErrorCode, VigilError
+from vigil.identity.records import Caller
+from vigil.stores.memory import MemoryStore
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def blobs() -> MemoryBlobs:
+    return MemoryBlobs()
+
+
+@pytest.fixture
+def tenant(store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock) -> Tenant:
+    return Tenant(app_on(store, clock, blobs=blobs), clock, "acme")
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def stage(tenant: Tenant, secret: str, data: bytes = b"hello", **more: Any) -> dict[str, Any]:
+    arguments = {"base64": b64(data), "file_name": "notes.txt", "media_type": "text/plain"}
+    return tenant.call("stage_attachment", secret, **{**arguments, **more})
+
+
+def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
+    with pytest.raises(VigilError) as caught:
+        call(*args, **kwargs)
+    return caught.value
+
+
+def caller_of(tenant: Tenant, principal_id: str) -> Caller:
+    principal = tenant.app.store.get_principal("acme", principal_id)
+    assert principal is not None
+    return Caller("acme", principal.id, principal.kind, principal.role, principal)
+
+
+def test_a_staged_draft_keeps_its_bytes_and_metadata(
+    tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
+) -> None:
+    me, secret = tenant.register()
+    data = bytes(range(256)) * 256  # exactly 64 KiB
+    assert len(data) == MAX_INLINE_BYTES
+    draft = stage(tenant, secret, data, file_name="../etc/pass\u202ewd", media_type="Text/Plain")
+    assert draft["state"] == "draft"
+    assert (draft["size"], draft["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    assert (draft["file_name"], draft["media_type"]) == ("_etc_passwd", "text/plain")
+    assert parse_iso(draft["expires_at"]) == clock.now() + timedelta(hours=24)
+    stored = store.get_attachment("acme", draft["id"])
+    assert stored is not None
+    assert (stored.owner, stored.key) == (me, f"staged/acme/{draft['id']}")
+    assert blobs.get(stored.key) == data
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        ({"base64": "not base64!"}, ErrorCode.INVALID_ARGUMENT),
+        ({"base64": "aGVsbG8"}, ErrorCode.INVALID_ARGUMENT),  # unpadded
+        ({"media_type": "text"}, ErrorCode.INVALID_ARGUMENT),
+        ({"media_type": "text/plain; charset=utf-8"}, ErrorCode.INVALID_ARGUMENT),
+        ({"file_name": "\u200b\u202e"}, ErrorCode.INVALID_ARGUMENT),
+        ({"file_name": " . "}, ErrorCode.INVALID_ARGUMENT),
+        ({"file_name": ""}, ErrorCode.INVALID_ARGUMENT),
+    ],
+)
+def test_bad_files_are_refused_and_store_nothing(
+    tenant: Tenant,
+    store: MemoryStore,
+    blobs: MemoryBlobs,
+    arguments: dict[str, Any],
+    code: ErrorCode,
+) -> None:
+    _, secret = tenant.register()
+    assert refused(stage, tenant, secret, **arguments).code is code
+    assert store.attachments == {}
+    assert blobs.objects == {}
+
+
+def test_one_byte_over_64_kib_of_valid_base64_is_limit_exceeded(tenant: Tenant) -> None:
+    # 65,537 bytes is 87,384 base64 characters: within the schema, over the decoded limit.
+    _, secret = tenant.register()
+    text = b64(b"x" * (MAX_INLINE_BYTES + 1))
+    assert len(text) == 87_384
+    assert refused(stage, tenant, secret, base64=text).code is ErrorCode.LIMIT_EXCEEDED
+
+
+def test_safe_file_names() -> None:
+    assert safe_file_name("report.pdf") == "report.pdf"
+    assert safe_file_name("a/b\\c") == "a_b_c"
+    assert safe_file_name(" ..hidden ") == "hidden"
+    assert safe_file_name("e\u0301t\u00e9.txt") == "\u00e9t\u00e9.txt"
+    assert len(safe_file_name("\U0001f4c4" * 100).encode()) <= 255
+
+
+def test_a_draft_is_claimed_by_one_operation_only(
+    tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
+) -> None:
+    me, secret = tenant.register()
+    draft = stage(tenant, secret)
+    caller = caller_of(tenant, me)
+    files, writes = claim(
+        store, blobs, caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now()
+    )
+    store.commit(writes)
+    (file,) = files
+    assert (file.state, file.conversation_id, file.key) == (
+        "file",
+        "cnv_1",
+        f"files/acme/{file.id}",
+    )
+    assert blobs.get(file.key) == b"hello"
+    # The same operation again (a retry): the same file, nothing written.
+    again, more = claim(
+        store, blobs, caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now()
+    )
+    assert (again, more) == (files, [])
+    # Any other operation is refused.
+    error = refused(
+        claim, store, blobs, caller, [draft["id"]], "send/k2", "cnv_2", "msg_2", clock.now()
+    )
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_only_the_owner_claims_a_live_draft(
+    tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
+) -> None:
+    me, secret = tenant.register()
+    other, _ = tenant.register(name="other")
+    draft = stage(tenant, secret)
+    for who, ids in ((other, [draft["id"]]), (me, ["att_aaaaaaaaaaaaaaaa"])):
+        error = refused(
+            claim, store, blobs, caller_of(tenant, who), ids, "op", "c", "m", clock.now()
+        )
+        assert error.code is ErrorCode.NOT_FOUND
+    error = refused(
+        claim, store, blobs, caller_of(tenant, me), [draft["id"]] * 2, "op", "c", "m", clock.now()
+    )
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    clock.advance(24 * 3600)
+    expired = refused(
+        claim, store, blobs, caller_of(tenant, me), [draft["id"]], "op", "c", "m", clock.now()
+    )
+    assert expired.code is ErrorCode.NOT_FOUND
+    stored = store.get_attachment("acme", draft["id"])
+    assert stored is not None
+    assert stored.state == "draft"
+
+
+@pytest.mark.parametrize("backend", ["memory", "s3"])
+def test_the_blob_store_contract(backend: str, request: Any) -> None:
+    blobs: Blobs
+    if backend == "s3":
+        request.getfixturevalue("aws")
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="attachments")
+        blobs = S3Blobs(client, "attachments")
+    else:
+        blobs = MemoryBlobs()
+    assert blobs.get("staged/acme/a") is None
+    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream")
+    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream")  # idempotent
+    assert blobs.get("staged/acme/a") == b"\x00bytes"
+    blobs.copy("staged/acme/a", "files/acme/a")
+    blobs.copy("staged/acme/a", "files/acme/a")
+    assert blobs.get("files/acme/a") == b"\x00bytes"
+    with pytest.raises(LookupError):
+        blobs.copy("staged/acme/missing", "files/acme/missing")
+    form = blobs.upload_form("files/acme/b", 5 * 1024 * 1024, 300)
+    assert set(form) == {"url", "fields"}
+    assert blobs.download_url("files/acme/a", 300)
