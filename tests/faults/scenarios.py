@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.faults.world import World
+from tests.faults.world import BUCKET, NAMESPACE, World
 from vigil.alarms.timers import Timer
 from vigil.catalog import BY_NAME, TOOLS
 from vigil.kit.idempotency import LOCK_SECONDS
@@ -168,6 +168,20 @@ def _create_mailbox(world: World) -> dict[str, Any]:
 def _stage(world: World) -> dict[str, Any]:
     staged = {"base64": "aGVsbG8sIHdvcmxk", "file_name": "notes.txt", "media_type": "text/plain"}
     return keyed(world, "stage_attachment", staged)
+
+
+def _begin_upload(world: World) -> dict[str, Any]:
+    upload = {"file_name": "big.bin", "media_type": "application/octet-stream"}
+    return keyed(world, "begin_attachment_upload", upload)
+
+
+def _finish_upload(world: World) -> dict[str, Any]:
+    begun = world.call("begin_attachment_upload", "worker", **_begin_upload(world))
+    world.learn(begun)
+    # What the presigned form's POST does: the bytes at the upload's key.
+    key = f"staged/{NAMESPACE}/{begun['attachment']['id']}"
+    world.s3.put_object(Bucket=BUCKET, Key=key, Body=b"\x00" * 70_000)
+    return {"id": begun["attachment"]["id"]}
 
 
 def _three_waiting(world: World) -> dict[str, Any]:
@@ -364,6 +378,12 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("create_mailbox", "named box, by an operator", "operator", _create_mailbox)
     ],
     "stage_attachment": [Scenario("stage_attachment", "a small file", "worker", _stage)],
+    "begin_attachment_upload": [
+        Scenario("begin_attachment_upload", "a large file", "worker", _begin_upload)
+    ],
+    "finish_attachment_upload": [
+        Scenario("finish_attachment_upload", "70,000 bytes posted", "worker", _finish_upload)
+    ],
     "inbox_poll": [
         Scenario(
             "inbox_poll",

@@ -3,7 +3,8 @@ the invariants that must hold whatever happened.
 
 Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
 tokens, receipt handles, SQS message ids, secret hashes, fingerprints and sealed handovers are
-masked (they differ between two runs of the same thing); principal ids become the names the
+masked (they differ between two runs of the same thing), and so are presigned forms' policies
+and signatures; principal ids become the names the
 scenario gave them; queue names become the mailbox they serve; a queue's messages become the set
 of distinct bodies (SQS delivers at least once, so a second copy of one message is allowed: what
 is handed out is checked by draining, not by counting copies).
@@ -34,6 +35,9 @@ VOLATILE = frozenset(
         "handover",
         "lateness_seconds",
         "held_until",
+        # A presigned form's policy and signature carry its expiry and key: two runs differ.
+        "policy",
+        "signature",
     }
 )
 _VOLATILE_SUFFIXES = ("_at", "_until", "_due")

@@ -192,3 +192,58 @@ def test_the_blob_store_contract(backend: str, request: Any) -> None:
     form = blobs.upload_form("files/acme/b", 5 * 1024 * 1024, 300)
     assert set(form) == {"url", "fields"}
     assert blobs.download_url("files/acme/a", 300)
+
+
+# -- large files: a presigned upload, then finish ------------------------------------------------
+def begin(tenant: Tenant, secret: str) -> dict[str, Any]:
+    return tenant.call(
+        "begin_attachment_upload", secret, file_name="big.bin", media_type="application/zip"
+    )
+
+
+def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
+    tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
+) -> None:
+    me, secret = tenant.register()
+    begun = begin(tenant, secret)
+    upload = begun["attachment"]
+    assert (upload["state"], begun["max_bytes"]) == ("upload", 5 * 1024 * 1024)
+    assert begun["upload"]["fields"]["key"] == f"staged/acme/{upload['id']}"
+    # Not claimable, and not finishable, before its bytes are there.
+    stored = store.get_attachment("acme", upload["id"])
+    assert stored is not None
+    error = refused(
+        claim, store, blobs, caller_of(tenant, me), [upload["id"]], "o", "c", "m", clock.now()
+    )
+    assert error.code is ErrorCode.NOT_FOUND
+    nothing = refused(tenant.call, "finish_attachment_upload", secret, id=upload["id"])
+    assert nothing.code is ErrorCode.INVALID_ARGUMENT
+
+    data = b"\x01" * (5 * 1024 * 1024)
+    blobs.put(stored.key, data, "application/zip")
+    clock.advance(60)
+    draft = tenant.call("finish_attachment_upload", secret, id=upload["id"])
+    assert (draft["state"], draft["size"]) == ("draft", len(data))
+    assert draft["sha256"] == hashlib.sha256(data).hexdigest()
+    assert parse_iso(draft["expires_at"]) == clock.now() + timedelta(hours=24)
+    assert tenant.call("finish_attachment_upload", secret, id=upload["id"]) == draft
+
+
+def test_a_large_upload_is_bounded_owned_and_timed(
+    tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
+) -> None:
+    _, secret = tenant.register()
+    _, other = tenant.register(name="other")
+    too_big, late = begin(tenant, secret)["attachment"], begin(tenant, secret)["attachment"]
+    for upload in (too_big, late):
+        stored = store.get_attachment("acme", upload["id"])
+        assert stored is not None
+        blobs.put(stored.key, b"\x01" * (5 * 1024 * 1024 + (upload is too_big)), "x/y")
+    error = refused(tenant.call, "finish_attachment_upload", secret, id=too_big["id"])
+    assert error.code is ErrorCode.LIMIT_EXCEEDED
+    theirs = refused(tenant.call, "finish_attachment_upload", other, id=late["id"])
+    assert theirs.code is ErrorCode.NOT_FOUND
+    clock.advance(3601)
+    expired = refused(tenant.call, "finish_attachment_upload", secret, id=late["id"])
+    assert expired.code is ErrorCode.NOT_FOUND
+    assert {a.state for a in store.attachments.values()} == {"upload"}

@@ -25,6 +25,8 @@ MAX_INLINE_BYTES = 64 * 1024
 MAX_BASE64_CHARS = 87_384
 MAX_FILE_BYTES = 5 * 1024 * 1024
 DRAFT_SECONDS = 24 * 3600
+# How long a presigned upload form works, and so how long its upload may wait to be finished.
+UPLOAD_SECONDS = 3600
 MAX_FILE_NAME = 255  # UTF-8 bytes, as most file systems allow
 ATTACHMENT_ID_PATTERN = r"^att_[a-z2-7]{16}$"
 _ATTACHMENT_ID = re.compile(ATTACHMENT_ID_PATTERN)
@@ -37,7 +39,9 @@ _MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN)
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 _UNSAFE = re.compile(r"[/\\]")
 
-AttachmentState = Literal["draft", "file"]
+# upload: a large file's presigned upload, not finished yet; draft: staged, for one operation to
+# claim; file: in a conversation.
+AttachmentState = Literal["upload", "draft", "file"]
 
 
 def safe_file_name(name: str) -> str:
@@ -121,13 +125,51 @@ class Attachment(Versioned):
             version=1,
         )
 
+    @classmethod
+    def awaiting(
+        cls, namespace: str, owner: str, file_name: str, declared_type: str, now: datetime
+    ) -> Attachment:
+        """A large file's upload, begun: its bytes are to come through a presigned POST."""
+        attachment_id = new_id("att")
+        return cls(
+            id=attachment_id,
+            namespace=namespace,
+            owner=owner,
+            file_name=safe_file_name(file_name),
+            media_type=media_type(declared_type),
+            size=0,
+            sha256="",
+            created_at=now,
+            state="upload",
+            key=staged_key(namespace, attachment_id),
+            expires_at=now + timedelta(seconds=UPLOAD_SECONDS),
+            version=1,
+        )
+
+    def uploaded(self, owner: str, size: int, sha256: str, now: datetime) -> Attachment:
+        """The upload finished: a draft of the bytes found, for 24 hours from now. Finishing
+        it again gives the same draft."""
+        if self.owner != owner or self.state == "file":
+            raise not_found(f"attachment {self.id}")
+        if self.state == "draft":
+            return self
+        assert self.expires_at is not None
+        if self.expires_at <= now:
+            raise not_found(f"attachment {self.id}")
+        return self.changed(
+            state="draft",
+            size=size,
+            sha256=sha256,
+            expires_at=now + timedelta(seconds=DRAFT_SECONDS),
+        )
+
     def claimed(
         self, owner: str, operation: str, conversation_id: str, message_id: str, now: datetime
     ) -> Attachment:
         """The draft as claimed by ``operation`` into a conversation's message. The same
         operation again gets the same claim back (a retry); anything else is refused: a draft
         of someone else, or gone, is not_found, one claimed by another operation is invalid."""
-        if self.owner != owner:
+        if self.owner != owner or self.state == "upload":
             raise not_found(f"attachment {self.id}")
         if self.state == "file":
             if self.claimed_by == operation:

@@ -14,12 +14,18 @@ import binascii
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from vigil.attachments.blobs import Blobs
-from vigil.attachments.records import MAX_INLINE_BYTES, Attachment, too_large
+from vigil.attachments.records import (
+    MAX_FILE_BYTES,
+    MAX_INLINE_BYTES,
+    UPLOAD_SECONDS,
+    Attachment,
+    too_large,
+)
 from vigil.clock import Clock, to_ms
 from vigil.errors import invalid, not_found
 from vigil.identity.records import Caller
@@ -65,6 +71,56 @@ def stage(
     blobs.put(draft.key, data, draft.media_type)
     result = present(draft)
     uow.commit(store.save_attachment(draft, None), result=result)
+    return result
+
+
+def begin_upload(
+    store: Store,
+    uow: UnitOfWork,
+    blobs: Blobs,
+    clock: Clock,
+    caller: Caller,
+    file_name: str,
+    media_type: str,
+    present: Callable[[Attachment, dict[str, Any]], R],
+) -> R:
+    """A large file's upload: its record, and a presigned POST that puts at most 5 MiB at the
+    draft's key until the form expires."""
+    upload = Attachment.awaiting(
+        caller.namespace, caller.principal_id, file_name, media_type, to_ms(clock.now())
+    )
+    form = blobs.upload_form(upload.key, MAX_FILE_BYTES, UPLOAD_SECONDS)
+    result = present(upload, form)
+    uow.commit(store.save_attachment(upload, None), result=result)
+    return result
+
+
+def finish_upload(
+    store: Store,
+    uow: UnitOfWork,
+    blobs: Blobs,
+    clock: Clock,
+    caller: Caller,
+    attachment_id: str,
+    present: Callable[[Attachment], R],
+) -> R:
+    """The upload's bytes, checked (at most 5 MiB: S3 enforces the form's policy, and this
+    check stands where it is not enforced) and hashed, make the upload a draft."""
+    upload = store.get_attachment(caller.namespace, attachment_id)
+    if upload is None or upload.owner != caller.principal_id:
+        raise not_found(f"attachment {attachment_id}")
+    data = b"" if upload.state != "upload" else blobs.get(upload.key)
+    if upload.state == "upload" and not data:
+        raise invalid("nothing was uploaded with this attachment's form yet")
+    if data is not None and len(data) > MAX_FILE_BYTES:
+        raise too_large(MAX_FILE_BYTES)
+    data = data or b""
+    draft = upload.uploaded(
+        caller.principal_id, len(data), hashlib.sha256(data).hexdigest(), to_ms(clock.now())
+    )
+    result = present(draft)
+    if draft is not upload:
+        uow.commit(store.save_attachment(draft, upload.version), result=result)
     return result
 
 

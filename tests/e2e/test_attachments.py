@@ -1,0 +1,92 @@
+"""Attachments end to end on the local runtime: a draft at exactly 64 KiB over MCP with the
+official SDK client, one byte more refused, and a 5 MiB file through the REST mirror and a
+presigned S3 form, as the README shows."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import urllib.request
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+
+from tests.e2e.clients import open_session
+
+
+def rest(state: dict[str, Any], tool: str, secret: str, **arguments: Any) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{state['rest_url']}/{tool}",
+        data=json.dumps(arguments).encode(),
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return dict(json.loads(response.read()))
+
+
+def post_form(url: str, fields: dict[str, str], data: bytes) -> int:
+    """A browser-style multipart POST: the form's fields, then the file, last."""
+    boundary = "vigil-e2e-boundary"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+        for name, value in fields.items()
+    ]
+    body = "".join(parts).encode()
+    body += (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    body += data + f"\r\n--{boundary}--\r\n".encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return int(response.status)
+
+
+def test_a_draft_of_exactly_64_kib_over_mcp_and_one_byte_more_refused(
+    state: dict[str, Any],
+) -> None:
+    agent = rest(state, "register", state["operator_secret"], kind="agent", name="stager")
+    data = bytes(range(256)) * 256
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with AsyncExitStack() as stack:
+            session = await open_session(stack, state["mcp_url"], agent["secret"])
+            staged = await session.call(
+                "stage_attachment",
+                base64=base64.b64encode(data).decode(),
+                file_name="exact.bin",
+                media_type="application/octet-stream",
+            )
+            refused = await session.attempt(
+                "stage_attachment",
+                base64=base64.b64encode(data + b"!").decode(),
+                file_name="over.bin",
+                media_type="application/octet-stream",
+            )
+            return staged, refused
+
+    staged, refused = anyio.run(scenario)
+    assert (staged["size"], staged["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    assert refused["error"]["code"] == "limit_exceeded"
+
+
+def test_five_mib_through_the_rest_mirror_and_a_presigned_form(state: dict[str, Any]) -> None:
+    agent = rest(state, "register", state["operator_secret"], kind="agent", name="uploader")
+    secret = agent["secret"]
+    begun = rest(
+        state, "begin_attachment_upload", secret, file_name="big.bin", media_type="image/png"
+    )
+    data = bytes(range(256)) * (5 * 1024 * 4)  # 5 MiB
+    form = begun["upload"]
+    assert post_form(form["url"], form["fields"], data) in (200, 201, 204)
+    draft = rest(state, "finish_attachment_upload", secret, id=begun["attachment"]["id"])
+    assert (draft["state"], draft["size"]) == ("draft", 5 * 1024 * 1024)
+    assert draft["sha256"] == hashlib.sha256(data).hexdigest()
