@@ -9,22 +9,14 @@ takes the session first and then reads up to n can miss nothing.
 
 from __future__ import annotations
 
-import re
-import secrets
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from vigil.identity.records import number_in, numbered_id
 from vigil.kit.records import Record, Versioned
 
 SessionStatus = Literal["active", "waiting", "blocked"]
 InstructionState = Literal["pending", "delivered", "acknowledged"]
-
-# An instruction id has the shape of every other id (a kind and 16 base32 characters), and the
-# first 8 characters are its sequence number, so that acknowledging an id is one keyed read;
-# the random rest keeps an id of one session from naming an instruction of another.
-_INSTRUCTION_ID_RE = re.compile(r"^ins_([a-z2-7]{8})[a-z2-7]{8}$")
-_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
-_SEQ_CHARS = 8  # 40 bits: more instructions than one session will ever see
 
 # Instructions handed out by one beat.
 PAGE_SIZE = 10
@@ -127,16 +119,9 @@ class Instruction(Record):
 
 
 def new_instruction_id(seq: int) -> str:
-    digits = "".join(_BASE32[(seq >> (5 * i)) & 31] for i in reversed(range(_SEQ_CHARS)))
-    tail = "".join(secrets.choice(_BASE32) for _ in range(_SEQ_CHARS))
-    return f"ins_{digits}{tail}"
+    """An id that names its sequence number, so acknowledging it is one keyed read."""
+    return numbered_id("ins", seq)
 
 
 def instruction_seq(instruction_id: str) -> int | None:
-    match = _INSTRUCTION_ID_RE.match(instruction_id)
-    if match is None:
-        return None
-    seq = 0
-    for char in match.group(1):
-        seq = seq * 32 + _BASE32.index(char)
-    return seq or None
+    return number_in("ins", instruction_id)
