@@ -136,11 +136,11 @@ class App:
                 self.clock.now(),
             )
             if replay is not None:
+                if tool.resume is not None:
+                    tool.resume(self._context(caller, UnitOfWork(self.store)), replay)
                 return replay
         uow = UnitOfWork(self.store, pending, secret)
-        ctx = Context(
-            self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas, self.blobs
-        )
+        ctx = self._context(caller, uow)
         try:
             result = tool.run(ctx, args)
             uow.finish(result)
@@ -153,6 +153,11 @@ class App:
                     self.store.release_idempotency(pending)
             raise
         return result.model_dump(mode="json")
+
+    def _context(self, caller: Caller, uow: UnitOfWork) -> Context:
+        return Context(
+            self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas, self.blobs
+        )
 
 
 def credential(bearer: str | None, agent_key: str | None) -> str:

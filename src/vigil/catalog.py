@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from vigil.attachments.tools import TOOLS as ATTACHMENTS
 from vigil.audit.tools import TOOLS as AUDIT
+from vigil.conversations.tools import TOOLS as CONVERSATIONS
 from vigil.identity.tools import TOOLS as IDENTITY
 from vigil.kit.tooling import Tool
 from vigil.leases.tools import TOOLS as LEASES
@@ -22,6 +23,7 @@ TOOLS: tuple[Tool, ...] = (
     *AUDIT,
     *LEASES,
     *MAILBOXES,
+    *CONVERSATIONS,
     *ATTACHMENTS,
     *SWITCHES,
     *SESSIONS,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from vigil.attachments.store import AttachmentStore
 from vigil.audit.store import AuditStore
+from vigil.conversations.store import ConversationStore
 from vigil.identity.store import IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
@@ -26,6 +27,7 @@ class Store(
     IdempotencyStore,
     AttachmentStore,
     AuditStore,
+    ConversationStore,
     IdentityStore,
     LeaseStore,
     MailboxStore,

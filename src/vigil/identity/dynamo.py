@@ -35,6 +35,13 @@ class DynamoIdentity(DynamoBase, IdentityStore):
         item = self._get(f"NS#{namespace}", f"PRINCIPAL#{principal_id}")
         return Principal.model_validate_json(item["doc"]["S"]) if item else None
 
+    def get_principals(self, namespace: str, principal_ids: list[str]) -> list[Principal]:
+        keys = [
+            {"pk": attr_s(f"NS#{namespace}"), "sk": attr_s(f"PRINCIPAL#{i}")}
+            for i in sorted(set(principal_ids))
+        ]
+        return [Principal.model_validate_json(i["doc"]["S"]) for i in self._batch_get(keys)]
+
     def add_principal(self, principal: Principal) -> DynamoWrite:
         return self._put(_principal_item(principal), "attribute_not_exists(pk)")
 

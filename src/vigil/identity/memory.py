@@ -35,6 +35,11 @@ class MemoryIdentity(MemoryBase, IdentityStore):
             found = self.principals.get((namespace, principal_id))
             return found.model_copy() if found else None
 
+    def get_principals(self, namespace: str, principal_ids: list[str]) -> list[Principal]:
+        with self._lock:
+            found = (self.principals.get((namespace, i)) for i in set(principal_ids))
+            return [p.model_copy() for p in found if p is not None]
+
     def add_principal(self, principal: Principal) -> MemoryWrite:
         key = (principal.namespace, principal.id)
         return self._versioned(self.principals, key, principal, None)

@@ -40,9 +40,7 @@ _NUMBER_CHARS = 8  # 40 bits: more than one sequence will ever number
 
 
 def numbered_id(prefix: str, number: int) -> str:
-    digits = "".join(
-        _ID_ALPHABET[(number >> (5 * i)) & 31] for i in reversed(range(_NUMBER_CHARS))
-    )
+    digits = "".join(_ID_ALPHABET[(number >> (5 * i)) & 31] for i in reversed(range(_NUMBER_CHARS)))
     return f"{prefix}_{digits}{_random(_NUMBER_CHARS)}"
 
 

@@ -20,6 +20,11 @@ class IdentityStore(ABC):
     def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
 
     @abstractmethod
+    def get_principals(self, namespace: str, principal_ids: list[str]) -> list[Principal]:
+        """The principals among ``principal_ids`` (at most 100), read consistently, in no
+        particular order; an id that names nobody is left out."""
+
+    @abstractmethod
     def add_principal(self, principal: Principal) -> Write:
         """Creates the principal; fails if its id is taken."""
 

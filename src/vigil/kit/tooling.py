@@ -99,6 +99,9 @@ class Tool:
     roles: frozenset[Role] = ANYONE
     read_only: bool = False
     destructive: bool = False
+    # What a replay still owes before it returns the stored result: a call whose result is
+    # committed before the rest of its work (a message's deliveries) has a retry finish it.
+    resume: Callable[[Context, dict[str, Any]], None] | None = None
 
     @property
     def idempotency_field(self) -> str:

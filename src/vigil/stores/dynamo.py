@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vigil.attachments.dynamo import DynamoAttachments
 from vigil.audit.dynamo import DynamoAudit
+from vigil.conversations.dynamo import DynamoConversations
 from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
@@ -18,6 +19,7 @@ from vigil.switches.dynamo import DynamoSwitches
 class DynamoStore(
     DynamoAttachments,
     DynamoAudit,
+    DynamoConversations,
     DynamoIdentity,
     DynamoLeases,
     DynamoMailboxes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from vigil.attachments.memory import MemoryAttachments
 from vigil.audit.memory import MemoryAudit
+from vigil.conversations.memory import MemoryConversations
 from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
@@ -19,6 +20,7 @@ from vigil.switches.memory import MemorySwitches
 class MemoryStore(
     MemoryAttachments,
     MemoryAudit,
+    MemoryConversations,
     MemoryIdentity,
     MemoryLeases,
     MemoryMailboxes,
