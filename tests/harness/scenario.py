@@ -2,10 +2,13 @@
 built from its schema and from what earlier calls returned, until one call succeeds.
 
 Nothing here knows a tool. Arguments start from the schema's simplest valid value (required
-properties only, then every property); a property is then offered values that earlier successful
-calls carried under the same name, or, for an identifier (a pattern that refuses plain words, such
-as ``^agt_...``), any earlier value it accepts. Breadth first, so every offered value is tried
-early. Several passes let a tool use what a later tool in the catalog made.
+properties only, then every property, and, for a tool that neither made succeed, the required
+ones with each optional property on its own: some properties exclude each other); a property is
+then offered values that earlier successful calls carried under the same name (an ``id`` also
+those carried as ``<thing>_id``), or, for an identifier (a pattern that refuses plain words, such
+as ``^agt_...``), any earlier value it accepts, and an enum each of its values. Breadth first, so
+every offered value is tried early. Several passes let a tool use what a later tool in the
+catalog made.
 """
 
 from __future__ import annotations
@@ -14,10 +17,17 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tests.harness.probe import Outcome, assert_clean
-from tests.harness.schema import input_schema, properties, restrictive, simplest, valid
+from tests.harness.schema import (
+    branches,
+    input_schema,
+    properties,
+    restrictive,
+    simplest,
+    valid,
+)
 from tests.harness.worlds import Actor, HarnessWorld
 from vigil.kit.tooling import Tool
 
@@ -45,6 +55,9 @@ class Pool:
             for key, item in value.items():
                 if isinstance(item, str | int) and not isinstance(item, bool):
                     self.by_name.setdefault(key, []).append((item, actor))
+                    if key.endswith("_id"):
+                        # What a result calls a conversation_id is the id of a conversation.
+                        self.by_name.setdefault("id", []).append((item, actor))
                 self.harvest(item, actor)
         elif isinstance(value, list):
             for item in value:
@@ -88,23 +101,36 @@ def spread(options: Sequence[Sequence[Any]]) -> Iterator[tuple[Any, ...]]:
             yield tuple(o[i] for o, i in zip(options, indices, strict=True))
 
 
+Stage = Literal["required", "complete", "one optional"]
+
+
+def _bases(schema: dict[str, Any]) -> Iterator[tuple[Stage, dict[str, Any]]]:
+    required_only, everything = simplest(schema), simplest(schema, complete=True)
+    yield "required", required_only
+    yield "complete", everything
+    for name, value in everything.items():
+        if name not in required_only:
+            yield "one optional", {**required_only, name: value}
+
+
 def attempts(
     tool: Tool, pool: Pool, actor: Actor, avoid: Callable[[Any], bool], limit: int
-) -> Iterator[tuple[bool, dict[str, Any]]]:
-    """Arguments to try, as (complete, arguments): first from the required properties only,
-    then from every property."""
+) -> Iterator[tuple[Stage, dict[str, Any]]]:
+    """Arguments to try, as (stage, arguments): first from the required properties only, then
+    from every property, then from the required ones and one optional property at a time."""
     schema = input_schema(tool)
     props = properties(schema)
     tried: set[str] = set()
     fresh = re.sub(r"[^a-z0-9]+", "-", actor.label)
-    for complete in (False, True):
-        base = simplest(schema, complete=complete)
+    for stage, base in _bases(schema):
         base.pop(CREDENTIAL, None)
         options: list[list[Any]] = []
         for name, value in base.items():
             offered = pool.offers(name, props[name], actor.label, avoid)
             mine = f"{fresh}-{len(pool.by_name.get(name, []))}"
             extra = [mine] if isinstance(value, str) and valid(props[name], mine) else []
+            choices = [c for b in branches(props[name]) for c in b.get("enum", [])]
+            extra += [c for c in choices if c != value]
             options.append([*offered, value, *extra])
         count = 0
         for combination in spread(options):
@@ -113,7 +139,7 @@ def attempts(
             if key in tried:
                 continue
             tried.add(key)
-            yield complete, arguments
+            yield stage, arguments
             count += 1
             if count == limit:
                 break
@@ -153,17 +179,19 @@ class Scenario:
                     self._succeed(tool, actor)
 
     def _succeed(self, tool: Tool, actor: Actor) -> None:
-        succeeded_in: set[bool] = set()
-        for complete, arguments in attempts(tool, self.pool, actor, self.avoid(tool), self.limit):
-            if complete in succeeded_in:
+        succeeded_in: set[Stage] = set()
+        for stage, arguments in attempts(tool, self.pool, actor, self.avoid(tool), self.limit):
+            if stage in succeeded_in:
                 continue
+            if stage == "one optional" and succeeded_in:
+                break  # only for a tool that the other stages could not make succeed
             outcome = self.call(tool.name, arguments, actor)
             if outcome.ok:
                 assert outcome.result is not None
                 self.successes.append(Success(tool.name, actor.label, arguments, outcome.result))
                 self.pool.harvest(arguments, actor.label)
                 self.pool.harvest(outcome.result, actor.label)
-                succeeded_in.add(complete)
+                succeeded_in.add(stage)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from vigil.errors import VigilError
 SRC = Path(__file__).resolve().parents[2] / "src"
 CAPABILITIES = (
     "audit",
+    "conversations",
     "identity",
     "leases",
     "mailboxes",
