@@ -209,6 +209,80 @@ def _dead_letters(world: World) -> dict[str, Any]:
     return {}
 
 
+# -- conversations --------------------------------------------------------------------------
+def target(world: World, label: str) -> dict[str, str]:
+    return {"kind": world.kinds[label], "id": world.ids[label]}
+
+
+def _chat(world: World, agents: int) -> tuple[str, list[str]]:
+    """A chat of the worker with ``agents`` fresh agents, its first message sent (their
+    mailboxes exist from then on), and their labels; its ids are named for the comparison of
+    runs."""
+    members = [world.unique("member") for _ in range(agents)]
+    for member in members:
+        world.register(member)
+    started = world.call(
+        "start_chat", "worker", targets=[target(world, m) for m in members], body="kick-off"
+    )
+    world.learn(started)
+    return str(started["conversation_id"]), members
+
+
+def _send_new(world: World) -> dict[str, Any]:
+    # The watcher's mailbox is used once before, as it is by anyone written to before.
+    world.learn(world.call("send", "worker", target=target(world, "watcher"), body="warm-up"))
+    return keyed(world, "send", {"target": target(world, "watcher"), "body": "the build is green"})
+
+
+def _send_to(agents: int) -> Prepare:
+    def prepare(world: World) -> dict[str, Any]:
+        body = "deploy at noon 🚀 @first"  # @first begins at code point 17
+        conversation, members = _chat(world, agents)
+        mention = {"start": 17, "end": 23, "principal_id": world.ids[members[0]]}
+        return keyed(
+            world, "send", {"conversation_id": conversation, "body": body, "mentions": [mention]}
+        )
+
+    return prepare
+
+
+def _start_chat(world: World) -> dict[str, Any]:
+    members = [world.unique("member") for _ in range(2)]
+    for member in members:
+        world.register(member)
+    return keyed(
+        world,
+        "start_chat",
+        {
+            "targets": [target(world, m) for m in [*members, "operator"]],
+            "body": "kick-off",
+            "title": "release 42",
+        },
+    )
+
+
+def _add_member(world: World) -> dict[str, Any]:
+    conversation, _ = _chat(world, 1)
+    newcomer = world.unique("newcomer")
+    world.register(newcomer)
+    return keyed(
+        world,
+        "change_chat_membership",
+        {
+            "conversation_id": conversation,
+            "operation": "add",
+            "members": [world.ids[newcomer]],
+            "version": 1,
+        },
+    )
+
+
+def _conversation(world: World) -> dict[str, Any]:
+    conversation, _ = _chat(world, 2)
+    world.call("send", "worker", conversation_id=conversation, body="second")
+    return {"id": conversation}
+
+
 # -- switches -------------------------------------------------------------------------------
 def _beat(world: World, scope: str, window: int = 300, **extra: Any) -> dict[str, Any]:
     return {
@@ -416,6 +490,18 @@ SCENARIOS: dict[str, list[Scenario]] = {
         )
     ],
     "list_dead_letters": [Scenario("list_dead_letters", "empty", "worker", _dead_letters)],
+    "start_chat": [Scenario("start_chat", "two agents and a person", "worker", _start_chat)],
+    "send": [
+        Scenario("send", "to an agent, a new direct conversation", "worker", _send_new),
+        Scenario("send", "into a chat with 1 agent recipient", "worker", _send_to(1)),
+        Scenario("send", "into a chat with 10 agent recipients", "worker", _send_to(10)),
+    ],
+    "get_conversation": [
+        Scenario("get_conversation", "a chat of three, two messages", "worker", _conversation)
+    ],
+    "change_chat_membership": [
+        Scenario("change_chat_membership", "add an agent", "worker", _add_member)
+    ],
     "heartbeat": [
         Scenario("heartbeat", "first beat, timer queue", "worker", _arm, A_RETRIED_BEAT),
         Scenario("heartbeat", "first beat, Scheduler", "worker", _arm_long, A_RETRIED_BEAT),

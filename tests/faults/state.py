@@ -4,10 +4,12 @@ the invariants that must hold whatever happened.
 Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
 tokens, receipt handles, SQS message ids, secret hashes, fingerprints and sealed handovers are
 masked (they differ between two runs of the same thing), and so are presigned forms' policies
-and signatures; principal ids become the names the
-scenario gave them; queue names become the mailbox they serve; a queue's messages become the set
-of distinct bodies (SQS delivers at least once, so a second copy of one message is allowed: what
-is handed out is checked by draining, not by counting copies).
+and signatures; principal ids and other generated ids become the names the scenario gave them,
+and the envelope ids of a message's recipients the message and recipient they are derived from;
+queue names become the mailbox they serve; a queue's messages become the set of distinct bodies
+(SQS delivers at least once, so a second copy of one message is allowed: what is handed out is
+checked by draining, not by counting copies). Every recipient of every stored message must have
+received its envelope exactly once.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.faults.world import ID, NAMESPACE, PREFIX, TIMER_QUEUE, Snapshot, World
+from vigil.conversations.records import Message
+from vigil.conversations.service import envelope_of
 from vigil.mailboxes.records import queue_name
 from vigil.switches.records import Death
 
@@ -46,6 +50,7 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _TIME_POSITION = re.compile(r"^\d{15}#")
 _JSON_ATTRIBUTES = frozenset({"doc", "result"})
 _SCHEDULE_DUE = re.compile(r"-\d+$")
+_ENVELOPE = re.compile(r"\benv_[a-z2-7]{26}\b")
 
 
 def plain(attribute: dict[str, Any]) -> Any:
@@ -75,6 +80,7 @@ class Masker:
     labels: dict[str, str]
     tolerate: frozenset[str] = frozenset()
     aliases: dict[str, str] = field(default_factory=dict)  # whole strings: queue names
+    envelopes: dict[str, str] = field(default_factory=dict)  # envelope ids named by what they carry
 
     def volatile(self, key: str) -> bool:
         return key in VOLATILE or key in self.tolerate or key.endswith(_VOLATILE_SUFFIXES)
@@ -89,6 +95,7 @@ class Masker:
             if _ISO_TIME.match(value):
                 return "<time>"
             value = _TIME_POSITION.sub("<time>#", value)
+            value = _ENVELOPE.sub(lambda m: self.envelopes.get(m.group(), m.group()), value)
             return ID.sub(lambda m: self.labels.get(m.group(), "?id"), value)
         return value
 
@@ -126,10 +133,24 @@ def _body(text: str) -> Any:
         return text
 
 
+def message_envelopes(views: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """The envelope each stored message owes each of its recipients, by id, named by the
+    message and the recipient: their ids are derived from random message ids, so two runs of a
+    scenario give them different ids for the same thing."""
+    found = {}
+    for view in views:
+        if str(view.get("sk", "")).startswith("MSG#"):
+            message = Message.model_validate({**view["doc"], "delivered": view["delivered"]})
+            for recipient in message.recipients:
+                envelope = envelope_of(message, recipient)
+                found[envelope.id] = f"<envelope of {message.id} for {recipient}>"
+    return found
+
+
 def canonical(snapshot: Snapshot, world: World, tolerate: frozenset[str]) -> State:
     views = [item_view(item) for item in snapshot.items]
     names = queue_labels(world, views)
-    mask = Masker(dict(world.labels), tolerate, names)
+    mask = Masker(dict(world.labels), tolerate, names, message_envelopes(views))
     queues = {
         mask(names.get(name, name)): tuple(sorted({_dumps(mask(_body(b))) for b in bodies}))
         for name, bodies in snapshot.queues.items()
@@ -182,7 +203,8 @@ def invariants(snapshot: Snapshot, world: World) -> list[str]:
     problems += _switches(views, snapshot)
     problems += _records(views, snapshot, world)
     problems += _envelopes(views, snapshot, world)
-    return [Masker(dict(world.labels))(p) for p in problems]
+    mask = Masker(dict(world.labels), envelopes=message_envelopes(views.values()))
+    return [mask(p) for p in problems]
 
 
 def _leases(views: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
@@ -286,7 +308,7 @@ def _envelopes(
             alert = view["doc"]["done"].get("queue_alert") or {}
             if "envelope_id" in alert:
                 alerts.add(alert["envelope_id"])
-    expected = set(world.sent) | alerts
+    expected = set(world.sent) | alerts | set(message_envelopes(views.values()))
     acked = set(world.acked)
     problems = [f"envelope {e} acknowledged more than once" for e in world.twice_acknowledged()]
     problems += [f"envelope {e} lost: never received" for e in sorted(expected - acked)]
