@@ -90,7 +90,7 @@ class Conversation(Versioned):
     ) -> Conversation:
         everyone = [creator, *others]
         if len(set(everyone)) != len(everyone):
-            raise invalid("name each participant once, and not yourself")
+            raise invalid("name each participant once")
         if len(everyone) > MAX_PARTICIPANTS:
             raise _crowded()
         return cls(

@@ -384,7 +384,7 @@ def get_conversation(ctx: Context, args: GetConversationInput) -> ConversationVi
         participants=[
             ParticipantView(
                 principal_id=p.principal_id,
-                kind=kind_of(p.principal_id) or "agent",
+                kind=kind_of(p.principal_id),
                 joined_at=p.joined_at,
             )
             for p in conversation.participants

@@ -55,12 +55,12 @@ def number_in(prefix: str, numbered: str) -> int | None:
     return number or None
 
 
-def kind_of(principal_id: str) -> Kind | None:
-    """The kind a principal id names by its prefix (ids begin with their kind)."""
+def kind_of(principal_id: str) -> Kind:
+    """The kind of the principal ``principal_id`` names: ids begin with their kind."""
     for kind, prefix in KIND_PREFIX.items():
         if principal_id.startswith(prefix + "_"):
             return kind
-    return None
+    raise ValueError("not a principal id")
 
 
 def new_principal_id(kind: Kind) -> str:
