@@ -23,8 +23,11 @@ TOOLS: tuple[Tool, ...] = (
     *AUDIT,
     *LEASES,
     *MAILBOXES,
-    *CONVERSATIONS,
+    # Membership changes come after the file tools, so that a walk of the catalog in order
+    # (the quality harness's) reaches a conversation's files before a leave ends its part in it.
+    *(tool for tool in CONVERSATIONS if tool.name != "change_chat_membership"),
     *ATTACHMENTS,
+    *(tool for tool in CONVERSATIONS if tool.name == "change_chat_membership"),
     *SWITCHES,
     *SESSIONS,
     *PROGRESS,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import urllib.error
 import urllib.request
 from contextlib import AsyncExitStack
 from typing import Any
@@ -25,6 +26,15 @@ def rest(state: dict[str, Any], tool: str, secret: str, **arguments: Any) -> dic
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return dict(json.loads(response.read()))
+
+
+def rest_error(state: dict[str, Any], tool: str, secret: str, **arguments: Any) -> dict[str, Any]:
+    """The typed error of a REST call that must be refused."""
+    try:
+        rest(state, tool, secret, **arguments)
+    except urllib.error.HTTPError as error:
+        return dict(json.loads(error.read())["error"])
+    raise AssertionError(f"{tool} was not refused")
 
 
 def post_form(url: str, fields: dict[str, str], data: bytes) -> int:
@@ -77,6 +87,33 @@ def test_a_draft_of_exactly_64_kib_over_mcp_and_one_byte_more_refused(
     assert (staged["size"], staged["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
     assert refused["error"]["code"] == "limit_exceeded"
 
+    # Attached to a message, the file reaches its reader whole; a second claim is refused.
+    reader = rest(state, "register", state["operator_secret"], kind="agent", name="reader")
+    target = {"kind": "agent", "id": reader["principal"]["id"]}
+    sent = rest(
+        state,
+        "send",
+        agent["secret"],
+        target=target,
+        body="the file",
+        attachment_ids=[staged["id"]],
+    )
+
+    async def read() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with AsyncExitStack() as stack:
+            session = await open_session(stack, state["mcp_url"], reader["secret"])
+            got = await session.call("download_attachment", id=staged["id"])
+            history = await session.call("get_conversation", id=sent["conversation_id"])
+            return got, history
+
+    got, history = anyio.run(read)
+    assert base64.b64decode(got["base64"]) == data
+    assert history["messages"][0]["attachments"][0]["sha256"] == staged["sha256"]
+    again = rest_error(
+        state, "send", agent["secret"], target=target, body="again", attachment_ids=[staged["id"]]
+    )
+    assert again["code"] == "invalid_argument"
+
 
 def test_five_mib_through_the_rest_mirror_and_a_presigned_form(state: dict[str, Any]) -> None:
     agent = rest(state, "register", state["operator_secret"], kind="agent", name="uploader")
@@ -90,3 +127,11 @@ def test_five_mib_through_the_rest_mirror_and_a_presigned_form(state: dict[str, 
     draft = rest(state, "finish_attachment_upload", secret, id=begun["attachment"]["id"])
     assert (draft["state"], draft["size"]) == ("draft", 5 * 1024 * 1024)
     assert draft["sha256"] == hashlib.sha256(data).hexdigest()
+    # Sent, it is read back through a presigned URL.
+    reader = rest(state, "register", state["operator_secret"], kind="agent", name="big-reader")
+    target = {"kind": "agent", "id": reader["principal"]["id"]}
+    rest(state, "send", secret, target=target, body="big", attachment_ids=[draft["id"]])
+    got = rest(state, "download_attachment", reader["secret"], id=draft["id"])
+    assert got["base64"] is None
+    with urllib.request.urlopen(got["download_url"], timeout=60) as response:
+        assert hashlib.sha256(response.read()).hexdigest() == draft["sha256"]

@@ -246,6 +246,34 @@ def _send_to(agents: int) -> Prepare:
     return prepare
 
 
+def _staged(world: World) -> str:
+    staged = world.call("stage_attachment", "worker", **_stage(world))
+    world.learn(staged)
+    return str(staged["id"])
+
+
+def _send_with_file(world: World) -> dict[str, Any]:
+    # A claim: the draft's bytes are copied in S3, then claimed with the message in DynamoDB.
+    conversation, _ = _chat(world, 1)
+    arguments = {"conversation_id": conversation, "body": "see the file"}
+    return keyed(world, "send", {**arguments, "attachment_ids": [_staged(world)]})
+
+
+def _upload(world: World) -> dict[str, Any]:
+    conversation, _ = _chat(world, 1)
+    file = {"base64": "aGVsbG8=", "file_name": "hello.txt", "media_type": "text/plain"}
+    return keyed(world, "upload_attachment", {"conversation_id": conversation, **file})
+
+
+def _with_a_file(world: World) -> tuple[str, str]:
+    conversation, _ = _chat(world, 1)
+    sent = world.call(
+        "send", "worker", conversation_id=conversation, body="file", attachment_ids=[_staged(world)]
+    )
+    world.learn(sent)
+    return conversation, str(sent["messages"][0]["attachment_ids"][0])
+
+
 def _start_chat(world: World) -> dict[str, Any]:
     members = [world.unique("member") for _ in range(2)]
     for member in members:
@@ -495,6 +523,26 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("send", "to an agent, a new direct conversation", "worker", _send_new),
         Scenario("send", "into a chat with 1 agent recipient", "worker", _send_to(1)),
         Scenario("send", "into a chat with 10 agent recipients", "worker", _send_to(10)),
+        Scenario("send", "into a chat, claiming a staged file", "worker", _send_with_file),
+    ],
+    "upload_attachment": [
+        Scenario("upload_attachment", "a small file into a chat", "worker", _upload)
+    ],
+    "list_attachments": [
+        Scenario(
+            "list_attachments",
+            "a chat with one file",
+            "worker",
+            lambda world: {"conversation_id": _with_a_file(world)[0]},
+        )
+    ],
+    "download_attachment": [
+        Scenario(
+            "download_attachment",
+            "a file of a message",
+            "worker",
+            lambda world: {"id": _with_a_file(world)[1]},
+        )
     ],
     "get_conversation": [
         Scenario("get_conversation", "a chat of three, two messages", "worker", _conversation)

@@ -5,6 +5,7 @@ membership, what each participant may read, and who may contact whom."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -149,6 +150,7 @@ def test_a_message_to_an_agent_reaches_its_mailbox_once(room: Room) -> None:
         "message_id": message["id"],
         "body": "the build is green",
         "mentions": [],
+        "attachments": [],
     }
     assert room.inbox("ann") == []
     read = room.call("get_conversation", "bob", id=sent["conversation_id"])
@@ -693,16 +695,79 @@ def test_a_page_holds_a_bounded_amount_of_text(room: Room) -> None:
 
 
 # -- not available yet --------------------------------------------------------------------------
-def test_attachments_are_refused_until_they_exist(room: Room) -> None:
+def stage(room: Room, who: str, data: bytes = b"report", name: str = "r.txt") -> str:
+    staged = room.call(
+        "stage_attachment",
+        who,
+        base64=base64.b64encode(data).decode(),
+        file_name=name,
+        media_type="text/plain",
+    )
+    return str(staged["id"])
+
+
+def test_a_message_carries_its_claimed_drafts_to_its_readers(room: Room) -> None:
+    first, second = stage(room, "ann", b"one", "one.txt"), stage(room, "ann", b"two", "two.txt")
+    sent = room.call(
+        "send",
+        "ann",
+        target=room.target("bob"),
+        body="files attached",
+        attachment_ids=[first, second],
+        idempotency_key="with-files",
+    )
+    (message,) = sent["messages"]
+    assert message["attachment_ids"] == [first, second]
+    (delivery,) = room.inbox("bob")
+    carried = delivery["payload"]["attachments"]
+    assert [(a["id"], a["file_name"], a["size"]) for a in carried] == [
+        (first, "one.txt", 3),
+        (second, "two.txt", 3),
+    ]
+    read = room.call("get_conversation", "bob", id=sent["conversation_id"])
+    assert [a["id"] for a in read["messages"][0]["attachments"]] == [first, second]
+    for attachment_id in (first, second):
+        stored = room.store.get_attachment("acme", attachment_id)
+        assert stored is not None
+        assert (stored.state, stored.message_id) == ("file", message["id"])
+
+    # The same call retried claims nothing twice and replays its answer; any other operation
+    # naming a claimed draft is refused, and changes nothing.
+    again = room.call(
+        "send",
+        "ann",
+        target=room.target("bob"),
+        body="files attached",
+        attachment_ids=[first, second],
+        idempotency_key="with-files",
+    )
+    assert again == sent
     before = snapshot(room.store, room.queues)
     for tool, arguments in (
-        ("send", {"target": room.target("bob")}),
-        ("start_chat", {"targets": [room.target("bob")]}),
+        ("send", {"conversation_id": sent["conversation_id"]}),
+        ("start_chat", {"targets": [room.target("cat")]}),
     ):
-        refused = room.refused(tool, "ann", body="see file", attachment_ids=["att_1"], **arguments)
+        refused = room.refused(tool, "ann", body="again", attachment_ids=[first], **arguments)
         assert refused.code is ErrorCode.INVALID_ARGUMENT
-        assert refused.message.startswith("attachments are not available yet")
+        assert "claimed by another operation" in refused.message
     assert snapshot(room.store, room.queues) == before
+
+
+def test_a_draft_is_its_stagers_and_lasts_a_day(room: Room, clock: ManualClock) -> None:
+    bobs = stage(room, "bob")
+    refused = room.refused(
+        "send", "ann", target=room.target("cat"), body="x", attachment_ids=[bobs]
+    )
+    assert refused.code is ErrorCode.NOT_FOUND
+    anns = stage(room, "ann")
+    clock.advance(24 * 3600)
+    expired = room.refused(
+        "start_chat", "ann", targets=[room.target("cat")], body="x", attachment_ids=[anns]
+    )
+    assert expired.code is ErrorCode.NOT_FOUND
+    assert room.store.conversations == {} or all(
+        c.created_by != room.ids["ann"] for c in room.store.conversations.values()
+    )
 
 
 @pytest.mark.parametrize("arguments", [{"approval": True}, {"choices": ["yes", "no"]}])
@@ -714,3 +779,143 @@ def test_approval_and_choices_belong_to_requests(room: Room, arguments: dict[str
     assert refused.code is ErrorCode.INVALID_ARGUMENT
     assert "requests" in refused.message
     assert snapshot(room.store, room.queues) == before
+
+
+# -- files in conversations ----------------------------------------------------------------------
+def upload(room: Room, who: str, conversation_id: str, data: bytes, name: str) -> dict[str, Any]:
+    return room.call(
+        "upload_attachment",
+        who,
+        conversation_id=conversation_id,
+        base64=base64.b64encode(data).decode(),
+        file_name=name,
+        media_type="text/plain",
+    )
+
+
+def seen(room: Room, who: str, conversation_id: str) -> list[str]:
+    listed = room.call("list_attachments", who, conversation_id=conversation_id)
+    return [a["file_name"] for a in listed["attachments"]]
+
+
+def test_file_access_follows_history_access(room: Room, clock: ManualClock) -> None:
+    chat = room.chat("ann", "bob")
+    cid = chat["conversation_id"]
+    early = upload(room, "ann", cid, b"before", "early.txt")
+    clock.advance(1)
+    version = room.call("get_conversation", "ann", id=cid)["version"]
+    room.call(
+        "change_chat_membership",
+        "ann",
+        conversation_id=cid,
+        version=version,
+        operation="add",
+        members=[room.ids["cat"]],
+    )
+    clock.advance(1)
+    room.call(
+        "send",
+        "bob",
+        conversation_id=cid,
+        body="late",
+        attachment_ids=[stage(room, "bob", b"x", "late.txt")],
+    )
+    clock.advance(1)
+    upload(room, "bob", cid, b"after", "after.txt")
+    assert seen(room, "ann", cid) == ["early.txt", "late.txt", "after.txt"]
+    assert seen(room, "cat", cid) == ["late.txt", "after.txt"]  # joined later, history not shared
+    hidden = room.refused("download_attachment", "cat", id=early["id"])
+    assert hidden.code is ErrorCode.NOT_FOUND
+    got = room.call("download_attachment", "bob", id=early["id"])
+    assert (base64.b64decode(got["base64"]), got["download_url"]) == (b"before", None)
+
+    # Shared history: a member added with it sees every file.
+    version = room.call("get_conversation", "ann", id=cid)["version"]
+    room.call(
+        "change_chat_membership",
+        "ann",
+        conversation_id=cid,
+        version=version,
+        operation="add",
+        members=[room.ids["pat"]],
+        share_history=True,
+    )
+    assert seen(room, "pat", cid) == ["early.txt", "late.txt", "after.txt"]
+    # Removed: nothing of the conversation is there any more, files included.
+    version = room.call("get_conversation", "ann", id=cid)["version"]
+    room.call(
+        "change_chat_membership",
+        "ann",
+        conversation_id=cid,
+        version=version,
+        operation="remove",
+        members=[room.ids["bob"]],
+    )
+    for tool, arguments in (
+        ("list_attachments", {"conversation_id": cid}),
+        ("download_attachment", {"id": early["id"]}),
+        (
+            "upload_attachment",
+            {
+                "conversation_id": cid,
+                "base64": "eA==",
+                "file_name": "x",
+                "media_type": "text/plain",
+            },
+        ),
+    ):
+        assert room.refused(tool, "bob", **arguments).code is ErrorCode.NOT_FOUND
+    # Another namespace sees the same not_found as a missing file.
+    other = Tenant(room.tenant.app, clock, "globex")
+    missing = error_of(other.call, "download_attachment", id="att_aaaaaaaaaaaaaaaa")
+    foreign = error_of(other.call, "download_attachment", id=early["id"])
+    assert (foreign.code, foreign.message) == (missing.code, missing.message)
+
+
+def test_a_large_file_downloads_through_a_presigned_url(room: Room) -> None:
+    begun = room.call(
+        "begin_attachment_upload", "ann", file_name="big.bin", media_type="application/zip"
+    )
+    key = begun["upload"]["fields"]["key"]
+    blobs = room.tenant.app.blobs
+    blobs.put(key, b"\x07" * (64 * 1024 + 1), "application/zip")
+    draft = room.call("finish_attachment_upload", "ann", id=begun["attachment"]["id"])
+    sent = room.call(
+        "send", "ann", target=room.target("bob"), body="big", attachment_ids=[draft["id"]]
+    )
+    got = room.call("download_attachment", "bob", id=draft["id"])
+    assert (got["size"], got["base64"]) == (64 * 1024 + 1, None)
+    assert got["download_url"]
+    assert sent["messages"][0]["attachment_ids"] == [draft["id"]]
+
+
+def test_an_upload_racing_a_removal_is_refused(room: Room, monkeypatch: pytest.MonkeyPatch) -> None:
+    cid = room.chat("ann", "bob")["conversation_id"]
+    store = room.store
+    put = room.tenant.app.blobs.put
+
+    def removed_meanwhile(key: str, data: bytes, media_type: str) -> None:
+        put(key, data, media_type)
+        # Between the membership read and the record: the manager removes the uploader.
+        version = room.call("get_conversation", "ann", id=cid)["version"]
+        room.call(
+            "change_chat_membership",
+            "ann",
+            conversation_id=cid,
+            version=version,
+            operation="remove",
+            members=[room.ids["bob"]],
+        )
+
+    monkeypatch.setattr(room.tenant.app.blobs, "put", removed_meanwhile)
+    refused = room.refused(
+        "upload_attachment",
+        "bob",
+        conversation_id=cid,
+        base64="eA==",
+        file_name="x",
+        media_type="text/plain",
+    )
+    assert refused.code is ErrorCode.VERSION_CONFLICT
+    monkeypatch.undo()
+    assert all(a.owner != room.ids["bob"] for a in store.attachments.values())

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from vigil.errors import ErrorCode, VigilError, invalid, not_found
-from vigil.identity.records import new_id
+from vigil.identity.records import new_id, number_in
 from vigil.kit.records import Versioned
 
 # Over MCP a file travels as base64 in one tool call: 64 KiB decoded at most (87,384 base64
@@ -92,11 +92,13 @@ class Attachment(Versioned):
     claimed_by: str | None = None  # the operation that claimed the draft
     conversation_id: str | None = None
     message_id: str | None = None
+    added_at: datetime | None = None  # when it came into its conversation
 
     @property
     def list_position(self) -> str:
         """Where the file sorts among its conversation's: by when it was added, then id."""
-        return f"{int(self.created_at.timestamp() * 1000):015d}#{self.id}"
+        added = self.added_at or self.created_at
+        return f"{int(added.timestamp() * 1000):015d}#{self.id}"
 
     @classmethod
     def staged(
@@ -150,18 +152,61 @@ class Attachment(Versioned):
         """The upload finished: a draft of the bytes found, for 24 hours from now. Finishing
         it again gives the same draft."""
         if self.owner != owner or self.state == "file":
-            raise not_found(f"attachment {self.id}")
+            raise not_found("attachment")
         if self.state == "draft":
             return self
         assert self.expires_at is not None
         if self.expires_at <= now:
-            raise not_found(f"attachment {self.id}")
+            raise not_found("attachment")
         return self.changed(
             state="draft",
             size=size,
             sha256=sha256,
             expires_at=now + timedelta(seconds=DRAFT_SECONDS),
         )
+
+    @classmethod
+    def uploaded_to(
+        cls,
+        namespace: str,
+        owner: str,
+        conversation_id: str,
+        file_name: str,
+        declared_type: str,
+        size: int,
+        sha256: str,
+        now: datetime,
+    ) -> Attachment:
+        """A file added to a conversation directly, not through a message."""
+        attachment_id = new_id("att")
+        return cls(
+            id=attachment_id,
+            namespace=namespace,
+            owner=owner,
+            file_name=safe_file_name(file_name),
+            media_type=media_type(declared_type),
+            size=size,
+            sha256=sha256,
+            created_at=now,
+            state="file",
+            key=file_key(namespace, attachment_id),
+            claimed_by=None,
+            conversation_id=conversation_id,
+            added_at=now,
+            version=1,
+        )
+
+    def visible_to(self, sees_from: int, joined_at: datetime) -> bool:
+        """Whether a participant who reads a conversation's messages from number
+        ``sees_from``, and joined at ``joined_at``, may see this file of it: file access
+        follows history access. A message's file is seen with its message; a file added
+        directly, by everyone who was there (or was given the history) when it came."""
+        if sees_from <= 1:
+            return True
+        seq = None if self.message_id is None else number_in("msg", self.message_id)
+        if seq is not None:
+            return seq >= sees_from
+        return (self.added_at or self.created_at) >= joined_at
 
     def claimed(
         self, owner: str, operation: str, conversation_id: str, message_id: str, now: datetime
@@ -170,7 +215,7 @@ class Attachment(Versioned):
         operation again gets the same claim back (a retry); anything else is refused: a draft
         of someone else, or gone, is not_found, one claimed by another operation is invalid."""
         if self.owner != owner or self.state == "upload":
-            raise not_found(f"attachment {self.id}")
+            raise not_found("attachment")
         if self.state == "file":
             if self.claimed_by == operation:
                 return self
@@ -180,7 +225,7 @@ class Attachment(Versioned):
             )
         assert self.expires_at is not None
         if self.expires_at <= now:
-            raise not_found(f"attachment {self.id}")
+            raise not_found("attachment")
         return self.changed(
             state="file",
             key=file_key(self.namespace, self.id),
@@ -188,6 +233,7 @@ class Attachment(Versioned):
             claimed_by=operation,
             conversation_id=conversation_id,
             message_id=message_id,
+            added_at=now,
         )
 
 

@@ -27,12 +27,17 @@ from vigil.attachments.records import (
     too_large,
 )
 from vigil.clock import Clock, to_ms
-from vigil.errors import invalid, not_found
+from vigil.conversations.records import Conversation, Participant
+from vigil.errors import contended, invalid, not_found
 from vigil.identity.records import Caller
-from vigil.kit.uow import UnitOfWork, Write
+from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
+# The participant the caller is in a conversation now, or None if it takes no part.
+ParticipantOf = Callable[[str], Participant | None]
+# Files one list_attachments page reads.
+FILES_SCAN = 50
 
 
 def decoded(text: str) -> bytes:
@@ -108,7 +113,7 @@ def finish_upload(
     check stands where it is not enforced) and hashed, make the upload a draft."""
     upload = store.get_attachment(caller.namespace, attachment_id)
     if upload is None or upload.owner != caller.principal_id:
-        raise not_found(f"attachment {attachment_id}")
+        raise not_found("attachment")
     data = b"" if upload.state != "upload" else blobs.get(upload.key)
     if upload.state == "upload" and not data:
         raise invalid("nothing was uploaded with this attachment's form yet")
@@ -122,6 +127,73 @@ def finish_upload(
     if draft is not upload:
         uow.commit(store.save_attachment(draft, upload.version), result=result)
     return result
+
+
+def upload(
+    store: Store,
+    uow: UnitOfWork,
+    blobs: Blobs,
+    clock: Clock,
+    caller: Caller,
+    conversation: Conversation,
+    data: bytes,
+    file_name: str,
+    media_type: str,
+    present: Callable[[Attachment], R],
+) -> R:
+    """A file into ``conversation``, which the caller takes part in: the bytes first, then the
+    record, committed only if the membership is still the one read (a removal in between
+    refuses it, leaving bytes no record names)."""
+    file = Attachment.uploaded_to(
+        caller.namespace,
+        caller.principal_id,
+        conversation.id,
+        file_name,
+        media_type,
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        to_ms(clock.now()),
+    )
+    blobs.put(file.key, data, file.media_type)
+    result = present(file)
+    try:
+        uow.commit(
+            store.save_attachment(file, None),
+            store.require_membership(conversation),
+            result=result,
+        )
+    except ConditionFailed:
+        raise contended("the conversation's members changed while the file came; retry") from None
+    return result
+
+
+def seen_files(
+    store: Store, conversation: Conversation, participant: Participant, after: str | None
+) -> tuple[list[Attachment], str | None]:
+    """A page of the conversation's files that ``participant`` may see now, and where the
+    next page starts (None at the end). Pages read at most FILES_SCAN files."""
+    found = store.files_of(conversation.namespace, conversation.id, after, FILES_SCAN + 1)
+    scanned = found[:FILES_SCAN]
+    seen = [f for f in scanned if f.visible_to(participant.sees_from, participant.joined_at)]
+    more = len(found) > FILES_SCAN
+    return seen, scanned[-1].list_position if more else None
+
+
+def readable_file(
+    store: Store, caller: Caller, attachment_id: str, participant_of: ParticipantOf
+) -> Attachment:
+    """A file the caller may read now: in a conversation it takes part in, and seen from
+    where its history starts. Anything else is the not_found of a file that does not exist;
+    a draft is its owner's own."""
+    file = store.get_attachment(caller.namespace, attachment_id)
+    if file is not None and file.state == "draft" and file.owner == caller.principal_id:
+        return file
+    if file is None or file.state != "file" or file.conversation_id is None:
+        raise not_found("attachment")
+    participant = participant_of(file.conversation_id)
+    if participant is None or not file.visible_to(participant.sees_from, participant.joined_at):
+        raise not_found("attachment")
+    return file
 
 
 def claim(
@@ -145,7 +217,7 @@ def claim(
     for attachment_id in attachment_ids:
         draft = found.get(attachment_id)
         if draft is None:
-            raise not_found(f"attachment {attachment_id}")
+            raise not_found("attachment")
         claimed = draft.claimed(caller.principal_id, operation, conversation_id, message_id, now)
         pairs.append((draft, claimed))
     for draft, claimed in pairs:
@@ -153,6 +225,6 @@ def claim(
             try:
                 blobs.copy(draft.key, claimed.key)
             except LookupError:
-                raise not_found(f"attachment {draft.id}") from None
+                raise not_found("attachment") from None
     writes = [store.save_attachment(c, d.version) for d, c in pairs if c is not d]
     return [claimed for _, claimed in pairs], writes

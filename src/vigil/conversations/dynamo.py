@@ -137,6 +137,15 @@ class DynamoConversations(DynamoBase, ConversationStore):
             },
         )
 
+    def require_membership(self, conversation: Conversation) -> DynamoWrite:
+        check = {
+            "TableName": self.table,
+            "Key": _conversation_key(conversation.namespace, conversation.id),
+            "ConditionExpression": "version = :version",
+            "ExpressionAttributeValues": {":version": attr_n(conversation.version)},
+        }
+        return DynamoWrite([{"ConditionCheck": check}])
+
     def get_message(self, namespace: str, conversation_id: str, seq: int) -> Message | None:
         key = _message_key(namespace, conversation_id, seq)
         item = self._get(key["pk"]["S"], key["sk"]["S"])

@@ -89,6 +89,16 @@ class MemoryConversations(MemoryBase, ConversationStore):
 
         return MemoryWrite(check, apply, (item_bytes(key, conversation),))
 
+    def require_membership(self, conversation: Conversation) -> MemoryWrite:
+        key = (conversation.namespace, conversation.id)
+
+        def check() -> None:
+            current = self.conversations.get(key)
+            if current is None or current.version != conversation.version:
+                raise ConditionFailed(conversation.id)
+
+        return MemoryWrite(check, lambda: None, (item_bytes(key),))
+
     def get_message(self, namespace: str, conversation_id: str, seq: int) -> Message | None:
         with self._lock:
             found = self.messages.get((namespace, conversation_id), {}).get(seq)

@@ -46,6 +46,16 @@ class Participant(Record):
     sees_from: int  # the number of the first message this participant may read
 
 
+class AttachedFile(Record):
+    """A file a message carries, as its readers see it: the bytes are fetched by id."""
+
+    id: str
+    file_name: str
+    media_type: str
+    size: int
+    sha256: str
+
+
 class Message(Record):
     namespace: str
     conversation_id: str
@@ -56,6 +66,7 @@ class Message(Record):
     mentions: list[Mention]
     sent_at: datetime
     recipients: list[str]  # the agents owed an envelope in their mailbox, in order
+    attachments: list[AttachedFile] = []
     delivered: int = 0  # how many of ``recipients``, in order, have been queued their envelope
 
     def owed(self) -> list[str]:

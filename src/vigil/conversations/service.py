@@ -23,10 +23,18 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
+from vigil.attachments.blobs import Blobs
+from vigil.attachments.service import claim
 from vigil.clock import Clock, to_ms
-from vigil.conversations.records import Conversation, Mention, Message, Participant
+from vigil.conversations.records import (
+    AttachedFile,
+    Conversation,
+    Mention,
+    Message,
+    Participant,
+)
 from vigil.errors import conflict, forbidden, invalid, not_found
-from vigil.identity.records import Caller, Kind, Principal, number_in
+from vigil.identity.records import Caller, Kind, Principal, new_id, number_in
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
@@ -47,11 +55,21 @@ DELIVERY_BATCH = 25
 Present = Callable[[Conversation, Message, bool], R]
 
 
+class Claims:
+    """The drafts one call attaches, and the name of the operation that claims them: stable
+    across the call's retries with its idempotency key, new for a call without one."""
+
+    def __init__(self, uow: UnitOfWork, attachment_ids: list[str]) -> None:
+        self.attachment_ids = attachment_ids
+        self.operation = uow.operation or new_id("op")
+
+
 class Conversations:
-    def __init__(self, store: Store, queues: MailboxQueues, clock: Clock) -> None:
+    def __init__(self, store: Store, queues: MailboxQueues, clock: Clock, blobs: Blobs) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
+        self.blobs = blobs
 
     # -- who may contact whom, and who may read --------------------------------------------
     def reachable(self, caller: Caller, wanted: list[tuple[str, Kind | None]]) -> list[Principal]:
@@ -96,6 +114,7 @@ class Conversations:
         conversation_id: str | None,
         body: str,
         mentions: list[Mention],
+        attachment_ids: list[str],
         title: str | None,
         reuse_direct: bool,
         present: Present[R],
@@ -103,11 +122,12 @@ class Conversations:
         """A message into the conversation ``conversation_id``, or to ``target`` in a new
         direct conversation; into the pair's reused one when ``reuse_direct`` is set."""
         now = to_ms(self.clock.now())
+        files = Claims(uow, attachment_ids)
 
         def attempt() -> tuple[R, Message]:
             if conversation_id is not None:
                 current, _ = self.readable(caller, conversation_id)
-                return self._post(uow, current, caller, body, mentions, now, present)
+                return self._post(uow, current, caller, body, mentions, files, now, present)
             assert target is not None
             (other,) = self.reachable(caller, [target])
             reused = (
@@ -117,11 +137,13 @@ class Conversations:
             )
             if reused is not None:
                 current, _ = self.readable(caller, reused)
-                return self._post(uow, current, caller, body, mentions, now, present)
+                return self._post(uow, current, caller, body, mentions, files, now, present)
             started = Conversation.started(
                 caller.namespace, "direct", caller.principal_id, [other.id], title, now
             )
-            return self._start(uow, started, caller, body, mentions, now, reuse_direct, present)
+            return self._start(
+                uow, started, caller, body, mentions, files, now, reuse_direct, present
+            )
 
         result, message = retry_on_conflict(attempt, "the conversation")
         self.deliver(message)
@@ -134,18 +156,20 @@ class Conversations:
         targets: list[tuple[str, Kind]],
         body: str,
         mentions: list[Mention],
+        attachment_ids: list[str],
         title: str | None,
         present: Present[R],
     ) -> R:
         """A shared chat of the caller, its manager, and ``targets``, with its first message."""
         now = to_ms(self.clock.now())
         others = [p.id for p in self.reachable(caller, list(targets))]
+        files = Claims(uow, attachment_ids)
 
         def attempt() -> tuple[R, Message]:
             started = Conversation.started(
                 caller.namespace, "chat", caller.principal_id, others, title, now
             )
-            return self._start(uow, started, caller, body, mentions, now, False, present)
+            return self._start(uow, started, caller, body, mentions, files, now, False, present)
 
         result, message = retry_on_conflict(attempt, "the chat")
         self.deliver(message)
@@ -158,13 +182,15 @@ class Conversations:
         caller: Caller,
         body: str,
         mentions: list[Mention],
+        files: Claims,
         now: datetime,
         reused: bool,
         present: Present[R],
     ) -> tuple[R, Message]:
         numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
+        message, claimed = self._attach(caller, message, files, now)
         write = self.store.start_conversation(numbered, message, reused)
-        return self._commit(uow, write, numbered, message, True, present)
+        return self._commit(uow, [write, *claimed], numbered, message, True, present)
 
     def _post(
         self,
@@ -173,24 +199,55 @@ class Conversations:
         caller: Caller,
         body: str,
         mentions: list[Mention],
+        files: Claims,
         now: datetime,
         present: Present[R],
     ) -> tuple[R, Message]:
         numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
+        message, claimed = self._attach(caller, message, files, now)
         write = self.store.add_message(conversation, message)
-        return self._commit(uow, write, numbered, message, False, present)
+        return self._commit(uow, [write, *claimed], numbered, message, False, present)
+
+    def _attach(
+        self, caller: Caller, message: Message, files: Claims, now: datetime
+    ) -> tuple[Message, list[Write]]:
+        """``message`` with the drafts it claims, and the writes of the claims, which commit
+        with it: a draft becomes this message's file, or nothing happens to it."""
+        if not files.attachment_ids:
+            return message, []
+        claimed, writes = claim(
+            self.store,
+            self.blobs,
+            caller,
+            files.attachment_ids,
+            files.operation,
+            message.conversation_id,
+            message.id,
+            now,
+        )
+        attached = [
+            AttachedFile(
+                id=a.id,
+                file_name=a.file_name,
+                media_type=a.media_type,
+                size=a.size,
+                sha256=a.sha256,
+            )
+            for a in claimed
+        ]
+        return message.model_copy(update={"attachments": attached}), writes
 
     @staticmethod
     def _commit(
         uow: UnitOfWork,
-        write: Write,
+        writes: list[Write],
         conversation: Conversation,
         message: Message,
         created: bool,
         present: Present[R],
     ) -> tuple[R, Message]:
         result = present(conversation, message, created)
-        uow.commit(write, result=result)
+        uow.commit(*writes, result=result)
         return result, message
 
     # -- delivery ------------------------------------------------------------------------------
@@ -299,6 +356,7 @@ def envelope_of(message: Message, recipient: str) -> Envelope:
             "message_id": message.id,
             "body": message.body,
             "mentions": [m.model_dump(mode="json") for m in message.mentions],
+            "attachments": [a.model_dump(mode="json") for a in message.attachments],
         },
         sent_at=message.sent_at,
     )

@@ -36,6 +36,12 @@ class ConversationStore(ABC):
         and with its ``last_seq``, so that no message lands unseen by a membership change."""
 
     @abstractmethod
+    def require_membership(self, conversation: Conversation) -> Write:
+        """Changes nothing, and holds only while the conversation's membership is as read
+        (its version unchanged; messages may have come). Committed with other writes, it
+        makes them depend on who takes part."""
+
+    @abstractmethod
     def get_message(self, namespace: str, conversation_id: str, seq: int) -> Message | None: ...
 
     @abstractmethod

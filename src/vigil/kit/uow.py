@@ -106,6 +106,9 @@ class UnitOfWork:
         self._committer = committer
         self._claim = claim
         self._credential = credential
+        # The call's stable name, the same on each retry with its idempotency key; None for a
+        # call without a key, which is a new operation every time.
+        self.operation = None if claim is None else f"{claim.tool}/{claim.principal_id}/{claim.key}"
 
     def commit(
         self,
