@@ -106,7 +106,7 @@ def per_tool(samples: int) -> list[ToolRow]:
         for scenario in every_scenario():
             world = World()
             meter = Meter()
-            for client in (world.dynamodb, world.sqs, world.scheduler):
+            for client in (world.dynamodb, world.sqs, world.scheduler, world.s3):
                 meter.hook(client)
             arguments = scenario.prepare(world)
             meter.reset()
@@ -276,7 +276,9 @@ def markdown(
         f"${PRICE['dynamodb_write_unit'] * 1e6:.3f} per million write units and "
         f"${PRICE['dynamodb_read_unit'] * 1e6:.3f} per million read units, SQS "
         f"${PRICE['sqs_request'] * 1e6:.2f} per million requests, Scheduler "
-        f"${PRICE['scheduler_invocation'] * 1e6:.2f} per million, plus one HTTP API request "
+        f"${PRICE['scheduler_invocation'] * 1e6:.2f} per million, S3 "
+        f"${PRICE['s3_write_request'] * 1e6:.2f} per million PUT or COPY and "
+        f"${PRICE['s3_read_request'] * 1e6:.2f} per million GET, plus one HTTP API request "
         f"(${PRICE['http_api_request'] * 1e6:.2f} per million) and one Lambda request "
         f"(${PRICE['lambda_request'] * 1e6:.2f} per million); Lambda duration excluded). "
         f"Latency: `App.call` in-process on moto, {args.samples} calls each after a fresh "

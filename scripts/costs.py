@@ -30,7 +30,11 @@ PRICE = {
     "scheduler_invocation": 1.00 / 1e6,
     "http_api_request": 1.00 / 1e6,
     "lambda_request": 0.20 / 1e6,
+    # S3 Standard: PUT, COPY, POST and LIST requests; GET and all others.
+    "s3_write_request": 5.00 / 1e6,
+    "s3_read_request": 0.40 / 1e6,
 }
+S3_WRITES = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjects", "ListObjectsV2"})
 ITEM_LIMIT = 1024  # bytes: every item written must fit one write unit for the units to hold
 
 
@@ -43,9 +47,16 @@ class Meter:
 
     def hook(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
+        built: dict[str, dict[str, Any]] = {}
+        # The parameters as the caller gave them, counted once the call is really made:
+        # signing a presigned request builds parameters too, and sends nothing.
         client.meta.events.register(
             "before-parameter-build.*.*",
-            lambda model, params, **_: self._count(service, model.name, params),
+            lambda model, params, **_: built.__setitem__(model.name, params),
+        )
+        client.meta.events.register(
+            "before-call.*.*",
+            lambda model, **_: self._count(service, model.name, built.pop(model.name, {})),
         )
         return client
 
@@ -80,8 +91,14 @@ class Meter:
     def cost(self, via_api: bool) -> float:
         sqs = sum(v for k, v in self.calls.items() if k.startswith("sqs."))
         scheduler = sum(v for k, v in self.calls.items() if k.startswith("scheduler."))
+        s3_writes = sum(
+            v for k, v in self.calls.items() if k.startswith("s3.") and k[3:] in S3_WRITES
+        )
+        s3_reads = sum(v for k, v in self.calls.items() if k.startswith("s3.")) - s3_writes
         total = (
-            self.write_units * PRICE["dynamodb_write_unit"]
+            s3_writes * PRICE["s3_write_request"]
+            + s3_reads * PRICE["s3_read_request"]
+            + self.write_units * PRICE["dynamodb_write_unit"]
             + self.read_units * PRICE["dynamodb_read_unit"]
             + sqs * PRICE["sqs_request"]
             + scheduler * PRICE["scheduler_invocation"]
