@@ -50,7 +50,7 @@ def queues() -> SqsMailboxQueues:
 def blobs() -> S3Blobs:
     from vigil.attachments.blobs import S3Blobs
 
-    return S3Blobs(aws_client("s3"), settings().attachments_bucket)
+    return S3Blobs(lambda: aws_client("s3"), settings().attachments_bucket)
 
 
 def alarms() -> AwsAlarms:

@@ -8,6 +8,7 @@ twice leaves what once would.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from vigil.kit.aws import aws_failure, error_code
@@ -37,9 +38,19 @@ class Blobs(ABC):
 
 
 class S3Blobs(Blobs):
-    def __init__(self, client: Any, bucket: str) -> None:
-        self.client = client
+    """The attachments bucket. The S3 client is made on first use: building it costs about
+    40 ms (S3's service model is large), which a function that serves no file never pays."""
+
+    def __init__(self, connect: Callable[[], Any], bucket: str) -> None:
+        self._connect = connect
+        self._client: Any = None
         self.bucket = bucket
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
         try:
