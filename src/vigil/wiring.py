@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from vigil.clock import SystemClock
+from vigil.clock import Clock, SystemClock
 from vigil.config import Settings
 
 if TYPE_CHECKING:
@@ -14,6 +14,20 @@ if TYPE_CHECKING:
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
+
+
+_clock: Clock = SystemClock()
+
+
+def clock() -> Clock:
+    """The functions' clock: the system's, unless the local runtime was started with another
+    (tests move time through it)."""
+    return _clock
+
+
+def use_clock(replacement: Clock) -> None:
+    global _clock
+    _clock = replacement
 
 
 @functools.cache
@@ -72,4 +86,4 @@ def aws_liveness() -> Liveness:
     from vigil.quotas.records import Quotas
     from vigil.switches.service import Liveness
 
-    return Liveness(store(), SystemClock(), alarms(), queues(), Quotas.from_env())
+    return Liveness(store(), clock(), alarms(), queues(), Quotas.from_env())

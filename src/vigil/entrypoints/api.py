@@ -21,13 +21,12 @@ log = get_logger("vigil.api")
 @functools.cache
 def router() -> Router:
     from vigil.app import App
-    from vigil.clock import SystemClock
     from vigil.quotas.records import Quotas
-    from vigil.wiring import alarms, blobs, queues, settings, store
+    from vigil.wiring import alarms, blobs, clock, queues, settings, store
 
     app = App(
         store(),
-        SystemClock(),
+        clock(),
         queues=queues(),
         alarms=alarms(),
         blobs=blobs(),

@@ -162,6 +162,7 @@ def start(
     parameters: Mapping[str, str] | None = None,
 ) -> LocalRuntime:
     """Starts moto, the template's resources, the event pump and the HTTP API."""
+    from vigil import wiring
     from vigil.bootstrap import bootstrap_operator
     from vigil.config import Settings
     from vigil.infra.template import translate
@@ -190,6 +191,8 @@ def start(
         closer.enter_context(_environment(deployment.environment(), []))
         cold_start()
         closer.callback(cold_start)
+        wiring.use_clock(clock)
+        closer.callback(wiring.use_clock, SystemClock())
         handlers = load_handlers(deployment)
 
         settings = Settings.from_env()
