@@ -30,7 +30,8 @@ def _local_state() -> dict[str, str]:
 def cmd_local(args: argparse.Namespace) -> int:
     from vigil.local.runtime import main
 
-    return main(["--host", args.host, "--port", str(args.port)])
+    # Every option of the runtime's own parser passes through (vigil local --help lists them).
+    return main(args.options)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -115,10 +116,12 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
 
     local = commands.add_parser(
-        "local", help="run Vigil on this machine on an embedded AWS stand-in"
+        "local",
+        help="run Vigil on this machine on an embedded AWS stand-in",
+        add_help=False,
+        prefix_chars="\0",  # nothing here is an option of ours: the runtime parses them all
     )
-    local.add_argument("--host", default="127.0.0.1")
-    local.add_argument("--port", type=int, default=8080)
+    local.add_argument("options", nargs="*")
     local.set_defaults(run=cmd_local)
 
     mcp = commands.add_parser("mcp", help="serve MCP over stdio, forwarding to an endpoint")

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         # A command reports why it cannot start; the traceback helps no one running it.
         print(f"vigil local: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
-    stopping = threading.Event()
+    # A plain flag: the handler runs on the main thread between two bytecodes, so it must not
+    # take a lock the main thread may hold (Event.set() inside Event.wait() deadlocks).
+    stopping: list[int] = []
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
+        stopping.append(signum)
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -307,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Secret:        {runtime.operator_secret}")
             print(f"  Saved to:      {runtime.state_file} (removed on exit)")
             print("Press Ctrl+C to stop.", flush=True)
-            # A timed wait, so that the signal handler runs promptly on every platform.
-            while not stopping.wait(0.5):
-                pass
+            # A sleep ends when a signal arrives; the loop then sees the flag.
+            while not stopping:
+                time.sleep(0.2)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -247,6 +247,7 @@ class _TrackingServer(ThreadingHTTPServer):
     """Closes kept-alive connections on stop, so that nothing reaches a stopped stack."""
 
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: a burst of clients waits, not refused
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
@@ -307,6 +308,14 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "vigil-local"
         sys_version = ""
+        # A kept-alive connection idle this long is closed, and a half-sent request abandoned.
+        timeout = 60
+
+        def setup(self) -> None:
+            super().setup()
+            # The headers and the body go in separate writes: without this, Nagle's algorithm
+            # holds the body back until the client's delayed acknowledgment, about 40 ms.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:
             self._serve()
