@@ -381,3 +381,41 @@ def test_moto_dynamodb_survives_concurrent_transactions() -> None:
         assert client.scan(TableName=table, Select="COUNT")["Count"] == 6 * 40 * 3
     finally:
         server.stop()
+
+
+def test_the_aws_stand_in_answers_no_browser() -> None:
+    import urllib.error
+    import urllib.request
+
+    from vigil.local.moto_server import LocalMotoServer
+
+    moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    try:
+        host, port = moto.get_host_and_port()
+        url = f"http://{host}:{port}/"
+        target = {
+            "X-Amz-Target": "DynamoDB_20120810.ListTables",
+            "Content-Type": "application/x-amz-json-1.0",
+        }
+        for method, headers in (
+            (
+                "OPTIONS",
+                {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+            ),
+            ("POST", {**target, "Origin": "https://evil.example"}),
+        ):
+            request = urllib.request.Request(
+                url, data=b"{}" if method == "POST" else None, headers=headers, method=method
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == 403
+            assert not any(k.lower().startswith("access-control-") for k in refused.value.headers)
+        # An SDK's request (no Origin) is served, without CORS headers.
+        request = urllib.request.Request(url, data=b"{}", headers=target, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+            assert not any(k.lower().startswith("access-control-") for k in response.headers)
+    finally:
+        moto.stop()

@@ -1,4 +1,4 @@
-"""moto as a loopback server, with its DynamoDB serialised.
+"""moto as a loopback server that answers no browser, with its DynamoDB serialised.
 
 moto's DynamoDB is not safe under concurrent requests: a transaction copies the whole table
 while other threads write to it, fails with "dictionary changed size during iteration", and
@@ -42,9 +42,32 @@ class SerializedDynamoDB:
             return list(self.app(environ, start_response))
 
 
+class NoBrowsers:
+    """WSGI middleware: the AWS stand-in holds every namespace's data and checks no signature,
+    so no web page may reach it. moto answers browsers with permissive CORS headers; here a
+    request that carries an Origin (every cross-site fetch, every preflight) is refused, and
+    no CORS header goes out. The SDKs send no Origin."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self.app = app
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if "HTTP_ORIGIN" in environ:
+            start_response("403 Forbidden", [("Content-Type", "text/plain")])
+            return [b"the local AWS stand-in does not answer browsers\n"]
+
+        def without_cors(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            kept = [(k, v) for k, v in headers if not k.lower().startswith("access-control-")]
+            return start_response(status, kept, *rest)
+
+        return self.app(environ, without_cors)
+
+
 class LocalMotoServer(ThreadedMotoServer):
     def _server_entry(self) -> None:
-        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        app = NoBrowsers(SerializedDynamoDB(DomainDispatcherApplication(create_backend_app)))
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )
