@@ -115,7 +115,7 @@ Mentions = Annotated[
 ]
 
 
-def _check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
+def check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
     length = len(body)  # a str is a sequence of code points
     for index, mention in enumerate(mentions or []):
         if not mention.start < mention.end <= length:
@@ -125,7 +125,7 @@ def _check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
             )
 
 
-def _mentions(mentions: list[MentionInput] | None) -> list[Mention]:
+def mentions_of(mentions: list[MentionInput] | None) -> list[Mention]:
     return [Mention(start=m.start, end=m.end, principal_id=m.principal_id) for m in mentions or []]
 
 
@@ -204,7 +204,7 @@ class SendInput(StrictInput):
             raise ValueError("give either target or conversation_id, exactly one of the two")
         if self.conversation_id is not None and (self.title is not None or self.reuse_direct):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
-        _check_mentions(self.body, self.mentions)
+        check_mentions(self.body, self.mentions)
         return self
 
 
@@ -216,7 +216,7 @@ def send(ctx: Context, args: SendInput) -> SendResult:
         target,
         args.conversation_id,
         args.body,
-        _mentions(args.mentions),
+        mentions_of(args.mentions),
         args.attachment_ids or [],
         args.title,
         args.reuse_direct,
@@ -246,7 +246,7 @@ class StartChatInput(StrictInput):
 
     @model_validator(mode="after")
     def _spans(self) -> StartChatInput:
-        _check_mentions(self.body, self.mentions)
+        check_mentions(self.body, self.mentions)
         return self
 
 
@@ -261,7 +261,7 @@ def start_chat(ctx: Context, args: StartChatInput) -> SendResult:
         ctx.caller,
         [(t.id, t.kind) for t in args.targets],
         args.body,
-        _mentions(args.mentions),
+        mentions_of(args.mentions),
         args.attachment_ids or [],
         args.title,
         _sent,

@@ -9,6 +9,8 @@ from typing import Any
 
 from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.observability import get_logger, log_event
+from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
+from vigil.requests.service import Requests
 from vigil.switches.service import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
@@ -23,7 +25,14 @@ def liveness() -> Liveness:
 
 def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own."""
-    return {TIMER_KIND: machinery.on_timer}
+    requests = Requests(
+        machinery.store,
+        machinery.queues,
+        machinery.clock,
+        machinery.alarms,
+        quotas=machinery.quotas,
+    )
+    return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
 
 
 def handle_timer(timer: Timer, machinery: Liveness) -> None:
