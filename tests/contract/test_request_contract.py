@@ -28,17 +28,18 @@ P = "per_pppppppppppppppp"
 
 def asked(clock: ManualClock, audience: list[str] | None = None, **extra: object) -> Request:
     clock.advance(0.001)
+    kind = extra.pop("kind", "approval")
     return Request.asked(
         "acme",
         new_id("req"),
-        extra.pop("kind", "approval"),  # type: ignore[arg-type]
+        kind,  # type: ignore[arg-type]
         A,
         audience or [B, P],
         "cnv_cccccccccccccccc",
         "msg_aaaaaaabaaaaaaaa",
         "may I?",
         None,
-        {"op": "deploy"},
+        {"op": "deploy"} if kind == "approval" else None,
         to_ms(clock.now()),
         60,
         **extra,  # type: ignore[arg-type]
@@ -128,3 +129,18 @@ def test_an_approval_has_one_execution_intent(store: Store, clock: ManualClock) 
     with pytest.raises(ConditionFailed):
         store.commit([store.save_execution(started)])
     assert store.get_execution("globex", request.id) is None
+
+
+def test_a_shared_answer_is_kept_under_its_key_and_replaced(
+    store: Store, clock: ManualClock
+) -> None:
+    question = asked(clock, kind="question", shared_key="region")
+    first = question.replied(B, "answered", "eu", 1, to_ms(clock.now())).shared_answer()
+    assert first is not None
+    assert store.get_shared_answer("acme", first.key) is None
+    store.commit([store.keep_shared_answer(first)])
+    assert store.get_shared_answer("acme", first.key) == first
+    second = first.model_copy(update={"request_id": "req_other"})
+    store.commit([store.keep_shared_answer(second)])
+    assert store.get_shared_answer("acme", first.key) == second
+    assert store.get_shared_answer("globex", first.key) is None

@@ -543,3 +543,82 @@ def test_the_same_reply_made_again_is_answered_with_the_request_as_it_stands(des
     other = desk.refused("reply", "bob", id=asked["id"], version=1, outcome="answered", answer=2)
     assert other.details["state"] == "answered"
     assert len(desk.inbox("ann")) == 1
+
+
+# -- shared answers -------------------------------------------------------------------------
+def test_a_shared_answer_is_reused_only_in_the_same_context_by_a_current_authority(
+    desk: Desk,
+) -> None:
+    first = desk.ask("ann", "pat", body="which region?", shared_key="region")
+    desk.call("reply", "pat", id=first["id"], version=1, outcome="answered", answer="eu")
+    desk.inbox("ann")
+
+    reused = desk.ask("bob", "pat", body="which region?", shared_key="region")
+    assert reused["state"] == "answered"
+    assert reused["response"]["answer"] == "eu"
+    assert reused["response"]["by"] == desk.ids["pat"]
+    assert reused["response"]["reused_from"] == first["id"]
+    assert [e["payload"]["request_id"] for e in desk.inbox("bob")] == [reused["id"]]
+
+    # Another body, or an audience without the answerer, asks afresh.
+    assert desk.ask("bob", "pat", body="which zone?", shared_key="region")["state"] == "open"
+    assert desk.ask("bob", "cat", body="which region?", shared_key="region")["state"] == "open"
+    # And an answerer revoked since has no authority left to reuse.
+    chat = desk.call("start_chat", "cat", targets=[desk.target("pat")], body="hi")
+    desk.call("revoke_principal", "operator", principal_id=desk.ids["pat"], version=1)
+    again = desk.call(
+        "ask",
+        "cat",
+        conversation_id=chat["conversation_id"],
+        body="which region?",
+        shared_key="region",
+    )
+    assert again["state"] == "open"
+
+
+def test_an_approval_is_always_decided_anew(desk: Desk) -> None:
+    first = desk.ask("ann", "pat", kind="approval", shared_key="k", body="x")
+    desk.call("reply", "pat", id=first["id"], version=1, outcome="approved")
+    again = desk.ask("ann", "pat", kind="approval", shared_key="k", body="x")
+    assert again["state"] == "open"
+
+
+# -- start_chat with approval or choices ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [({"approval": True}, "approval"), ({"choices": ["yes", "no"]}, "question")],
+)
+def test_start_chat_with_approval_or_choices_asks_its_first_message(
+    desk: Desk, arguments: dict[str, Any], kind: str
+) -> None:
+    sent = desk.call(
+        "start_chat",
+        "ann",
+        targets=[desk.target("bob"), desk.target("pat")],
+        body="ok?",
+        **arguments,
+    )
+    (message,) = sent["messages"]
+    request = desk.get("bob", message["request_id"])
+    assert request["kind"] == kind
+    assert request["conversation_id"] == sent["conversation_id"]
+    assert request["message_id"] == message["id"]
+    assert request["action"] is None
+    assert request["choices"] == arguments.get("choices")
+    assert sorted(request["audience"]) == sorted([desk.ids["bob"], desk.ids["pat"]])
+    (envelope,) = desk.inbox("bob")
+    assert envelope["kind"] == "request"
+    assert envelope["payload"]["request_id"] == request["id"]
+    # An approval without an action communicates a decision and cannot be redeemed.
+    outcome = "approved" if kind == "approval" else "answered"
+    answer = None if kind == "approval" else "yes"
+    desk.call("reply", "pat", id=request["id"], version=1, outcome=outcome, answer=answer)
+    refused = desk.refused("redeem_approval", "ann", id=request["id"], action={})
+    assert refused.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_start_chat_without_approval_or_choices_asks_nothing(desk: Desk) -> None:
+    sent = desk.call("start_chat", "ann", targets=[desk.target("bob")], body="hi")
+    assert sent["messages"][0]["request_id"] is None
+    assert [e["kind"] for e in desk.inbox("bob")] == ["message"]
+    assert desk.call("request_status", "ann")["requests"] == []

@@ -6,6 +6,7 @@
 | its execution intent   | ``NS#<ns>#REQ#<id>``        | ``EXEC``                            |
 | a principal's listing  | ``NS#<ns>#REQS#<principal>``| ``<asked at, epoch ms, 15 digits>#<id>`` |
 | blocking edges         | ``NS#<ns>``                 | ``WAITS``                           |
+| a shared answer        | ``NS#<ns>``                 | ``SHARED#<digest of the key>``      |
 
 A request and its intent keep ``version`` and ``state`` at the top level for the conditions,
 the rest as a JSON document. The listing's places hold nothing but their key.
@@ -17,7 +18,7 @@ import json
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
-from vigil.requests.records import Execution, Request, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
 from vigil.requests.store import RequestStore, listing_position
 
 _EXCLUDE = {"version", "state"}
@@ -149,3 +150,15 @@ class DynamoRequests(DynamoBase, RequestStore):
             "version = :expected",
             ExpressionAttributeValues={":expected": attr_n(execution.version - 1)},
         )
+
+    def get_shared_answer(self, namespace: str, key: str) -> SharedAnswer | None:
+        item = self._get(f"NS#{namespace}", f"SHARED#{key}")
+        return SharedAnswer.model_validate_json(item["doc"]["S"]) if item else None
+
+    def keep_shared_answer(self, answer: SharedAnswer) -> DynamoWrite:
+        item = {
+            "pk": attr_s(f"NS#{answer.namespace}"),
+            "sk": attr_s(f"SHARED#{answer.key}"),
+            "doc": attr_s(answer.model_dump_json()),
+        }
+        return self._put(item)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
-from vigil.requests.records import Execution, Request, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
 from vigil.requests.store import RequestStore, listing_position
 
 _Key = tuple[str, str]
@@ -17,6 +17,7 @@ class MemoryRequests(MemoryBase, RequestStore):
         self.listings: dict[_Key, set[str]] = {}
         self.graphs: dict[str, WaitGraph] = {}
         self.executions: dict[_Key, Execution] = {}
+        self.shared: dict[_Key, SharedAnswer] = {}
         super().__init__()
 
     def get_request(self, namespace: str, request_id: str) -> Request | None:
@@ -83,3 +84,16 @@ class MemoryRequests(MemoryBase, RequestStore):
     def save_execution(self, execution: Execution) -> MemoryWrite:
         key = (execution.namespace, execution.request_id)
         return self._versioned(self.executions, key, execution, execution.version - 1, deep=True)
+
+    def get_shared_answer(self, namespace: str, key: str) -> SharedAnswer | None:
+        with self._lock:
+            found = self.shared.get((namespace, key))
+            return found.model_copy(deep=True) if found else None
+
+    def keep_shared_answer(self, answer: SharedAnswer) -> MemoryWrite:
+        key = (answer.namespace, answer.key)
+
+        def apply() -> None:
+            self.shared[key] = answer.model_copy(deep=True)
+
+        return MemoryWrite(lambda: None, apply, (item_bytes(key, answer),))

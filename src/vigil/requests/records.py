@@ -16,6 +16,7 @@ records what its executor reports; a report is not proof that anything happened 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from datetime import datetime, timedelta
@@ -98,6 +99,22 @@ class Response(Record):
     answer: Any = None
     by: str | None  # the principal that replied; None for the expiry
     at: datetime
+    reused_from: str | None = None  # the request whose answer a shared_key reused
+
+
+def digest(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()
+
+
+class SharedAnswer(Record):
+    """The latest answer to a question asked with a ``shared_key``: what it was asked in (the
+    digest of its canonical context), by whom it was answered, and the answer."""
+
+    namespace: str
+    key: str  # the digest of the shared_key
+    context: str
+    request_id: str
+    response: Response
 
 
 class Change(Record):
@@ -126,6 +143,7 @@ class Request(Versioned):
     response: Response | None = None
     replaces: str | None = None
     replaced_by: str | None = None
+    shared_key: str | None = None  # the digest of the key its answer may be reused under
     history: list[Change]
 
     @classmethod
@@ -145,6 +163,7 @@ class Request(Versioned):
         lifetime_seconds: int,
         replaces: str | None = None,
         blocking: bool = False,
+        shared_key: str | None = None,
     ) -> Request:
         if not audience:
             raise invalid("a request needs someone to decide it: the conversation has no one else")
@@ -170,8 +189,36 @@ class Request(Versioned):
             expires_at=now + timedelta(seconds=lifetime_seconds),
             lifetime_seconds=lifetime_seconds,
             replaces=replaces,
+            # Only a question's answer is reused: an approval or a task is decided anew.
+            shared_key=digest(shared_key.encode()) if shared_key and kind == "question" else None,
             history=[Change(kind="asked", by=requester, at=now, version=1)],
             version=1,
+        )
+
+    def context(self) -> str:
+        """What a shared answer must match exactly to be reused: the question's kind, body and
+        choices, canonically."""
+        return digest(canonical({"kind": self.kind, "body": self.body, "choices": self.choices}))
+
+    def shared_answer(self) -> SharedAnswer | None:
+        """The answer this request leaves under its shared_key, once answered."""
+        if self.shared_key is None or self.response is None or self.state != "answered":
+            return None
+        return SharedAnswer(
+            namespace=self.namespace,
+            key=self.shared_key,
+            context=self.context(),
+            request_id=self.response.reused_from or self.id,
+            response=self.response,
+        )
+
+    def reusing(self, shared: SharedAnswer, now: datetime) -> Request:
+        """This new request, answered at once by ``shared``: the same answer, by the same
+        principal, said to be reused. The caller checks the answerer's authority."""
+        response = shared.response.model_copy(update={"reused_from": shared.request_id})
+        change = Change(kind="replied", by=response.by, at=now, version=self.version)
+        return self.model_copy(
+            update={"state": "answered", "response": response, "history": [*self.history, change]}
         )
 
     # -- reading ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -146,10 +147,13 @@ class Requests:
         action: dict[str, Any] | None,
         blocking: bool,
         lifetime_seconds: int,
-        present: Callable[[Request], R],
+        shared_key: str | None,
+        present: Callable[[Request, Conversation, Message], R],
     ) -> R:
         """A request of ``kind`` with its message: in ``conversation_id``, to ``target`` in a
-        direct conversation, or to ``targets`` in a new chat (start_chat's approval)."""
+        direct conversation, or to ``targets`` in a new chat (start_chat's approval). A question
+        with a ``shared_key`` is answered at once by the answer kept under that key, if it was
+        given in exactly the same context by a principal of this audience still active."""
         namespace = caller.namespace
         now = to_ms(self.clock.now())
         request_id = _request_id(namespace, uow)
@@ -173,7 +177,13 @@ class Requests:
                 now,
                 lifetime_seconds,
                 blocking=blocking,
+                shared_key=shared_key,
             )
+            reused = self._reuse(request, now)
+            if reused is not None:
+                asked.append(reused)
+                writes = [self.store.add_request(reused)]
+                return message.model_copy(update={"request_id": reused.id}), writes
             writes = [self.store.count(namespace, "open_requests", 1, limit)]
             if blocking:
                 graph = self.store.get_wait_graph(namespace).adding(request)
@@ -188,25 +198,44 @@ class Requests:
             return message.model_copy(update={"request_id": request.id}), writes
 
         def shown(conversation: Conversation, message: Message, created: bool) -> R:
-            return present(asked[-1])
+            return present(asked[-1], conversation, message)
 
         if targets is not None:
-            return self.conversations.start_chat(
+            result = self.conversations.start_chat(
                 uow, caller, targets, body, mentions, attachment_ids, title, shown, also
             )
-        return self.conversations.send(
-            uow,
-            caller,
-            target,
-            conversation_id,
-            body,
-            mentions,
-            attachment_ids,
-            title,
-            reuse_direct,
-            shown,
-            also,
-        )
+        else:
+            result = self.conversations.send(
+                uow,
+                caller,
+                target,
+                conversation_id,
+                body,
+                mentions,
+                attachment_ids,
+                title,
+                reuse_direct,
+                shown,
+                also,
+            )
+        self.respond(asked[-1])  # a reused answer reaches the requester at once
+        return result
+
+    def _reuse(self, request: Request, now: datetime) -> Request | None:
+        """``request`` answered by the answer kept under its shared_key, if it may be reused:
+        the same context exactly, and an answerer of its audience still active."""
+        if request.shared_key is None:
+            return None
+        shared = self.store.get_shared_answer(request.namespace, request.shared_key)
+        if shared is None or shared.context != request.context():
+            return None
+        answerer = shared.response.by
+        if answerer is None or answerer not in request.audience:
+            return None
+        principal = self.store.get_principal(request.namespace, answerer)
+        if principal is None or principal.status != "active":
+            return None
+        return request.reusing(shared, now)
 
     def finish_ask(self, namespace: str, conversation_id: str, message_id: str) -> None:
         """Delivers what is still owed of an ask whose call is replayed."""
@@ -236,6 +265,9 @@ class Requests:
                 self.expire(request)
             replied = request.replied(caller.principal_id, outcome, answer, version, now)
             writes = [*self._closing(request), self.store.save_request(replied)]
+            shared = replied.shared_answer()
+            if shared is not None:
+                writes.append(self.store.keep_shared_answer(shared))
             uow.commit(*writes, result=present(replied))
             return replied
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from vigil.kit.uow import Write
-from vigil.requests.records import Execution, Request, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
 
 
 def listing_position(request: Request) -> str:
@@ -59,3 +59,11 @@ class RequestStore(ABC):
     @abstractmethod
     def save_execution(self, execution: Execution) -> Write:
         """Replaces the execution if it is stored at version ``execution.version - 1``."""
+
+    @abstractmethod
+    def get_shared_answer(self, namespace: str, key: str) -> SharedAnswer | None:
+        """The answer kept under the digest ``key`` of a shared_key, if any."""
+
+    @abstractmethod
+    def keep_shared_answer(self, answer: SharedAnswer) -> Write:
+        """Keeps ``answer`` under its key, replacing any answer kept before."""

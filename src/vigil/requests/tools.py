@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 from vigil.conversations.tools import (
     AttachmentIds,
     Body,
+    Choices,
     ConversationId,
     Mentions,
     TargetInput,
@@ -21,13 +22,12 @@ from vigil.conversations.tools import (
     mentions_of,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
     DEFAULT_EXPIRES_SECONDS,
-    MAX_CHOICE,
-    MAX_CHOICES,
     MAX_EXPIRES_SECONDS,
     MIN_EXPIRES_SECONDS,
     OUTCOMES,
@@ -86,15 +86,19 @@ ResultValue = Annotated[
         }
     ),
 ]
-Choice = Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]
-Choices = Annotated[
-    list[Choice],
+SharedKey = Annotated[
+    str,
     Field(
         min_length=1,
-        max_length=MAX_CHOICES,
-        description=f"Up to {MAX_CHOICES} exact answer strings, each once: a reply that "
-        "answers, approves or completes must give one of them, exactly as offered.",
+        max_length=128,
+        pattern=PRINTABLE,
+        description="A question's reusable-answer key, 1-128 printable characters: a question "
+        "asked with it is answered at once by the last answer given under it, only if that was "
+        "to exactly the same kind, body and choices, by a principal of this question's audience "
+        "who is still active. Otherwise it is asked, and its answer is kept under the key. An "
+        "approval or a task is always decided anew: the key is not used for them.",
     ),
+    normalised(128),
 ]
 Version = Annotated[
     int, Field(ge=1, description="The request's current version; a stale one conflicts.")
@@ -113,6 +117,10 @@ class ResponseView(Output):
     answer: Any = Field(default=None, description="The reply's JSON answer, if any.")
     by: str | None = Field(description="Who replied, as authenticated; null for the expiry.")
     at: datetime
+    reused_from: str | None = Field(
+        default=None,
+        description="The request whose answer was reused under a shared_key, if it was.",
+    )
 
 
 class ChangeView(Output):
@@ -214,6 +222,7 @@ class AskInput(StrictInput):
         default=False,
         description="With target: ask in the one direct conversation you and the target reuse.",
     )
+    shared_key: SharedKey | None = None
     target: TargetInput | None = Field(
         default=None, description="Whom to ask, in a new direct conversation; or conversation_id."
     )
@@ -251,7 +260,8 @@ def ask(ctx: Context, args: AskInput) -> RequestView:
         args.action,
         args.blocking,
         args.expires_in_seconds,
-        _presenter(ctx),
+        args.shared_key,
+        lambda request, conversation, message: _view(request, ctx.clock.now()),
     )
 
 
