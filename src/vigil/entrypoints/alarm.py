@@ -9,8 +9,6 @@ from typing import Any
 
 from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.observability import get_logger, log_event
-from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
-from vigil.requests.service import Requests
 from vigil.switches.service import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
@@ -24,7 +22,11 @@ def liveness() -> Liveness:
 
 
 def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
-    """Timer kinds and their handlers; each capability that arms timers adds its own."""
+    """Timer kinds and their handlers; each capability that arms timers adds its own. The
+    requests' are imported with the first timer, not with the handler module."""
+    from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
+    from vigil.requests.service import Requests
+
     requests = Requests(
         machinery.store,
         machinery.queues,

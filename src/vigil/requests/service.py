@@ -18,15 +18,12 @@ import base64
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from vigil.alarms.timers import Alarms, Timer
-from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock, to_ms
-from vigil.conversations.records import Conversation, Mention, Message
-from vigil.conversations.service import Conversations
 from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.identity.records import Caller, Kind, kind_of, new_id, number_in
 from vigil.kit.paging import scan_page
@@ -45,6 +42,11 @@ from vigil.requests.records import (
     request_id_of_execution,
 )
 from vigil.store import Store
+
+if TYPE_CHECKING:
+    from vigil.attachments.blobs import Blobs
+    from vigil.conversations.records import Conversation, Mention, Message
+    from vigil.conversations.service import Conversations
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -88,7 +90,10 @@ class Requests:
 
     @property
     def conversations(self) -> Conversations:
-        """Where requests are asked; the alarm function, which only expires them, has none."""
+        """Where requests are asked. Imported here: the alarm function, which only expires
+        requests, loads none of it."""
+        from vigil.conversations.service import Conversations
+
         assert self.blobs is not None, "asking needs the attachments' blobs"
         return Conversations(self.store, self.queues, self.clock, self.blobs)
 
