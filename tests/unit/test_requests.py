@@ -622,3 +622,23 @@ def test_start_chat_without_approval_or_choices_asks_nothing(desk: Desk) -> None
     assert sent["messages"][0]["request_id"] is None
     assert [e["kind"] for e in desk.inbox("bob")] == ["message"]
     assert desk.call("request_status", "ann")["requests"] == []
+
+
+def test_a_replacement_keeps_the_files_of_its_request(desk: Desk) -> None:
+    staged = desk.call(
+        "stage_attachment",
+        "ann",
+        base64="aGVsbG8=",
+        file_name="plan.txt",
+        media_type="text/plain",
+    )
+    asked = desk.ask("ann", "bob", attachment_ids=[staged["id"]], idempotency_key="with-file")
+    replacement = desk.call(
+        "replace_request", "ann", id=asked["id"], version=1, body="v2", idempotency_key="r"
+    )["replacement"]
+    read = desk.call("get_conversation", "bob", id=asked["conversation_id"])
+    files = {m["id"]: [a["id"] for a in m["attachments"]] for m in read["messages"]}
+    assert files[asked["message_id"]] == [staged["id"]]
+    assert files[replacement["message_id"]] == [staged["id"]]
+    downloaded = desk.call("download_attachment", "bob", id=staged["id"])
+    assert downloaded["base64"] == "aGVsbG8="
