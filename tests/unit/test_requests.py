@@ -292,7 +292,9 @@ def test_open_requests_are_a_namespace_quota(clock: ManualClock) -> None:
     desk.world.app.quotas = replace(desk.world.app.quotas, open_requests=2)
     first = desk.ask("ann", "bob")
     desk.ask("ann", "bob")
+    armed = list(desk.world.alarms.armed)
     full = desk.refused("ask", "ann", target=desk.target("bob"), body="third")
+    assert desk.world.alarms.armed == armed
     assert full.code is ErrorCode.LIMIT_EXCEEDED
     assert full.details["quota"] == "open_requests"
     desk.call("reply", "bob", id=first["id"], version=1, outcome="answered")

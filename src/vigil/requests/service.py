@@ -163,6 +163,9 @@ class Requests:
         now = to_ms(self.clock.now())
         request_id = _request_id(namespace, uow)
         limit = self.quotas.open_requests
+        # Read first, unlike the other quotas: a full quota refuses before the alarm is armed,
+        # so the refusal changes nothing (a lost race for the last place may leave a stray
+        # alarm, which finds nothing to expire).
         if self.store.quota_usage(namespace, "open_requests") >= limit:
             raise self.quotas.exceeded("open_requests")
         asked: list[Request] = []
