@@ -37,7 +37,7 @@ class Modelled:
     kind: str
     requester: str
     decider: str
-    deadline: float  # seconds since the machine started
+    deadline: int  # milliseconds since the machine started
     state: str = "open"
     version: int = 1
     blocking: bool = False
@@ -47,7 +47,7 @@ class Modelled:
 
 @dataclass
 class Model:
-    now: float = 0.0
+    now: int = 0  # milliseconds, as the store keeps times
     requests: dict[str, Modelled] = field(default_factory=dict)
 
     def expire(self) -> None:
@@ -96,7 +96,7 @@ class RequestMachine(RuleBasedStateMachine):
     def nudge(self) -> None:
         """A millisecond on, with the alarms due delivered: listings order by asking time."""
         self.clock.advance(0.001)
-        self.model.now += 0.001
+        self.model.now += 1
         self.world.run_alarms()
         self.model.expire()
 
@@ -134,7 +134,7 @@ class RequestMachine(RuleBasedStateMachine):
             return "req_refused"
         assert isinstance(result, dict), result
         self.model.requests[result["id"]] = Modelled(
-            result["id"], kind, asker, decider, self.model.now + seconds, blocking=blocking
+            result["id"], kind, asker, decider, self.model.now + seconds * 1000, blocking=blocking
         )
         return str(result["id"])
 
@@ -185,7 +185,7 @@ class RequestMachine(RuleBasedStateMachine):
             modelled.kind,
             modelled.requester,
             modelled.decider,
-            self.model.now + new_lifetime(new),
+            self.model.now + round(new_lifetime(new) * 1000),
             blocking=modelled.blocking,
         )
         modelled.blocking = False
@@ -216,7 +216,7 @@ class RequestMachine(RuleBasedStateMachine):
     @rule(seconds=st.integers(min_value=1, max_value=40))
     def time_passes(self, seconds: int) -> None:
         self.world.advance(seconds)
-        self.model.now += seconds
+        self.model.now += seconds * 1000
         self.model.expire()
 
     @rule(request=requests, same=st.booleans())
