@@ -217,6 +217,13 @@ def lateness(count: int, max_window: int, seed: int) -> dict[str, float]:
     return {"count": len(armed), **figures}
 
 
+def request_lateness(count: int, max_window: int, seed: int) -> dict[str, float]:
+    import lateness as long_run
+
+    found = long_run.measure_requests(count, max_window, seed)
+    return {"count": len(found), **long_run.summary(found)}
+
+
 # -- output ---------------------------------------------------------------------------------------
 def command_line(argv: list[str]) -> str:
     python = Path(sys.executable)
@@ -240,6 +247,7 @@ def markdown(
     tools: list[ToolRow],
     rate: dict[str, float],
     late: dict[str, float],
+    asked: dict[str, float],
 ) -> str:
     from costs import PRICE
 
@@ -321,6 +329,15 @@ def markdown(
         "| ---: | ---: | ---: |",
         f"| {late['p50']:.3f} | {late['p99']:.3f} | {late['max']:.3f} |",
         "",
+        "Requests expire on the same alarm path: "
+        f"{int(asked['count'])} approvals asked of a person who never answers, lifetimes "
+        f"spread the same way from 10 to {max(10, args.max_window)} s "
+        "(`scripts/lateness.py`'s `measure_requests`): `response.at - expires_at`, seconds.",
+        "",
+        "| p50 s | p99 s | max s |",
+        "| ---: | ---: | ---: |",
+        f"| {asked['p50']:.3f} | {asked['p99']:.3f} | {asked['max']:.3f} |",
+        "",
     ]
     return "\n".join(lines)
 
@@ -354,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     rate = throughput(args.clients, args.seconds)
     print("lateness...", file=sys.stderr, flush=True)
     late = lateness(args.switches, args.max_window, seed=1)
-    text = markdown(argv, args, started, time.monotonic() - clock, cold, tools, rate, late)
+    asked = request_lateness(args.switches, args.max_window, seed=1)
+    text = markdown(argv, args, started, time.monotonic() - clock, cold, tools, rate, late, asked)
     print(text)
     if args.write is not None:
         args.write.write_text(text)

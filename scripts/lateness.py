@@ -173,6 +173,54 @@ def measure(count: int, max_window: int, seed: int) -> tuple[list[Armed], float]
     return armed, poll_interval
 
 
+# A request stays open at least this long (``expires_in_seconds``' minimum).
+MIN_REQUEST_SECONDS = 10
+
+
+def measure_requests(count: int, max_window: int, seed: int) -> list[float]:
+    """How late requests expire: ``count`` approvals asked of a person who never answers,
+    their lifetimes spread like the switches' windows (from 10 s), each looked at after its
+    deadline until it reads expired. Lateness is the server's record: ``response.at -
+    expires_at``."""
+    from vigil.local.runtime import start
+
+    lifetimes = [max(MIN_REQUEST_SECONDS, w) for w in windows(count, max_window, seed)]
+    with tempfile.TemporaryDirectory(prefix="vigil-lateness-") as state_dir:
+        runtime = start(port=0, state_dir=Path(state_dir), template=ROOT / "template.yaml")
+        with runtime:
+            operator = Rest(runtime.rest_url, runtime.operator_secret)
+            agent = Rest(
+                runtime.rest_url,
+                operator.call("register", kind="agent", name="lateness-asker")["secret"],
+            )
+            person = operator.call("register", kind="person", name="lateness-away")
+            target = {"kind": "person", "id": person["principal"]["id"]}
+            waiting = {
+                agent.call(
+                    "ask", target=target, body="?", kind="approval", expires_in_seconds=lifetime
+                )["id"]: time.monotonic() + lifetime + LOOK_EVERY_SECONDS
+                for lifetime in lifetimes
+            }
+            found: list[float] = []
+            give_up = time.monotonic() + max(lifetimes) + GRACE_SECONDS
+            while waiting and time.monotonic() < give_up:
+                for request_id, look in list(waiting.items()):
+                    if look > time.monotonic():
+                        continue
+                    request = agent.call("get_request", id=request_id)
+                    response = request["response"]
+                    if request["state"] == "expired" and response is not None:
+                        due = datetime.fromisoformat(request["expires_at"])
+                        found.append((datetime.fromisoformat(response["at"]) - due).total_seconds())
+                        del waiting[request_id]
+                    else:
+                        waiting[request_id] = time.monotonic() + LOOK_EVERY_SECONDS
+                time.sleep(POLL_SECONDS)
+            if waiting:
+                raise SystemExit(f"{len(waiting)} requests never expired")
+    return found
+
+
 def table(armed: list[Armed]) -> list[str]:
     short = [a for a in armed if a.window < SHORT_WINDOW_SECONDS]
     long = [a for a in armed if a.window >= SHORT_WINDOW_SECONDS]

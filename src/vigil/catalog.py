@@ -14,12 +14,15 @@ from vigil.kit.tooling import Tool
 from vigil.leases.tools import TOOLS as LEASES
 from vigil.mailboxes.tools import TOOLS as MAILBOXES
 from vigil.progress.tools import TOOLS as PROGRESS
+from vigil.requests.tools import TOOLS as REQUESTS
 from vigil.runs.tools import TOOLS as RUNS
 from vigil.sessions.tools import TOOLS as SESSIONS
 from vigil.switches.tools import TOOLS as SWITCHES
 
 TOOLS: tuple[Tool, ...] = (
     *IDENTITY,
+    # Requests early, while the newest ids a walk of the catalog has seen are principals'.
+    *REQUESTS,
     *AUDIT,
     *LEASES,
     *MAILBOXES,

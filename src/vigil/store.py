@@ -17,6 +17,7 @@ from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import MailboxStore
 from vigil.progress.store import ProgressStore
 from vigil.quotas.store import QuotaStore
+from vigil.requests.store import RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
 from vigil.switches.store import SwitchStore
@@ -33,6 +34,7 @@ class Store(
     MailboxStore,
     ProgressStore,
     QuotaStore,
+    RequestStore,
     RunStore,
     SessionStore,
     SwitchStore,

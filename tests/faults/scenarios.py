@@ -25,6 +25,8 @@ from vigil.alarms.timers import Timer
 from vigil.catalog import BY_NAME, TOOLS
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
+from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
+from vigil.requests.service import Requests
 from vigil.switches.service import TIMER_KIND
 
 Prepare = Callable[[World], dict[str, Any]]
@@ -311,6 +313,75 @@ def _conversation(world: World) -> dict[str, Any]:
     return {"id": conversation}
 
 
+# -- requests -------------------------------------------------------------------------------
+DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
+
+
+def _ask_new(world: World) -> dict[str, Any]:
+    # The watcher's mailbox is used once before, as it is by anyone written to before.
+    world.learn(world.call("send", "worker", target=target(world, "watcher"), body="warm-up"))
+    return keyed(world, "ask", {"target": target(world, "watcher"), "body": "which region?"})
+
+
+def _ask_in_chat(world: World) -> dict[str, Any]:
+    conversation, _ = _chat(world, 3)
+    arguments = {"conversation_id": conversation, "body": "ship it?", "kind": "approval"}
+    return keyed(world, "ask", {**arguments, "action": DEPLOY, "attachment_ids": [_staged(world)]})
+
+
+def _asked(world: World, **extra: Any) -> dict[str, Any]:
+    """An open request of the worker to the watcher, in a conversation they had already."""
+    world.learn(world.call("send", "worker", target=target(world, "watcher"), body="warm-up"))
+    asked = world.call("ask", "worker", target=target(world, "watcher"), body="may I?", **extra)
+    world.learn(asked)
+    return asked
+
+
+def _reply(world: World) -> dict[str, Any]:
+    asked = _asked(world, kind="approval", action=DEPLOY)
+    return {"id": asked["id"], "version": 1, "outcome": "approved", "answer": "go"}
+
+
+def _set_blocking(world: World) -> dict[str, Any]:
+    return {"id": _asked(world)["id"], "blocking": True}
+
+
+def _replace(world: World) -> dict[str, Any]:
+    asked = _asked(world, kind="approval", action=DEPLOY, blocking=True)
+    return keyed(world, "replace_request", {"id": asked["id"], "version": 1, "body": "v2"})
+
+
+def _approved(world: World) -> str:
+    asked = _asked(world, kind="approval", action=DEPLOY)
+    world.call("reply", "watcher", id=asked["id"], version=1, outcome="approved")
+    return str(asked["id"])
+
+
+def _redeem(world: World) -> dict[str, Any]:
+    return {"id": _approved(world), "action": DEPLOY}
+
+
+def _report(world: World) -> dict[str, Any]:
+    intent = world.call("redeem_approval", "worker", id=_approved(world), action=DEPLOY)
+    world.learn(intent)
+    return {"id": intent["id"], "state": "succeeded", "result": {"build": 7}}
+
+
+def _overdue_request(world: World) -> dict[str, Any]:
+    asked = _asked(world, blocking=True, expires_in_seconds=60)
+    world.clock.advance(60)
+    timer = Timer(kind=REQUEST_TIMER, namespace="acme", key=asked["id"], due_at=world.clock.now())
+    return {"timer": timer.model_dump(mode="json")}
+
+
+def deliver_request_timer(
+    world: World, scenario: Scenario, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    requests = Requests(world.store, world.queues, world.clock, world.alarms)
+    requests.on_timer(Timer.model_validate(arguments["timer"]))
+    return {}
+
+
 # -- switches -------------------------------------------------------------------------------
 def _beat(world: World, scope: str, window: int = 300, **extra: Any) -> dict[str, Any]:
     return {
@@ -550,6 +621,21 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "change_chat_membership": [
         Scenario("change_chat_membership", "add an agent", "worker", _add_member)
     ],
+    "ask": [
+        Scenario("ask", "a question to an agent, a new direct conversation", "worker", _ask_new),
+        Scenario("ask", "an approval into a chat of 3 agents, with a file", "worker", _ask_in_chat),
+    ],
+    "reply": [Scenario("reply", "approve an approval", "watcher", _reply)],
+    "request_status": [
+        Scenario("request_status", "one open", "watcher", lambda w: _asked(w) and {})
+    ],
+    "get_request": [Scenario("get_request", "open", "watcher", lambda w: {"id": _asked(w)["id"]})],
+    "set_blocking": [
+        Scenario("set_blocking", "on a request to one agent", "worker", _set_blocking)
+    ],
+    "replace_request": [Scenario("replace_request", "a blocking approval", "worker", _replace)],
+    "redeem_approval": [Scenario("redeem_approval", "approved", "worker", _redeem)],
+    "report_execution": [Scenario("report_execution", "succeeded", "worker", _report)],
     "heartbeat": [
         Scenario("heartbeat", "first beat, timer queue", "worker", _arm, A_RETRIED_BEAT),
         Scenario("heartbeat", "first beat, Scheduler", "worker", _arm_long, A_RETRIED_BEAT),
@@ -573,6 +659,15 @@ SCENARIOS: dict[str, list[Scenario]] = {
 }
 
 ALARM_SCENARIOS = [
+    Scenario(
+        "alarm",
+        "a blocking request expires",
+        "operator",
+        _overdue_request,
+        run=deliver_request_timer,
+        typed_errors=False,
+        compare_result=False,
+    ),
     Scenario(
         "alarm",
         "expiry with all three actions",

@@ -23,7 +23,10 @@ from typing import Any
 from tests.faults.world import ID, NAMESPACE, PREFIX, TIMER_QUEUE, Snapshot, World
 from vigil.conversations.records import Message
 from vigil.conversations.service import envelope_of
+from vigil.identity.records import kind_of
 from vigil.mailboxes.records import queue_name
+from vigil.requests.records import Request
+from vigil.requests.service import response_envelope_id
 from vigil.switches.records import Death
 
 VOLATILE = frozenset(
@@ -50,6 +53,7 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _TIME_POSITION = re.compile(r"^\d{15}#")
 _JSON_ATTRIBUTES = frozenset({"doc", "result"})
 _SCHEDULE_DUE = re.compile(r"-\d+$")
+_SCHEDULE_DIGEST = re.compile(r"-[0-9a-f]{32}-")
 _ENVELOPE = re.compile(r"\benv_[a-z2-7]{26}\b")
 
 
@@ -144,6 +148,13 @@ def message_envelopes(views: Iterable[dict[str, Any]]) -> dict[str, str]:
             for recipient in message.recipients:
                 envelope = envelope_of(message, recipient)
                 found[envelope.id] = f"<envelope of {message.id} for {recipient}>"
+        elif view.get("sk") == "REQ":
+            # A final request owes its requester, if an agent, one response envelope.
+            request = Request.model_validate(
+                {**view["doc"], "version": view["version"], "state": view["state"]}
+            )
+            if request.response is not None and kind_of(request.requester) == "agent":
+                found[response_envelope_id(request)] = f"<response of {request.id}>"
     return found
 
 
@@ -155,20 +166,21 @@ def canonical(snapshot: Snapshot, world: World, tolerate: frozenset[str]) -> Sta
         mask(names.get(name, name)): tuple(sorted({_dumps(mask(_body(b))) for b in bodies}))
         for name, bodies in snapshot.queues.items()
     }
-    schedules = {
-        _dumps(
-            {
-                "name": _SCHEDULE_DUE.sub("-<due>", schedule["name"]),
-                "input": mask(_body(schedule["input"])),
-            }
-        )
-        for schedule in snapshot.schedules
-    }
+    schedules = {_dumps(_schedule(schedule, mask)) for schedule in snapshot.schedules}
     return State(
         items=tuple(sorted(_dumps(mask(view)) for view in views)),
         queues=tuple(sorted(queues.items())),
         schedules=tuple(sorted(schedules)),
     )
+
+
+def _schedule(schedule: dict[str, Any], mask: Masker) -> dict[str, Any]:
+    """A schedule as two runs can compare it: its name is derived from its timer's key, which
+    may be a generated id (a request's), so the digest in it is named by the masked key."""
+    timer = mask(_body(schedule["input"]))
+    name = _SCHEDULE_DUE.sub("-<due>", schedule["name"])
+    name = _SCHEDULE_DIGEST.sub(f"-<digest of {timer.get('key')}>-", name)
+    return {"name": name, "input": timer}
 
 
 def differences(expected: State, found: State) -> list[str]:

@@ -101,25 +101,36 @@ def spread(options: Sequence[Sequence[Any]]) -> Iterator[tuple[Any, ...]]:
             yield tuple(o[i] for o, i in zip(options, indices, strict=True))
 
 
-Stage = Literal["required", "complete", "one optional"]
+Stage = Literal["required", "complete", "all but one", "one optional"]
 
 
 def _bases(schema: dict[str, Any]) -> Iterator[tuple[Stage, dict[str, Any]]]:
     required_only, everything = simplest(schema), simplest(schema, complete=True)
     yield "required", required_only
     yield "complete", everything
+    for name in everything:
+        if name not in required_only:
+            yield "all but one", {k: v for k, v in everything.items() if k != name}
     for name, value in everything.items():
         if name not in required_only:
             yield "one optional", {**required_only, name: value}
 
 
 def attempts(
-    tool: Tool, pool: Pool, actor: Actor, avoid: Callable[[Any], bool], limit: int
+    tool: Tool,
+    pool: Pool,
+    actor: Actor,
+    avoid: Callable[[Any], bool],
+    limit: int,
+    others: Sequence[str] = (),
+    used: dict[str, set[Any]] | None = None,
 ) -> Iterator[tuple[Stage, dict[str, Any]]]:
     """Arguments to try, as (stage, arguments): first from the required properties only, then
-    from every property, then from the required ones and one optional property at a time."""
+    from every property, then from all but one optional property (some exclude each other),
+    then from the required ones and one optional property at a time."""
     schema = input_schema(tool)
     props = properties(schema)
+    used = used or {}
     tried: set[str] = set()
     fresh = re.sub(r"[^a-z0-9]+", "-", actor.label)
     for stage, base in _bases(schema):
@@ -131,7 +142,11 @@ def attempts(
             extra = [mine] if isinstance(value, str) and valid(props[name], mine) else []
             choices = [c for b in branches(props[name]) for c in b.get("enum", [])]
             extra += [c for c in choices if c != value]
-            options.append([*offered, value, *extra])
+            extra += inside(value, props[name], pool, actor.label, avoid, others)
+            # Enum values no success has used yet come first, so passes cover each of them.
+            untried = [c for c in choices if c not in used.get(name, ())]
+            later = [v for v in [*offered, value, *extra] if v not in untried]
+            options.append([*untried, *later])
         count = 0
         for combination in spread(options):
             arguments = dict(zip(base, combination, strict=True))
@@ -143,6 +158,36 @@ def attempts(
             count += 1
             if count == limit:
                 break
+
+
+def inside(
+    value: Any,
+    schema: dict[str, Any],
+    pool: Pool,
+    actor: str,
+    avoid: Callable[[Any], bool],
+    others: Sequence[str] = (),
+) -> list[Any]:
+    """Variants of an object value (a target: its kind and id) whose properties take each value
+    of their enums, the principal ids of the other actors (so that what one actor makes names
+    another, who can then act on it) and the values offered for their names."""
+    if not isinstance(value, dict):
+        return []
+    objects = [b for b in branches(schema) if "properties" in b]
+    if not objects:
+        return []
+    props = properties(objects[0])
+    options: list[list[Any]] = []
+    for name, item in value.items():
+        if name not in props:
+            return []
+        choices = [c for b in branches(props[name]) for c in b.get("enum", [])]
+        offered = pool.offers(name, props[name], actor, avoid)
+        cast = [o for o in others if isinstance(item, str) and not avoid(o)]
+        candidates = [*choices, *cast, *offered]
+        options.append([item, *dict.fromkeys(c for c in candidates if c != item)])
+    variants = [dict(zip(value, combination, strict=True)) for combination in spread(options)]
+    return [v for v in variants if v != value]
 
 
 class Scenario:
@@ -180,8 +225,19 @@ class Scenario:
 
     def _succeed(self, tool: Tool, actor: Actor) -> None:
         succeeded_in: set[Stage] = set()
-        for stage, arguments in attempts(tool, self.pool, actor, self.avoid(tool), self.limit):
+        others = [a.principal_id for a in self.actors if a is not actor]
+        used: dict[str, set[Any]] = {}
+        for success in self.successes:
+            if success.tool == tool.name:
+                for name, value in success.arguments.items():
+                    if isinstance(value, str):
+                        used.setdefault(name, set()).add(value)
+        for stage, arguments in attempts(
+            tool, self.pool, actor, self.avoid(tool), self.limit, others, used
+        ):
             if stage in succeeded_in:
+                continue
+            if stage == "all but one" and "complete" in succeeded_in:
                 continue
             if stage == "one optional" and succeeded_in:
                 break  # only for a tool that the other stages could not make succeed

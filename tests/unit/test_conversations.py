@@ -770,17 +770,6 @@ def test_a_draft_is_its_stagers_and_lasts_a_day(room: Room, clock: ManualClock) 
     )
 
 
-@pytest.mark.parametrize("arguments", [{"approval": True}, {"choices": ["yes", "no"]}])
-def test_approval_and_choices_belong_to_requests(room: Room, arguments: dict[str, Any]) -> None:
-    before = snapshot(room.store, room.queues)
-    refused = room.refused(
-        "start_chat", "ann", targets=[room.target("bob")], body="ok?", **arguments
-    )
-    assert refused.code is ErrorCode.INVALID_ARGUMENT
-    assert "requests" in refused.message
-    assert snapshot(room.store, room.queues) == before
-
-
 # -- files in conversations ----------------------------------------------------------------------
 def upload(room: Room, who: str, conversation_id: str, data: bytes, name: str) -> dict[str, Any]:
     return room.call(

@@ -24,6 +24,7 @@ CAPABILITIES = (
     "leases",
     "mailboxes",
     "progress",
+    "requests",
     "runs",
     "sessions",
     "switches",

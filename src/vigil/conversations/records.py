@@ -68,6 +68,7 @@ class Message(Record):
     recipients: list[str]  # the agents owed an envelope in their mailbox, in order
     attachments: list[AttachedFile] = []
     delivered: int = 0  # how many of ``recipients``, in order, have been queued their envelope
+    request_id: str | None = None  # the request this message asks, delivered as one
 
     def owed(self) -> list[str]:
         return self.recipients[self.delivered :]

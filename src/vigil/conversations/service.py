@@ -53,6 +53,9 @@ PAGE_BYTES = 128 * 1024
 DELIVERY_BATCH = 25
 
 Present = Callable[[Conversation, Message, bool], R]
+# What a message carries besides itself (the request it asks): given the conversation and the
+# message, the message as it is stored and the writes that commit with it.
+Also = Callable[[Conversation, Message], tuple[Message, list[Write]]]
 
 
 class Claims:
@@ -118,6 +121,7 @@ class Conversations:
         title: str | None,
         reuse_direct: bool,
         present: Present[R],
+        also: Also | None = None,
     ) -> R:
         """A message into the conversation ``conversation_id``, or to ``target`` in a new
         direct conversation; into the pair's reused one when ``reuse_direct`` is set."""
@@ -127,7 +131,7 @@ class Conversations:
         def attempt() -> tuple[R, Message]:
             if conversation_id is not None:
                 current, _ = self.readable(caller, conversation_id)
-                return self._post(uow, current, caller, body, mentions, files, now, present)
+                return self._post(uow, current, caller, body, mentions, files, now, present, also)
             assert target is not None
             (other,) = self.reachable(caller, [target])
             reused = (
@@ -137,12 +141,12 @@ class Conversations:
             )
             if reused is not None:
                 current, _ = self.readable(caller, reused)
-                return self._post(uow, current, caller, body, mentions, files, now, present)
+                return self._post(uow, current, caller, body, mentions, files, now, present, also)
             started = Conversation.started(
                 caller.namespace, "direct", caller.principal_id, [other.id], title, now
             )
             return self._start(
-                uow, started, caller, body, mentions, files, now, reuse_direct, present
+                uow, started, caller, body, mentions, files, now, reuse_direct, present, also
             )
 
         result, message = retry_on_conflict(attempt, "the conversation")
@@ -159,6 +163,7 @@ class Conversations:
         attachment_ids: list[str],
         title: str | None,
         present: Present[R],
+        also: Also | None = None,
     ) -> R:
         """A shared chat of the caller, its manager, and ``targets``, with its first message."""
         now = to_ms(self.clock.now())
@@ -169,7 +174,9 @@ class Conversations:
             started = Conversation.started(
                 caller.namespace, "chat", caller.principal_id, others, title, now
             )
-            return self._start(uow, started, caller, body, mentions, files, now, False, present)
+            return self._start(
+                uow, started, caller, body, mentions, files, now, False, present, also
+            )
 
         result, message = retry_on_conflict(attempt, "the chat")
         self.deliver(message)
@@ -186,11 +193,13 @@ class Conversations:
         now: datetime,
         reused: bool,
         present: Present[R],
+        also: Also | None,
     ) -> tuple[R, Message]:
         numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
         message, claimed = self._attach(caller, message, files, now)
+        message, extra = also(numbered, message) if also else (message, [])
         write = self.store.start_conversation(numbered, message, reused)
-        return self._commit(uow, [write, *claimed], numbered, message, True, present)
+        return self._commit(uow, [write, *claimed, *extra], numbered, message, True, present)
 
     def _post(
         self,
@@ -202,11 +211,13 @@ class Conversations:
         files: Claims,
         now: datetime,
         present: Present[R],
+        also: Also | None = None,
     ) -> tuple[R, Message]:
         numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
         message, claimed = self._attach(caller, message, files, now)
+        message, extra = also(numbered, message) if also else (message, [])
         write = self.store.add_message(conversation, message)
-        return self._commit(uow, [write, *claimed], numbered, message, False, present)
+        return self._commit(uow, [write, *claimed, *extra], numbered, message, False, present)
 
     def _attach(
         self, caller: Caller, message: Message, files: Claims, now: datetime
@@ -350,13 +361,14 @@ def envelope_of(message: Message, recipient: str) -> Envelope:
         namespace=message.namespace,
         address=agent_address(recipient),
         sender=message.sender,
-        kind="message",
+        kind="message" if message.request_id is None else "request",
         payload={
             "conversation_id": message.conversation_id,
             "message_id": message.id,
             "body": message.body,
             "mentions": [m.model_dump(mode="json") for m in message.mentions],
             "attachments": [a.model_dump(mode="json") for a in message.attachments],
+            **({} if message.request_id is None else {"request_id": message.request_id}),
         },
         sent_at=message.sent_at,
     )

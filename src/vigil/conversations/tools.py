@@ -20,10 +20,11 @@ from vigil.conversations.records import (
     Message,
 )
 from vigil.conversations.service import MESSAGES_PAGE, Conversations, Operation
-from vigil.errors import invalid
 from vigil.identity.records import Kind, kind_of
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, MAX_CHOICE, MAX_CHOICES
+from vigil.requests.service import Requests
 
 MAX_ATTACHMENTS = 5
 MAX_TARGETS = 100
@@ -87,6 +88,15 @@ AttachmentIds = Annotated[
     ),
 ]
 Cursor = Annotated[str, Field(min_length=1, max_length=512)]
+Choices = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]],
+    Field(
+        min_length=1,
+        max_length=MAX_CHOICES,
+        description=f"Up to {MAX_CHOICES} exact answer strings, each once: a reply that "
+        "gives an answer must give one of them, exactly as offered.",
+    ),
+]
 
 
 class TargetInput(StrictInput):
@@ -115,7 +125,7 @@ Mentions = Annotated[
 ]
 
 
-def _check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
+def check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
     length = len(body)  # a str is a sequence of code points
     for index, mention in enumerate(mentions or []):
         if not mention.start < mention.end <= length:
@@ -125,7 +135,7 @@ def _check_mentions(body: str, mentions: list[MentionInput] | None) -> None:
             )
 
 
-def _mentions(mentions: list[MentionInput] | None) -> list[Mention]:
+def mentions_of(mentions: list[MentionInput] | None) -> list[Mention]:
     return [Mention(start=m.start, end=m.end, principal_id=m.principal_id) for m in mentions or []]
 
 
@@ -140,8 +150,13 @@ class AcceptedMessage(Output):
     attachment_ids: list[str] = Field(description="The files the message carries, claimed.")
     queued_for: list[str] = Field(
         description="The agents in the conversation, other than you, each of which has one "
-        "envelope of kind message for it in its agent:<id> mailbox. People and services read "
-        "the conversation with get_conversation."
+        "envelope of kind message (request, if the message asks one) for it in its "
+        "agent:<id> mailbox. People and services read the conversation with get_conversation."
+    )
+    request_id: str | None = Field(
+        default=None,
+        description="The request this message asks (start_chat with approval or choices): "
+        "read it with get_request; it is resolved only by reply.",
     )
 
 
@@ -163,6 +178,7 @@ def _sent(conversation: Conversation, message: Message, created: bool) -> SendRe
                 sent_at=message.sent_at,
                 attachment_ids=[a.id for a in message.attachments],
                 queued_for=message.recipients,
+                request_id=message.request_id,
             )
         ],
     )
@@ -204,7 +220,7 @@ class SendInput(StrictInput):
             raise ValueError("give either target or conversation_id, exactly one of the two")
         if self.conversation_id is not None and (self.title is not None or self.reuse_direct):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
-        _check_mentions(self.body, self.mentions)
+        check_mentions(self.body, self.mentions)
         return self
 
 
@@ -216,7 +232,7 @@ def send(ctx: Context, args: SendInput) -> SendResult:
         target,
         args.conversation_id,
         args.body,
-        _mentions(args.mentions),
+        mentions_of(args.mentions),
         args.attachment_ids or [],
         args.title,
         args.reuse_direct,
@@ -228,14 +244,13 @@ def send(ctx: Context, args: SendInput) -> SendResult:
 class StartChatInput(StrictInput):
     approval: bool = Field(
         default=False,
-        description="Belongs to requests, which are not available yet: true is refused.",
+        description="The first message asks the chat's other participants for an approval "
+        "decision (approved or denied, with reply): a request without a bound action, which "
+        "communicates a decision and cannot be redeemed (use ask with action for that).",
     )
     attachment_ids: AttachmentIds | None = None
     body: Body
-    choices: list[str] | None = Field(
-        default=None,
-        description="Belongs to requests, which are not available yet: any list is refused.",
-    )
+    choices: Choices | None = None
     idempotency_key: IdempotencyKey | None = None
     mentions: Mentions | None = None
     targets: list[TargetInput] = Field(
@@ -246,22 +261,38 @@ class StartChatInput(StrictInput):
 
     @model_validator(mode="after")
     def _spans(self) -> StartChatInput:
-        _check_mentions(self.body, self.mentions)
+        check_mentions(self.body, self.mentions)
         return self
 
 
 def start_chat(ctx: Context, args: StartChatInput) -> SendResult:
     if args.approval or args.choices is not None:
-        raise invalid(
-            "approval and choices make a request, and requests are not available yet: "
-            "start the chat without them"
+        # The first message asks a request of the chat's other participants.
+        return Requests(ctx.store, ctx.queues, ctx.clock, ctx.alarms, ctx.blobs, ctx.quotas).ask(
+            ctx.uow,
+            ctx.caller,
+            None,
+            None,
+            [(t.id, t.kind) for t in args.targets],
+            args.body,
+            mentions_of(args.mentions),
+            args.attachment_ids or [],
+            args.title,
+            False,
+            "approval" if args.approval else "question",
+            args.choices,
+            None,
+            False,
+            DEFAULT_EXPIRES_SECONDS,
+            None,
+            lambda request, conversation, message: _sent(conversation, message, True),
         )
     return _conversations(ctx).start_chat(
         ctx.uow,
         ctx.caller,
         [(t.id, t.kind) for t in args.targets],
         args.body,
-        _mentions(args.mentions),
+        mentions_of(args.mentions),
         args.attachment_ids or [],
         args.title,
         _sent,
@@ -427,7 +458,9 @@ TOOLS: tuple[Tool, ...] = (
             "Start a shared chat with up to 100 targets of your namespace and its first "
             "message; you manage it. The agents among them receive the message in their "
             "mailboxes, as with send. Each new chat is its own history: chats are never "
-            "merged. approval and choices belong to requests and are refused for now."
+            "merged. With approval or choices, the first message asks a request of the other "
+            "participants (their envelopes are of kind request; request_id names it), "
+            f"expiring after {DEFAULT_EXPIRES_SECONDS // 3600} hours."
         ),
         input_model=StartChatInput,
         output_model=SendResult,

@@ -22,8 +22,19 @@ def liveness() -> Liveness:
 
 
 def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
-    """Timer kinds and their handlers; each capability that arms timers adds its own."""
-    return {TIMER_KIND: machinery.on_timer}
+    """Timer kinds and their handlers; each capability that arms timers adds its own. The
+    requests' are imported with the first timer, not with the handler module."""
+    from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
+    from vigil.requests.service import Requests
+
+    requests = Requests(
+        machinery.store,
+        machinery.queues,
+        machinery.clock,
+        machinery.alarms,
+        quotas=machinery.quotas,
+    )
+    return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
 
 
 def handle_timer(timer: Timer, machinery: Liveness) -> None:

@@ -43,11 +43,11 @@ class JsonBounds:
     max_keys: int
     max_string: int
 
-    def size(self, document: dict[str, Any]) -> int:
+    def size(self, document: Any) -> int:
         text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         return len(text.encode())
 
-    def shape_problem(self, document: dict[str, Any]) -> str | None:
+    def shape_problem(self, document: Any) -> str | None:
         """What is wrong with the document's shape (the first problem found), or None."""
         return self._problem(document, 1)
 
@@ -94,7 +94,7 @@ class JsonBounds:
             f"{self.max_string} characters"
         )
 
-    def require_size(self, document: dict[str, Any], what: str) -> None:
+    def require_size(self, document: Any, what: str) -> None:
         """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""
         if self.size(document) > self.max_bytes:
             raise VigilError(
@@ -110,6 +110,18 @@ class JsonBounds:
         if problem is not None:
             raise ValueError(problem)
         return document
+
+    def checked_value(self, value: Any) -> Any:
+        """As ``checked``, for any JSON value (an answer, a reported result), not only an
+        object."""
+        problem = self.shape_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    def value_schema(self) -> dict[str, Any]:
+        """Any JSON value within the bounds, as a closed JSON Schema."""
+        return self._value(1)
 
     def json_schema(self) -> dict[str, Any]:
         """The same bounds as a closed JSON Schema (all but the size, stated in descriptions)."""

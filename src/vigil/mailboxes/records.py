@@ -27,7 +27,7 @@ MAX_BOXES_PER_AGENT = 20
 # The sender recorded on what Vigil itself queues, such as a dead-man switch's alert.
 SYSTEM_SENDER = "vigil"
 
-EnvelopeKind = Literal["alert", "message"]
+EnvelopeKind = Literal["alert", "message", "request", "response"]
 DeliveryState = Literal["leased", "acknowledged"]
 
 

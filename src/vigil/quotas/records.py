@@ -17,13 +17,14 @@ from typing import Literal
 
 from vigil.errors import ErrorCode, VigilError
 
-Counter = Literal["armed_switches", "mailboxes"]
+Counter = Literal["armed_switches", "mailboxes", "open_requests"]
 
 _WHAT: dict[str, str] = {
     "armed_switches": "armed dead-man switches in the namespace",
     "mailboxes": "named mailboxes in the namespace",
     "leases_per_scope": "live leases taken with one scope",
     "pending_deliveries": "deliveries waiting in one mailbox",
+    "open_requests": "open requests in the namespace",
 }
 
 
@@ -33,6 +34,7 @@ class Quotas:
     leases_per_scope: int = 1000
     mailboxes: int = 1000
     pending_deliveries: int = 10_000
+    open_requests: int = 10_000
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Quotas:

@@ -10,6 +10,7 @@ from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
 from vigil.progress.dynamo import DynamoProgress
 from vigil.quotas.dynamo import DynamoQuotas
+from vigil.requests.dynamo import DynamoRequests
 from vigil.runs.dynamo import DynamoRuns
 from vigil.sessions.dynamo import DynamoSessions
 from vigil.store import Store
@@ -25,6 +26,7 @@ class DynamoStore(
     DynamoMailboxes,
     DynamoProgress,
     DynamoQuotas,
+    DynamoRequests,
     DynamoRuns,
     DynamoSessions,
     DynamoSwitches,

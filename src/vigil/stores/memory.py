@@ -11,6 +11,7 @@ from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
 from vigil.progress.memory import MemoryProgress
 from vigil.quotas.memory import MemoryQuotas
+from vigil.requests.memory import MemoryRequests
 from vigil.runs.memory import MemoryRuns
 from vigil.sessions.memory import MemorySessions
 from vigil.store import Store
@@ -26,6 +27,7 @@ class MemoryStore(
     MemoryMailboxes,
     MemoryProgress,
     MemoryQuotas,
+    MemoryRequests,
     MemoryRuns,
     MemorySessions,
     MemorySwitches,

@@ -1,0 +1,99 @@
+"""Requests in memory."""
+
+from __future__ import annotations
+
+from vigil.kit.limits import item_bytes
+from vigil.kit.memory import MemoryBase, MemoryWrite
+from vigil.kit.uow import ConditionFailed
+from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+from vigil.requests.store import RequestStore, listing_position
+
+_Key = tuple[str, str]
+
+
+class MemoryRequests(MemoryBase, RequestStore):
+    def __init__(self) -> None:
+        self.requests: dict[_Key, Request] = {}
+        self.listings: dict[_Key, set[str]] = {}
+        self.graphs: dict[str, WaitGraph] = {}
+        self.executions: dict[_Key, Execution] = {}
+        self.shared: dict[_Key, SharedAnswer] = {}
+        super().__init__()
+
+    def get_request(self, namespace: str, request_id: str) -> Request | None:
+        with self._lock:
+            found = self.requests.get((namespace, request_id))
+            return found.model_copy(deep=True) if found else None
+
+    def get_requests(self, namespace: str, request_ids: list[str]) -> list[Request]:
+        with self._lock:
+            found = [self.requests.get((namespace, r)) for r in dict.fromkeys(request_ids)]
+            return [r.model_copy(deep=True) for r in found if r is not None]
+
+    def add_request(self, request: Request) -> MemoryWrite:
+        key = (request.namespace, request.id)
+        principals = [request.requester, *request.audience]
+        position = listing_position(request)
+
+        def check() -> None:
+            if key in self.requests:
+                raise ConditionFailed(request.id)
+
+        def apply() -> None:
+            self.requests[key] = request.model_copy(deep=True)
+            for principal_id in principals:
+                self.listings.setdefault((request.namespace, principal_id), set()).add(position)
+
+        places = tuple(item_bytes((request.namespace, p, position)) for p in principals)
+        return MemoryWrite(check, apply, (item_bytes(key, request),), ahead=places)
+
+    def save_request(self, request: Request) -> MemoryWrite:
+        return self._versioned(
+            self.requests, (request.namespace, request.id), request, request.version - 1, deep=True
+        )
+
+    def list_requests(
+        self, namespace: str, principal_id: str, after: str | None, limit: int
+    ) -> list[str]:
+        with self._lock:
+            places = sorted(self.listings.get((namespace, principal_id), set()))
+        if after is not None:
+            places = [p for p in places if p > after]
+        return places[:limit]
+
+    def get_wait_graph(self, namespace: str) -> WaitGraph:
+        with self._lock:
+            found = self.graphs.get(namespace)
+            return (
+                found.model_copy(deep=True) if found else WaitGraph(namespace=namespace, version=0)
+            )
+
+    def save_wait_graph(self, graph: WaitGraph) -> MemoryWrite:
+        expected = None if graph.version == 1 else graph.version - 1
+        return self._versioned(self.graphs, graph.namespace, graph, expected, deep=True)
+
+    def get_execution(self, namespace: str, request_id: str) -> Execution | None:
+        with self._lock:
+            found = self.executions.get((namespace, request_id))
+            return found.model_copy(deep=True) if found else None
+
+    def add_execution(self, execution: Execution) -> MemoryWrite:
+        key = (execution.namespace, execution.request_id)
+        return self._versioned(self.executions, key, execution, None, deep=True)
+
+    def save_execution(self, execution: Execution) -> MemoryWrite:
+        key = (execution.namespace, execution.request_id)
+        return self._versioned(self.executions, key, execution, execution.version - 1, deep=True)
+
+    def get_shared_answer(self, namespace: str, key: str) -> SharedAnswer | None:
+        with self._lock:
+            found = self.shared.get((namespace, key))
+            return found.model_copy(deep=True) if found else None
+
+    def keep_shared_answer(self, answer: SharedAnswer) -> MemoryWrite:
+        key = (answer.namespace, answer.key)
+
+        def apply() -> None:
+            self.shared[key] = answer.model_copy(deep=True)
+
+        return MemoryWrite(lambda: None, apply, (item_bytes(key, answer),))

@@ -1,0 +1,69 @@
+"""Where requests, their listing, the namespace's blocking edges and execution intents are
+kept."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from vigil.kit.uow import Write
+from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+
+
+def listing_position(request: Request) -> str:
+    """Where a request sits in its principals' listings: oldest first, by the moment it was
+    asked, then its id."""
+    return f"{int(request.asked_at.timestamp() * 1000):015d}#{request.id}"
+
+
+class RequestStore(ABC):
+    @abstractmethod
+    def get_request(self, namespace: str, request_id: str) -> Request | None: ...
+
+    @abstractmethod
+    def get_requests(self, namespace: str, request_ids: list[str]) -> list[Request]:
+        """The requests that exist among ``request_ids``, read consistently, in no order."""
+
+    @abstractmethod
+    def add_request(self, request: Request) -> Write:
+        """Creates ``request`` and its place in the listing of its requester and of each
+        principal of its audience; the commit fails if it exists. The places may be written
+        ahead of the rest when the whole does not fit one transaction: a place whose request
+        was never stored is skipped by the listing."""
+
+    @abstractmethod
+    def save_request(self, request: Request) -> Write:
+        """Replaces the request if it is stored at version ``request.version - 1``."""
+
+    @abstractmethod
+    def list_requests(
+        self, namespace: str, principal_id: str, after: str | None, limit: int
+    ) -> list[str]:
+        """Up to ``limit`` positions (``listing_position``) in ``principal_id``'s listing,
+        oldest first, after ``after`` (a position) if given."""
+
+    @abstractmethod
+    def get_wait_graph(self, namespace: str) -> WaitGraph:
+        """The namespace's blocking edges; an empty graph at version 0 if none was stored."""
+
+    @abstractmethod
+    def save_wait_graph(self, graph: WaitGraph) -> Write:
+        """Replaces the graph if it is stored at version ``graph.version - 1`` (0: absent)."""
+
+    @abstractmethod
+    def get_execution(self, namespace: str, request_id: str) -> Execution | None: ...
+
+    @abstractmethod
+    def add_execution(self, execution: Execution) -> Write:
+        """Creates the request's one execution intent; the commit fails if it has one."""
+
+    @abstractmethod
+    def save_execution(self, execution: Execution) -> Write:
+        """Replaces the execution if it is stored at version ``execution.version - 1``."""
+
+    @abstractmethod
+    def get_shared_answer(self, namespace: str, key: str) -> SharedAnswer | None:
+        """The answer kept under the digest ``key`` of a shared_key, if any."""
+
+    @abstractmethod
+    def keep_shared_answer(self, answer: SharedAnswer) -> Write:
+        """Keeps ``answer`` under its key, replacing any answer kept before."""
