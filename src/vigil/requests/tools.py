@@ -485,7 +485,9 @@ TOOLS: tuple[Tool, ...] = (
         title="List requests",
         description=(
             "The requests you asked and those you decide, oldest first, up to "
-            f"{STATUS_PAGE} a page, filtered by state and blocking if given."
+            f"{STATUS_PAGE} a page, filtered by state and blocking if given. They come as the "
+            "array in the result's requests field: MCP structured output is an object, so the "
+            "list the catalog describes has this wrapper."
         ),
         input_model=RequestStatusInput,
         output_model=RequestStatusResult,
