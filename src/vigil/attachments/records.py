@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from vigil.errors import ErrorCode, VigilError, invalid, not_found
 from vigil.identity.records import new_id, number_in
+from vigil.kit.names import REFUSED_CATEGORIES
 from vigil.kit.records import Versioned
 
 # Over MCP a file travels as base64 in one tool call: 64 KiB decoded at most (87,384 base64
@@ -50,7 +51,7 @@ def safe_file_name(name: str) -> str:
     cleaned = "".join(
         c
         for c in unicodedata.normalize("NFC", name)
-        if unicodedata.category(c) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+        if unicodedata.category(c) not in REFUSED_CATEGORIES
     )
     cleaned = _UNSAFE.sub("_", cleaned).strip().lstrip(".").strip()
     while len(cleaned.encode()) > MAX_FILE_NAME:
@@ -101,6 +102,33 @@ class Attachment(Versioned):
         return f"{int(added.timestamp() * 1000):015d}#{self.id}"
 
     @classmethod
+    def _new(
+        cls,
+        namespace: str,
+        owner: str,
+        file_name: str,
+        declared_type: str,
+        now: datetime,
+        state: AttachmentState,
+        **fields: Any,
+    ) -> Attachment:
+        """A new attachment: its id, its checked name and type, and where its bytes go."""
+        attachment_id = new_id("att")
+        key = (file_key if state == "file" else staged_key)(namespace, attachment_id)
+        return cls(
+            id=attachment_id,
+            namespace=namespace,
+            owner=owner,
+            file_name=safe_file_name(file_name),
+            media_type=media_type(declared_type),
+            created_at=now,
+            state=state,
+            key=key,
+            version=1,
+            **fields,
+        )
+
+    @classmethod
     def staged(
         cls,
         namespace: str,
@@ -111,20 +139,16 @@ class Attachment(Versioned):
         sha256: str,
         now: datetime,
     ) -> Attachment:
-        attachment_id = new_id("att")
-        return cls(
-            id=attachment_id,
-            namespace=namespace,
-            owner=owner,
-            file_name=safe_file_name(file_name),
-            media_type=media_type(declared_type),
+        return cls._new(
+            namespace,
+            owner,
+            file_name,
+            declared_type,
+            now,
+            "draft",
             size=size,
             sha256=sha256,
-            created_at=now,
-            state="draft",
-            key=staged_key(namespace, attachment_id),
             expires_at=now + timedelta(seconds=DRAFT_SECONDS),
-            version=1,
         )
 
     @classmethod
@@ -132,20 +156,16 @@ class Attachment(Versioned):
         cls, namespace: str, owner: str, file_name: str, declared_type: str, now: datetime
     ) -> Attachment:
         """A large file's upload, begun: its bytes are to come through a presigned POST."""
-        attachment_id = new_id("att")
-        return cls(
-            id=attachment_id,
-            namespace=namespace,
-            owner=owner,
-            file_name=safe_file_name(file_name),
-            media_type=media_type(declared_type),
+        return cls._new(
+            namespace,
+            owner,
+            file_name,
+            declared_type,
+            now,
+            "upload",
             size=0,
             sha256="",
-            created_at=now,
-            state="upload",
-            key=staged_key(namespace, attachment_id),
             expires_at=now + timedelta(seconds=UPLOAD_SECONDS),
-            version=1,
         )
 
     def uploaded(self, owner: str, size: int, sha256: str, now: datetime) -> Attachment:
@@ -178,22 +198,17 @@ class Attachment(Versioned):
         now: datetime,
     ) -> Attachment:
         """A file added to a conversation directly, not through a message."""
-        attachment_id = new_id("att")
-        return cls(
-            id=attachment_id,
-            namespace=namespace,
-            owner=owner,
-            file_name=safe_file_name(file_name),
-            media_type=media_type(declared_type),
+        return cls._new(
+            namespace,
+            owner,
+            file_name,
+            declared_type,
+            now,
+            "file",
             size=size,
             sha256=sha256,
-            created_at=now,
-            state="file",
-            key=file_key(namespace, attachment_id),
-            claimed_by=None,
             conversation_id=conversation_id,
             added_at=now,
-            version=1,
         )
 
     def visible_to(self, sees_from: int, joined_at: datetime) -> bool:

@@ -160,8 +160,12 @@ ConversationId = Annotated[
 ]
 
 
+def _conversations(ctx: Context) -> Conversations:
+    return Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
+
+
 def _participant_of(ctx: Context) -> ParticipantOf:
-    conversations = Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
+    conversations = _conversations(ctx)
 
     def participant_of(conversation_id: str) -> Participant | None:
         try:
@@ -184,8 +188,7 @@ class UploadAttachmentInput(StrictInput):
 
 def upload_attachment(ctx: Context, args: UploadAttachmentInput) -> AttachmentView:
     data = service.decoded(args.base64)
-    conversations = Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
-    conversation, _ = conversations.readable(ctx.caller, args.conversation_id)
+    conversation, _ = _conversations(ctx).readable(ctx.caller, args.conversation_id)
     return service.upload(
         ctx.store,
         ctx.uow,
@@ -221,8 +224,7 @@ def list_attachments(ctx: Context, args: ListAttachmentsInput) -> AttachmentList
         if args.cursor is not None
         else None
     )
-    conversations = Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
-    conversation, participant = conversations.readable(ctx.caller, args.conversation_id)
+    conversation, participant = _conversations(ctx).readable(ctx.caller, args.conversation_id)
     seen, more = service.seen_files(ctx.store, conversation, participant, after)
     return AttachmentList(
         attachments=[AttachmentView.of(f) for f in seen],
