@@ -10,7 +10,8 @@ translation (``aws_failure``), so a test sees on the fake what a caller would se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -28,13 +29,51 @@ MAX_MESSAGE_BYTES = 256 * 1024
 _ITEM_OVERHEAD = 100
 
 
+def dynamo_item_bytes(item: Mapping[str, Any]) -> int:
+    """The size of an item, in DynamoDB's typed form (``{"name": {"S": "…"}}``), by DynamoDB's
+    rules: each attribute's name in UTF-8 plus its value; a string its UTF-8 bytes, a binary its
+    raw bytes, a number 1 byte per two significant digits plus 1, a boolean or null 1, a list or
+    map 3 bytes plus 1 per element plus its elements (a map's names counted as names), a set its
+    members. Write units are charged per started KB of it, read units per started 4 KB."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: Mapping[str, Any]) -> int:
+    ((kind, content),) = value.items()
+    if kind == "S":
+        return len(content.encode())
+    if kind == "N":
+        return _number_bytes(content)
+    if kind == "B":
+        return len(content)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(member.encode()) for member in content)
+    if kind == "NS":
+        return sum(_number_bytes(member) for member in content)
+    if kind == "BS":
+        return sum(len(member) for member in content)
+    if kind == "L":
+        return 3 + sum(1 + _value_bytes(member) for member in content)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_bytes(v) for k, v in content.items())
+    raise ValueError(f"not a DynamoDB attribute value: {kind}")
+
+
+def _number_bytes(text: str) -> int:
+    digits = text.lstrip("+-").lower().split("e")[0].replace(".", "").strip("0")
+    return (len(digits) + 1) // 2 + 1 + (1 if text.startswith("-") else 0)
+
+
 def item_bytes(key: object, record: BaseModel | None = None) -> int:
     """The size a DynamoDB item would have, as the fakes count it: the key's text and the
-    record as JSON (the adapters store records as a JSON document beside their keys)."""
-    size = len(str(key).encode()) + _ITEM_OVERHEAD
+    record as JSON (the adapters store records as a JSON document beside their keys), by
+    ``dynamo_item_bytes``, with room for the attributes the adapters keep beside them."""
+    item = {"pk": {"S": str(key)}}
     if record is not None:
-        size += len(record.model_dump_json().encode())
-    return size
+        item["doc"] = {"S": record.model_dump_json()}
+    return dynamo_item_bytes(item) + _ITEM_OVERHEAD
 
 
 def _refused(what: str) -> VigilError:
