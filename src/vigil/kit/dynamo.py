@@ -64,11 +64,23 @@ def _is_condition_failure(error: Exception, code: str) -> bool:
     return False
 
 
+# What a claim's document holds: whom and what the key is of. Everything else is an attribute
+# of its own, which the conditions read and the completion sets, and is kept only there.
+_IDEMPOTENCY_DOC = {"namespace", "principal_id", "tool", "key"}
+
+
 def _idempotency_record(item: dict[str, Any]) -> IdempotencyRecord:
-    """A record as stored: its document, with the attributes its completion set."""
-    stored = IdempotencyRecord.model_validate_json(item["doc"]["S"])
-    stored.status = item["status"]["S"]
-    stored.token = item["token"]["S"]
+    """A record as stored: its document, with the attributes beside it (a document written
+    before the attributes were kept only beside it holds them too; theirs win)."""
+    fields = json.loads(item["doc"]["S"])
+    fields.update(
+        status=item["status"]["S"],
+        token=item["token"]["S"],
+        fingerprint=item["fingerprint"]["S"],
+        locked_until=from_ms(item["locked_until"]),
+        expires_at=from_ms(item["expires_at"]),
+    )
+    stored = IdempotencyRecord.model_validate(fields)
     if "result" in item:
         stored.result = json.loads(item["result"]["S"])
     if "handover" in item:
@@ -239,7 +251,7 @@ class DynamoBase(Committer, IdempotencyStore):
             "locked_until": attr_n(epoch_ms(record.locked_until)),
             "expires_at": attr_n(epoch_ms(record.expires_at)),
             "ttl": attr_n(int(record.expires_at.timestamp())),
-            "doc": attr_s(record.model_dump_json(exclude={"result", "handover"})),
+            "doc": attr_s(record.model_dump_json(include=_IDEMPOTENCY_DOC)),
         }
         try:
             self._call(
