@@ -87,3 +87,23 @@ def interleaving_store(request: Any, read: str) -> Any:
     request.getfixturevalue("aws")
     client = boto3.client("dynamodb", region_name="us-east-1")
     return interleaving(client, create_tables_from_template(client)["VigilTable"])
+
+
+def completion_bytes(store: Store, namespace: str, principal_id: str, tool: str, key: str) -> int:
+    """The size of the item that keeps the completion of ``key``: on DynamoDB the stored item,
+    by DynamoDB's rules; on the fake, the record as the fake counts it."""
+    from vigil.kit import dynamo, memory
+    from vigil.kit.limits import dynamo_item_bytes, item_bytes
+    from vigil.stores.dynamo import DynamoStore
+    from vigil.stores.memory import MemoryStore
+
+    if isinstance(store, DynamoStore):
+        record = store.read_idempotency(namespace, principal_id, tool, key)
+        assert record is not None
+        found = store.client.get_item(
+            TableName=store.table, Key=dynamo.idem_key(record), ConsistentRead=True
+        )
+        return dynamo_item_bytes(found["Item"])
+    assert isinstance(store, MemoryStore)
+    stored = store.idempotency[(namespace, principal_id, tool, key)]
+    return item_bytes(memory.idem_key(stored), stored)

@@ -136,10 +136,14 @@ class App:
                 self.clock.now(),
             )
             if replay is not None:
+                ctx = self._context(caller, UnitOfWork(self.store))
+                if tool.replay is not None:
+                    replay = tool.replay.rebuilt(ctx, replay)
                 if tool.resume is not None:
-                    tool.resume(self._context(caller, UnitOfWork(self.store)), replay)
+                    tool.resume(ctx, replay)
                 return replay
-        uow = UnitOfWork(self.store, pending, secret)
+        kept = tool.replay.kept if tool.replay is not None else None
+        uow = UnitOfWork(self.store, pending, secret, kept)
         ctx = self._context(caller, uow)
         try:
             result = tool.run(ctx, args)

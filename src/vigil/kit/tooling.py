@@ -89,6 +89,18 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """How a tool whose result repeats what the store keeps for good (an instruction's body, a
+    request's text) keeps its idempotency completion small: ``kept`` is the result without
+    those parts, which is what the completion stores, and ``rebuilt`` puts them back from the
+    stored records when the key is replayed, so that a replay returns the first result exactly.
+    Only parts that never change once stored may be left out: the rest stays as it was."""
+
+    kept: Callable[[dict[str, Any]], dict[str, Any]]
+    rebuilt: Callable[[Context, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     title: str
@@ -102,6 +114,8 @@ class Tool:
     # What a replay still owes before it returns the stored result: a call whose result is
     # committed before the rest of its work (a message's deliveries) has a retry finish it.
     resume: Callable[[Context, dict[str, Any]], None] | None = None
+    # What its completion leaves out and how a replay puts it back; None keeps the whole result.
+    replay: Replay | None = None
 
     @property
     def idempotency_field(self) -> str:

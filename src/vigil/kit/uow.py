@@ -10,10 +10,10 @@ result without its write, and no port needs to know about idempotency.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -94,7 +94,9 @@ class UnitOfWork:
 
     The claim is completed by the first commit that carries a result; a call that ends
     without one (it found nothing to change) has it completed alone by ``finish``.
-    ``credential`` is the secret the call was made with, which a ``Retirement`` seals under.
+    ``credential`` is the secret the call was made with, which a ``Retirement`` seals under;
+    ``kept`` the part of a result that the completion stores (``Replay.kept``), all of it if
+    None.
     """
 
     def __init__(
@@ -102,10 +104,12 @@ class UnitOfWork:
         committer: Committer,
         claim: IdempotencyRecord | None = None,
         credential: str | None = None,
+        kept: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self._committer = committer
         self._claim = claim
         self._credential = credential
+        self._kept = kept
         # The call's stable name, the same on each retry with its idempotency key; None for a
         # call without a key, which is a new operation every time.
         self.operation = None if claim is None else f"{claim.tool}/{claim.principal_id}/{claim.key}"
@@ -117,8 +121,9 @@ class UnitOfWork:
         retirement: Retirement | None = None,
     ) -> None:
         """Commits ``writes`` and completes the claim with ``result``, the result a replay
-        returns. A call that replaces its own credential gives the ``retirement`` too: its full
-        result is kept with the completion, sealed under that credential (a handover)."""
+        returns (what ``kept`` keeps of it, which the replay rebuilds). A call that replaces its
+        own credential gives the ``retirement`` too: its full result is kept with the
+        completion, sealed under that credential (a handover)."""
         completion = None
         if self._claim is not None and result is not None:
             handover = None
@@ -129,7 +134,10 @@ class UnitOfWork:
                     retirement.successor_hash,
                     retirement.until,
                 )
-            completion = self._claim.completed(result.model_dump(mode="json"), handover)
+            stored = result.model_dump(mode="json")
+            if self._kept is not None:
+                stored = self._kept(stored)
+            completion = self._claim.completed(stored, handover)
         self._committer.commit(writes, completion)
         if completion is not None:
             self._claim = None

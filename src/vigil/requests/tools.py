@@ -23,7 +23,7 @@ from vigil.conversations.tools import (
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import Context, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
@@ -187,6 +187,40 @@ def _view(request: Request, now: datetime) -> RequestView:
 
 def _presenter(ctx: Context) -> Callable[[Request], RequestView]:
     return lambda request: _view(request, ctx.clock.now())
+
+
+# What the completion of ask and replace_request leaves out of a request: every part that
+# never changes once it is asked (its body, up to 32 KiB, its action, choices and audience
+# among them), which a replay reads back from the request. What a later change moves (state,
+# version, blocking, response, replaced_by, history) is kept as it was then.
+_FIXED = (
+    "kind",
+    "requester",
+    "audience",
+    "conversation_id",
+    "message_id",
+    "body",
+    "choices",
+    "action",
+    "asked_at",
+    "expires_at",
+    "replaces",
+)
+
+
+def _view_kept(view: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in view.items() if name not in _FIXED}
+
+
+def _view_rebuilt(ctx: Context, kept: dict[str, Any], stored: Request) -> dict[str, Any]:
+    fixed = _view(stored, ctx.clock.now()).model_dump(mode="json", include=set(_FIXED))
+    return RequestView.model_validate({**kept, **fixed}).model_dump(mode="json")
+
+
+def _ask_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+    stored = ctx.store.get_request(ctx.caller.namespace, kept["id"])
+    assert stored is not None, "a request is never deleted"
+    return _view_rebuilt(ctx, kept, stored)
 
 
 # -- ask ------------------------------------------------------------------------------------
@@ -377,6 +411,16 @@ def replace_request(ctx: Context, args: ReplaceRequestInput) -> ReplaceResult:
     )
 
 
+def _replace_kept(result: dict[str, Any]) -> dict[str, Any]:
+    return {name: _view_kept(view) for name, view in result.items()}
+
+
+def _replace_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+    ids = [view["id"] for view in kept.values()]
+    stored = {r.id: r for r in ctx.store.get_requests(ctx.caller.namespace, ids)}
+    return {name: _view_rebuilt(ctx, view, stored[view["id"]]) for name, view in kept.items()}
+
+
 def resume_replace(ctx: Context, result: dict[str, Any]) -> None:
     """A replay of replace_request first delivers what its message still owes."""
     replacement = ReplaceResult.model_validate(result).replacement
@@ -479,6 +523,7 @@ TOOLS: tuple[Tool, ...] = (
         output_model=RequestView,
         run=ask,
         resume=resume_ask,
+        replay=Replay(_view_kept, _ask_rebuilt),
     ),
     Tool(
         name="request_status",
@@ -547,6 +592,7 @@ TOOLS: tuple[Tool, ...] = (
         output_model=ReplaceResult,
         run=replace_request,
         resume=resume_replace,
+        replay=Replay(_replace_kept, _replace_rebuilt),
     ),
     Tool(
         name="redeem_approval",

@@ -64,9 +64,8 @@ def _received(
     name nothing it handed out: those are reported back, and the rest of the beat stands."""
     stored: dict[str, Instruction] = {}
     if current is not None and ids:
-        seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
-        found = store.get_instructions(namespace, current.session_id, seqs)
-        stored = {i.id: i for i in found if i.state != "pending"}
+        found = instructions_by_id(store, namespace, current.session_id, ids)
+        stored = {id_: i for id_, i in found.items() if i.state != "pending"}
     return [stored[i] for i in ids if i in stored], [i for i in ids if i not in stored]
 
 
@@ -159,6 +158,16 @@ def post(
         return result
 
     return retry_on_conflict(attempt, "the session's instructions")
+
+
+def instructions_by_id(
+    store: Store, namespace: str, session_id: str, ids: list[str]
+) -> dict[str, Instruction]:
+    """The session's stored instructions by id, among those ``ids`` may name (one batch read);
+    an id that names none, or whose number names another instruction, is not among them."""
+    seqs = [seq for seq in map(instruction_seq, ids) if seq is not None]
+    found = store.get_instructions(namespace, session_id, seqs) if seqs else []
+    return {i.id: i for i in found}
 
 
 def instructions_page(

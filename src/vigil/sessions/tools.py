@@ -12,7 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import Context, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -263,6 +263,33 @@ def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeart
     )
 
 
+# What a beat's completion keeps of each instruction it handed out: the rest (its body, up to
+# 8 KiB, who posted it and when) never changes and is read back from the instruction on a
+# replay, so the completion does not grow with what people write.
+_BEAT_KEPT = ("id", "deliveryCount")
+
+
+def _beat_kept(result: dict[str, Any]) -> dict[str, Any]:
+    handed = [{name: i[name] for name in _BEAT_KEPT} for i in result["instructions"]]
+    return {**result, "instructions": handed}
+
+
+def _beat_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+    ids = [i["id"] for i in kept["instructions"]]
+    stored = service.instructions_by_id(ctx.store, ctx.caller.namespace, kept["sessionId"], ids)
+    handed = [
+        HandedInstruction(
+            id=i["id"],
+            body=stored[i["id"]].body,
+            postedBy=stored[i["id"]].posted_by,
+            postedAt=stored[i["id"]].posted_at,
+            deliveryCount=i["deliveryCount"],
+        ).model_dump(mode="json")
+        for i in kept["instructions"]
+    ]
+    return {**kept, "instructions": handed}
+
+
 # -- post_instruction ---------------------------------------------------------------------
 class PostInstructionInput(StrictInput):
     session_id: SessionId
@@ -291,6 +318,17 @@ def post_instruction(ctx: Context, args: PostInstructionInput) -> InstructionVie
         ctx.clock.now(),
         InstructionView.of,
     )
+
+
+def _post_kept(result: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in result.items() if name != "body"}
+
+
+def _post_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+    namespace, session_id = ctx.caller.namespace, kept["session_id"]
+    stored = service.instructions_by_id(ctx.store, namespace, session_id, [kept["id"]])
+    rebuilt = {**kept, "body": stored[kept["id"]].body}
+    return InstructionView.model_validate(rebuilt).model_dump(mode="json")
 
 
 # -- list_instructions --------------------------------------------------------------------
@@ -377,6 +415,7 @@ TOOLS: tuple[Tool, ...] = (
         input_model=SessionHeartbeatInput,
         output_model=SessionHeartbeatResult,
         run=session_heartbeat,
+        replay=Replay(_beat_kept, _beat_rebuilt),
     ),
     Tool(
         name="post_instruction",
@@ -391,6 +430,7 @@ TOOLS: tuple[Tool, ...] = (
         input_model=PostInstructionInput,
         output_model=InstructionView,
         run=post_instruction,
+        replay=Replay(_post_kept, _post_rebuilt),
     ),
     Tool(
         name="list_instructions",
