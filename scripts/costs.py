@@ -1,94 +1,223 @@
-"""Counts the AWS calls of the liveness path and prices them. Usage:
-    .venv/bin/python scripts/costs.py
+"""What the liveness path costs on AWS, measured through the two functions' handlers on moto,
+and priced. Usage:
+    .venv/bin/python scripts/costs.py [--repeats 25]
 
-Everything runs in-process on moto with a botocore hook that counts each call by service and
-operation, and the capacity units DynamoDB would charge for it (moto reports none, so they are
-derived from the request: one read unit per strongly consistent read of an item up to 4 KB, one
-write unit per write up to 1 KB, twice that inside a transaction; every item here is under
-1 KB, which the script checks). The prices are inputs, listed below with their source; the
-counts are what this script measures.
+Both entry points (``vigil.entrypoints.api.handler`` and ``vigil.entrypoints.alarm.handler``)
+run in-process on moto, built from the environment as on Lambda, with the clock moved by hand.
+For each step (a tool call or an alarm delivery) the script measures, in one run:
+
+1. the AWS calls, counted at the botocore layer, and the capacity units DynamoDB would charge
+   for them (moto reports none): a write costs one unit per started KB of the larger of the
+   item before and after it (a delete, of the item it deletes; a refused conditional write, of
+   the item as it stands, at least one), twice that for each item of a transaction; a strongly
+   consistent read one unit per started 4 KB, half that when eventually consistent. Item sizes
+   follow DynamoDB's rules (``vigil.kit.limits.dynamo_item_bytes``), read back from the table
+   around each write by a client of the script's own;
+2. the bytes Vigil's logger writes at the template's log level, the CloudWatch Logs the step
+   ingests with the lines Lambda and the HTTP API add (their formats are inputs, below);
+3. the handler's duration (median of ``--repeats`` calls, after a warm-up), and the part of it
+   spent inside AWS SDK calls, which is moto's work here and network time on AWS.
+
+Then it prices them: requests, Lambda duration at the memory and architecture template.yaml
+gives the functions, log ingestion, X-Ray traces at Lambda's sampling, one alarm re-arm per
+window of a switch, and idle agents long-polling their mailbox. The prices are inputs, listed
+below with their source; everything else is measured by this script.
 """
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
+import logging
+import math
 import os
+import statistics
 import sys
+import time
 from collections import Counter
-from datetime import timedelta
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
 
-# Public on-demand prices, us-east-1, USD (AWS pricing pages, 2025).
+# Public on-demand prices, us-east-1, USD, without free tiers (AWS pricing pages, 2025):
 PRICE = {
+    # DynamoDB on-demand: aws.amazon.com/dynamodb/pricing/on-demand
     "dynamodb_write_unit": 0.625 / 1e6,
     "dynamodb_read_unit": 0.125 / 1e6,
+    # SQS standard queues, per request (64 KB chunk): aws.amazon.com/sqs/pricing
     "sqs_request": 0.40 / 1e6,
+    # EventBridge Scheduler, per invocation (API calls are not charged):
+    # aws.amazon.com/eventbridge/pricing
     "scheduler_invocation": 1.00 / 1e6,
+    # API Gateway HTTP API, first 300 million requests a month: aws.amazon.com/api-gateway/pricing
     "http_api_request": 1.00 / 1e6,
+    # Lambda: per request, and per GB-second on arm64, first 7.5 billion GB-s a month:
+    # aws.amazon.com/lambda/pricing
     "lambda_request": 0.20 / 1e6,
-    # S3 Standard: PUT, COPY, POST and LIST requests; GET and all others.
+    "lambda_arm64_gb_second": 0.0000133334,
+    # S3 Standard: PUT, COPY, POST and LIST requests; GET and all others: aws.amazon.com/s3/pricing
     "s3_write_request": 5.00 / 1e6,
     "s3_read_request": 0.40 / 1e6,
+    # CloudWatch Logs, ingestion (Lambda's logs, first 10 TB a month), per GB:
+    # aws.amazon.com/cloudwatch/pricing
+    "logs_ingested_gb": 0.50,
+    # X-Ray, per trace recorded: aws.amazon.com/xray/pricing
+    "xray_trace_recorded": 5.00 / 1e6,
 }
 S3_WRITES = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjects", "ListObjectsV2"})
-ITEM_LIMIT = 1024  # bytes: every item written must fit one write unit for the units to hold
+GB = 1024**3
+# Lambda's default sampling with active tracing, which the template turns on (and which HTTP
+# APIs do not add to): the first request each second, then 5% of the others
+# (docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
+XRAY_RESERVOIR_PER_SECOND = 1
+XRAY_FIXED_RATE = 0.05
+# Lambda's own lines per invocation in the Text log format (the template sets no LogFormat),
+# in the shape AWS documents them, with a traced invocation's XRAY line; their length is an
+# input, as a price is.
+LAMBDA_PLATFORM_LINES = (
+    "START RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b Version: 12\n"
+    "END RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b\n"
+    "REPORT RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b\tDuration: 23.45 ms\t"
+    "Billed Duration: 24 ms\tMemory Size: 512 MB\tMax Memory Used: 98 MB\t\n"
+    "XRAY TraceId: 1-6759c2a1-0a1b2c3d4e5f60718293a4b5\tSegmentId: 1a2b3c4d5e6f7a8b\t"
+    "Sampled: true\t\n"
+)
+# Values of the documented shapes for the HTTP API access log's variables (template.yaml's
+# format); the response length is the step's own.
+ACCESS_LOG_VALUES = {
+    "requestId": "JTHoQgr2oAMEPMg=",
+    "identity.sourceIp": "203.0.113.10",
+    "requestTime": "01/Dec/2026:12:00:00 +0000",
+    "routeKey": "POST /v1/{tool}",
+    "status": "200",
+    "protocol": "HTTP/1.1",
+    "integrationLatency": "25",
+    "integrationErrorMessage": "-",
+}
+MONTH_SECONDS = 30 * 86_400
 
 
+# -- 1. AWS calls and capacity units --------------------------------------------------------
 class Meter:
+    """Counts the AWS calls of the clients it hooks, and DynamoDB's capacity units for them."""
+
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.read_units = 0.0
         self.write_units = 0.0
         self.largest_item = 0
+        self.paused = False
+        self._readers: dict[int, Any] = {}
+        self._key_names: dict[str, list[str]] = {}
 
     def hook(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
         built: dict[str, dict[str, Any]] = {}
+        before: dict[str, list[int]] = {}
         # The parameters as the caller gave them, counted once the call is really made:
         # signing a presigned request builds parameters too, and sends nothing.
         client.meta.events.register(
             "before-parameter-build.*.*",
             lambda model, params, **_: built.__setitem__(model.name, params),
         )
-        client.meta.events.register(
-            "before-call.*.*",
-            lambda model, **_: self._count(service, model.name, built.pop(model.name, {})),
-        )
+
+        def before_call(model: Any, **_: Any) -> None:
+            params = built.get(model.name, {})
+            if not self.paused and service == "dynamodb" and model.name in _WRITES:
+                before[model.name] = self._sizes(client, model.name, params)
+
+        def after_call(model: Any, parsed: dict[str, Any], **_: Any) -> None:
+            params = built.pop(model.name, {})
+            if self.paused:
+                return
+            self.calls[f"{service}.{model.name}"] += 1
+            if service != "dynamodb":
+                return
+            if model.name in _WRITES:
+                after = self._sizes(client, model.name, params)
+                self._write(model.name, before.pop(model.name), after)
+            else:
+                self._read(model.name, params, parsed)
+
+        client.meta.events.register("before-call.*.*", before_call)
+        client.meta.events.register("after-call.*.*", after_call)
         return client
 
-    def _count(self, service: str, operation: str, params: dict[str, Any]) -> None:
-        self.calls[f"{service}.{operation}"] += 1
-        if service != "dynamodb":
-            return
-        if operation in ("GetItem", "Query"):
-            self.read_units += 1 if params.get("ConsistentRead") else 0.5
-        elif operation == "BatchGetItem":
-            for request in params["RequestItems"].values():
-                self.read_units += len(request["Keys"]) * (
-                    1 if request.get("ConsistentRead") else 0.5
-                )
-        elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
-            self.write_units += 1
-            self._size(params.get("Item"))
-        elif operation == "TransactWriteItems":
-            for entry in params["TransactItems"]:
-                self.write_units += 2
-                for request in entry.values():
-                    self._size(request.get("Item"))
+    # What DynamoDB charges: ``sizes`` are the item sizes before and after, per item written.
+    def _write(self, operation: str, before: list[int], after: list[int]) -> None:
+        per_item = 2 if operation == "TransactWriteItems" else 1
+        for old, new in zip(before, after, strict=True):
+            self.write_units += per_item * max(1, math.ceil(max(old, new) / 1024))
+            self.largest_item = max(self.largest_item, new)
 
-    def _size(self, item: dict[str, Any] | None) -> None:
-        if item:
-            self.largest_item = max(self.largest_item, len(json.dumps(item)))
+    def _read(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> None:
+        from vigil.kit.limits import dynamo_item_bytes
+
+        def units(size: int, consistent: bool) -> float:
+            return max(1, math.ceil(size / 4096)) * (1 if consistent else 0.5)
+
+        if operation == "GetItem":
+            item = parsed.get("Item") or {}
+            self.read_units += units(dynamo_item_bytes(item), bool(params.get("ConsistentRead")))
+        elif operation == "Query":
+            # Items a filter drops are charged too; moto does not return them, so this is a
+            # floor for a filtered query.
+            size = sum(dynamo_item_bytes(item) for item in parsed.get("Items", []))
+            self.read_units += units(size, bool(params.get("ConsistentRead")))
+        elif operation == "BatchGetItem":
+            for table, items in parsed.get("Responses", {}).items():
+                consistent = bool(params["RequestItems"][table].get("ConsistentRead"))
+                self.read_units += sum(units(dynamo_item_bytes(i), consistent) for i in items)
+
+    def _sizes(self, client: Any, operation: str, params: dict[str, Any]) -> list[int]:
+        """The size of each item ``operation`` writes, as the table holds it now (0: none)."""
+        from vigil.kit.limits import dynamo_item_bytes
+
+        if operation == "TransactWriteItems":
+            requests = [next(iter(entry.values())) for entry in params["TransactItems"]]
+        else:
+            requests = [params]
+        reader = self._reader(client)
+        keys = [(r["TableName"], self._key(reader, r)) for r in requests]
+        sizes = []
+        for table, key in keys:
+            found = reader.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+            sizes.append(dynamo_item_bytes(found) if found else 0)
+        return sizes
+
+    def _reader(self, client: Any) -> Any:
+        """A client of the script's own, on the same endpoint, that nothing counts."""
+        import boto3
+
+        if id(client) not in self._readers:
+            self._readers[id(client)] = boto3.client(
+                "dynamodb",
+                region_name=client.meta.region_name,
+                endpoint_url=client.meta.endpoint_url,
+            )
+        return self._readers[id(client)]
+
+    def _key(self, reader: Any, request: dict[str, Any]) -> dict[str, Any]:
+        table = request["TableName"]
+        if table not in self._key_names:
+            schema = reader.describe_table(TableName=table)["Table"]["KeySchema"]
+            self._key_names[table] = [part["AttributeName"] for part in schema]
+        source = request.get("Key") or request["Item"]
+        return {name: source[name] for name in self._key_names[table]}
 
     def reset(self) -> None:
         self.calls.clear()
         self.read_units = self.write_units = 0.0
+        self.largest_item = 0
 
     def cost(self, via_api: bool) -> float:
+        """The requests' price: DynamoDB's units, SQS, Scheduler and S3 requests, one Lambda
+        request, and one HTTP API request for a tool call (``via_api``)."""
         sqs = sum(v for k, v in self.calls.items() if k.startswith("sqs."))
         scheduler = sum(v for k, v in self.calls.items() if k.startswith("scheduler."))
         s3_writes = sum(
@@ -110,111 +239,629 @@ class Meter:
         return ", ".join(f"{k} {v}" for k, v in sorted(self.calls.items()))
 
 
-def main() -> None:
-    import boto3
-    from moto import mock_aws
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
 
+
+class SdkTime:
+    """Seconds spent inside AWS SDK calls (signing, sending, moto's work, parsing)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started: list[float] = []
+
+    def hook(self, client: Any) -> None:
+        client.meta.events.register("before-call.*.*", lambda **_: self._begin())
+        client.meta.events.register("after-call.*.*", lambda **_: self._end())
+        client.meta.events.register("after-call-error.*.*", lambda **_: self._end())
+
+    def _begin(self) -> None:
+        self._started.append(time.perf_counter())
+
+    def _end(self) -> None:
+        if self._started:
+            self.seconds += time.perf_counter() - self._started.pop()
+
+
+class LogBytes(io.TextIOBase):
+    """Stands in for the log stream: counts the bytes and lines written to it."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.lines = 0
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode())
+        self.lines += text.count("\n")
+        return len(text)
+
+
+# -- the stack, on moto -----------------------------------------------------------------------
+def template_facts() -> dict[str, Any]:
+    """What template.yaml deploys that the prices depend on."""
     sys.path.insert(0, str(ROOT))
-    from tests.conftest import create_tables_from_template
-    from vigil.alarms.aws import AwsAlarms
-    from vigil.app import App
-    from vigil.attachments.memory import MemoryBlobs
-    from vigil.bootstrap import bootstrap_operator
-    from vigil.clock import ManualClock, SystemClock, to_ms
-    from vigil.mailboxes.sqs import SqsMailboxQueues
-    from vigil.stores.dynamo import DynamoStore
-    from vigil.switches.service import Liveness
+    from tests.conftest import translated_template
+
+    template = translated_template()
+    functions = {
+        name: resource["Properties"]
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    api = functions["ApiFunction"]
+    http_api = next(
+        r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGatewayV2::Stage"
+    )
+    return {
+        "memory_mb": {name: props["MemorySize"] for name, props in functions.items()},
+        "architectures": {a for props in functions.values() for a in props["Architectures"]},
+        "tracing": {name: props["TracingConfig"]["Mode"] for name, props in functions.items()},
+        "log_format": api.get("LoggingConfig", {}).get("LogFormat", "Text"),
+        "log_level": template["Parameters"]["LogLevel"]["Default"],
+        "access_log_format": http_api["Properties"]["AccessLogSettings"]["Format"],
+    }
+
+
+def access_log_bytes(log_format: str, response_length: int) -> int:
+    line = log_format
+    for name, value in {**ACCESS_LOG_VALUES, "responseLength": str(response_length)}.items():
+        line = line.replace(f"$context.{name}", value)
+    return len(line.encode()) + 1
+
+
+@dataclass
+class Stack:
+    """One deployment: both handlers, built as on Lambda from the environment."""
+
+    meter: Meter
+    sdk: SdkTime
+    logs: LogBytes
+    clock: Any
+    secrets: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
+    counter: int = 0
+
+    @classmethod
+    def up(cls, meter: Meter, sdk: SdkTime, logs: LogBytes, log_level: str) -> Stack:
+        import boto3
+
+        from tests.conftest import create_tables_from_template
+        from vigil import wiring
+        from vigil.bootstrap import bootstrap_operator
+        from vigil.clock import ManualClock, SystemClock, to_ms
+        from vigil.entrypoints import alarm, api
+
+        dynamodb = boto3.client("dynamodb")
+        sqs = boto3.client("sqs")
+        table = create_tables_from_template(dynamodb)["VigilTable"]
+        boto3.client("scheduler").create_schedule_group(Name="alarms")
+        env = {
+            "TABLE_NAME": table,
+            "TIMER_QUEUE_URL": sqs.create_queue(QueueName="timers")["QueueUrl"],
+            "SCHEDULE_GROUP": "alarms",
+            "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
+            "ALARM_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:alarm",
+            "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
+            "MAILBOX_QUEUE_PREFIX": "cost-mb",
+            "ATTACHMENTS_BUCKET": "cost-attachments",
+        }
+        os.environ.update(env)
+        clock = ManualClock(to_ms(SystemClock().now()))
+        wiring.use_clock(clock)
+        wiring.settings.cache_clear()
+        api.router.cache_clear()
+        alarm.liveness.cache_clear()
+        app = api.router().app
+        machinery = alarm.liveness()
+        clients = [
+            app.store.client,
+            app.queues.client,
+            app.alarms.sqs,
+            app.alarms.scheduler,
+            machinery.store.client,
+            machinery.queues.client,
+            machinery.alarms.sqs,
+            machinery.alarms.scheduler,
+        ]
+        for client in clients:
+            meter.hook(client)
+            sdk.hook(client)
+        vigil_log = logging.getLogger("vigil")
+        for handler in vigil_log.handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(logs)
+        vigil_log.setLevel(log_level)
+        stack = cls(meter, sdk, logs, clock)
+        _, operator = bootstrap_operator(app.store, clock, "cost", "Ops")
+        stack.secrets["operator"] = operator
+        for label, kind in (("worker", "agent"), ("watcher", "agent"), ("person", "person")):
+            issued = stack.call("operator", "register", kind=kind, name=label)
+            stack.secrets[label] = issued["secret"]
+            stack.ids[label] = issued["principal"]["id"]
+        # The watcher's mailbox, where alerts go, and the worker's, which it polls.
+        for label in ("watcher", "worker"):
+            stack.call(label, "inbox_poll")
+        return stack
+
+    def advance_to(self, moment: Any) -> None:
+        self.clock.advance((moment - self.clock.now()).total_seconds())
+
+    def unique(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}-{self.counter}"
+
+    def address(self, label: str) -> str:
+        return f"agent:{self.ids[label]}"
+
+    def event(self, who: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        body = json.dumps(arguments)
+        return {
+            "version": "2.0",
+            "routeKey": "POST /v1/{tool}",
+            "rawPath": f"/v1/{tool}",
+            "headers": {
+                "content-type": "application/json",
+                "authorization": f"Bearer {self.secrets[who]}",
+            },
+            "requestContext": {
+                "http": {"method": "POST", "path": f"/v1/{tool}", "protocol": "HTTP/1.1"},
+                "requestId": self.unique("request"),
+            },
+            "isBase64Encoded": False,
+            "body": body,
+        }
+
+    def call(self, who: str, tool: str, **arguments: Any) -> dict[str, Any]:
+        from vigil.entrypoints import api
+
+        response = api.handler(self.event(who, tool, arguments))
+        result: dict[str, Any] = json.loads(response["body"])
+        if response["statusCode"] != 200:
+            raise RuntimeError(f"{tool}: {response['statusCode']} {result}")
+        return result
+
+    def timer_of(self, scope: str) -> Any:
+        from vigil.alarms.timers import Timer
+        from vigil.entrypoints import alarm
+        from vigil.switches.service import TIMER_KIND
+
+        switch = alarm.liveness().store.get_switch("cost", scope)
+        assert switch is not None
+        return Timer(
+            kind=TIMER_KIND,
+            namespace="cost",
+            key=scope,
+            generation=switch.generation,
+            due_at=switch.alarm_due,
+        )
+
+
+def queued(timer: Any) -> dict[str, Any]:
+    """The timer queue's event for ``timer``, as the event source mapping hands it over."""
+    return {"Records": [{"messageId": "m-1", "body": timer.model_dump_json()}]}
+
+
+def scheduled(timer: Any) -> dict[str, Any]:
+    """The Scheduler's event for ``timer``: the timer itself."""
+    return dict(json.loads(timer.model_dump_json()))
+
+
+# -- the steps ----------------------------------------------------------------------------------
+Action = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    label: str
+    function: str  # "api" or "alarm"
+    prepare: Callable[[Stack], Action]  # arranges a fresh case, returns the call to measure
+
+
+def _beat(stack: Stack, scope: str, window: int = 300, **extra: Any) -> dict[str, Any]:
+    return {"scope": scope, "expect_within_seconds": window, **extra}
+
+
+def _alerting(stack: Stack, scope: str) -> dict[str, Any]:
+    actions = ["release_leases", "mark_failed", "queue_alert"]
+    return _beat(stack, scope, on_expiry=actions, notify_address=stack.address("watcher"))
+
+
+def heartbeat(stack: Stack, arguments: dict[str, Any]) -> Action:
+    return lambda: stack.call("worker", "heartbeat", **arguments)
+
+
+def alarm_event(event: dict[str, Any]) -> Action:
+    def deliver() -> Any:
+        from vigil.entrypoints import alarm
+
+        return alarm.handler(event)
+
+    return deliver
+
+
+def steady_beat(stack: Stack) -> Action:
+    arguments = _beat(stack, stack.unique("steady"))
+    stack.call("worker", "heartbeat", **arguments)
+    stack.clock.advance(60)
+    return heartbeat(stack, arguments)
+
+
+def first_beat(stack: Stack) -> Action:
+    scope = stack.unique("job")
+    stack.call(
+        "worker", "acquire_lease", resource=stack.unique("repo"), scope=scope, ttl_seconds=3600
+    )
+    return heartbeat(stack, _alerting(stack, scope))
+
+
+def first_long_beat(stack: Stack) -> Action:
+    return heartbeat(stack, _beat(stack, stack.unique("long"), window=86_400))
+
+
+def _session(stack: Stack, instructions: int, body_bytes: int) -> tuple[str, str]:
+    session = stack.unique("session")
+    stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=session)
+    for n in range(instructions):
+        stack.call("person", "post_instruction", session_id=session, body=str(n) * body_bytes)
+    return session, stack.unique("beat")
+
+
+def session_beat(stack: Stack) -> Action:
+    session, key = _session(stack, 0, 0)
+    return lambda: stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+
+
+def session_beat_instructed(stack: Stack) -> Action:
+    session, key = _session(stack, 2, 4096)
+    return lambda: stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+
+
+def session_beat_whole_result(stack: Stack) -> Action:
+    """The same beat with a completion that keeps the whole result, as it did before
+    completions left out what the instructions keep (vigil.kit.tooling.Replay)."""
+    from vigil.catalog import BY_NAME
+
+    session, key = _session(stack, 2, 4096)
+    tool = BY_NAME["session_heartbeat"]
+
+    def call() -> Any:
+        BY_NAME["session_heartbeat"] = replace(tool, replay=None)
+        try:
+            return stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+        finally:
+            BY_NAME["session_heartbeat"] = tool
+
+    return call
+
+
+def session_beat_replayed(stack: Stack) -> Action:
+    session, key = _session(stack, 2, 4096)
+    stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+    return lambda: stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+
+
+def empty_poll(wait: int) -> Callable[[Stack], Action]:
+    def prepare(stack: Stack) -> Action:
+        return lambda: stack.call("worker", "inbox_poll", wait_seconds=wait)
+
+    return prepare
+
+
+def rearm(stack: Stack) -> Action:
+    """A switch beaten since its alarm was armed: the alarm arrives at the first deadline and
+    arms the next one, on the timer queue (window up to 900 s)."""
+    arguments = _beat(stack, stack.unique("rearm"))
+    stack.call("worker", "heartbeat", **arguments)
+    timer = stack.timer_of(arguments["scope"])
+    stack.clock.advance(60)
+    stack.call("worker", "heartbeat", **arguments)
+    stack.clock.advance(240)
+    return alarm_event(queued(timer))
+
+
+def long_scheduler_stage(stack: Stack) -> Action:
+    """A long window's alarm, fired by the Scheduler ten minutes early: onto the queue."""
+    from vigil.alarms.timers import SCHEDULER_LEAD
+
+    arguments = _beat(stack, stack.unique("long"), window=86_400)
+    stack.call("worker", "heartbeat", **arguments)
+    timer = stack.timer_of(arguments["scope"])
+    stack.advance_to(timer.due_at - SCHEDULER_LEAD)
+    return alarm_event(scheduled(timer))
+
+
+def long_rearm(stack: Stack) -> Action:
+    """A long window beaten since its alarm was armed: at the first deadline, the next alarm
+    is a new schedule."""
+    arguments = _beat(stack, stack.unique("long"), window=86_400)
+    stack.call("worker", "heartbeat", **arguments)
+    timer = stack.timer_of(arguments["scope"])
+    stack.clock.advance(3600)
+    stack.call("worker", "heartbeat", **arguments)
+    stack.advance_to(timer.due_at)
+    return alarm_event(queued(timer))
+
+
+def expiry(stack: Stack) -> Action:
+    scope = stack.unique("dead")
+    stack.call(
+        "worker", "acquire_lease", resource=stack.unique("repo"), scope=scope, ttl_seconds=3600
+    )
+    stack.call("worker", "heartbeat", **_alerting(stack, scope))
+    timer = stack.timer_of(scope)
+    stack.clock.advance(301)
+    return alarm_event(queued(timer))
+
+
+def expiry_again(stack: Stack) -> Action:
+    deliver = expiry(stack)
+    deliver()
+    return deliver
+
+
+STEPS = [
+    Step("steady", "`heartbeat`, steady state", "api", steady_beat),
+    Step(
+        "first",
+        "`heartbeat`, first beat, window ≤ 900 s, with queue_alert",
+        "api",
+        first_beat,
+    ),
+    Step("first_long", "`heartbeat`, first beat, window > 900 s", "api", first_long_beat),
+    Step("session", "`session_heartbeat`, nothing to hand out", "api", session_beat),
+    Step(
+        "session_4k",
+        "`session_heartbeat` handing out two 4 KB instructions",
+        "api",
+        session_beat_instructed,
+    ),
+    Step(
+        "session_4k_whole",
+        "the same, completion keeping the whole result (before)",
+        "api",
+        session_beat_whole_result,
+    ),
+    Step(
+        "session_4k_replay",
+        "the same, replayed (same idempotencyKey)",
+        "api",
+        session_beat_replayed,
+    ),
+    Step("poll", "`inbox_poll`, empty, wait_seconds 0", "api", empty_poll(0)),
+    Step("rearm", "alarm, deadline moved by beats (re-arms on the queue)", "alarm", rearm),
+    Step(
+        "long_scheduler",
+        "alarm, window > 900 s, the Scheduler's delivery (onto the queue)",
+        "alarm",
+        long_scheduler_stage,
+    ),
+    Step(
+        "long_rearm",
+        "alarm, window > 900 s, deadline moved (re-arms with a schedule)",
+        "alarm",
+        long_rearm,
+    ),
+    Step("expiry", "alarm, expiry with all three actions", "alarm", expiry),
+    Step("expiry_again", "alarm, delivered again after the expiry", "alarm", expiry_again),
+]
+# A long poll is timed once: what it shows is that the handler waits out the wait.
+LONG_POLL_SECONDS = 2
+LONG_POLL = Step("long_poll", "`inbox_poll`, empty", "api", empty_poll(LONG_POLL_SECONDS))
+
+
+@dataclass
+class Measured:
+    step: Step
+    calls: str
+    write_units: float
+    read_units: float
+    largest_item: int
+    requests_usd: float  # per call
+    log_bytes: int
+    log_lines: int
+    response_bytes: int
+    median_ms: float
+    sdk_ms: float
+
+
+def measure(stack: Stack, step: Step, repeats: int) -> Measured:
+    meter, sdk, logs = stack.meter, stack.sdk, stack.logs
+    meter.paused = True
+    step.prepare(stack)()  # warm-up: validators built on first use, queues looked up
+    action = step.prepare(stack)
+    meter.paused = False
+    meter.reset()
+    logs.bytes = logs.lines = 0
+    result = action()
+    counted = Measured(
+        step=step,
+        calls=meter.summary(),
+        write_units=meter.write_units,
+        read_units=meter.read_units,
+        largest_item=meter.largest_item,
+        requests_usd=meter.cost(via_api=step.function == "api"),
+        log_bytes=logs.bytes,
+        log_lines=logs.lines,
+        response_bytes=len(json.dumps(result).encode()),
+        median_ms=0.0,
+        sdk_ms=0.0,
+    )
+    meter.paused = True
+    durations, in_sdk = [], []
+    for _ in range(repeats):
+        action = step.prepare(stack)
+        sdk.seconds = 0.0
+        started = time.perf_counter()
+        action()
+        durations.append((time.perf_counter() - started) * 1000)
+        in_sdk.append(sdk.seconds * 1000)
+    counted.median_ms = statistics.median(durations)
+    counted.sdk_ms = statistics.median(in_sdk)
+    return counted
+
+
+# -- pricing ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prices:
+    memory_gb: float
+    platform_log_bytes: int
+    access_log_format: str
+
+    def duration_usd(self, milliseconds: float) -> float:
+        """Lambda bills duration by the millisecond, rounded up."""
+        return math.ceil(milliseconds) / 1000 * self.memory_gb * PRICE["lambda_arm64_gb_second"]
+
+    def log_bytes(self, row: Measured) -> int:
+        access = access_log_bytes(self.access_log_format, row.response_bytes)
+        return (
+            row.log_bytes + self.platform_log_bytes + (access if row.step.function == "api" else 0)
+        )
+
+    def logs_usd(self, row: Measured) -> float:
+        return self.log_bytes(row) / GB * PRICE["logs_ingested_gb"]
+
+    def total_usd(self, row: Measured) -> float:
+        return row.requests_usd + self.duration_usd(row.median_ms) + self.logs_usd(row)
+
+
+def xray_traced(calls_per_second: float) -> float:
+    """The share of calls Lambda's default sampling traces at a steady rate."""
+    reservoir = min(calls_per_second, XRAY_RESERVOIR_PER_SECOND)
+    return (reservoir + XRAY_FIXED_RATE * (calls_per_second - reservoir)) / calls_per_second
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=25, help="timed calls per step")
+    options = parser.parse_args()
+
+    from moto import mock_aws
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     os.environ.pop("AWS_ENDPOINT_URL", None)
-    meter = Meter()
-    with mock_aws():
-        dynamodb = meter.hook(boto3.client("dynamodb"))
-        sqs = meter.hook(boto3.client("sqs"))
-        scheduler = meter.hook(boto3.client("scheduler"))
-        table = create_tables_from_template(dynamodb)["VigilTable"]
-        timer_queue = sqs.create_queue(QueueName="timers")["QueueUrl"]
-        scheduler.create_schedule_group(Name="alarms")
-        clock = ManualClock(to_ms(SystemClock().now()))
-        store = DynamoStore(dynamodb, table)
-        queues = SqsMailboxQueues(sqs, "cost-mb")
-        alarms = AwsAlarms(
-            sqs,
-            scheduler,
-            timer_queue,
-            "alarms",
-            "arn:aws:lambda:us-east-1:123456789012:function:alarm",
-            "arn:aws:iam::123456789012:role/scheduler",
-            "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
-        )
-        app = App(store, clock, queues=queues, alarms=alarms, blobs=MemoryBlobs())
-        liveness = Liveness(store, clock, alarms, queues)
-        _, operator = bootstrap_operator(store, clock, "cost", "Ops")
-        worker = app.call("register", {"kind": "agent", "name": "w"}, operator)
-        watcher = app.call("register", {"kind": "agent", "name": "s"}, operator)
-        secret = worker["secret"]
-        address = f"agent:{watcher['principal']['id']}"
-        queues.ensure(
-            __import__("vigil.mailboxes.records", fromlist=["queue_name"]).queue_name(
-                queues.prefix, "cost", address
-            )
+    facts = template_facts()
+    assert facts["architectures"] == {"arm64"}, facts["architectures"]
+    memory = set(facts["memory_mb"].values())
+    assert len(memory) == 1, facts["memory_mb"]
+    prices = Prices(
+        memory_gb=memory.pop() / 1024,
+        platform_log_bytes=len(LAMBDA_PLATFORM_LINES.encode()),
+        access_log_format=facts["access_log_format"],
+    )
+    rows: dict[str, Measured] = {}
+    for step in [*STEPS, LONG_POLL]:
+        # Each step on a deployment of its own: moto's transactions copy the whole table, so a
+        # table grown by other steps would slow this one's.
+        meter, sdk, logs = Meter(), SdkTime(), LogBytes()
+        with mock_aws():
+            stack = Stack.up(meter, sdk, logs, facts["log_level"])
+            rows[step.key] = measure(stack, step, 1 if step is LONG_POLL else options.repeats)
+    report(rows, rows.pop(LONG_POLL.key), prices, facts, options.repeats)
+
+
+def report(
+    rows: dict[str, Measured],
+    long_poll: Measured,
+    prices: Prices,
+    facts: dict[str, Any],
+    repeats: int,
+) -> None:
+    memory_mb = int(prices.memory_gb * 1024)
+    print("1. AWS calls, DynamoDB capacity units and the price of the requests")
+    print("   (moto, counted at botocore; units from the items' sizes; USD per million)")
+    print(f"{'step':68} {'WRU':>5} {'RRU':>5} {'item B':>7} {'USD/M':>7}   calls")
+    for row in rows.values():
+        print(
+            f"{row.step.label:68} {row.write_units:5g} {row.read_units:5g} "
+            f"{row.largest_item:7d} {row.requests_usd * 1e6:7.2f}   {row.calls}"
         )
 
-        rows: list[tuple[str, str, float]] = []
-
-        def measure(label: str, via_api: bool, action: Any) -> Any:
-            meter.reset()
-            result = action()
-            rows.append((label, meter.summary(), meter.cost(via_api)))
-            return result
-
-        beat = {
-            "scope": "job",
-            "expect_within_seconds": 300,
-            "on_expiry": ["release_leases", "mark_failed", "queue_alert"],
-            "notify_address": address,
-        }
-        app.call("acquire_lease", {"resource": "repo", "scope": "job", "ttl_seconds": 3600}, secret)
-        measure(
-            "heartbeat, first (arms; window <= 900 s)",
-            True,
-            lambda: app.call("heartbeat", beat, secret),
+    print(
+        f"\n2. Lambda duration and logs (handler on moto, median of {repeats} calls, and the part "
+        "of it spent in AWS calls, moto's work here;"
+    )
+    print(
+        f"   duration billed by the ms at {memory_mb} MB arm64, ${PRICE['lambda_arm64_gb_second']} "
+        f"per GB-s; logs: Vigil's lines at {facts['log_level']}, Lambda's "
+        f"{prices.platform_log_bytes} bytes and the API's access log line, "
+        f"${PRICE['logs_ingested_gb']:.2f} per GB; USD per million)"
+    )
+    print(
+        f"{'step':68} {'ms':>6} {'in AWS':>6} {'own':>5} {'dur USD':>7} {'log B':>5} "
+        f"{'logs USD':>8} {'total':>6}"
+    )
+    for row in rows.values():
+        print(
+            f"{row.step.label:68} {row.median_ms:6.1f} {row.sdk_ms:6.1f} "
+            f"{row.median_ms - row.sdk_ms:5.1f} {prices.duration_usd(row.median_ms) * 1e6:7.2f} "
+            f"{prices.log_bytes(row):5d} {prices.logs_usd(row) * 1e6:8.2f} "
+            f"{prices.total_usd(row) * 1e6:6.2f}"
         )
-        clock.advance(60)
-        measure("heartbeat, steady state", True, lambda: app.call("heartbeat", beat, secret))
-        long_beat = {"scope": "long", "expect_within_seconds": 86_400}
-        measure(
-            "heartbeat, first (window > 900 s)",
-            True,
-            lambda: app.call("heartbeat", long_beat, secret),
-        )
-        from vigil.alarms.timers import Timer
+    print(
+        "   (Vigil's own log bytes per step: "
+        + ", ".join(f"{key} {row.log_bytes} in {row.log_lines} lines" for key, row in rows.items())
+        + ")"
+    )
 
-        timer = Timer(
-            kind="switch",
-            namespace="cost",
-            key="job",
-            generation=1,
-            due_at=clock.now() + timedelta(seconds=240),
-        )
-        clock.advance(240)
-        measure("alarm, deadline moved by beats (re-arms)", False, lambda: liveness.on_timer(timer))
-        switch = store.get_switch("cost", "job")
-        assert switch is not None
-        clock.advance(301)
-        late = timer.model_copy(update={"due_at": switch.deadline})
-        measure("alarm, expiry with all three actions", False, lambda: liveness.on_timer(late))
-        measure("alarm, delivered again after the expiry", False, lambda: liveness.on_timer(late))
-        assert meter.largest_item <= ITEM_LIMIT, meter.largest_item
+    print(
+        f"\n3. X-Ray (tracing: {', '.join(sorted(set(facts['tracing'].values())))}; Lambda's "
+        f"sampling: {XRAY_RESERVOIR_PER_SECOND}/s, then {XRAY_FIXED_RATE:.0%}; "
+        f"${PRICE['xray_trace_recorded'] * 1e6:.2f} per million traces)"
+    )
+    print(f"{'calls per second, steady':>26} {'traced':>8} {'USD per million calls':>22}")
+    for rate in (0.1, 1, 10, 100, 1000):
+        share = xray_traced(rate)
+        print(f"{rate:26g} {share:8.1%} {share * PRICE['xray_trace_recorded'] * 1e6:22.2f}")
 
-    print("AWS calls and cost of the liveness path (moto, counted at botocore)")
-    print(f"{'operation':45} {'USD per million':>16}   calls")
-    for label, calls, cost in rows:
-        print(f"{label:45} {cost * 1e6:16.2f}   {calls}")
-    print("\nIncluded: DynamoDB units, SQS requests, Scheduler invocations, one Lambda request,")
-    print("and one HTTP API request for tool calls. Not included: Lambda duration (GB-seconds),")
-    print("which depends on the deployed function's measured duration, and free tiers.")
+    print("\n4. One switch for 30 days, beaten every third of its window (USD per switch)")
+    steady = prices.total_usd(rows["steady"])
+    for window, stages in (
+        (300, ["rearm"]),
+        (3600, ["long_scheduler", "long_rearm"]),
+        (86_400, ["long_scheduler", "long_rearm"]),
+    ):
+        beats = 3 * MONTH_SECONDS / window
+        # The alarm re-arms when it arrives at a deadline the beats have moved, and the next
+        # one is due a window after the last beat: between 2/3 of a window and a window later.
+        rearms = 1.5 * MONTH_SECONDS / window
+        scheduler = PRICE["scheduler_invocation"] if "long_scheduler" in stages else 0.0
+        alarm = sum(prices.total_usd(rows[s]) for s in stages) + scheduler
+        print(
+            f"  window {window:>6} s: {beats:6.0f} beats ${beats * steady:.4f}; "
+            f"at most {rearms:5.0f} re-arms at ${alarm * 1e6:.2f} per million "
+            f"({' + '.join(stages)}{' + a Scheduler invocation' if scheduler else ''}) "
+            f"${rearms * alarm:.4f}"
+        )
+    print("  A beat never re-arms the alarm: a steady beat is one conditional write. The alarm")
+    print("  re-arms when it arrives at a deadline that beats have moved; beyond 900 s with a")
+    print("  new schedule, whose invocation ten minutes early puts it on the timer queue.")
+    print(
+        f"\n5. Long polling inbox_poll (an empty poll waited {LONG_POLL_SECONDS} s: handler "
+        f"{long_poll.median_ms:.0f} ms, {long_poll.sdk_ms:.0f} ms of it in AWS calls)"
+    )
+    empty = rows["poll"]
+    overhead_ms = empty.median_ms
+    requests = empty.requests_usd + prices.logs_usd(empty)
+    print(f"{'wait_seconds':>13} {'billed ms':>10} {'duration USD/M':>15} {'total USD/M':>12}")
+    per_poll = {}
+    for wait in (0, 1, 5, 10, 20):
+        billed = overhead_ms + 1000 * wait
+        per_poll[wait] = requests + prices.duration_usd(billed)
+        print(
+            f"{wait:13d} {math.ceil(billed):10d} {prices.duration_usd(billed) * 1e6:15.2f} "
+            f"{per_poll[wait] * 1e6:12.2f}"
+        )
+    print("  An idle agent for 30 days:")
+    plans = [
+        ("long polls back to back (wait_seconds 20)", 20, per_poll[20]),
+        ("wait_seconds 0 every 20 s", 20, per_poll[0]),
+        ("wait_seconds 0 every 60 s", 60, per_poll[0]),
+        ("wait_seconds 0, backing off to every 300 s", 300, per_poll[0]),
+    ]
+    for label, every, each in plans:
+        polls = MONTH_SECONDS / every
+        print(f"    {label:48} {polls:8.0f} polls  ${polls * each:.2f}")
 
 
 if __name__ == "__main__":
