@@ -217,10 +217,16 @@ def _view_rebuilt(ctx: Context, kept: dict[str, Any], stored: Request) -> dict[s
     return RequestView.model_validate({**kept, **fixed}).model_dump(mode="json")
 
 
+def _views_rebuilt(ctx: Context, views: dict[str, Any]) -> dict[str, Any]:
+    """Each of ``views``, kept views by name, rebuilt from its request (one batch read)."""
+    ids = [view["id"] for view in views.values()]
+    stored = {r.id: r for r in ctx.store.get_requests(ctx.caller.namespace, ids)}
+    return {name: _view_rebuilt(ctx, view, stored[view["id"]]) for name, view in views.items()}
+
+
 def _ask_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
-    stored = ctx.store.get_request(ctx.caller.namespace, kept["id"])
-    assert stored is not None, "a request is never deleted"
-    return _view_rebuilt(ctx, kept, stored)
+    rebuilt: dict[str, Any] = _views_rebuilt(ctx, {"asked": kept})["asked"]
+    return rebuilt
 
 
 # -- ask ------------------------------------------------------------------------------------
@@ -415,12 +421,6 @@ def _replace_kept(result: dict[str, Any]) -> dict[str, Any]:
     return {name: _view_kept(view) for name, view in result.items()}
 
 
-def _replace_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
-    ids = [view["id"] for view in kept.values()]
-    stored = {r.id: r for r in ctx.store.get_requests(ctx.caller.namespace, ids)}
-    return {name: _view_rebuilt(ctx, view, stored[view["id"]]) for name, view in kept.items()}
-
-
 def resume_replace(ctx: Context, result: dict[str, Any]) -> None:
     """A replay of replace_request first delivers what its message still owes."""
     replacement = ReplaceResult.model_validate(result).replacement
@@ -592,7 +592,7 @@ TOOLS: tuple[Tool, ...] = (
         output_model=ReplaceResult,
         run=replace_request,
         resume=resume_replace,
-        replay=Replay(_replace_kept, _replace_rebuilt),
+        replay=Replay(_replace_kept, _views_rebuilt),
     ),
     Tool(
         name="redeem_approval",
