@@ -111,6 +111,8 @@ class LocalTable:
     logical_id: str
     name: str
     arn: str
+    # The attribute TTL reads, when enabled: the pump deletes the items it has expired.
+    ttl_attribute: str | None = None
 
 
 @dataclass(frozen=True)
@@ -497,7 +499,8 @@ class _Provisioning:
         self.resolver.register(
             logical_id, name, Arn=arn, StreamArn=description.get("LatestStreamArn")
         )
-        self.deployment.tables[logical_id] = LocalTable(logical_id, name, arn)
+        expiry = ttl["AttributeName"] if ttl and ttl.get("Enabled", True) else None
+        self.deployment.tables[logical_id] = LocalTable(logical_id, name, arn, expiry)
 
     def queue(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         props = self.resolve(raw)
