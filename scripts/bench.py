@@ -10,13 +10,14 @@ Usage: .venv/bin/python scripts/bench.py [--write docs/BENCHMARKS.md] [--samples
    and its warm in-process latency (median, p99) on moto. The calls come from the fault tests'
    scenarios (``tests/faults/scenarios.py``), so a new tool is measured as soon as it exists.
 3. Local throughput: steady heartbeats per second over HTTP against the local runtime, from a
-   few concurrent clients, beside moto's own conditional-write throughput (raw ``PutItem`` with
-   a condition) against the same moto server, from as many clients for as long.
+   few concurrent clients, beside its DynamoDB's own conditional-write throughput (raw
+   ``PutItem`` with a condition, straight to DynamoDB Local), from as many clients for as long.
 4. Expiry lateness: a short run of ``scripts/lateness.py`` (its ``measure``), switches with
    2-20 s windows on the local runtime; ``make lateness``-style long runs are that script's.
 
-Everything but cold start runs on moto, so absolute times are moto's; the ratios measured
-in the same run, and the call counts, are the point. Traffic goes to 127.0.0.1 only.
+Cold start and the per-tool figures run on moto in this process; throughput and lateness run
+on the local runtime (DynamoDB Local and moto). Absolute times are the machine's; the ratios
+measured in the same run, and the call counts, are the point. Traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -182,10 +183,8 @@ def throughput(clients: int, seconds: float) -> dict[str, float]:
 
             beats = _for(seconds, clients, beat)
             table = os.environ["TABLE_NAME"]
-            ddb = [
-                boto3.client("dynamodb", endpoint_url=runtime.aws_endpoint_url)
-                for _ in range(clients)
-            ]
+            # The runtime's environment points DynamoDB at its DynamoDB Local, with its key.
+            ddb = [boto3.client("dynamodb") for _ in range(clients)]
 
             def put(worker: int, stop_at: float) -> int:
                 done = 0
@@ -263,10 +262,10 @@ def markdown(
         "```",
         "",
         f"on {started:%Y-%m-%d %H:%M} UTC, {took / 60:.1f} min, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, {platform.system()} {platform.machine()}. Everything but "
-        "the cold start runs on moto in this process, so absolute times are moto's and the "
-        "machine's; the call counts and the ratios within the run are the point. Lambda runs "
-        "Python 3.13 on arm64.",
+        f"{platform.python_version()}, {platform.system()} {platform.machine()}. The per-tool "
+        "figures run on moto in this process, throughput and lateness on the local runtime "
+        "(DynamoDB Local and moto), so absolute times are the machine's; the call counts and "
+        "the ratios within the run are the point. Lambda runs Python 3.13 on arm64.",
         "",
         "## Cold start",
         "",
@@ -311,14 +310,14 @@ def markdown(
         "",
         f"{args.clients} concurrent clients for {args.seconds:g} s each way, against one local "
         "runtime (`vigil.local.runtime.start`): steady heartbeats over HTTP (REST, keep-alive; "
-        "each is the authentication read and one conditional update on moto, plus the HTTP "
-        "server and the handler), then raw conditional `PutItem`s straight to the same moto "
-        "server.",
+        "each is the authentication read and one conditional update on DynamoDB Local, plus "
+        "the HTTP server and the handler), then raw conditional `PutItem`s straight to the same "
+        "DynamoDB Local.",
         "",
         "| what | per second |",
         "| --- | ---: |",
         f"| steady heartbeats over HTTP | {rate['beats_per_second']:.1f} |",
-        f"| moto, raw conditional PutItem | {rate['puts_per_second']:.1f} |",
+        f"| DynamoDB Local, raw conditional PutItem | {rate['puts_per_second']:.1f} |",
         f"| ratio (beats / puts) | {ratio:.2f} |",
         "",
         "## Expiry lateness (short run)",

@@ -4,7 +4,7 @@ Scheduler alone would give for the same deadlines.
 Usage: .venv/bin/python scripts/lateness.py [--count 200] [--max-window 600] [--seed 1]
                                             [--write docs/LATENESS.md]
 
-It starts the local runtime (moto, the event pump, the HTTP API) in this process, registers one
+It starts the local runtime (DynamoDB Local, moto, the event pump, the HTTP API), registers one
 agent over REST, arms ``--count`` switches with windows spread log-uniformly from 2 s to
 ``--max-window`` s, never beats them again, and polls ``resume_packet`` until every one has
 died. Lateness is the server's own record: ``death.fired_at - death.deadline``. It prints to
@@ -309,13 +309,14 @@ def report(
         + "It adds up to 1 s to a switch whose alarm found the "
         "deadline moved by beats and armed the next one for the time left. The tail is the "
         "pump's: each pass receives once and fires the timers one after the other in one "
-        "thread, each fire being three calls to moto in the same process (one of them a "
-        "TransactWriteItems, which moto serves by deep-copying the whole table), so when "
+        "thread, each fire being three calls to DynamoDB Local (one of them a "
+        "TransactWriteItems), so when "
         "deadlines bunch (the short windows here, many of which fall due while the rest are "
         "still being armed) batches fill up and a timer waits for the pass in progress and "
         "for those ahead of it in its batch; Lambda, by contrast, processes several batches of "
         "a queue at once. "
-        "The runtime, moto and this script share one process and the machine's CPUs, so the "
+        "The runtime, moto and this script share one process, and DynamoDB Local the machine's "
+        "CPUs, so the "
         "machine's load (above) weighs on every figure. "
         "On AWS, moto's delay and the pump give way to SQS's own delay and the Lambda SQS "
         "poller, which this run does not measure. The last row is what the same deadlines "

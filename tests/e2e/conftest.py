@@ -34,7 +34,8 @@ def state(runtime: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def foreign_secret(runtime: Any) -> str:
     """The operator of a second namespace on the same deployment."""
-    client = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    # The runtime's environment points DynamoDB at its DynamoDB Local, with its key.
+    client = boto3.client("dynamodb")
     store = DynamoStore(client, os.environ["TABLE_NAME"])
     _, secret = bootstrap_operator(store, SystemClock(), "intruders", "Mallory")
     return secret

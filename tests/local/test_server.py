@@ -270,6 +270,7 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
             "operator_id",
             "operator_secret",
             "aws_endpoint_url",
+            "dynamodb_endpoint_url",
         }
         assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
         assert state["namespace"] == "local"
@@ -307,7 +308,8 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
         assert answer["result"]["protocolVersion"] == "2025-06-18"
         assert answer["result"]["serverInfo"]["name"] == "vigil"
 
-    assert not state_file.exists()
+    # Kept: the next start goes on with the same operator (tests/local/test_durable.py).
+    assert json.loads(state_file.read_text()) == state
     assert os.environ.get("AWS_ENDPOINT_URL") == endpoint_before
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -335,25 +337,23 @@ def test_stopping_closes_kept_alive_connections(cfn: dict[str, Any]) -> None:
     assert len(function.events) == 1
 
 
-def test_moto_dynamodb_survives_concurrent_transactions() -> None:
-    """moto copies the whole table in a transaction; unserialised, a concurrent write makes it
-    fail with a 500. The local server runs DynamoDB requests one at a time."""
+def test_the_local_dynamodb_serves_concurrent_transactions(tmp_path: Path) -> None:
+    """moto's DynamoDB copied the whole table in a transaction and failed (500) under a
+    concurrent write; DynamoDB Local, the runtime's engine, takes them all."""
     import concurrent.futures
 
     import boto3
     from botocore.config import Config
 
-    from vigil.local.moto_server import LocalMotoServer
+    from vigil.local.dynamodb_local import database_key, start_dynamodb_local
 
-    server = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+    engine = start_dynamodb_local(tmp_path)
     try:
-        host, port = server.get_host_and_port()
         client = boto3.client(
             "dynamodb",
-            endpoint_url=f"http://{host}:{port}",
+            endpoint_url=engine.endpoint_url,
             region_name="us-east-1",
-            aws_access_key_id="local",
+            aws_access_key_id=database_key(tmp_path),
             aws_secret_access_key="local",
             config=Config(retries={"total_max_attempts": 1}),
         )
@@ -380,7 +380,7 @@ def test_moto_dynamodb_survives_concurrent_transactions() -> None:
                 outcome.result()  # raises if any request failed
         assert client.scan(TableName=table, Select="COUNT")["Count"] == 6 * 40 * 3
     finally:
-        server.stop()
+        engine.stop()
 
 
 def test_the_aws_stand_in_answers_no_browser() -> None:

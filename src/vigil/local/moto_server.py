@@ -1,14 +1,7 @@
-"""moto as a loopback server that answers no browser, with its DynamoDB serialised.
-
-moto's DynamoDB is not safe under concurrent requests: a transaction copies the whole table
-while other threads write to it, fails with "dictionary changed size during iteration", and
-answers 500. DynamoDB itself has no such failure, so the local runtime lets one DynamoDB
-request run at a time. The other services (SQS long polls above all) keep running in parallel.
-"""
+"""moto as a loopback server that answers no browser, and whose state is saved as it changes."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,26 +13,9 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-_DYNAMODB_TARGET = "DynamoDB_"
+from vigil.local.moto_state import Snapshotter, guarded
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB requests one at a time, everything else as it comes."""
-
-    def __init__(self, app: WsgiApp) -> None:
-        self.app = app
-        self.lock = threading.Lock()
-
-    def __call__(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
-        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith(_DYNAMODB_TARGET):
-            return self.app(environ, start_response)
-        with self.lock:
-            # The body is produced inside the lock: moto does its work while it is iterated.
-            return list(self.app(environ, start_response))
 
 
 class NoBrowsers:
@@ -66,10 +42,16 @@ class NoBrowsers:
 
 
 class LocalMotoServer(ThreadedMotoServer):
+    def __init__(self, *args: Any, snapshots: Snapshotter | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.snapshots = snapshots
+
     def _server_entry(self) -> None:
-        app = NoBrowsers(SerializedDynamoDB(DomainDispatcherApplication(create_backend_app)))
+        app: WsgiApp = DomainDispatcherApplication(create_backend_app)
+        if self.snapshots is not None:
+            app = guarded(app, self.snapshots)
         self._server = make_server(
-            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            self._ip_address, self._port, NoBrowsers(app), True, request_handler=MotoRequestHandler
         )
         self._server_ready_event.set()
         self._server.serve_forever()

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from vigil.kit.aws import error_code
 
 DEFAULT_STACK_NAME = "vigil-local"
@@ -75,21 +77,28 @@ class AwsClients:
     iam: Any
 
     @classmethod
-    def local(cls, endpoint_url: str, region: str = DEFAULT_REGION) -> AwsClients:
-        """Clients for the moto server at ``endpoint_url``, never for a real account."""
+    def local(
+        cls,
+        endpoint_url: str,
+        region: str = DEFAULT_REGION,
+        dynamodb_endpoint_url: str | None = None,
+        access_key_id: str = LOCAL_ACCESS_KEY_ID,
+    ) -> AwsClients:
+        """Clients for the moto server at ``endpoint_url`` (and DynamoDB at
+        ``dynamodb_endpoint_url`` when given), never for a real account."""
         import boto3
 
         session = boto3.session.Session(
-            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+            aws_access_key_id=access_key_id,
             aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
             region_name=region,
         )
 
-        def client(service: str) -> Any:
-            return session.client(service, endpoint_url=endpoint_url)
+        def client(service: str, url: str = endpoint_url) -> Any:
+            return session.client(service, endpoint_url=url)
 
         return cls(
-            dynamodb=client("dynamodb"),
+            dynamodb=client("dynamodb", dynamodb_endpoint_url or endpoint_url),
             sqs=client("sqs"),
             s3=client("s3"),
             scheduler=client("scheduler"),
@@ -102,6 +111,8 @@ class LocalTable:
     logical_id: str
     name: str
     arn: str
+    # The attribute TTL reads, when enabled: the pump deletes the items it has expired.
+    ttl_attribute: str | None = None
 
 
 @dataclass(frozen=True)
@@ -472,17 +483,24 @@ class _Provisioning:
             )
         recovery = props.get("PointInTimeRecoverySpecification")
         if recovery:
-            ddb.update_continuous_backups(
-                TableName=name,
-                PointInTimeRecoverySpecification={
-                    "PointInTimeRecoveryEnabled": bool(recovery["PointInTimeRecoveryEnabled"])
-                },
-            )
+            try:
+                ddb.update_continuous_backups(
+                    TableName=name,
+                    PointInTimeRecoverySpecification={
+                        "PointInTimeRecoveryEnabled": bool(recovery["PointInTimeRecoveryEnabled"])
+                    },
+                )
+            except ClientError as error:
+                # DynamoDB Local keeps no backups; its database file is the only copy.
+                if error_code(error) != "UnknownOperationException":
+                    raise
+                self.deployment.ignored.append(f"{logical_id} point-in-time recovery")
         arn = description["TableArn"]
         self.resolver.register(
             logical_id, name, Arn=arn, StreamArn=description.get("LatestStreamArn")
         )
-        self.deployment.tables[logical_id] = LocalTable(logical_id, name, arn)
+        expiry = ttl["AttributeName"] if ttl and ttl.get("Enabled", True) else None
+        self.deployment.tables[logical_id] = LocalTable(logical_id, name, arn, expiry)
 
     def queue(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         props = self.resolve(raw)

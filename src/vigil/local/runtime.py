@@ -1,8 +1,11 @@
-"""``vigil local``: the whole stack on this machine, from ``template.yaml``, on moto.
+"""``vigil local``: the whole stack on this machine, from ``template.yaml``.
 
-No AWS account and no Docker: moto runs in-process as the AWS endpoint, the template's
-resources are created on it, the deployed handlers run in this process behind a local HTTP API,
-and the event pump plays the Scheduler and the event source mappings.
+No AWS account and no Docker: AWS's DynamoDB Local (a child process) holds the table, moto runs
+in-process as the endpoint of every other service, the template's resources are created on
+them, the deployed handlers run in this process behind a local HTTP API, and the event pump
+plays the Scheduler and the event source mappings. Everything lives in the state directory:
+a restart, even after ``kill -9``, goes on from where it was (losing at most the last second
+of queues, objects and schedules; never a DynamoDB write that was answered).
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from vigil.clock import Clock, SystemClock
+from vigil.identity.records import Principal
 from vigil.local.pump import EventPump, Handler
 from vigil.local.resources import (
     DEFAULT_REGION,
-    LOCAL_ACCESS_KEY_ID,
     LOCAL_SECRET_ACCESS_KEY,
     AwsClients,
     LocalDeployment,
@@ -34,12 +37,15 @@ from vigil.local.resources import (
 )
 from vigil.local.server import LocalHttpServer, http_routes
 from vigil.observability import get_logger, log_event
+from vigil.store import Store
 
 log = get_logger("vigil.local")
 
 NAMESPACE = "local"
 OPERATOR_NAME = "Local operator"
 STATE_FILE = "local.json"
+DYNAMODB_DIR = "dynamodb"
+MOTO_DIR = "aws"
 
 # The code each function of template.yaml runs: the Makefile copies functions/<dir>/app.py as
 # the package's app.py, and each of those only re-exports one of these handlers.
@@ -56,6 +62,9 @@ class LocalRuntime:
     rest_url: str
     openapi_url: str
     aws_endpoint_url: str
+    dynamodb_endpoint_url: str
+    # The DynamoDB Local this runtime started (None when it uses one already running).
+    engine_pid: int | None
     namespace: str
     operator_id: str
     operator_secret: str
@@ -97,7 +106,12 @@ def cold_start() -> None:
 
     Handlers keep their settings and clients in ``functools`` caches for the life of the
     sandbox; a new local deployment (another moto port, another table) must not reuse them.
+    boto3's default session keeps the credentials it first read, and the access key names the
+    local database: it goes too.
     """
+    import boto3
+
+    boto3.DEFAULT_SESSION = None
     for name, module in list(sys.modules.items()):
         if not name.startswith("vigil.") or name.startswith("vigil.local"):
             continue
@@ -122,11 +136,15 @@ def _environment(values: Mapping[str, str], remove: list[str]) -> Iterator[None]
                 os.environ[key] = value
 
 
-def _aws_environment(endpoint_url: str) -> tuple[dict[str, str], list[str]]:
-    """Points every AWS client of this process at moto, and nothing at a real account."""
+def _aws_environment(
+    endpoint_url: str, dynamodb_endpoint_url: str, access_key_id: str
+) -> tuple[dict[str, str], list[str]]:
+    """Points every AWS client of this process at moto and DynamoDB Local, and nothing at a
+    real account."""
     values = {
         "AWS_ENDPOINT_URL": endpoint_url,
-        "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY_ID,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint_url,
+        "AWS_ACCESS_KEY_ID": access_key_id,
         "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_ACCESS_KEY,
         "AWS_DEFAULT_REGION": DEFAULT_REGION,
         "AWS_REGION": DEFAULT_REGION,
@@ -135,8 +153,10 @@ def _aws_environment(endpoint_url: str) -> tuple[dict[str, str], list[str]]:
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
     }
     remove = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"]
-    # A service-specific endpoint would win over AWS_ENDPOINT_URL.
-    remove += [key for key in os.environ if key.startswith("AWS_ENDPOINT_URL_")]
+    # Another service-specific endpoint would win over AWS_ENDPOINT_URL.
+    remove += [
+        key for key in os.environ if key.startswith("AWS_ENDPOINT_URL_") and key not in values
+    ]
     remove.append("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
     return values, remove
 
@@ -150,43 +170,93 @@ def _write_state(path: Path, state: Mapping[str, str]) -> None:
         os.fchmod(stream.fileno(), 0o600)
         json.dump(state, stream, indent=2)
         stream.write("\n")
+        stream.flush()
+        os.fsync(stream.fileno())
     os.replace(temporary, path)
+
+
+def _operator(store: Store, clock: Clock, state_file: Path) -> tuple[Principal, str]:
+    """The operator of an earlier run when its secret still opens it, else a new one."""
+    from vigil.bootstrap import bootstrap_operator
+    from vigil.identity.records import secret_matches
+
+    with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
+        saved = json.loads(state_file.read_text(encoding="utf-8"))
+        operator = store.get_principal(saved["namespace"], saved["operator_id"])
+        secret = saved["operator_secret"]
+        if (
+            operator is not None
+            and operator.status == "active"
+            and operator.role == "operator"
+            and secret_matches(secret, operator.secret_hash)
+        ):
+            return operator, secret
+    return bootstrap_operator(store, clock, NAMESPACE, OPERATOR_NAME, existing_ok=True)
+
+
+def default_template() -> Path:
+    """The template this package was built with (a link to the checkout's template.yaml)."""
+    return Path(__file__).with_name("template.yaml")
 
 
 def start(
     host: str = "127.0.0.1",
     port: int = 8080,
     state_dir: Path = Path(".vigil"),
-    template: Path = Path("template.yaml"),
+    template: Path | None = None,
     clock: Clock | None = None,
     parameters: Mapping[str, str] | None = None,
+    dynamodb_endpoint_url: str | None = None,
 ) -> LocalRuntime:
-    """Starts moto, the template's resources, the event pump and the HTTP API."""
+    """Starts DynamoDB Local, moto, the template's resources, the event pump and the HTTP API.
+
+    Everything lives in ``state_dir`` and survives a restart. ``dynamodb_endpoint_url`` names a
+    DynamoDB Local already running (the tests share one); by default the runtime starts its own.
+    """
     from vigil import wiring
-    from vigil.bootstrap import bootstrap_operator
     from vigil.config import Settings
     from vigil.infra.template import translate
+    from vigil.local.dynamodb_local import database_key, start_dynamodb_local
     from vigil.local.moto_server import LocalMotoServer
+    from vigil.local.moto_state import Snapshotter, restore
     from vigil.stores.dynamo import DynamoStore
 
     clock = clock or SystemClock()
+    state_dir = Path(state_dir)
+    template = template or default_template()
     closer = contextlib.ExitStack()
     try:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        access_key_id = database_key(state_dir / DYNAMODB_DIR)
+        engine_pid = None
+        if dynamodb_endpoint_url is None:
+            engine = start_dynamodb_local(state_dir / DYNAMODB_DIR)
+            closer.callback(engine.stop)
+            dynamodb_endpoint_url, engine_pid = engine.endpoint_url, engine.process.pid
+
         # moto logs every request it serves through werkzeug; the pump polls several a second.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        restored = restore(state_dir / MOTO_DIR)
+        snapshots = Snapshotter(state_dir / MOTO_DIR)
+        moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False, snapshots=snapshots)
         moto.start()
         closer.callback(moto.stop)
+        snapshots.start()
+        closer.callback(snapshots.stop)
         moto_host, moto_port = moto.get_host_and_port()
         endpoint_url = f"http://{moto_host}:{moto_port}"
-        closer.enter_context(_environment(*_aws_environment(endpoint_url)))
+        closer.enter_context(
+            _environment(*_aws_environment(endpoint_url, dynamodb_endpoint_url, access_key_id))
+        )
 
         names = LocalNames(parameters=dict(parameters or {}))
         cfn = translate(template, dict(parameters or {}))
-        clients = AwsClients.local(endpoint_url, names.region)
+        clients = AwsClients.local(endpoint_url, names.region, dynamodb_endpoint_url, access_key_id)
         deployment = provision(cfn, clients, names)
         if deployment.ignored:
             log_event(log, "not played locally", resources=deployment.ignored)
+        if restored:
+            log_event(log, "state restored", services=restored, directory=str(state_dir))
 
         closer.enter_context(_environment(deployment.environment(), []))
         cold_start()
@@ -196,12 +266,9 @@ def start(
         handlers = load_handlers(deployment)
 
         settings = Settings.from_env()
-        operator, secret = bootstrap_operator(
-            DynamoStore(clients.dynamodb, settings.table_name),
-            clock,
-            NAMESPACE,
-            OPERATOR_NAME,
-            existing_ok=True,
+        state_file = state_dir / STATE_FILE
+        operator, secret = _operator(
+            DynamoStore(clients.dynamodb, settings.table_name), clock, state_file
         )
 
         pump = EventPump(deployment, clients, handlers, clock)
@@ -221,7 +288,6 @@ def start(
         closer.callback(server.stop)
         server.start()
 
-        state_file = Path(state_dir) / STATE_FILE
         state = {
             "mcp_url": f"{server.url}/mcp",
             "rest_url": f"{server.url}/v1",
@@ -230,10 +296,9 @@ def start(
             "operator_id": operator.id,
             "operator_secret": secret,
             "aws_endpoint_url": endpoint_url,
+            "dynamodb_endpoint_url": dynamodb_endpoint_url,
         }
         _write_state(state_file, state)
-        # The file describes this run only: its secret dies with moto's in-memory table.
-        closer.callback(state_file.unlink, missing_ok=True)
     except BaseException:
         closer.close()
         raise
@@ -242,10 +307,12 @@ def start(
         rest_url=state["rest_url"],
         openapi_url=state["openapi_url"],
         aws_endpoint_url=endpoint_url,
+        dynamodb_endpoint_url=dynamodb_endpoint_url,
+        engine_pid=engine_pid,
         namespace=operator.namespace,
         operator_id=operator.id,
         operator_secret=secret,
-        state_dir=Path(state_dir),
+        state_dir=state_dir,
         state_file=state_file,
         deployment=deployment,
         pump=pump,
@@ -265,7 +332,15 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (0: any free)")
     parser.add_argument("--state-dir", type=Path, default=Path(".vigil"))
-    parser.add_argument("--template", type=Path, default=Path("template.yaml"))
+    parser.add_argument(
+        "--template", type=Path, default=None, help="a SAM template (default: the packaged one)"
+    )
+    parser.add_argument(
+        "--dynamodb-endpoint",
+        default=None,
+        metavar="URL",
+        help="use a DynamoDB Local already running instead of starting one",
+    )
     parser.add_argument(
         "--parameter",
         type=_parameter,
@@ -286,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             state_dir=args.state_dir,
             template=args.template,
             parameters=dict(args.parameter),
+            dynamodb_endpoint_url=args.dynamodb_endpoint,
         )
     except Exception as error:
         # A command reports why it cannot start; the traceback helps no one running it.
@@ -301,13 +377,16 @@ def main(argv: list[str] | None = None) -> int:
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with runtime:
-            print(f"Vigil is running locally (AWS stand-in: moto at {runtime.aws_endpoint_url})")
+            print("Vigil is running locally")
             print(f"  MCP endpoint:  {runtime.mcp_url}")
             print(f"  REST base:     {runtime.rest_url}/{{tool}}")
             print(f"  OpenAPI:       {runtime.openapi_url}")
             print(f"  Operator:      {runtime.operator_id} in namespace {runtime.namespace!r}")
             print(f"  Secret:        {runtime.operator_secret}")
-            print(f"  Saved to:      {runtime.state_file} (removed on exit)")
+            print(f"  Saved to:      {runtime.state_file}")
+            print(f"  State:         {runtime.state_dir} (kept across restarts)")
+            print(f"  AWS stand-in:  moto at {runtime.aws_endpoint_url}, ", end="")
+            print(f"DynamoDB Local at {runtime.dynamodb_endpoint_url}")
             print("Press Ctrl+C to stop.", flush=True)
             # A sleep ends when a signal arrives; the loop then sees the flag.
             while not stopping:

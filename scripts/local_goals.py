@@ -1,0 +1,298 @@
+"""The local runtime as its table fills: throughput, expiry lateness and memory, in one run.
+
+Usage: .venv/bin/python scripts/local_goals.py [--sizes 0,10000,100000] [--seconds 5]
+                                               [--switches 40] [--calls 20000]
+
+One runtime (DynamoDB Local on disk, moto, the pump, the HTTP API) in this process. For each
+size, the table is first filled to that many extra items (records the size of an idempotency
+completion, through BatchWriteItem), then it measures over HTTP:
+
+- steady ``heartbeat`` calls per second from 1 client and from 8 (each its own switch);
+- ``session_heartbeat`` calls per second from 8 clients (each a transaction: the beat and its
+  idempotency completion);
+- raw conditional ``UpdateItem`` calls per second from 8 threads straight to the engine, the
+  ceiling the runtime is compared with;
+- expiry lateness (``death.fired_at - death.deadline``, the server's own record) of
+  ``--switches`` switches with windows from 2 s to 20 s, never beaten;
+- resident memory of this process and of the engine.
+
+Then ``--calls`` transactional calls (``session_heartbeat`` with a fresh idempotency key each)
+from 8 clients, with resident memory before and after. Traffic goes to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+# One log line per call would swamp stderr; set before vigil is imported.
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+from load import Latencies, Rest  # noqa: E402
+
+CLIENTS = 8
+FILL_THREADS = 4
+FILL_PAD = "x" * 300
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def for_seconds(seconds: float, workers: int, work: Callable[[int, float], int]) -> float:
+    """Runs ``work(worker, stop_at)`` on ``workers`` threads; returns their calls per second."""
+    counts = [0] * workers
+    stop_at = time.monotonic() + seconds
+
+    def loop(worker: int) -> None:
+        counts[worker] = work(worker, stop_at)
+
+    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / seconds
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+class Goals:
+    def __init__(self, runtime: Any) -> None:
+        import boto3
+
+        self.runtime = runtime
+        self.table = os.environ["TABLE_NAME"]
+        # The runtime's environment points DynamoDB at its engine, with its key.
+        self.ddb = boto3.client(
+            "dynamodb", config=__import__("botocore.config").config.Config(max_pool_connections=16)
+        )
+        self.engine_pid = runtime.engine_pid
+        latencies = Latencies()
+        operator = Rest(runtime.rest_url, runtime.operator_secret, latencies)
+        self.agents = []
+        for worker in range(CLIENTS):
+            issued = operator.call("register", kind="agent", name=f"goals-{worker}")
+            self.agents.append(Rest(runtime.rest_url, issued["secret"], latencies))
+        self.filled = 0
+
+    def fill(self, size: int) -> float:
+        started = time.monotonic()
+        lock = threading.Lock()
+
+        def writer(worker: int) -> None:
+            while True:
+                with lock:
+                    if self.filled >= size:
+                        return
+                    first, self.filled = self.filled, min(size, self.filled + 25)
+                    last = self.filled
+                self.ddb.batch_write_item(
+                    RequestItems={
+                        self.table: [
+                            {
+                                "PutRequest": {
+                                    "Item": {
+                                        "pk": {"S": f"FILL#{index}"},
+                                        "sk": {"S": "IDEMPOTENCY"},
+                                        "result": {"S": FILL_PAD},
+                                        # Far ahead: the engine's TTL must not take them away.
+                                        "ttl": {"N": str(int(time.time()) + 86_400 * 30)},
+                                    }
+                                }
+                            }
+                            for index in range(first, last)
+                        ]
+                    }
+                )
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(FILL_THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.monotonic() - started
+
+    def beats(self, clients: int, seconds: float) -> float:
+        for worker in range(clients):
+            agent = self.agents[worker]
+            agent.call("heartbeat", scope=f"goals-{worker}", expect_within_seconds=600)
+
+        def beat(worker: int, stop_at: float) -> int:
+            done = 0
+            while time.monotonic() < stop_at:
+                self.agents[worker].call(
+                    "heartbeat", scope=f"goals-{worker}", expect_within_seconds=600
+                )
+                done += 1
+            return done
+
+        return for_seconds(seconds, clients, beat)
+
+    def session_beats(self, seconds: float) -> float:
+        def beat(worker: int, stop_at: float) -> int:
+            done = 0
+            while time.monotonic() < stop_at:
+                self.agents[worker].call(
+                    "session_heartbeat",
+                    sessionId=f"goals-{worker}",
+                    status="active",
+                    idempotencyKey=uuid.uuid4().hex,
+                )
+                done += 1
+            return done
+
+        return for_seconds(seconds, CLIENTS, beat)
+
+    def raw_updates(self, seconds: float) -> float:
+        def update(worker: int, stop_at: float) -> int:
+            done = 0
+            while time.monotonic() < stop_at:
+                self.ddb.update_item(
+                    TableName=self.table,
+                    Key={"pk": {"S": f"RAW#{worker}"}, "sk": {"S": "RAW"}},
+                    UpdateExpression="SET version = if_not_exists(version, :zero) + :one",
+                    ConditionExpression="attribute_not_exists(version) OR version >= :zero",
+                    ExpressionAttributeValues={":zero": {"N": "0"}, ":one": {"N": "1"}},
+                )
+                done += 1
+            return done
+
+        return for_seconds(seconds, CLIENTS, update)
+
+    def lateness(self, switches: int, tag: str) -> list[float]:
+        agent = self.agents[0]
+        scopes = []
+        for index in range(switches):
+            scope = f"late-{tag}-{index:03d}"
+            window = 2 + (index * 18) // max(1, switches - 1)
+            agent.call(
+                "heartbeat", scope=scope, expect_within_seconds=window, on_expiry=["mark_failed"]
+            )
+            scopes.append(scope)
+        late: dict[str, float] = {}
+        give_up = time.monotonic() + 120
+        while len(late) < len(scopes) and time.monotonic() < give_up:
+            time.sleep(1.0)
+            for scope in scopes:
+                if scope in late:
+                    continue
+                death = agent.call("resume_packet", scope=scope)["death"]
+                if death is not None:
+                    fired = datetime.fromisoformat(death["fired_at"])
+                    deadline = datetime.fromisoformat(death["deadline"])
+                    late[scope] = (fired - deadline).total_seconds()
+        if len(late) < len(scopes):
+            raise SystemExit(f"{len(scopes) - len(late)} switches never fired")
+        return list(late.values())
+
+    def memory(self) -> tuple[float, float]:
+        return rss_mb(os.getpid()), rss_mb(self.engine_pid)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="0,10000,100000")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--switches", type=int, default=40)
+    parser.add_argument("--calls", type=int, default=20_000)
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.sizes.split(",")]
+
+    from vigil.local.runtime import start
+
+    rows = []
+    with (
+        tempfile.TemporaryDirectory(prefix="vigil-goals-") as state_dir,
+        start(port=0, state_dir=Path(state_dir)) as runtime,
+    ):
+        goals = Goals(runtime)
+        # Warm both ends (the engine's JIT above all) before the first figure.
+        goals.beats(CLIENTS, args.seconds)
+        for size in sizes:
+            took = goals.fill(size)
+            print(f"+{size} items: filled in {took:.0f} s", file=sys.stderr, flush=True)
+            row = {
+                "size": size,
+                "beats_1": goals.beats(1, args.seconds),
+                "beats_8": goals.beats(CLIENTS, args.seconds),
+                "sessions_8": goals.session_beats(args.seconds),
+                "raw_8": goals.raw_updates(args.seconds),
+            }
+            late = goals.lateness(args.switches, str(size))
+            row["late_p50"] = statistics.median(late)
+            row["late_p99"] = percentile(late, 0.99)
+            row["late_max"] = max(late)
+            row["rss"], row["engine_rss"] = goals.memory()
+            rows.append(row)
+            print(row, file=sys.stderr, flush=True)
+
+        before = goals.memory()
+        per_client = args.calls // CLIENTS
+
+        def calls(worker: int, stop_at: float) -> int:
+            for _ in range(per_client):
+                goals.agents[worker].call(
+                    "session_heartbeat",
+                    sessionId=f"memory-{worker}",
+                    idempotencyKey=uuid.uuid4().hex,
+                )
+            return per_client
+
+        started = time.monotonic()
+        threads = [threading.Thread(target=calls, args=(w, 0.0)) for w in range(CLIENTS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        took = time.monotonic() - started
+        after = goals.memory()
+
+    print(
+        "| extra items | beats/s, 1 client | beats/s, 8 clients | session_heartbeat/s, 8 "
+        "| raw engine updates/s, 8 | 8-client beats ÷ raw | lateness p50 / p99 / max (s) "
+        "| RSS runtime / engine (MB) |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        print(
+            f"| {row['size']:,} | {row['beats_1']:.0f} | {row['beats_8']:.0f} "
+            f"| {row['sessions_8']:.0f} | {row['raw_8']:.0f} "
+            f"| {row['beats_8'] / row['raw_8']:.2f} "
+            f"| {row['late_p50']:.2f} / {row['late_p99']:.2f} / {row['late_max']:.2f} "
+            f"| {row['rss']:.0f} / {row['engine_rss']:.0f} |"
+        )
+    first, last = rows[0], rows[-1]
+    for key, name in (("beats_8", "beats/s"), ("sessions_8", "session_heartbeat/s")):
+        print(
+            f"{name} at +{last['size']:,} vs +{first['size']:,}: {last[key] / first[key]:.2f} times"
+        )
+    print(
+        f"{args.calls:,} transactional calls in {took:.0f} s: resident memory "
+        f"{before[0]:.0f} → {after[0]:.0f} MB (runtime), {before[1]:.0f} → {after[1]:.0f} MB "
+        f"(engine): +{after[0] + after[1] - before[0] - before[1]:.0f} MB together"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
