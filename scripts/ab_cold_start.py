@@ -18,7 +18,8 @@ between runs, time:
   AWS_LAMBDA_INITIALIZATION_TYPE=on-demand (a cold start without SnapStart: init and answer
   both wait), and =snap-start (init is what the snapshot holds; the answer is what a restored
   sandbox's first request runs);
-- the alarm function: `import app` (its init phase).
+- the alarm function: `import app` (its init phase);
+- for the last checkout, the on-demand cold start step by step: what it spends its time on.
 
 Prints medians and each total as a multiple of `import boto3`. Needs Python 3.13: python3.13
 on PATH (pyenv: PYENV_VERSION=3.11.7:3.13.0) or --python.
@@ -59,16 +60,40 @@ print([(time.perf_counter() - t) * 1000])
 """
 _FIRST_ANSWER = """
 import time
-t0 = time.perf_counter()
+t = [time.perf_counter()]
 import app
-t1 = time.perf_counter()
+t.append(time.perf_counter())
 answers = [app.handler(event) for event in EVENTS]
-t2 = time.perf_counter()
+t.append(time.perf_counter())
 import json
 initialized, beat = (json.loads(answer["body"])["result"] for answer in answers)
 assert initialized["protocolVersion"] and beat["isError"] is False, answers
-print([(t1 - t0) * 1000, (t2 - t1) * 1000])
+print([(b - a) * 1000 for a, b in zip(t, t[1:])])
 """
+# The same cold start, on-demand, step by step (importing the handler's module, not app.py,
+# so that nothing is built at import whatever the checkout).
+_STEPS = """
+import time
+t = [time.perf_counter()]
+from pydantic import BaseModel
+t.append(time.perf_counter())
+from vigil.entrypoints import api
+t.append(time.perf_counter())
+import boto3
+t.append(time.perf_counter())
+api.router()
+t.append(time.perf_counter())
+answers = [api.handler(event) for event in EVENTS]
+t.append(time.perf_counter())
+print([(b - a) * 1000 for a, b in zip(t, t[1:])])
+"""
+STEPS = (
+    "import pydantic's models",
+    "import Vigil's modules (tools, records, transports)",
+    "import boto3, after those",
+    "build the router: the clients of DynamoDB, SQS, Scheduler",
+    "initialize + a steady heartbeat",
+)
 
 
 def find_python(given: str | None) -> str:
@@ -210,7 +235,8 @@ def stand_in() -> tuple[dict[str, str], list[dict[str, Any]], Served]:
 def once(
     python: str, code: str, path: list[Path], env: dict[str, str], served: Served
 ) -> list[float]:
-    """[init, answer] in ms, the answer without the time the AWS stand-in spent on it."""
+    """The child's steps in ms, the last without the time the AWS stand-in spent meanwhile,
+    and that time."""
     environment = {
         **env,
         "PATH": "/usr/bin:/bin",
@@ -223,7 +249,7 @@ def once(
     )
     values: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
     aws = (served.seconds - before) * 1000
-    return [values[0], values[1] - aws, aws] if len(values) > 1 else values
+    return [*values[:-1], values[-1] - aws, aws]
 
 
 def main() -> None:
@@ -250,10 +276,17 @@ def main() -> None:
         rows[f"{label}: API, SnapStart init"] = (first_answer, api, snap_start)
         rows[f"{label}: API, on-demand, no bytecode"] = (first_answer, bare, on_demand)
         rows[f"{label}: alarm, init"] = (_INIT, [built["alarm"], boto3], on_demand)
+    last = str(args.trees[-1])
+    steps = f"{last}: API, on-demand, step by step"
+    rows[steps] = (f"EVENTS = {events!r}\n{_STEPS}", [artifacts[last]["api"], boto3], on_demand)
     samples: dict[str, list[list[float]]] = {row: [] for row in rows}
     for _ in range(args.rounds):  # interleaved, so the machine's load falls on every row alike
         for row, (code, path, variables) in rows.items():
             samples[row].append(once(python, code, path, variables, served))
+
+    def median(row: str, column: int) -> float:
+        return statistics.median(sample[column] for sample in samples[row])
+
     print(f"Python {VERSION} ({python}), median of {args.rounds} interleaved rounds, ms")
     for label, built in artifacts.items():
         compiled = sum(1 for _ in built["api"].rglob("*.pyc"))
@@ -262,13 +295,20 @@ def main() -> None:
         "  init: import of app.py (what SnapStart snapshots); answer: initialize + a steady "
         "heartbeat, without the time the AWS stand-in spent on them (aws); total: init + answer"
     )
-    boto3_ms = statistics.median(s[0] for s in samples["import boto3"])
+    boto3_ms = median("import boto3", 0)
     print(f"{'':50} {'init':>7} {'answer':>7} {'total':>7} {'x boto3':>8} {'aws':>6}")
-    for row, found in samples.items():
-        init, *rest = (statistics.median(s[i] for s in found) for i in range(len(found[0])))
-        total = statistics.median(sum(s[:2]) for s in found)
-        answer, aws = (f"{rest[0]:7.1f}", f"{rest[1]:6.1f}") if rest else ("", "")
-        print(f"{row:50} {init:7.1f} {answer:>7} {total:7.1f} {total / boto3_ms:8.2f} {aws:>6}")
+    for row in rows:
+        if row == steps:
+            continue
+        total = statistics.median(sum(sample[:-1]) for sample in samples[row])
+        cells = [f"{median(row, 0):7.1f}", f"{'':7}", f"{total:7.1f}", f"{total / boto3_ms:8.2f}"]
+        if len(samples[row][0]) == 3:
+            cells[1], cells[4:] = f"{median(row, 1):7.1f}", [f"{median(row, 2):6.1f}"]
+        print(f"{row:50} " + " ".join(cells))
+    print(f"\n{steps}")
+    for column, step in enumerate(STEPS):
+        ms = median(steps, column)
+        print(f"  {step:58} {ms:7.1f} {ms / boto3_ms:8.2f}")
 
 
 if __name__ == "__main__":
