@@ -46,47 +46,64 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "cold_start"
 VERSION = "3.13"
 
-_BOTO3 = """
+# Each child marks its steps on two clocks: the wall's, and its own CPU time, which the
+# machine's other load and the AWS stand-in's work do not move.
+_CLOCKS = """
 import time
-t = time.perf_counter()
+marks = []
+def mark():
+    marks.append((time.perf_counter(), time.process_time()))
+def report():
+    print([[(b[i] - a[i]) * 1000 for a, b in zip(marks, marks[1:])] for i in (0, 1)])
+mark()
+"""
+_BOTO3 = (
+    _CLOCKS
+    + """
 import boto3
-print([(time.perf_counter() - t) * 1000])
+mark()
+report()
 """
-_INIT = """
-import time
-t = time.perf_counter()
+)
+_INIT = (
+    _CLOCKS
+    + """
 import app
-print([(time.perf_counter() - t) * 1000])
+mark()
+report()
 """
-_FIRST_ANSWER = """
-import time
-t = [time.perf_counter()]
+)
+_FIRST_ANSWER = (
+    _CLOCKS
+    + """
 import app
-t.append(time.perf_counter())
+mark()
 answers = [app.handler(event) for event in EVENTS]
-t.append(time.perf_counter())
+mark()
 import json
 initialized, beat = (json.loads(answer["body"])["result"] for answer in answers)
 assert initialized["protocolVersion"] and beat["isError"] is False, answers
-print([(b - a) * 1000 for a, b in zip(t, t[1:])])
+report()
 """
+)
 # The same cold start, on-demand, step by step (importing the handler's module, not app.py,
 # so that nothing is built at import whatever the checkout).
-_STEPS = """
-import time
-t = [time.perf_counter()]
+_STEPS = (
+    _CLOCKS
+    + """
 from pydantic import BaseModel
-t.append(time.perf_counter())
+mark()
 from vigil.entrypoints import api
-t.append(time.perf_counter())
+mark()
 import boto3
-t.append(time.perf_counter())
+mark()
 api.router()
-t.append(time.perf_counter())
+mark()
 answers = [api.handler(event) for event in EVENTS]
-t.append(time.perf_counter())
-print([(b - a) * 1000 for a, b in zip(t, t[1:])])
+mark()
+report()
 """
+)
 STEPS = (
     "import pydantic's models",
     "import Vigil's modules (tools, records, transports)",
@@ -232,11 +249,12 @@ def stand_in() -> tuple[dict[str, str], list[dict[str, Any]], Served]:
     return env, [event(initialize), event(call("heartbeat", BEAT), secret)], served
 
 
-def once(
-    python: str, code: str, path: list[Path], env: dict[str, str], served: Served
-) -> list[float]:
-    """The child's steps in ms, the last without the time the AWS stand-in spent meanwhile,
-    and that time."""
+Sample = tuple[list[float], list[float], float]
+
+
+def once(python: str, code: str, path: list[Path], env: dict[str, str], served: Served) -> Sample:
+    """The child's steps in ms on the wall's clock (the last without the time the AWS stand-in
+    spent meanwhile) and on its CPU clock, and the stand-in's time."""
     environment = {
         **env,
         "PATH": "/usr/bin:/bin",
@@ -247,9 +265,9 @@ def once(
     done = subprocess.run(
         [python, "-s", "-c", code], env=environment, capture_output=True, text=True, check=True
     )
-    values: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
+    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
     aws = (served.seconds - before) * 1000
-    return [*values[:-1], values[-1] - aws, aws]
+    return [*wall[:-1], wall[-1] - aws], cpu, aws
 
 
 def main() -> None:
@@ -279,13 +297,15 @@ def main() -> None:
     last = str(args.trees[-1])
     steps = f"{last}: API, on-demand, step by step"
     rows[steps] = (f"EVENTS = {events!r}\n{_STEPS}", [artifacts[last]["api"], boto3], on_demand)
-    samples: dict[str, list[list[float]]] = {row: [] for row in rows}
+    samples: dict[str, list[Sample]] = {row: [] for row in rows}
     for _ in range(args.rounds):  # interleaved, so the machine's load falls on every row alike
         for row, (code, path, variables) in rows.items():
             samples[row].append(once(python, code, path, variables, served))
 
-    def median(row: str, column: int) -> float:
-        return statistics.median(sample[column] for sample in samples[row])
+    def median(row: str, clock: int, step: int | None = None) -> float:
+        """The median of one step, or of the sum of all steps, on one clock (0 wall, 1 CPU)."""
+        found = samples[row]
+        return statistics.median(sum(s[clock]) if step is None else s[clock][step] for s in found)
 
     print(f"Python {VERSION} ({python}), median of {args.rounds} interleaved rounds, ms")
     for label, built in artifacts.items():
@@ -293,22 +313,31 @@ def main() -> None:
         print(f"  {label}: the Makefile's API artifact holds {compiled} .pyc files")
     print(
         "  init: import of app.py (what SnapStart snapshots); answer: initialize + a steady "
-        "heartbeat, without the time the AWS stand-in spent on them (aws); total: init + answer"
+        "heartbeat, without the time the AWS stand-in spent on them (aws); total: init + answer;"
+        " cpu: the same on the child's CPU clock"
     )
-    boto3_ms = median("import boto3", 0)
-    print(f"{'':50} {'init':>7} {'answer':>7} {'total':>7} {'x boto3':>8} {'aws':>6}")
+    wall_boto3, cpu_boto3 = median("import boto3", 0), median("import boto3", 1)
+    columns = ("init", "answer", "total", "x boto3", "cpu", "x boto3", "aws")
+    print(f"{'':50} " + " ".join(f"{name:>7}" for name in columns))
     for row in rows:
         if row == steps:
             continue
-        total = statistics.median(sum(sample[:-1]) for sample in samples[row])
-        cells = [f"{median(row, 0):7.1f}", f"{'':7}", f"{total:7.1f}", f"{total / boto3_ms:8.2f}"]
-        if len(samples[row][0]) == 3:
-            cells[1], cells[4:] = f"{median(row, 1):7.1f}", [f"{median(row, 2):6.1f}"]
+        total, cpu = median(row, 0), median(row, 1)
+        answer = len(samples[row][0][0]) == 2
+        cells = [
+            f"{median(row, 0, 0):7.1f}",
+            f"{median(row, 0, 1):7.1f}" if answer else f"{'':7}",
+            f"{total:7.1f}",
+            f"{total / wall_boto3:7.2f}",
+            f"{cpu:7.1f}",
+            f"{cpu / cpu_boto3:7.2f}",
+            f"{statistics.median(s[2] for s in samples[row]):7.1f}" if answer else "",
+        ]
         print(f"{row:50} " + " ".join(cells))
-    print(f"\n{steps}")
-    for column, step in enumerate(STEPS):
-        ms = median(steps, column)
-        print(f"  {step:58} {ms:7.1f} {ms / boto3_ms:8.2f}")
+    print(f"\n{steps}: {'ms':>7} {'x boto3':>7} {'cpu':>7} {'x boto3':>7}")
+    for step, name in enumerate(STEPS):
+        wall, cpu = median(steps, 0, step), median(steps, 1, step)
+        print(f"  {name:58} {wall:7.1f} {wall / wall_boto3:7.2f} {cpu:7.1f} {cpu / cpu_boto3:7.2f}")
 
 
 if __name__ == "__main__":
