@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from vigil.alarms.memory import MemoryAlarms
@@ -13,6 +16,25 @@ from vigil.clock import ManualClock
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.store import Store
+
+FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
+
+
+def import_entry_point(function: str) -> ModuleType:
+    """Runs ``functions/<function>/app.py`` as Lambda's init phase does: a fresh import."""
+    spec = importlib.util.spec_from_file_location(
+        f"{function}_app", FUNCTIONS / function / "app.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def refuse_aws_clients(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for ``vigil.wiring.aws_client`` once nothing may build a client any more."""
+    raise AssertionError("an AWS client was built after init")
 
 
 def app_on(store: Store, clock: ManualClock, **parts: Any) -> App:

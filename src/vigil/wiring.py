@@ -61,10 +61,17 @@ def queues() -> SqsMailboxQueues:
     return SqsMailboxQueues(aws_client("sqs", read_timeout=25), settings().mailbox_queue_prefix)
 
 
+@functools.cache
+def s3() -> Any:
+    """The S3 client: made at the first file call, or by the API function's init when that runs
+    ahead of requests (``vigil.entrypoints.api.init``)."""
+    return aws_client("s3")
+
+
 def blobs() -> S3Blobs:
     from vigil.attachments.blobs import S3Blobs
 
-    return S3Blobs(lambda: aws_client("s3"), settings().attachments_bucket)
+    return S3Blobs(s3, settings().attachments_bucket)
 
 
 def alarms() -> AwsAlarms:

@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from tests.conftest import ROOT, create_tables_from_template
+from tests.support import import_entry_point, refuse_aws_clients
 from vigil import wiring
 from vigil.alarms import timers
 from vigil.alarms.memory import MemoryAlarms
@@ -85,6 +86,15 @@ def test_sqs_batch_reports_only_the_failed_records(deployed: dict[str, str]) -> 
     )
     event["Records"].append(unknown)
     assert alarm.handler(event) == {"batchItemFailures": [{"itemIdentifier": "m-2"}]}
+
+
+def test_the_entry_points_import_builds_what_timers_run_on(
+    deployed: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = import_entry_point("alarm")
+    monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
+    assert entry.handler(sample("timer_sqs.json")) == {"batchItemFailures": []}
+    assert alarm.liveness.cache_info().currsize == 1
 
 
 def queued(url: str) -> int:

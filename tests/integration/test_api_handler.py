@@ -9,8 +9,10 @@ from typing import Any
 
 import boto3
 import pytest
+from pydantic import BaseModel
 
 from tests.conftest import ROOT, create_tables_from_template
+from tests.support import import_entry_point, refuse_aws_clients
 from vigil import wiring
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
@@ -50,6 +52,7 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
     _, secret = bootstrap_operator(DynamoStore(client, table), SystemClock(), "acme", "Ops")
     yield secret
     wiring.settings.cache_clear()
+    wiring.s3.cache_clear()
     api.router.cache_clear()
 
 
@@ -122,6 +125,38 @@ def test_an_unreachable_store_is_a_retryable_error_without_aws_text(
     error = body_of(response)["error"]
     assert (response["statusCode"], error["code"], error["retryable"]) == (503, "unavailable", True)
     assert "ResourceNotFound" not in response["body"]
+
+
+def test_the_entry_points_import_builds_what_every_call_runs_on(
+    operator_secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+    entry = import_entry_point("api")
+    assert wiring.s3.cache_info().currsize == 0  # left to the first file call
+    monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
+    whoami = body_of(entry.handler(sample("mcp_call_whoami.json", operator_secret)))
+    assert whoami["result"]["structuredContent"]["principal"]["namespace"] == "acme"
+
+
+def vigil_models(base: type[BaseModel] = BaseModel) -> list[type[BaseModel]]:
+    found = []
+    for model in base.__subclasses__():
+        if model.__module__.startswith("vigil."):
+            found.append(model)
+        found += vigil_models(model)
+    return found
+
+
+def test_an_init_ahead_of_requests_also_builds_the_s3_client_and_every_validator(
+    operator_secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
+    import_entry_point("api")
+    monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
+    assert api.router().app.blobs.client is wiring.s3()  # type: ignore[attr-defined]
+    incomplete = [m.__name__ for m in vigil_models() if not m.__pydantic_complete__]
+    assert len(vigil_models()) > 100
+    assert incomplete == []
 
 
 def test_events_folder_has_the_documented_samples() -> None:

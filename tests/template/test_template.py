@@ -760,3 +760,7 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
         for source in copied:
             assert (REPO / source).exists(), f"build-{logical_id} copies missing {source}"
         assert "requirements/lambda.txt" in result.stdout
+        # Bytecode for the runtime's Python, never checked against the sources' mtimes.
+        assert re.search(
+            r"python3\.13 -m compileall .*--invalidation-mode unchecked-hash", result.stdout
+        )

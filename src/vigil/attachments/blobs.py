@@ -38,8 +38,9 @@ class Blobs(ABC):
 
 
 class S3Blobs(Blobs):
-    """The attachments bucket. The S3 client is made on first use: building it costs about
-    40 ms (S3's service model is large), which a function that serves no file never pays."""
+    """The attachments bucket. The S3 client is asked for on first use: S3's service model is
+    large, and a cold start that serves no file need not pay for building it
+    (``vigil.entrypoints.api.init`` builds it ahead only where init runs ahead of requests)."""
 
     def __init__(self, connect: Callable[[], Any], bucket: str) -> None:
         self._connect = connect

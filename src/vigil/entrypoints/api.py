@@ -1,14 +1,19 @@
 """The API function: API Gateway HTTP API (payload 2.0) events in, HTTP responses out.
 
-Everything heavy is built on the first invocation and reused while the sandbox lives (and
-captured by SnapStart when it is on), never at import of the package by tests or tools.
+What the calls run on is built by ``init``, in the function's init phase (its entry point,
+``functions/api/app.py``, calls it at import), and reused while the sandbox lives. Tests and
+the local runtime import this module without building anything; they build on the first call.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import os
+from collections.abc import Iterator
 from typing import Any
+
+from pydantic import BaseModel
 
 from vigil.errors import HTTP_STATUS, unavailable
 from vigil.observability import correlation_id, get_logger
@@ -33,6 +38,33 @@ def router() -> Router:
         quotas=Quotas.from_env(),
     )
     return Router(app, settings().allowed_origins)
+
+
+# Lambda's initialization types whose init phase runs before any request waits on it: with
+# SnapStart, sandboxes are restored from a snapshot taken after init; with provisioned
+# concurrency, they are initialized ahead of traffic.
+AHEAD_OF_REQUESTS = frozenset({"snap-start", "provisioned-concurrency"})
+
+
+def init() -> None:
+    """Builds what every call runs on, the router and its AWS clients, so that no request
+    builds them. When init runs ahead of requests, it also builds what only some calls use:
+    the S3 client and every model's validator. An on-demand init leaves them to their first
+    use, since its cold start would pay for them whether or not it serves such a call."""
+    from vigil.wiring import s3
+
+    router()
+    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in AHEAD_OF_REQUESTS:
+        s3()
+        for model in _models(BaseModel):
+            if model.__module__.startswith("vigil."):
+                model.model_rebuild()
+
+
+def _models(base: type[BaseModel]) -> Iterator[type[BaseModel]]:
+    for model in base.__subclasses__():
+        yield model
+        yield from _models(model)
 
 
 def request_from_event(event: dict[str, Any]) -> HttpRequest:
