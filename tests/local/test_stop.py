@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def started(state_dir: Path) -> subprocess.Popen[str]:
+    # From a directory with no template in it: the template travels with the package.
     process = subprocess.Popen(
         [sys.executable, "-m", "vigil", "local", "--port", "0", "--state-dir", str(state_dir)],
-        cwd=ROOT,
+        cwd=state_dir,
         env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
