@@ -519,17 +519,18 @@ def session_beat_instructed(stack: Stack) -> Action:
 def session_beat_whole_result(stack: Stack) -> Action:
     """The same beat with a completion that keeps the whole result, as it did before
     completions left out what the instructions keep (vigil.kit.tooling.Replay)."""
-    from vigil.catalog import BY_NAME
+    from vigil import catalog
 
     session, key = _session(stack, 2, 4096)
-    tool = BY_NAME["session_heartbeat"]
+    find = catalog.tool
+    whole = replace(find("session_heartbeat"), replay=None)
 
     def call() -> Any:
-        BY_NAME["session_heartbeat"] = replace(tool, replay=None)
+        catalog.tool = lambda name: whole if name == "session_heartbeat" else find(name)
         try:
             return stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
         finally:
-            BY_NAME["session_heartbeat"] = tool
+            catalog.tool = find
 
     return call
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from vigil import catalog
 from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
-from vigil.catalog import BY_NAME
 from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
@@ -30,10 +30,6 @@ log = get_logger("vigil.app")
 # tool's field for it is called), and a credential that may legitimately change (rotation)
 # between a call and its retry.
 _NOT_FINGERPRINTED = {"idempotency_key", "agent_key"}
-
-
-class UnknownTool(Exception):
-    """The transport reports this as a protocol error, not as a tool result."""
 
 
 class App:
@@ -64,9 +60,7 @@ class App:
         return principal if principal is not None and principal.status == "active" else None
 
     def call(self, name: str, arguments: Any, bearer: str | None) -> dict[str, Any]:
-        tool = BY_NAME.get(name)
-        if tool is None:
-            raise UnknownTool(name)
+        tool = catalog.tool(name)
         started = time.perf_counter()
         caller: Caller | None = None
         try:

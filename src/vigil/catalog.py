@@ -1,40 +1,98 @@
-"""The tool catalog: every capability's ``TOOLS``, gathered once.
+"""The tool catalog: every capability's ``TOOLS``, gathered here and only here.
 
-MCP ``tools/list``, the REST routes and the OpenAPI document are all generated from here;
-each tool is declared (name, description, models, who may call it) beside its code.
+MCP ``tools/list``, the REST routes and the OpenAPI document are all generated from ``tools()``;
+each tool is declared (name, description, models, who may call it) beside its code. A call finds
+its tool with ``tool(name)``, which imports the module that declares it the first time: a cold
+start defines the models of the tools it serves, not those of every tool. ``DECLARED_IN`` names
+that module for each tool; tests/unit/test_layout.py checks it against the modules themselves.
 """
 
 from __future__ import annotations
 
-from vigil.attachments.tools import TOOLS as ATTACHMENTS
-from vigil.audit.tools import TOOLS as AUDIT
-from vigil.conversations.tools import TOOLS as CONVERSATIONS
-from vigil.identity.tools import TOOLS as IDENTITY
-from vigil.kit.tooling import Tool
-from vigil.leases.tools import TOOLS as LEASES
-from vigil.mailboxes.tools import TOOLS as MAILBOXES
-from vigil.progress.tools import TOOLS as PROGRESS
-from vigil.requests.tools import TOOLS as REQUESTS
-from vigil.runs.tools import TOOLS as RUNS
-from vigil.sessions.tools import TOOLS as SESSIONS
-from vigil.switches.tools import TOOLS as SWITCHES
+import importlib
 
-TOOLS: tuple[Tool, ...] = (
-    *IDENTITY,
+from vigil.kit.tooling import Tool
+
+# Each tool module and the tools it declares, in the catalog's order.
+_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "vigil.identity.tools",
+        (
+            "register",
+            "rotate_secret",
+            "revoke_principal",
+            "whoami",
+            "list_agents",
+            "list_directory",
+        ),
+    ),
     # Requests early, while the newest ids a walk of the catalog has seen are principals'.
-    *REQUESTS,
-    *AUDIT,
-    *LEASES,
-    *MAILBOXES,
+    (
+        "vigil.requests.tools",
+        (
+            "ask",
+            "request_status",
+            "get_request",
+            "reply",
+            "set_blocking",
+            "replace_request",
+            "redeem_approval",
+            "report_execution",
+        ),
+    ),
+    ("vigil.audit.tools", ("list_audit_events",)),
+    ("vigil.leases.tools", ("acquire_lease", "renew_lease", "release_lease")),
+    (
+        "vigil.mailboxes.tools",
+        ("create_mailbox", "inbox_poll", "receive", "acknowledge", "list_dead_letters"),
+    ),
     # Membership changes come after the file tools, so that a walk of the catalog in order
     # (the quality harness's) reaches a conversation's files before a leave ends its part in it.
-    *(tool for tool in CONVERSATIONS if tool.name != "change_chat_membership"),
-    *ATTACHMENTS,
-    *(tool for tool in CONVERSATIONS if tool.name == "change_chat_membership"),
-    *SWITCHES,
-    *SESSIONS,
-    *PROGRESS,
-    *RUNS,
+    ("vigil.conversations.tools", ("start_chat", "send", "get_conversation")),
+    (
+        "vigil.attachments.tools",
+        (
+            "stage_attachment",
+            "begin_attachment_upload",
+            "finish_attachment_upload",
+            "upload_attachment",
+            "list_attachments",
+            "download_attachment",
+        ),
+    ),
+    ("vigil.conversations.tools", ("change_chat_membership",)),
+    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
+    (
+        "vigil.sessions.tools",
+        ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),
+    ),
+    ("vigil.progress.tools", ("report_progress", "get_progress")),
+    (
+        "vigil.runs.tools",
+        ("start_run", "claim_run", "create_run_heartbeat", "finish_run", "get_run"),
+    ),
 )
 
-BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
+# Every tool's name and the module that declares it.
+DECLARED_IN: dict[str, str] = {name: module for module, names in _ORDER for name in names}
+
+_loaded: dict[str, Tool] = {}
+
+
+class UnknownTool(Exception):
+    """The transport reports this as a protocol error, not as a tool result."""
+
+
+def tool(name: str) -> Tool:
+    """The tool called ``name``."""
+    module = DECLARED_IN.get(name)
+    if module is None:
+        raise UnknownTool(name)
+    if name not in _loaded:
+        _loaded.update((each.name, each) for each in importlib.import_module(module).TOOLS)
+    return _loaded[name]
+
+
+def tools() -> tuple[Tool, ...]:
+    """Every tool, in the catalog's order (this imports every tool module)."""
+    return tuple(tool(name) for name in DECLARED_IN)

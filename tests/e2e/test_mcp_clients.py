@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import ROOT
-from vigil.catalog import TOOLS
+from vigil import catalog
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +54,7 @@ def test_sdk_lists_registers_and_calls_as_the_agent(state: dict[str, Any], mode:
         return [t.name for t in tools.tools], structured(registered)
 
     names, registered = sdk(url, operator, as_operator, mode)
-    assert sorted(names) == sorted(tool.name for tool in TOOLS)
+    assert sorted(names) == sorted(tool.name for tool in catalog.tools())
 
     async def as_agent(client: Any) -> dict[str, Any]:
         return structured(await client.call_tool("whoami", {}))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.faults.world import BUCKET, NAMESPACE, World
+from vigil import catalog
 from vigil.alarms.timers import Timer
-from vigil.catalog import BY_NAME, TOOLS
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
@@ -69,8 +69,7 @@ class Scenario:
 
     @property
     def keyed(self) -> bool:
-        tool = BY_NAME.get(self.tool)
-        return tool is not None and tool.takes_idempotency_key
+        return self.tool in catalog.DECLARED_IN and catalog.tool(self.tool).takes_idempotency_key
 
 
 def key_field(tool: Tool) -> str:
@@ -79,8 +78,8 @@ def key_field(tool: Tool) -> str:
 
 
 def keyed(world: World, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    if BY_NAME[tool].takes_idempotency_key:
-        arguments[key_field(BY_NAME[tool])] = world.unique("key")
+    if catalog.tool(tool).takes_idempotency_key:
+        arguments[key_field(catalog.tool(tool))] = world.unique("key")
     return arguments
 
 
@@ -708,7 +707,7 @@ def scenarios_for(tool: Tool) -> list[Scenario]:
 def every_scenario(mutating_only: bool = False) -> list[Scenario]:
     return [
         scenario
-        for tool in TOOLS
+        for tool in catalog.tools()
         if not (mutating_only and tool.read_only)
         for scenario in scenarios_for(tool)
     ]

@@ -100,7 +100,7 @@ def test_a_fault_at_any_call_of_the_alarm_function_converges_on_redelivery(
 
 
 def test_every_mutating_tool_is_covered() -> None:
-    from vigil.catalog import TOOLS
+    from vigil import catalog
 
-    mutating = {tool.name for tool in TOOLS if not tool.read_only}
+    mutating = {tool.name for tool in catalog.tools() if not tool.read_only}
     assert mutating == {scenario.tool for scenario in TOOL_SCENARIOS}

@@ -1,6 +1,6 @@
 """The quality harness: every tool of the catalog, now and later, attacked from its schema.
 
-Nothing here names a tool. Each test is parametrized over ``vigil.catalog.TOOLS`` (the Inspector
+Nothing here names a tool. Each test is parametrized over ``vigil.catalog.tools()`` (the Inspector
 test over ``tools/list``) and builds its arguments from the published input schema, so a tool
 added to the catalog is covered the day it lands, with no test code of its own.
 

@@ -19,9 +19,9 @@ def home() -> Seeded:
     """A world whose home namespace has one of everything the catalog can make."""
     from tests.harness.scenario import seed
     from tests.harness.worlds import HarnessWorld
-    from vigil.catalog import TOOLS
+    from vigil import catalog
 
-    return seed(HarnessWorld(), TOOLS)
+    return seed(HarnessWorld(), catalog.tools())
 
 
 @pytest.fixture(scope="module")

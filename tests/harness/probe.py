@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.harness.mutations import MARKER
-from vigil.app import App, UnknownTool
+from vigil.app import App
+from vigil.catalog import UnknownTool
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router

@@ -6,9 +6,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-from vigil.catalog import TOOLS
+from vigil import catalog
 
-TOOL_NAMES = [tool.name for tool in TOOLS]
+TOOL_NAMES = [tool.name for tool in catalog.tools()]
 
 # Examples per tool for the generated-argument tests; raise it for a long run.
 FUZZ_EXAMPLES = int(os.environ.get("VIGIL_FUZZ_EXAMPLES", "6"))

@@ -21,7 +21,7 @@ from tests.harness.scenario import CREDENTIAL, Seeded
 from tests.harness.schema import Override, input_schema, strategy
 from tests.harness.settings import FUZZ, TOOL_NAMES
 from tests.harness.worlds import Actor, Unchanged
-from vigil.catalog import BY_NAME
+from vigil import catalog
 from vigil.kit.tooling import Tool
 
 ROLES = ("operator", "worker")
@@ -59,7 +59,7 @@ def expected_code(tool: Tool, mutation: Mutation, actor: Actor) -> str:
 def test_every_single_defect_is_refused_and_changes_nothing(
     home: Seeded, tool_name: str, role: str
 ) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world = home.world
     actor: Actor = getattr(world.cast, role)
     base = home.arguments(tool, actor.label)
@@ -110,7 +110,7 @@ def _offering(home: Seeded, tool: Tool, actor: Actor) -> Override:
 def test_generated_arguments_never_crash_and_their_defects_are_refused(
     home: Seeded, tool_name: str
 ) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world = home.world
     schema = input_schema(tool)
     callers = [world.cast.operator, world.cast.worker]

@@ -46,10 +46,10 @@ from tests.harness.worlds import (
     seen,
     strings_in,
 )
-from vigil.catalog import BY_NAME, TOOLS
+from vigil import catalog
 from vigil.kit.tooling import Tool
 
-OPERATOR_ONLY = [tool.name for tool in TOOLS if "worker" not in tool.roles]
+OPERATOR_ONLY = [tool.name for tool in catalog.tools() if "worker" not in tool.roles]
 
 
 def _replays(home: Seeded, tool: Tool, *actors: str) -> list[Success]:
@@ -94,7 +94,7 @@ def test_a_bad_credential_gets_one_refusal_and_changes_nothing(
 ) -> None:
     world = home.world
     cast = world.cast
-    arguments = home.arguments(BY_NAME[tool_name])
+    arguments = home.arguments(catalog.tool(tool_name))
     watch = Unchanged(world)
     refusals: set[str] = set()
     failures: list[str] = []
@@ -206,7 +206,7 @@ def rehearsal() -> Rehearsal:
     doors = itertools.cycle(DOORS)
 
     def rehearse(success: Success, before: dict[str, Any]) -> None:
-        tool = BY_NAME[success.tool]
+        tool = catalog.tool(success.tool)
         after, twin_state = world.snapshot(), twin.snapshot()
         secrets = [(a, a.secret) for w in (world, twin) for a in w.cast.actors]
         made.append(success)
@@ -229,7 +229,7 @@ def rehearsal() -> Rehearsal:
         )
         rewind(after)
 
-    home = seed(world, TOOLS, rehearse)
+    home = seed(world, catalog.tools(), rehearse)
     return Rehearsal(home, twin, strangers, peers)
 
 
@@ -247,7 +247,7 @@ def twin(rehearsal: Rehearsal) -> HarnessWorld:
 def test_another_namespace_learns_nothing_and_changes_nothing(
     rehearsal: Rehearsal, tool_name: str
 ) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world, twin = rehearsal.home.world, rehearsal.twin
     failures = list(rehearsal.strangers.get(tool_name, []))
     issued = issued_identifiers(rehearsal.home.scenario.successes)
@@ -260,7 +260,7 @@ def test_another_namespace_learns_nothing_and_changes_nothing(
 
 @pytest.mark.parametrize("tool_name", TOOL_NAMES)
 def test_a_peer_cannot_act_on_what_is_not_theirs(rehearsal: Rehearsal, tool_name: str) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world = rehearsal.home.world
     failures = list(rehearsal.peers.get(tool_name, []))
     for index, success in enumerate(_replays(rehearsal.home, tool, "operator", "worker")):
@@ -270,7 +270,7 @@ def test_a_peer_cannot_act_on_what_is_not_theirs(rehearsal: Rehearsal, tool_name
 
 @pytest.mark.parametrize("tool_name", OPERATOR_ONLY)
 def test_workers_are_refused_operator_tools(home: Seeded, tool_name: str) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world = home.world
     watch = Unchanged(world)
     refusals: set[str] = set()
@@ -286,7 +286,7 @@ def test_workers_are_refused_operator_tools(home: Seeded, tool_name: str) -> Non
 
 @pytest.mark.parametrize("tool_name", TOOL_NAMES)
 def test_agent_key_must_agree_with_the_header(home: Seeded, tool_name: str) -> None:
-    tool = BY_NAME[tool_name]
+    tool = catalog.tool(tool_name)
     world = home.world
     cast = world.cast
     worker = cast.worker

@@ -21,7 +21,7 @@ from tests.harness.probe import Outcome, assert_clean, read_rest
 from tests.harness.scenario import CREDENTIAL, Scenario
 from tests.harness.schema import input_schema, simplest
 from tests.harness.worlds import Actor, absorb
-from vigil.catalog import BY_NAME, TOOLS
+from vigil import catalog
 from vigil.errors import ErrorCode
 from vigil.identity.records import Kind, Role, parse_secret
 from vigil.transports.http import HttpResponse
@@ -72,7 +72,7 @@ def made(state: dict[str, Any]) -> Scenario:
         return outcome
 
     protected = [operator.principal_id, worker.principal_id]
-    scenario = Scenario(call, TOOLS, [operator, worker], protected, limit=8)
+    scenario = Scenario(call, catalog.tools(), [operator, worker], protected, limit=8)
     scenario.run()
     return scenario
 
@@ -86,13 +86,13 @@ def _listed(state: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_the_inspector_calls_every_read_only_tool(state: dict[str, Any], made: Scenario) -> None:
     listed = _listed(state)
-    assert {tool["name"] for tool in listed} == set(BY_NAME)
+    assert {tool["name"] for tool in listed} == set(catalog.DECLARED_IN)
     read_only = [t["name"] for t in listed if t.get("annotations", {}).get("readOnlyHint")]
     assert read_only, "the catalog has no read-only tool"
     secrets = {actor.label: actor.secret for actor in made.actors}
     failures: list[str] = []
     for name in read_only:
-        tool = BY_NAME[name]
+        tool = catalog.tool(name)
         # As whoever made it succeed over REST (the operator first), else the simplest call.
         done = sorted(
             (s for s in made.successes if s.tool == name), key=lambda s: s.actor != "operator"

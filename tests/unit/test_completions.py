@@ -13,7 +13,7 @@ import pytest
 from tests.faults.scenarios import every_scenario, key_field
 from tests.faults.world import NAMESPACE, World
 from tests.support import Tenant, app_on, completion_bytes
-from vigil.catalog import BY_NAME
+from vigil import catalog
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.store import Store
@@ -101,7 +101,7 @@ def test_every_keyed_call_completes_in_one_write_unit(aws: None) -> None:
     over = {}
     for scenario in scenarios:
         arguments = scenario.prepare(world)
-        field = key_field(BY_NAME[scenario.tool])
+        field = key_field(catalog.tool(scenario.tool))
         arguments.setdefault(field, world.unique("key"))
         scenario.run(world, scenario, arguments)
         size = completion_bytes(

@@ -1,10 +1,11 @@
 """The shape of the code, checked: each capability's rules import no tools, transports or
-adapters; the alarm function loads no tool; and the public interface follows one naming
-rule."""
+adapters; the alarm function loads no tool, the API function only those it is called for; the
+catalog knows every tool's module; and the public interface follows one naming rule."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from functools import cache
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support import Tenant
-from vigil.catalog import TOOLS
+from vigil import catalog
 from vigil.errors import VigilError
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -121,6 +122,21 @@ def test_the_alarm_function_loads_no_tool_or_transport() -> None:
     assert offending == []
 
 
+def test_the_catalog_names_every_tool_module_and_what_it_declares() -> None:
+    declared = {}
+    for path in sorted(SRC.glob("vigil/*/tools.py")):
+        module = module_name(path)
+        declared |= {tool.name: module for tool in importlib.import_module(module).TOOLS}
+    assert declared == catalog.DECLARED_IN
+    assert [tool.name for tool in catalog.tools()] == list(catalog.DECLARED_IN)
+
+
+def test_the_api_function_imports_a_tool_module_only_when_one_of_its_tools_is_called() -> None:
+    loaded = reachable("vigil.entrypoints.api")
+    assert {"vigil.app", "vigil.catalog", "vigil.transports.mcp"} <= loaded
+    assert sorted(name for name in loaded if re.match(r"^vigil\.\w+\.tools$", name)) == []
+
+
 # -- naming -------------------------------------------------------------------------------
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 # The seed fixes session_heartbeat's inputs and its result's names, in camelCase; what the result
@@ -165,7 +181,7 @@ def property_names(schema: Any) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+@pytest.mark.parametrize("tool", catalog.tools(), ids=lambda tool: tool.name)
 def test_every_field_is_snake_case_unless_a_seed_fixes_it(tool: Any) -> None:
     names = property_names(tool.input_schema()) | property_names(tool.output_schema())
     if tool.name in SEEDED:

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from tests.liveness_support import World
 from tests.support import Tenant, app_on
-from vigil.catalog import BY_NAME
+from vigil import catalog
 from vigil.clock import ManualClock, parse_iso
 from vigil.errors import ErrorCode, VigilError, unavailable
 from vigil.kit.memory import MemoryWrite
@@ -209,19 +209,19 @@ json_values = st.recursive(
 def test_the_published_schema_and_the_server_agree_on_every_shape(
     document: dict[str, Any],
 ) -> None:
-    schema = BY_NAME["report_progress"].input_schema()["properties"]["progress"]
+    schema = catalog.tool("report_progress").input_schema()["properties"]["progress"]
     published = Draft202012Validator(schema).is_valid(document)
     assert published == (PROGRESS_BOUNDS.shape_problem(document) is None)
 
 
 def test_the_input_schema_bounds_are_stated(world: World) -> None:
-    schema = BY_NAME["report_progress"].input_schema()
+    schema = catalog.tool("report_progress").input_schema()
     progress = schema["properties"]["progress"]
     assert progress["maxProperties"] == 50
     assert progress["additionalProperties"] is False
     for text in ("8 KiB", "50 keys", "4 levels", "2000 characters"):
         assert text in progress["description"]
-        assert text in BY_NAME["report_progress"].description
+        assert text in catalog.tool("report_progress").description
     assert json.dumps(schema).count('"additionalProperties": true') == 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support import Tenant, app_on, interleaving_store
-from vigil.catalog import BY_NAME
+from vigil import catalog
 from vigil.clock import ManualClock, iso, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.runs.records import Run
@@ -109,7 +109,7 @@ def test_the_heartbeat_returns_exactly_the_run_id_and_the_new_expiry(
 
 
 def test_the_heartbeat_schemas_are_the_published_ones() -> None:
-    tool = BY_NAME["create_run_heartbeat"]
+    tool = catalog.tool("create_run_heartbeat")
     given = tool.input_schema()
     assert given["required"] == ["run_id"]
     assert given["additionalProperties"] is False

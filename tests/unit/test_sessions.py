@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import Tenant, app_on
-from vigil.catalog import BY_NAME
+from vigil import catalog
 from vigil.clock import ManualClock, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.identity.tools import RegisterInput
@@ -427,10 +427,10 @@ def test_a_post_retried_with_its_key_is_posted_once(desk: Desk) -> None:
 def test_the_model_names_its_idempotency_field() -> None:
     assert SessionHeartbeatInput.idempotency_field == "idempotencyKey"
     assert RegisterInput.idempotency_field == "idempotency_key"
-    assert BY_NAME["session_heartbeat"].takes_idempotency_key
-    assert BY_NAME["register"].takes_idempotency_key
-    assert not BY_NAME["whoami"].takes_idempotency_key
-    assert not BY_NAME["list_sessions"].takes_idempotency_key
+    assert catalog.tool("session_heartbeat").takes_idempotency_key
+    assert catalog.tool("register").takes_idempotency_key
+    assert not catalog.tool("whoami").takes_idempotency_key
+    assert not catalog.tool("list_sessions").takes_idempotency_key
 
 
 def test_the_key_is_no_part_of_the_fingerprint(desk: Desk) -> None:

@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from vigil import __version__
-from vigil.app import App, UnknownTool
-from vigil.catalog import TOOLS
+from vigil.app import App
+from vigil.catalog import UnknownTool, tools
 from vigil.errors import VigilError
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.jsonrpc import (
@@ -79,7 +79,7 @@ def tool_listing() -> list[dict[str, Any]]:
                 "openWorldHint": False,
             },
         }
-        for tool in TOOLS
+        for tool in tools()
     ]
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from vigil import __version__
-from vigil.catalog import TOOLS
+from vigil.catalog import tools
 from vigil.errors import ErrorCode
 from vigil.kit.tooling import strict_schema
 
@@ -33,12 +33,13 @@ def _error_schema() -> dict[str, Any]:
 
 
 def openapi_document() -> dict[str, Any]:
+    catalog = tools()
     models: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-        (tool.input_model, "validation") for tool in TOOLS
-    ] + [(tool.output_model, "serialization") for tool in TOOLS]
+        (tool.input_model, "validation") for tool in catalog
+    ] + [(tool.output_model, "serialization") for tool in catalog]
     refs, definitions = models_json_schema(models, ref_template="#/components/schemas/{model}")
     schemas: dict[str, Any] = dict(definitions.get("$defs", {}))
-    for tool in TOOLS:
+    for tool in catalog:
         schemas[tool.input_model.__name__] = strict_schema(schemas[tool.input_model.__name__])
     schemas["Error"] = _error_schema()
     error_response = {
@@ -46,7 +47,7 @@ def openapi_document() -> dict[str, Any]:
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
     paths: dict[str, Any] = {}
-    for tool in TOOLS:
+    for tool in catalog:
         paths[f"/v1/{tool.name}"] = {
             "post": {
                 "operationId": tool.name,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from vigil.app import App, UnknownTool
+from vigil.app import App
+from vigil.catalog import UnknownTool
 from vigil.errors import HTTP_STATUS, VigilError, invalid, not_found
 from vigil.transports.http import HttpRequest, HttpResponse
 
