@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vigil.clock import Clock, SystemClock
@@ -48,39 +49,53 @@ def aws_client(service: str, read_timeout: int = 5) -> Any:
     return boto3.client(service, config=config)
 
 
+class OnFirstUse:
+    """Stands in for an AWS client and builds it when it is first used."""
+
+    def __init__(self, service: str, read_timeout: int = 5) -> None:
+        self._service = service
+        self._read_timeout = read_timeout
+        self._client: Any = None
+
+    @property
+    def is_built(self) -> bool:
+        return self._client is not None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = aws_client(self._service, self._read_timeout)
+        return getattr(self._client, name)
+
+
+Connect = Callable[[str, int], Any]
+
+
 def store() -> DynamoStore:
     from vigil.stores.dynamo import DynamoStore
 
     return DynamoStore(aws_client("dynamodb"), settings().table_name)
 
 
-def queues() -> SqsMailboxQueues:
+def queues(connect: Connect = aws_client) -> SqsMailboxQueues:
     from vigil.mailboxes.sqs import SqsMailboxQueues
 
     # Long polls wait up to 20 s: the read timeout must outlast them.
-    return SqsMailboxQueues(aws_client("sqs", read_timeout=25), settings().mailbox_queue_prefix)
+    return SqsMailboxQueues(connect("sqs", 25), settings().mailbox_queue_prefix)
 
 
-@functools.cache
-def s3() -> Any:
-    """The S3 client: made at the first file call, or by the API function's init when that runs
-    ahead of requests (``vigil.entrypoints.api.init``)."""
-    return aws_client("s3")
-
-
-def blobs() -> S3Blobs:
+def blobs(connect: Connect = aws_client) -> S3Blobs:
     from vigil.attachments.blobs import S3Blobs
 
-    return S3Blobs(s3, settings().attachments_bucket)
+    return S3Blobs(connect("s3", 5), settings().attachments_bucket)
 
 
-def alarms() -> AwsAlarms:
+def alarms(connect: Connect = aws_client) -> AwsAlarms:
     from vigil.alarms.aws import AwsAlarms
 
     config = settings()
     return AwsAlarms(
-        sqs=aws_client("sqs"),
-        scheduler=aws_client("scheduler"),
+        sqs=connect("sqs", 5),
+        scheduler=connect("scheduler", 5),
         queue_url=config.timer_queue_url,
         group=config.schedule_group,
         target_arn=config.alarm_function_arn,

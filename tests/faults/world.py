@@ -126,7 +126,7 @@ class World:
             f"arn:aws:iam::{ACCOUNT}:role/scheduler",
             f"arn:aws:sqs:{REGION}:{ACCOUNT}:alarm-dlq",
         )
-        self.blobs = S3Blobs(lambda: self.s3, BUCKET)
+        self.blobs = S3Blobs(self.s3, BUCKET)
         self.app = App(
             self.store, self.clock, queues=self.queues, alarms=self.alarms, blobs=self.blobs
         )

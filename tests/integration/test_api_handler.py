@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from pydantic import BaseModel
 
 from tests.conftest import ROOT, create_tables_from_template
 from tests.support import import_entry_point, refuse_aws_clients
-from vigil import wiring
+from vigil import catalog, wiring
+from vigil.app import App
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
 from vigil.entrypoints import api
@@ -52,7 +54,6 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
     _, secret = bootstrap_operator(DynamoStore(client, table), SystemClock(), "acme", "Ops")
     yield secret
     wiring.settings.cache_clear()
-    wiring.s3.cache_clear()
     api.router.cache_clear()
 
 
@@ -127,15 +128,40 @@ def test_an_unreachable_store_is_a_retryable_error_without_aws_text(
     assert "ResourceNotFound" not in response["body"]
 
 
-def test_the_entry_points_import_builds_what_every_call_runs_on(
+def aws_clients(app: App) -> dict[str, Any]:
+    return {
+        "dynamodb": app.store.client,  # type: ignore[attr-defined]
+        "sqs (mailboxes)": app.queues.client,  # type: ignore[attr-defined]
+        "sqs (timers)": app.alarms.sqs,  # type: ignore[attr-defined]
+        "scheduler": app.alarms.scheduler,  # type: ignore[attr-defined]
+        "s3": app.blobs.client,  # type: ignore[attr-defined]
+    }
+
+
+def test_an_on_demand_init_builds_the_dynamodb_client_and_the_others_on_first_use(
     operator_secret: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
     entry = import_entry_point("api")
-    assert wiring.s3.cache_info().currsize == 0  # left to the first file call
-    monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
-    whoami = body_of(entry.handler(sample("mcp_call_whoami.json", operator_secret)))
+    clients = aws_clients(api.router().app)
+    waiting = {name for name, client in clients.items() if isinstance(client, wiring.OnFirstUse)}
+    assert waiting == {"sqs (mailboxes)", "sqs (timers)", "scheduler", "s3"}
+    assert not any(clients[name].is_built for name in waiting)
+
+    with monkeypatch.context() as refused:
+        refused.setattr(wiring, "aws_client", refuse_aws_clients)
+        whoami = body_of(entry.handler(sample("mcp_call_whoami.json", operator_secret)))
     assert whoami["result"]["structuredContent"]["principal"]["namespace"] == "acme"
+
+    register = sample("rest_list_agents.json", operator_secret, {"kind": "agent", "name": "w1"})
+    register["rawPath"] = "/v1/register"
+    agent = body_of(entry.handler(register))["principal"]["id"]
+    message = {"target": {"kind": "agent", "id": agent}, "body": "hello"}
+    send = sample("rest_list_agents.json", operator_secret, message)
+    send["rawPath"] = "/v1/send"  # delivers to the agent's mailbox queue
+    assert entry.handler(send)["statusCode"] == 200
+    assert clients["sqs (mailboxes)"].is_built
+    assert not clients["scheduler"].is_built
 
 
 def vigil_models(base: type[BaseModel] = BaseModel) -> list[type[BaseModel]]:
@@ -147,13 +173,15 @@ def vigil_models(base: type[BaseModel] = BaseModel) -> list[type[BaseModel]]:
     return found
 
 
-def test_an_init_ahead_of_requests_also_builds_the_s3_client_and_every_validator(
+def test_an_init_ahead_of_requests_builds_every_client_tool_and_validator(
     operator_secret: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
     import_entry_point("api")
     monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
-    assert api.router().app.blobs.client is wiring.s3()  # type: ignore[attr-defined]
+    clients = aws_clients(api.router().app)
+    assert [name for name, c in clients.items() if isinstance(c, wiring.OnFirstUse)] == []
+    assert set(catalog.DECLARED_IN.values()) <= set(sys.modules)
     incomplete = [m.__name__ for m in vigil_models() if not m.__pydantic_complete__]
     assert len(vigil_models()) > 100
     assert incomplete == []

@@ -177,7 +177,7 @@ def test_the_blob_store_contract(backend: str, request: Any) -> None:
         request.getfixturevalue("aws")
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="attachments")
-        blobs = S3Blobs(lambda: client, "attachments")
+        blobs = S3Blobs(client, "attachments")
     else:
         blobs = MemoryBlobs()
     assert blobs.get("staged/acme/a") is None

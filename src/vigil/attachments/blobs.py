@@ -8,7 +8,6 @@ twice leaves what once would.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import Any
 
 from vigil.kit.aws import aws_failure, error_code
@@ -38,20 +37,11 @@ class Blobs(ABC):
 
 
 class S3Blobs(Blobs):
-    """The attachments bucket. The S3 client is asked for on first use: S3's service model is
-    large, and a cold start that serves no file need not pay for building it
-    (``vigil.entrypoints.api.init`` builds it ahead only where init runs ahead of requests)."""
+    """The attachments bucket."""
 
-    def __init__(self, connect: Callable[[], Any], bucket: str) -> None:
-        self._connect = connect
-        self._client: Any = None
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
         self.bucket = bucket
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._connect()
-        return self._client
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from vigil import catalog
 from vigil.errors import HTTP_STATUS, unavailable
 from vigil.observability import correlation_id, get_logger
 from vigil.transports.http import HttpRequest, HttpResponse
@@ -23,39 +24,46 @@ from vigil.transports.router import Router
 log = get_logger("vigil.api")
 
 
-@functools.cache
-def router() -> Router:
-    from vigil.app import App
-    from vigil.quotas.records import Quotas
-    from vigil.wiring import alarms, blobs, clock, queues, settings, store
-
-    app = App(
-        store(),
-        clock(),
-        queues=queues(),
-        alarms=alarms(),
-        blobs=blobs(),
-        quotas=Quotas.from_env(),
-    )
-    return Router(app, settings().allowed_origins)
-
-
 # Lambda's initialization types whose init phase runs before any request waits on it: with
 # SnapStart, sandboxes are restored from a snapshot taken after init; with provisioned
 # concurrency, they are initialized ahead of traffic.
 AHEAD_OF_REQUESTS = frozenset({"snap-start", "provisioned-concurrency"})
 
 
-def init() -> None:
-    """Builds what every call runs on, the router and its AWS clients, so that no request
-    builds them. When init runs ahead of requests, it also builds what only some calls use:
-    the S3 client and every model's validator. An on-demand init leaves them to their first
-    use, since its cold start would pay for them whether or not it serves such a call."""
-    from vigil.wiring import s3
+def _ahead_of_requests() -> bool:
+    return os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in AHEAD_OF_REQUESTS
 
+
+@functools.cache
+def router() -> Router:
+    """The router and what it runs on. Every call reads the table, so the DynamoDB client is
+    built here; SQS's, the Scheduler's and S3's are too where init runs ahead of requests, and
+    otherwise on their first use, since a cold start would pay for them whether or not its
+    first call needs them."""
+    from vigil.app import App
+    from vigil.quotas.records import Quotas
+    from vigil.wiring import OnFirstUse, alarms, aws_client, blobs, clock, queues, settings, store
+
+    connect = aws_client if _ahead_of_requests() else OnFirstUse
+    app = App(
+        store(),
+        clock(),
+        queues=queues(connect),
+        alarms=alarms(connect),
+        blobs=blobs(connect),
+        quotas=Quotas.from_env(),
+    )
+    return Router(app, settings().allowed_origins)
+
+
+def init() -> None:
+    """Builds the router, so that no request builds it. Where init runs ahead of requests, it
+    also imports every tool and builds every model's validator; an on-demand init leaves them
+    to their first use, since its cold start would pay for them whether or not it serves such
+    a call."""
     router()
-    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in AHEAD_OF_REQUESTS:
-        s3()
+    if _ahead_of_requests():
+        catalog.tools()
         for model in _models(BaseModel):
             if model.__module__.startswith("vigil."):
                 model.model_rebuild()
