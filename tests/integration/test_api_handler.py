@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from vigil import catalog, wiring
 from vigil.app import App
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import SystemClock
-from vigil.entrypoints import api
+from vigil.entrypoints import alarm, api
 from vigil.stores.dynamo import DynamoStore
 
 EVENTS = ROOT / "events"
@@ -162,6 +163,23 @@ def test_an_on_demand_init_builds_the_dynamodb_client_and_the_others_on_first_us
     assert entry.handler(send)["statusCode"] == 200
     assert clients["sqs (mailboxes)"].is_built
     assert not clients["scheduler"].is_built
+
+
+@pytest.mark.parametrize("function", ["api", "alarm"])
+def test_the_entry_points_keep_what_init_made_out_of_garbage_collection(
+    operator_secret: str, monkeypatch: pytest.MonkeyPatch, function: str
+) -> None:
+    built = {"api": api.router, "alarm": alarm.liveness}[function]
+    built.cache_clear()
+    seen = []
+    monkeypatch.setattr(gc, "freeze", lambda: seen.append((gc.isenabled(), built.cache_info())))
+    try:
+        import_entry_point(function)
+    finally:
+        built.cache_clear()
+    # Frozen once, when init had built what it builds, having run with no collection.
+    assert [(enabled, info.currsize, info.hits) for enabled, info in seen] == [(False, 1, 0)]
+    assert gc.isenabled()
 
 
 def vigil_models(base: type[BaseModel] = BaseModel) -> list[type[BaseModel]]:
