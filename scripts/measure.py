@@ -25,9 +25,11 @@ RUNS = int(os.environ.get("MEASURE_RUNS", "15"))
 # clients at import, in the init phase: scripts/ab_cold_start.py times that, to a first answer.
 API_HANDLER = "import vigil.entrypoints.api"
 ALARM_HANDLER = "import vigil.entrypoints.alarm"
-# What a function's init imports beyond its handler module: the settings, boto3 and the AWS
+# What a function's init imports beyond its handler module: the settings, botocore and the AWS
 # adapters it builds (vigil.wiring).
-FIRST_CALL = "boto3, vigil.wiring, vigil.stores.dynamo, vigil.mailboxes.sqs, vigil.alarms.aws"
+FIRST_CALL = (
+    "botocore.session, vigil.wiring, vigil.stores.dynamo, vigil.mailboxes.sqs, vigil.alarms.aws"
+)
 
 
 def import_ms(statement: str, path: list[str]) -> float:
