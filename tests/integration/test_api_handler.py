@@ -205,6 +205,14 @@ def test_an_init_ahead_of_requests_builds_every_client_tool_and_validator(
     assert incomplete == []
 
 
+def test_the_clients_know_every_service_botocore_does() -> None:
+    from botocore.loaders import Loader
+
+    known = wiring._session().get_component("data_loader").list_available_services("service-2")
+    assert {"dynamodb", "sqs", "scheduler", "s3", "cloudformation"} <= set(known)
+    assert set(Loader().list_available_services("service-2")) <= set(known)
+
+
 def test_events_folder_has_the_documented_samples() -> None:
     names = {p.name for p in Path(EVENTS).glob("*.json")}
     assert {"mcp_initialize.json", "rest_list_agents.json", "timer_sqs.json"} <= names
