@@ -87,18 +87,22 @@ report()
 """
 )
 # The same cold start, on-demand, step by step (importing the handler's module, not app.py,
-# so that nothing is built at import whatever the checkout).
+# so that nothing is built at import whatever the checkout; with the collector off until the
+# router is built, as app.py has it).
 _STEPS = (
-    _CLOCKS
+    "import gc\ngc.disable()\n"
+    + _CLOCKS
     + """
 from pydantic import BaseModel
 mark()
 from vigil.entrypoints import api
 mark()
-import boto3
+import botocore.session
 mark()
 api.router()
 mark()
+gc.freeze()
+gc.enable()
 answers = [api.handler(event) for event in EVENTS]
 mark()
 report()
@@ -106,10 +110,10 @@ report()
 )
 STEPS = (
     "import pydantic's models",
-    "import Vigil's modules (tools, records, transports)",
-    "import boto3, after those",
-    "build the router: the clients of DynamoDB, SQS, Scheduler",
-    "initialize + a steady heartbeat",
+    "import Vigil's modules (records, stores, transports)",
+    "import botocore, after those",
+    "build the router: the DynamoDB client",
+    "initialize + a steady heartbeat (its tool's module)",
 )
 
 
@@ -119,9 +123,12 @@ def find_python(given: str | None) -> str:
     candidates = [given] if given else [f"python{VERSION}", *pyenv]
     for candidate in candidates:
         path = shutil.which(str(candidate))
-        check = [path or "", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
-        if path and subprocess.run(check, capture_output=True, text=True).stdout.strip() == VERSION:
-            return path
+        # The interpreter itself, not a shim (pyenv's), which the children's bare PATH breaks.
+        code = "import sys; print('%d.%d' % sys.version_info[:2], sys.executable)"
+        check = [path or "", "-c", code]
+        found = subprocess.run(check, capture_output=True, text=True).stdout.split() if path else []
+        if found[:1] == [VERSION]:
+            return found[1]
     sys.exit(f"no Python {VERSION} among {candidates}: pass --python")
 
 
