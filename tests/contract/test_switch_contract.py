@@ -9,6 +9,8 @@ import pytest
 from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
+from vigil.stores.dynamo import DynamoStore
+from vigil.switches.dynamo import backfill_indexes
 from vigil.switches.records import Beat, Death, HeldLease, Switch
 
 
@@ -217,3 +219,30 @@ def test_a_firing_indexes_its_death_newest_first(store: Store, clock: ManualCloc
     done = deaths[0].recorded("mark_failed", {"failed_at": "x"})
     store.commit([store.save_death(done, deaths[0].version)])
     assert store.recent_deaths("acme", None, 10)[-1] == done
+
+
+def test_the_backfill_indexes_what_was_stored_before_the_indexes(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    """Switches and deaths written without index rows (as before list_switches existed) are
+    indexed by ``vigil backfill-indexes``, once."""
+    old = switch(clock, scope="old", window=2)
+    dynamo_store.commit([dynamo_store.save_switch(old, None)])
+    clock.advance(3)
+    dynamo_store.fire_switch(old, death_of(old, clock), clock.now())
+    client, table = dynamo_store.client, dynamo_store.table
+    for pk in ("NS#acme#SWITCHES", "NS#acme#DEATHS"):  # as if written before the indexes
+        rows = client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+        )["Items"]
+        for row in rows:
+            client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
+    assert dynamo_store.list_switches("acme", "", None, 10) == []
+    assert dynamo_store.recent_deaths("acme", None, 10) == []
+
+    assert backfill_indexes(client, table) == (1, 1)
+    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == ["old"]
+    assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
+    assert backfill_indexes(client, table) == (0, 0)

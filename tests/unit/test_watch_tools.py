@@ -150,7 +150,7 @@ def test_usage_counts_first_deliveries_per_principal_and_day(
 
 
 def test_who_may_read_and_what_they_see(world: World) -> None:
-    _agent, secret = world.tenant.register(name="worker")
+    agent, secret = world.tenant.register(name="worker")
     _, person = world.tenant.register(kind="person", name="Pat")
     _, service = world.tenant.register(kind="service", name="svc")
     beat(world, secret, "job-1", window=2)
@@ -168,6 +168,8 @@ def test_who_may_read_and_what_they_see(world: World) -> None:
     for refused in (secret, service, person):
         assert error_of(world.call, "get_usage", refused).code is ErrorCode.FORBIDDEN
     assert abroad.call("get_usage")["usage"] == []
+    error = error_of(abroad.call, "get_usage", principal=agent)
+    assert error.code is ErrorCode.NOT_FOUND
     # A cursor of one namespace is refused in another.
     beat(world, secret, "job-2", window=2)
     world.advance(3)

@@ -350,7 +350,9 @@ def usage_page(
 ) -> tuple[list[UsageDay], str | None]:
     """A page of the namespace's usage days from ``first_day`` to ``last_day`` (of
     ``principal`` only, if named), in day then principal order, and the position to continue
-    after, or None at the end."""
+    after, or None at the end. A principal not of the namespace is not found, as anywhere."""
+    if principal is not None and store.get_principal(namespace, principal) is None:
+        raise not_found("principal")
     return scan_page(
         lambda start, size: store.usage_days(namespace, first_day, last_day, start, size),
         position=lambda day: f"{day.day}#{day.principal}",

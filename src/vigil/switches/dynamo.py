@@ -339,3 +339,33 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         key = _page_key(namespace, scope, generation, number)
         item = self._get(key["pk"]["S"], key["sk"]["S"])
         return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None
+
+
+def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
+    """Writes the index rows of switches and deaths stored before the indexes existed: one
+    scan of the table, and a conditional put per row missing (an existing row is left as it
+    is). Returns how many switch rows and death rows were written. Run once, after the deploy
+    that brought ``list_switches`` and ``list_deaths``; running it again writes nothing."""
+    store = DynamoSwitches(client, table)
+    written = [0, 0]
+    request: dict[str, Any] = {
+        "TableName": table,
+        "FilterExpression": "sk = :switch OR begins_with(sk, :death)",
+        "ExpressionAttributeValues": {":switch": attr_s("SWITCH"), ":death": attr_s("DEATH#")},
+    }
+    while True:
+        response = store._call(client.scan, **request)
+        for item in response.get("Items", []):
+            if item["sk"]["S"] == "SWITCH":
+                found = _switch(item)
+                row, kind = _switch_index_key(found.namespace, found.scope), 0
+            else:
+                row, kind = _death_index_item(Death.model_validate_json(item["doc"]["S"])), 1
+            try:
+                store.commit([store._put(row, "attribute_not_exists(pk)")])
+            except ConditionFailed:
+                continue
+            written[kind] += 1
+        if "LastEvaluatedKey" not in response:
+            return written[0], written[1]
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
