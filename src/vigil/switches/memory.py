@@ -19,7 +19,8 @@ class MemorySwitches(MemoryBase, SwitchStore):
         self.released_pages: dict[tuple[str, str, int, int], ReleasedPage] = {}
         # The namespace-wide indexes, as on DynamoDB: a switch's scope, written when the
         # switch is first stored; a death's position and its key, written when it is created.
-        self.switch_index: set[tuple[str, str]] = set()
+        # (Dicts, like every other table of the fake, which the harness snapshots.)
+        self.switch_index: dict[tuple[str, str], str] = {}
         self.death_index: dict[tuple[str, str], tuple[str, int]] = {}
         super().__init__()
 
@@ -57,7 +58,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
 
         def apply() -> None:
             saved.apply()
-            self.switch_index.add(key)
+            self.switch_index[key] = switch.scope
 
         return MemoryWrite(check, apply, (*saved.sizes, item_bytes(key)))
 
