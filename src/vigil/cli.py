@@ -97,6 +97,17 @@ def _as_deployer(
     return 0
 
 
+def cmd_backfill_indexes(args: argparse.Namespace) -> int:
+    """Indexes the switches and deaths stored before list_switches and list_deaths existed."""
+    from vigil.switches.dynamo import backfill_indexes
+    from vigil.wiring import aws_client
+
+    table = args.table or _table_of_stack(args.stack)
+    switches, deaths = backfill_indexes(aws_client("dynamodb"), table)
+    print(json.dumps({"switches_indexed": switches, "deaths_indexed": deaths}))
+    return 0
+
+
 def _table_of_stack(stack: str) -> str:
     from vigil.wiring import aws_client
 
@@ -146,6 +157,13 @@ def parser() -> argparse.ArgumentParser:
     rotate.add_argument("--operator-id", required=True, help="the operator's principal id")
     _table_arguments(rotate)
     rotate.set_defaults(run=cmd_rotate_operator)
+
+    backfill = commands.add_parser(
+        "backfill-indexes",
+        help="index switches and deaths stored before list_switches existed (AWS credentials)",
+    )
+    _table_arguments(backfill)
+    backfill.set_defaults(run=cmd_backfill_indexes)
 
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

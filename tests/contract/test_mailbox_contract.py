@@ -304,3 +304,46 @@ def test_sqs_prefix_must_leave_room_for_the_queue_names(aws: None) -> None:
     with pytest.raises(ValueError, match="too long"):
         SqsMailboxQueues(client, "x" * 44)
     SqsMailboxQueues(client, "x" * 43)
+
+
+def test_usage_is_counted_per_principal_and_day_once_per_envelope(
+    store: Store, clock: ManualClock
+) -> None:
+    other = "agt_bbbbbbbbbbbbbbbb"
+
+    def first_delivery(recipient: str, kind: str) -> UsageEvent:
+        return UsageEvent(
+            namespace="acme",
+            envelope_id=envelope_id_for(uuid.uuid4().hex),
+            address=agent_address(recipient),
+            recipient=recipient,
+            sender="vigil",
+            kind=kind,  # type: ignore[arg-type]
+            delivered_at=clock.now(),
+        )
+
+    day_one = clock.now().date().isoformat()
+    counted = first_delivery(OWNER, "alert")
+    assert store.record_usage(counted)
+    assert not store.record_usage(counted)  # a redelivery counts nothing
+    store.record_usage(first_delivery(OWNER, "message"))
+    store.record_usage(first_delivery(other, "message"))
+    clock.advance(86_400)
+    day_two = clock.now().date().isoformat()
+    store.record_usage(first_delivery(OWNER, "request"))
+    store.record_usage(first_delivery(OWNER, "alert").model_copy(update={"namespace": "globex"}))
+
+    days = store.usage_days("acme", "0000-01-01", "9999-12-31", None, 10)
+    assert [(d.day, d.principal, d.deliveries) for d in days] == sorted(
+        [(day_one, OWNER, 2), (day_one, other, 1), (day_two, OWNER, 1)]
+    )
+    mine = next(d for d in days if (d.day, d.principal) == (day_one, OWNER))
+    assert mine.by_kind == {"alert": 1, "message": 1, "request": 0, "response": 0}
+    # A day range, and a page continued after a position.
+    assert [d.day for d in store.usage_days("acme", day_two, day_two, None, 10)] == [day_two]
+    first = store.usage_days("acme", "0000-01-01", "9999-12-31", None, 1)
+    rest = store.usage_days(
+        "acme", "0000-01-01", "9999-12-31", f"{first[0].day}#{first[0].principal}", 10
+    )
+    assert first + rest == days
+    assert [d.deliveries for d in store.usage_days("globex", day_two, day_two, None, 10)] == [1]

@@ -9,6 +9,8 @@ import pytest
 from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
+from vigil.stores.dynamo import DynamoStore
+from vigil.switches.dynamo import backfill_indexes
 from vigil.switches.records import Beat, Death, HeldLease, Switch
 
 
@@ -163,3 +165,84 @@ def test_moving_the_alarm_is_won_once(store: Store, clock: ManualClock) -> None:
     assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is True
     assert store.move_alarm(s.model_copy(update={"alarm_due": later}), s.alarm_due) is False
     assert store.get_switch("acme", "job#1").alarm_due == later  # type: ignore[union-attr]
+
+
+def test_switches_are_listed_from_their_index_in_scope_order(
+    store: Store, clock: ManualClock
+) -> None:
+    scopes = ["job#2", "job#1", "other", "jobs-ü"]
+    for scope in scopes:
+        store.commit([store.save_switch(switch(clock, scope=scope), None)])
+    store.commit([store.save_switch(switch(clock, scope="job#1", namespace="globex"), None)])
+    # Later saves (a beat, a disarm) write no index row and leave the listing as it was.
+    beaten = store.beat_switch(
+        "acme",
+        "job#1",
+        "agt_aaaaaaaaaaaaaaaa",
+        Beat(
+            at=to_ms(clock.advance(1)),
+            expect_within_seconds=30,
+            on_expiry=["release_leases", "mark_failed"],
+            notify_address=None,
+            agent_id=None,
+        ),
+    )
+    assert beaten is not None
+    listed = store.list_switches("acme", "", None, 10)
+    assert [s.scope for s in listed] == sorted(scopes)
+    assert listed[0] == beaten
+    assert [s.scope for s in store.list_switches("acme", "job", None, 10)] == [
+        "job#1",
+        "job#2",
+        "jobs-ü",
+    ]
+    assert [s.scope for s in store.list_switches("acme", "job", "job#1", 1)] == ["job#2"]
+    assert [s.namespace for s in store.list_switches("globex", "", None, 10)] == ["globex"]
+
+
+def test_a_firing_indexes_its_death_newest_first(store: Store, clock: ManualClock) -> None:
+    deaths = []
+    for scope in ["b", "a", "c"]:
+        s = switch(clock, scope=scope, window=2)
+        store.commit([store.save_switch(s, None)])
+        clock.advance(3)
+        death = death_of(s, clock)
+        store.fire_switch(s, death, clock.now())
+        deaths.append(death)
+    newest_first = list(reversed(deaths))
+    assert store.recent_deaths("acme", None, 10) == newest_first
+    first = store.recent_deaths("acme", None, 2)
+    assert first == newest_first[:2]
+    assert store.recent_deaths("acme", first[-1].position, 10) == newest_first[2:]
+    assert store.recent_deaths("globex", None, 10) == []
+    # The listing reads the death as it is now, with its actions' progress.
+    done = deaths[0].recorded("mark_failed", {"failed_at": "x"})
+    store.commit([store.save_death(done, deaths[0].version)])
+    assert store.recent_deaths("acme", None, 10)[-1] == done
+
+
+def test_the_backfill_indexes_what_was_stored_before_the_indexes(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    """Switches and deaths written without index rows (as before list_switches existed) are
+    indexed by ``vigil backfill-indexes``, once."""
+    old = switch(clock, scope="old", window=2)
+    dynamo_store.commit([dynamo_store.save_switch(old, None)])
+    clock.advance(3)
+    dynamo_store.fire_switch(old, death_of(old, clock), clock.now())
+    client, table = dynamo_store.client, dynamo_store.table
+    for pk in ("NS#acme#SWITCHES", "NS#acme#DEATHS"):  # as if written before the indexes
+        rows = client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+        )["Items"]
+        for row in rows:
+            client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
+    assert dynamo_store.list_switches("acme", "", None, 10) == []
+    assert dynamo_store.recent_deaths("acme", None, 10) == []
+
+    assert backfill_indexes(client, table) == (1, 1)
+    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == ["old"]
+    assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
+    assert backfill_indexes(client, table) == (0, 0)

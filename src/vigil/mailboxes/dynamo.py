@@ -6,6 +6,9 @@
 | delivery | ``DELIVERY#<envelope id>``| version, generation, state, leased_until  |
 | usage    | ``USAGE#<envelope id>``   | -                                         |
 
+Usage days are counters under their own partition, ``NS#<ns>#USAGE`` / ``<day>#<principal>``,
+added to in the transaction that records a usage.
+
 A named box's address begins with its owner's address, so one agent's boxes are one range.
 """
 
@@ -16,8 +19,15 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms
 from vigil.kit.uow import ConditionFailed
-from vigil.mailboxes.records import Delivery, Mailbox, UsageEvent, agent_address
-from vigil.mailboxes.store import MailboxStore
+from vigil.mailboxes.records import (
+    USAGE_KINDS,
+    Delivery,
+    Mailbox,
+    UsageDay,
+    UsageEvent,
+    agent_address,
+)
+from vigil.mailboxes.store import MailboxStore, usage_counts, usage_pk
 
 # A delivery record must outlive every SQS copy of its envelope, or a late duplicate would be
 # handed out again; SQS keeps no message longer than 14 days.
@@ -115,16 +125,44 @@ class DynamoMailboxes(DynamoBase, MailboxStore):
 
     # -- usage ----------------------------------------------------------------------------
     def record_usage(self, usage: UsageEvent) -> bool:
+        recorded = self._put(
+            {
+                **_key(usage.namespace, f"USAGE#{usage.envelope_id}"),
+                "doc": attr_s(usage.model_dump_json()),
+            },
+            "attribute_not_exists(pk)",
+        )
         try:
-            self._call(
-                self.client.put_item,
-                TableName=self.table,
-                Item={
-                    **_key(usage.namespace, f"USAGE#{usage.envelope_id}"),
-                    "doc": attr_s(usage.model_dump_json()),
-                },
-                ConditionExpression="attribute_not_exists(pk)",
-            )
+            self.commit([DynamoWrite(recorded.items, counts=usage_counts(usage))])
         except ConditionFailed:
             return False
         return True
+
+    def usage_days(
+        self, namespace: str, first_day: str, last_day: str, after: str | None, limit: int
+    ) -> list[UsageDay]:
+        pk = attr_s(usage_pk(namespace))
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": pk,
+                # Every principal id sorts after "#" and before "~".
+                ":first": attr_s(f"{first_day}#"),
+                ":last": attr_s(f"{last_day}#~"),
+            },
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {"pk": pk, "sk": attr_s(after)}
+        items = self._call(self.client.query, **request).get("Items", [])
+        return [
+            UsageDay(
+                day=item["sk"]["S"][:10],
+                principal=item["sk"]["S"][11:],
+                deliveries=int(item["deliveries"]["N"]),
+                by_kind={k: int(item[k]["N"]) if k in item else 0 for k in USAGE_KINDS},
+            )
+            for item in items
+        ]

@@ -14,8 +14,15 @@ from vigil.kit.limits import item_bytes, require_message
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
-from vigil.mailboxes.records import MAX_HANDOUTS, Delivery, Mailbox, UsageEvent
-from vigil.mailboxes.store import MailboxStore
+from vigil.mailboxes.records import (
+    MAX_HANDOUTS,
+    USAGE_KINDS,
+    Delivery,
+    Mailbox,
+    UsageDay,
+    UsageEvent,
+)
+from vigil.mailboxes.store import MailboxStore, usage_counts, usage_pk
 
 
 class MemoryMailboxes(MemoryBase, MailboxStore):
@@ -86,12 +93,44 @@ class MemoryMailboxes(MemoryBase, MailboxStore):
             self.deliveries[key] = delivery.model_copy()
 
     def record_usage(self, usage: UsageEvent) -> bool:
-        with self._lock:
-            key = (usage.namespace, usage.envelope_id)
+        key = (usage.namespace, usage.envelope_id)
+
+        def check() -> None:
             if key in self.usage:
-                return False
+                raise ConditionFailed(usage.envelope_id)
+
+        def apply() -> None:
             self.usage[key] = usage.model_copy()
-            return True
+
+        recorded = MemoryWrite(check, apply, (item_bytes(key, usage),), counts=usage_counts(usage))
+        try:
+            self.commit([recorded])
+        except ConditionFailed:
+            return False
+        return True
+
+    def usage_days(
+        self, namespace: str, first_day: str, last_day: str, after: str | None, limit: int
+    ) -> list[UsageDay]:
+        pk = usage_pk(namespace)
+        with self._lock:
+            counted = {(sk, name): n for (p, sk, name), n in self.counters.items() if p == pk}
+        positions = sorted(
+            sk
+            for sk, name in counted
+            if name == "deliveries"
+            and first_day <= sk[:10] <= last_day
+            and (after is None or sk > after)
+        )[:limit]
+        return [
+            UsageDay(
+                day=sk[:10],
+                principal=sk[11:],
+                deliveries=counted[(sk, "deliveries")],
+                by_kind={kind: counted.get((sk, kind), 0) for kind in USAGE_KINDS},
+            )
+            for sk in positions
+        ]
 
 
 @dataclass

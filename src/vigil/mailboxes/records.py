@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field
@@ -150,3 +150,22 @@ class UsageEvent(Record):
     sender: str
     kind: EnvelopeKind
     delivered_at: datetime
+
+    @property
+    def day(self) -> str:
+        """The UTC day it is billed on, YYYY-MM-DD. Every hand-out of an envelope carries the
+        time of its first, so the day is the same whichever hand-out records it."""
+        return self.delivered_at.astimezone(UTC).date().isoformat()
+
+
+class UsageDay(Record):
+    """The first deliveries of one UTC day to one principal (its mailboxes), by kind."""
+
+    day: str
+    principal: str
+    deliveries: int
+    by_kind: dict[EnvelopeKind, int]
+
+
+# The counters of a usage day, on one item: the total and one per envelope kind.
+USAGE_KINDS: tuple[EnvelopeKind, ...] = ("alert", "message", "request", "response")

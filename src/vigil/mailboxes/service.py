@@ -36,6 +36,7 @@ from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.limits import MAX_MESSAGE_BYTES
+from vigil.kit.paging import scan_page
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
@@ -43,6 +44,7 @@ from vigil.mailboxes.records import (
     Delivery,
     Envelope,
     Mailbox,
+    UsageDay,
     agent_address,
     parse_address,
     queue_name,
@@ -331,3 +333,31 @@ def _envelope_of(message: QueueMessage, mailbox: Mailbox) -> Envelope | None:
         log_event(log, "unreadable mailbox message", logging.WARNING, message_id=message.message_id)
         return None
     return envelope
+
+
+# A page of get_usage, and how many usage days one call examines when a principal is named.
+USAGE_PAGE = 100
+USAGE_SCAN_BUDGET = 1_000
+
+
+def usage_page(
+    store: Store,
+    namespace: str,
+    first_day: str,
+    last_day: str,
+    principal: str | None,
+    after: str | None,
+) -> tuple[list[UsageDay], str | None]:
+    """A page of the namespace's usage days from ``first_day`` to ``last_day`` (of
+    ``principal`` only, if named), in day then principal order, and the position to continue
+    after, or None at the end. A principal not of the namespace is not found, as anywhere."""
+    if principal is not None and store.get_principal(namespace, principal) is None:
+        raise not_found("principal")
+    return scan_page(
+        lambda start, size: store.usage_days(namespace, first_day, last_day, start, size),
+        position=lambda day: f"{day.day}#{day.principal}",
+        keep=lambda day: principal is None or day.principal == principal,
+        after=after,
+        size=USAGE_PAGE,
+        budget=USAGE_SCAN_BUDGET,
+    )

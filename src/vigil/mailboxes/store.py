@@ -9,8 +9,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from vigil.kit.uow import Write
-from vigil.mailboxes.records import Delivery, Mailbox, UsageEvent
+from vigil.kit.uow import Count, Write
+from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
+
+
+def usage_pk(namespace: str) -> str:
+    """The partition of a namespace's usage days: one item per UTC day and principal, sorted
+    by day, then principal (``<YYYY-MM-DD>#<principal id>``)."""
+    return f"NS#{namespace}#USAGE"
+
+
+def usage_counts(usage: UsageEvent) -> tuple[Count, ...]:
+    """What one first delivery adds to its day: one to the total and one to its kind."""
+    pk, sk = usage_pk(usage.namespace), f"{usage.day}#{usage.recipient}"
+    return (Count(pk, sk, "deliveries", 1), Count(pk, sk, usage.kind, 1))
 
 
 class MailboxStore(ABC):
@@ -45,4 +57,13 @@ class MailboxStore(ABC):
 
     @abstractmethod
     def record_usage(self, usage: UsageEvent) -> bool:
-        """Records the envelope's first delivery; False (and nothing written) if recorded."""
+        """Records the envelope's first delivery and counts it in its usage day, in one
+        transaction; False (and nothing written) if recorded."""
+
+    @abstractmethod
+    def usage_days(
+        self, namespace: str, first_day: str, last_day: str, after: str | None, limit: int
+    ) -> list[UsageDay]:
+        """Up to ``limit`` usage days of the namespace from ``first_day`` to ``last_day``
+        (inclusive), in day then principal order, beginning after the position ``after``
+        (``<day>#<principal>``)."""

@@ -3,21 +3,23 @@ use cases, and how delivery is exactly once toward the consumer, are vigil.mailb
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from vigil.identity.records import PRINCIPAL_ID_PATTERN
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
     BOX_PATTERN,
     MAX_HANDOUTS,
     EnvelopeKind,
     Mailbox,
+    UsageDay,
 )
-from vigil.mailboxes.service import Mailboxes
+from vigil.mailboxes.service import USAGE_PAGE, USAGE_SCAN_BUDGET, Mailboxes, usage_page
 
 Address = Annotated[
     str,
@@ -215,6 +217,72 @@ _RECEIVE_DESCRIPTION = (
 )
 
 
+# -- get_usage ----------------------------------------------------------------------------
+def _a_date(value: str) -> str:
+    date.fromisoformat(value)  # ValueError for a day that does not exist
+    return value
+
+
+Day = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$"), AfterValidator(_a_date)]
+
+
+class GetUsageInput(StrictInput):
+    principal: Annotated[str, Field(pattern=PRINCIPAL_ID_PATTERN)] | None = Field(
+        default=None, description="Only this principal's usage (a principal id)."
+    )
+    first_day: Day | None = Field(
+        default=None, description="The first UTC day, YYYY-MM-DD; from the beginning if omitted."
+    )
+    last_day: Day | None = Field(
+        default=None, description="The last UTC day, YYYY-MM-DD, included; to now if omitted."
+    )
+    cursor: Annotated[str, Field(min_length=1, max_length=512)] | None = Field(
+        default=None, description="The next_cursor of the previous page of the same query."
+    )
+
+
+class UsageDayView(Output):
+    day: str = Field(description="The UTC day, YYYY-MM-DD.")
+    principal: str = Field(description="The principal id whose mailboxes received.")
+    deliveries: int = Field(
+        description="Envelopes handed out for the first time that day: the billable events."
+    )
+    by_kind: dict[EnvelopeKind, int] = Field(
+        description="The same deliveries by envelope kind (alert, message, request, response)."
+    )
+
+    @classmethod
+    def of(cls, day: UsageDay) -> UsageDayView:
+        return cls.model_validate(day.model_dump())
+
+
+class UsagePage(Output):
+    usage: list[UsageDayView] = Field(
+        description=(
+            "By day, then principal, oldest first; a list in an object, because MCP structured "
+            "output is one."
+        )
+    )
+    next_cursor: str | None = Field(
+        description=(
+            "Pass as cursor for the next page; null at the end. With principal, a page may be "
+            "short (even empty) and still have a cursor."
+        )
+    )
+
+
+def get_usage(ctx: Context, args: GetUsageInput) -> UsagePage:
+    namespace = ctx.caller.namespace
+    first, last = args.first_day or "0000-01-01", args.last_day or "9999-12-31"
+    query = {"n": namespace, "p": args.principal, "f": first, "l": last}
+    after = cursor_position(args.cursor, "usage", str, **query) if args.cursor else None
+    found, position = usage_page(ctx.store, namespace, first, last, args.principal, after)
+    return UsagePage(
+        usage=[UsageDayView.of(day) for day in found],
+        next_cursor=encode_cursor("usage", a=position, **query) if position is not None else None,
+    )
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="create_mailbox",
@@ -267,6 +335,23 @@ TOOLS: tuple[Tool, ...] = (
         input_model=ListDeadLettersInput,
         output_model=DeadLetters,
         run=list_dead_letters,
+        read_only=True,
+    ),
+    Tool(
+        name="get_usage",
+        title="Read usage",
+        description=(
+            "The billable usage of your namespace: envelopes (alerts, messages, requests, "
+            "responses) handed out for the first time, counted per receiving principal and UTC "
+            f"day, {USAGE_PAGE} days a page in day then principal order, each with deliveries "
+            "and the same by kind. principal, first_day and last_day narrow it; with principal, "
+            f"one call examines at most {USAGE_SCAN_BUDGET} days. Redeliveries are never "
+            "counted. Operators only."
+        ),
+        input_model=GetUsageInput,
+        output_model=UsagePage,
+        run=get_usage,
+        roles=OPERATORS,
         read_only=True,
     ),
 )

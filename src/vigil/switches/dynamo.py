@@ -41,6 +41,22 @@ def _page_key(namespace: str, scope: str, generation: int, number: int) -> dict[
     }
 
 
+def _switch_index_key(namespace: str, scope: str) -> dict[str, Any]:
+    # One partition per namespace, sorted by scope, so a scope prefix is one key range.
+    return {"pk": attr_s(f"NS#{namespace}#SWITCHES"), "sk": attr_s(scope)}
+
+
+def _death_index_item(death: Death) -> dict[str, Any]:
+    # One partition per namespace, sorted by when each death fired: newest first is one query
+    # read backwards. The row names its death; the death itself is read by key.
+    return {
+        "pk": attr_s(f"NS#{death.namespace}#DEATHS"),
+        "sk": attr_s(death.position),
+        "scope": attr_s(death.scope),
+        "generation": attr_n(death.generation),
+    }
+
+
 def _death_item(death: Death) -> dict[str, Any]:
     return {
         **_death_key(death.namespace, death.scope, death.generation),
@@ -144,12 +160,40 @@ class DynamoSwitches(DynamoBase, SwitchStore):
 
     def save_switch(self, switch: Switch, expected_version: int | None) -> DynamoWrite:
         if expected_version is None:
-            return self._put(_switch_item(switch), "attribute_not_exists(pk)")
+            # The index row is written here and only here: the steady beat never touches it.
+            index = _switch_index_key(switch.namespace, switch.scope)
+            first = self._put(_switch_item(switch), "attribute_not_exists(pk)")
+            indexed = self._put(index, "attribute_not_exists(pk)")
+            return DynamoWrite([*first.items, *indexed.items])
         return self._put(
             _switch_item(switch),
             "version = :expected",
             ExpressionAttributeValues={":expected": attr_n(expected_version)},
         )
+
+    def list_switches(
+        self, namespace: str, prefix: str, after: str | None, limit: int
+    ) -> list[Switch]:
+        pk = f"NS#{namespace}#SWITCHES"
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": attr_s(pk)},
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if prefix:
+            request["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            request["ExpressionAttributeValues"][":prefix"] = attr_s(prefix)
+        if after is not None:
+            request["ExclusiveStartKey"] = _switch_index_key(namespace, after)
+        rows = self._call(self.client.query, **request).get("Items", [])
+        scopes = [row["sk"]["S"] for row in rows]
+        found = {
+            switch.scope: switch
+            for switch in map(_switch, self._batch_get([_switch_key(namespace, s) for s in scopes]))
+        }
+        return [found[scope] for scope in scopes if scope in found]
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
         return DynamoWrite(
@@ -195,6 +239,13 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                     "Put": {
                         "TableName": self.table,
                         "Item": _death_item(death),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": _death_index_item(death),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
@@ -247,6 +298,27 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         items = response.get("Items", [])
         return Death.model_validate_json(items[0]["doc"]["S"]) if items else None
 
+    def recent_deaths(self, namespace: str, before: str | None, limit: int) -> list[Death]:
+        pk = attr_s(f"NS#{namespace}#DEATHS")
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": pk},
+            "ScanIndexForward": False,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if before is not None:
+            request["ExclusiveStartKey"] = {"pk": pk, "sk": attr_s(before)}
+        rows = self._call(self.client.query, **request).get("Items", [])
+        keys = [(row["scope"]["S"], int(row["generation"]["N"])) for row in rows]
+        items = self._batch_get([_death_key(namespace, *key) for key in keys])
+        found = {
+            (death.scope, death.generation): death
+            for death in (Death.model_validate_json(item["doc"]["S"]) for item in items)
+        }
+        return [found[key] for key in keys if key in found]
+
     def save_death(self, death: Death, expected_version: int) -> DynamoWrite:
         return self._put(
             _death_item(death),
@@ -267,3 +339,33 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         key = _page_key(namespace, scope, generation, number)
         item = self._get(key["pk"]["S"], key["sk"]["S"])
         return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None
+
+
+def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
+    """Writes the index rows of switches and deaths stored before the indexes existed: one
+    scan of the table, and a conditional put per row missing (an existing row is left as it
+    is). Returns how many switch rows and death rows were written. Run once, after the deploy
+    that brought ``list_switches`` and ``list_deaths``; running it again writes nothing."""
+    store = DynamoSwitches(client, table)
+    written = [0, 0]
+    request: dict[str, Any] = {
+        "TableName": table,
+        "FilterExpression": "sk = :switch OR begins_with(sk, :death)",
+        "ExpressionAttributeValues": {":switch": attr_s("SWITCH"), ":death": attr_s("DEATH#")},
+    }
+    while True:
+        response = store._call(client.scan, **request)
+        for item in response.get("Items", []):
+            if item["sk"]["S"] == "SWITCH":
+                found = _switch(item)
+                row, kind = _switch_index_key(found.namespace, found.scope), 0
+            else:
+                row, kind = _death_index_item(Death.model_validate_json(item["doc"]["S"])), 1
+            try:
+                store.commit([store._put(row, "attribute_not_exists(pk)")])
+            except ConditionFailed:
+                continue
+            written[kind] += 1
+        if "LastEvaluatedKey" not in response:
+            return written[0], written[1]
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -17,6 +17,11 @@ class MemorySwitches(MemoryBase, SwitchStore):
         self.switches: dict[tuple[str, str], Switch] = {}
         self.deaths: dict[tuple[str, str, int], Death] = {}
         self.released_pages: dict[tuple[str, str, int, int], ReleasedPage] = {}
+        # The namespace-wide indexes, as on DynamoDB: a switch's scope, written when the
+        # switch is first stored; a death's position and its key, written when it is created.
+        # (Dicts, like every other table of the fake, which the harness snapshots.)
+        self.switch_index: dict[tuple[str, str], str] = {}
+        self.death_index: dict[tuple[str, str], tuple[str, int]] = {}
         super().__init__()
 
     def get_switch(self, namespace: str, scope: str) -> Switch | None:
@@ -42,7 +47,31 @@ class MemorySwitches(MemoryBase, SwitchStore):
 
     def save_switch(self, switch: Switch, expected_version: int | None) -> MemoryWrite:
         key = (switch.namespace, switch.scope)
-        return self._versioned(self.switches, key, switch, expected_version, deep=True)
+        saved = self._versioned(self.switches, key, switch, expected_version, deep=True)
+        if expected_version is not None:
+            return saved
+
+        def check() -> None:
+            saved.check()
+            if key in self.switch_index:
+                raise ConditionFailed(switch.scope)
+
+        def apply() -> None:
+            saved.apply()
+            self.switch_index[key] = switch.scope
+
+        return MemoryWrite(check, apply, (*saved.sizes, item_bytes(key)))
+
+    def list_switches(
+        self, namespace: str, prefix: str, after: str | None, limit: int
+    ) -> list[Switch]:
+        with self._lock:
+            scopes = sorted(
+                scope
+                for ns, scope in self.switch_index
+                if ns == namespace and scope.startswith(prefix) and (after is None or scope > after)
+            )[:limit]
+            return [self.switches[(namespace, s)].model_copy(deep=True) for s in scopes]
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> MemoryWrite:
         def check() -> None:
@@ -64,14 +93,21 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 or current.generation != switch.generation
                 or current.deadline > now
                 or key in self.deaths
+                or indexed in self.death_index
             ):
                 raise ConditionFailed(switch.scope)
 
         def apply() -> None:
             self.switches[at] = self.switches[at].changed(state="fired")
             self.deaths[key] = death.model_copy(deep=True)
+            self.death_index[indexed] = (death.scope, death.generation)
 
-        sizes = (item_bytes(switch.scope, switch), item_bytes(switch.scope, death))
+        indexed = (death.namespace, death.position)
+        sizes = (
+            item_bytes(switch.scope, switch),
+            item_bytes(switch.scope, death),
+            item_bytes((indexed, death.scope)),
+        )
         disarmed = quota_count(switch.namespace, "armed_switches", -1)
         self.commit([MemoryWrite(check, apply, sizes, counts=(disarmed,))])
 
@@ -101,6 +137,16 @@ class MemorySwitches(MemoryBase, SwitchStore):
             if not found:
                 return None
             return max(found, key=lambda d: d.generation).model_copy(deep=True)
+
+    def recent_deaths(self, namespace: str, before: str | None, limit: int) -> list[Death]:
+        with self._lock:
+            positions = sorted(
+                (position for ns, position in self.death_index if ns == namespace),
+                reverse=True,
+            )
+            newer = [p for p in positions if before is None or p < before][:limit]
+            keys = [self.death_index[(namespace, p)] for p in newer]
+            return [self.deaths[(namespace, *k)].model_copy(deep=True) for k in keys]
 
     def save_death(self, death: Death, expected_version: int) -> MemoryWrite:
         key = (death.namespace, death.scope, death.generation)

@@ -13,6 +13,7 @@ counts, how far the release got, and the first few names.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -118,6 +119,14 @@ class Switch(Versioned):
             return self.state
         return "failed" if death is not None and "mark_failed" in death.actions else "expired"
 
+    @property
+    def listed_state(self) -> PublicState:
+        """The public state without reading the death: a fired switch keeps the on_expiry of
+        the generation that fired, which is what its death's actions are."""
+        if self.state != "fired":
+            return self.state
+        return "failed" if "mark_failed" in self.on_expiry else "expired"
+
 
 class Beat(Record):
     """What one heartbeat asks for: the next deadline and the terms of the switch."""
@@ -198,6 +207,14 @@ class Death(Versioned):
 
     def pending(self) -> list[Action]:
         return [action for action in self.actions if action not in self.done]
+
+    @property
+    def position(self) -> str:
+        """Where the death sorts among its namespace's deaths: by when it fired, then by a
+        digest of its scope (short, whatever the scope's length) and its generation."""
+        fired_ms = int(self.fired_at.timestamp() * 1000)
+        digest = hashlib.sha256(self.scope.encode()).hexdigest()[:16]
+        return f"{fired_ms:015d}#{digest}#{self.generation:012d}"
 
     def releases(self, lease: Lease) -> bool:
         """Whether release_leases frees ``lease``, found in this death's scope: the holder's,

@@ -24,6 +24,7 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import ErrorCode, VigilError, forbidden, not_found
 from vigil.identity.records import Caller
+from vigil.kit.paging import scan_page
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.leases.records import Lease
@@ -58,6 +59,50 @@ BEAT_STEPS = 4
 ALARM_STEPS = 50
 # The leases held now that one resume_packet lists.
 HELD_PAGE = 50
+# A page of list_switches and of list_deaths: one query of the namespace's index and one
+# BatchGetItem of the records it names (at most 100 keys). A state filter examines at most
+# SWITCHES_SCAN_BUDGET switches a call.
+LIST_PAGE = 50
+SWITCHES_SCAN_BUDGET = 500
+
+
+def may_watch(caller: Caller) -> bool:
+    """People and operators watch the namespace's switches and deaths; agents and services
+    see only their own, through heartbeat and resume_packet."""
+    return caller.kind == "person" or caller.is_operator
+
+
+def switches_page(
+    store: Store,
+    caller: Caller,
+    state: PublicState | None,
+    prefix: str,
+    after: str | None,
+) -> tuple[list[Switch], str | None]:
+    """A page of the caller's namespace's switches whose scope begins with ``prefix`` (and in
+    ``state``, if given), in scope order, and the scope to continue after, or None at the end."""
+    if not may_watch(caller):
+        raise forbidden("only people and operators may list switches")
+    return scan_page(
+        lambda start, size: store.list_switches(caller.namespace, prefix, start, size),
+        position=lambda switch: switch.scope,
+        keep=lambda switch: state is None or switch.listed_state == state,
+        after=after,
+        size=LIST_PAGE,
+        budget=SWITCHES_SCAN_BUDGET,
+    )
+
+
+def deaths_page(
+    store: Store, caller: Caller, before: str | None, limit: int
+) -> tuple[list[Death], str | None]:
+    """Up to ``limit`` of the namespace's deaths, newest first, after the position ``before``;
+    and the position to continue after, or None at the end."""
+    if not may_watch(caller):
+        raise forbidden("only people and operators may list deaths")
+    found = store.recent_deaths(caller.namespace, before, limit + 1)
+    page = found[:limit]
+    return page, page[-1].position if len(found) > limit else None
 
 
 class Resumption(NamedTuple):

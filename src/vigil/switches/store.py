@@ -27,7 +27,15 @@ class SwitchStore(ABC):
 
     @abstractmethod
     def save_switch(self, switch: Switch, expected_version: int | None) -> Write:
-        """Stores ``switch`` if the stored version is ``expected_version`` (None: absent)."""
+        """Stores ``switch`` if the stored version is ``expected_version`` (None: absent). A
+        switch stored for the first time also gets its row in the namespace's switch index."""
+
+    @abstractmethod
+    def list_switches(
+        self, namespace: str, prefix: str, after: str | None, limit: int
+    ) -> list[Switch]:
+        """Up to ``limit`` of the namespace's indexed switches whose scope begins with
+        ``prefix``, in scope order, beginning after the scope ``after``."""
 
     @abstractmethod
     def require_holder(self, namespace: str, scope: str, holder: str) -> Write:
@@ -38,7 +46,8 @@ class SwitchStore(ABC):
     @abstractmethod
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
         """The expiry, atomically: the switch goes from armed at its generation with a
-        deadline at or before ``now`` to fired, and ``death`` is created. Raises
+        deadline at or before ``now`` to fired, and ``death`` is created with its row in the
+        namespace's death index. Raises
         ConditionFailed if anything else happened first (a beat, a disarm, another firing)."""
 
     @abstractmethod
@@ -51,6 +60,11 @@ class SwitchStore(ABC):
 
     @abstractmethod
     def latest_death(self, namespace: str, scope: str) -> Death | None: ...
+
+    @abstractmethod
+    def recent_deaths(self, namespace: str, before: str | None, limit: int) -> list[Death]:
+        """Up to ``limit`` of the namespace's indexed deaths, newest first, beginning after
+        the position ``before`` (in that order)."""
 
     @abstractmethod
     def save_death(self, death: Death, expected_version: int) -> Write:

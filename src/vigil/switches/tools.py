@@ -1,4 +1,5 @@
-"""Dead-man switch tools: ``heartbeat`` and ``resume_packet`` (the engine behind them is
+"""Dead-man switch tools: ``heartbeat`` and ``resume_packet`` for the agents, ``list_switches``
+and ``list_deaths`` for the people watching them (the engine behind them is
 vigil.switches.service)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pydantic import Field, model_validator
 
 from vigil.clock import to_ms
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import AgentLabel, Context, Output, Scope, StrictInput, Tool
 from vigil.progress.tools import ProgressSummary
 from vigil.switches.records import (
@@ -24,7 +26,14 @@ from vigil.switches.records import (
     PublicState,
     Switch,
 )
-from vigil.switches.service import HELD_PAGE, Liveness
+from vigil.switches.service import (
+    HELD_PAGE,
+    LIST_PAGE,
+    SWITCHES_SCAN_BUDGET,
+    Liveness,
+    deaths_page,
+    switches_page,
+)
 
 AddressField = Annotated[
     str,
@@ -104,15 +113,15 @@ class ResumePacketInput(StrictInput):
 
 
 class DeathView(Output):
-    generation: int
-    holder: str
-    agent_id: str | None
-    deadline: datetime
-    fired_at: datetime
-    lateness_seconds: float
-    actions: list[Action]
-    completed: list[Action]
-    marked_failed: bool
+    generation: int = Field(description="The generation of the switch that died.")
+    holder: str = Field(description="Principal id of who had armed it and stopped beating.")
+    agent_id: str | None = Field(description="The label its last beat gave the instance.")
+    deadline: datetime = Field(description="The deadline that was missed.")
+    fired_at: datetime = Field(description="When the missed deadline was seen and acted on.")
+    lateness_seconds: float = Field(description="fired_at minus deadline, in seconds.")
+    actions: list[Action] = Field(description="The on_expiry actions chosen, in run order.")
+    completed: list[Action] = Field(description="Those of actions already done.")
+    marked_failed: bool = Field(description="Whether mark_failed has recorded the failure.")
     released_count: int | None = Field(
         description=(
             "How many leases release_leases has released so far (all of them once it is "
@@ -131,7 +140,9 @@ class DeathView(Output):
     blind_spot: dict[str, Any] | None = Field(
         description="What release_leases could not reach: the holder's leases without a scope."
     )
-    alert_envelope_id: str | None
+    alert_envelope_id: str | None = Field(
+        description="The alert queued into notify_address, once queue_alert is done."
+    )
 
     @classmethod
     def of(cls, death: Death) -> DeathView:
@@ -293,6 +304,132 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
     )
 
 
+# -- list_switches ------------------------------------------------------------------------
+Cursor = Annotated[str, Field(min_length=1, max_length=512)]
+ScopePrefix = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=PRINTABLE,
+        description="Only scopes that begin with this text, e.g. permit-review-.",
+    ),
+    normalised(200),
+]
+
+
+class ListSwitchesInput(StrictInput):
+    state: PublicState | None = Field(
+        default=None,
+        description=(
+            "Only switches in this state: armed, disarmed, failed (fired, and its death marked "
+            "the work failed) or expired (fired without mark_failed)."
+        ),
+    )
+    scope_prefix: ScopePrefix | None = None
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous page of the same query."
+    )
+
+
+class SwitchView(Output):
+    scope: str
+    state: PublicState = Field(
+        description="armed, disarmed, failed (fired, work marked failed) or expired (fired)."
+    )
+    generation: int = Field(
+        description="Grows by one each time the scope is armed again after a disarm or a death."
+    )
+    holder: str = Field(description="Principal id of who armed this generation and beats it.")
+    agent_id: str | None = Field(description="The label the holder's last beat gave itself.")
+    deadline: datetime | None = Field(
+        description="When an armed switch fires unless beaten again; null unless armed."
+    )
+    expect_within_seconds: int = Field(description="The window the last beat asked for.")
+    last_beat_at: datetime = Field(description="When this generation was last beaten.")
+    armed_at: datetime = Field(description="When this generation was armed.")
+    beats: int = Field(description="Beats of this generation.")
+    on_expiry: list[Action] = Field(description="What runs (or ran) when the switch fires.")
+
+    @classmethod
+    def of(cls, switch: Switch) -> SwitchView:
+        return cls(
+            scope=switch.scope,
+            state=switch.listed_state,
+            generation=switch.generation,
+            holder=switch.holder,
+            agent_id=switch.agent_id,
+            deadline=switch.deadline if switch.state == "armed" else None,
+            expect_within_seconds=switch.expect_within_seconds,
+            last_beat_at=switch.last_beat_at,
+            armed_at=switch.armed_at,
+            beats=switch.beats,
+            on_expiry=switch.on_expiry,
+        )
+
+
+class SwitchPage(Output):
+    switches: list[SwitchView] = Field(
+        description="In scope order; a list in an object, because MCP structured output is one."
+    )
+    next_cursor: str | None = Field(
+        description=(
+            "Pass as cursor for the next page; null at the end. A page may be short (even "
+            "empty) and still have a cursor when the state filter skips many switches."
+        )
+    )
+
+
+def list_switches(ctx: Context, args: ListSwitchesInput) -> SwitchPage:
+    prefix = args.scope_prefix or ""
+    # A cursor names its namespace and query, so no other query's place is read with it.
+    query = {"n": ctx.caller.namespace, "s": args.state, "p": prefix}
+    after = cursor_position(args.cursor, "switches", str, **query) if args.cursor else None
+    found, last = switches_page(ctx.store, ctx.caller, args.state, prefix, after)
+    return SwitchPage(
+        switches=[SwitchView.of(switch) for switch in found],
+        next_cursor=encode_cursor("switches", a=last, **query) if last is not None else None,
+    )
+
+
+# -- list_deaths --------------------------------------------------------------------------
+class ListDeathsInput(StrictInput):
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous (newer) page."
+    )
+    limit: int = Field(default=LIST_PAGE, ge=1, le=LIST_PAGE, description="Page size, 1-50.")
+
+
+class ListedDeath(DeathView):
+    scope: str = Field(description="The scope whose switch died; resume_packet tells more.")
+
+    @classmethod
+    def listed(cls, death: Death) -> ListedDeath:
+        return cls(scope=death.scope, **DeathView.of(death).model_dump())
+
+
+class DeathPage(Output):
+    deaths: list[ListedDeath] = Field(
+        description=(
+            "Newest first, by when each switch fired; a list in an object, because MCP "
+            "structured output is one."
+        )
+    )
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next (older) page; null at the end."
+    )
+
+
+def list_deaths(ctx: Context, args: ListDeathsInput) -> DeathPage:
+    query = {"n": ctx.caller.namespace}
+    before = cursor_position(args.cursor, "deaths", str, **query) if args.cursor else None
+    found, last = deaths_page(ctx.store, ctx.caller, before, args.limit)
+    return DeathPage(
+        deaths=[ListedDeath.listed(death) for death in found],
+        next_cursor=encode_cursor("deaths", a=last, **query) if last is not None else None,
+    )
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="heartbeat",
@@ -325,6 +462,39 @@ TOOLS: tuple[Tool, ...] = (
         input_model=ResumePacketInput,
         output_model=ResumePacket,
         run=resume_packet,
+        read_only=True,
+    ),
+    Tool(
+        name="list_switches",
+        title="Watch dead-man switches",
+        description=(
+            f"The dead-man switches of your namespace in scope order, {LIST_PAGE} a page, for "
+            "people and operators (agents see their own through heartbeat and resume_packet). "
+            "Each with its state (armed, disarmed, failed or expired), holder (who armed it), "
+            "agent_id (the label of the beating instance), deadline (when an armed switch "
+            "fires), last_beat_at, expect_within_seconds and generation. state and "
+            "scope_prefix narrow the list; with state, one call examines at most "
+            f"{SWITCHES_SCAN_BUDGET} switches, so a page may be short and still have a "
+            "next_cursor."
+        ),
+        input_model=ListSwitchesInput,
+        output_model=SwitchPage,
+        run=list_switches,
+        read_only=True,
+    ),
+    Tool(
+        name="list_deaths",
+        title="Recent deaths",
+        description=(
+            "The deaths of your namespace's dead-man switches, newest first, for people and "
+            "operators: each with its scope, generation, holder and agent_id, deadline, "
+            "fired_at and lateness_seconds (how long after the deadline the switch was seen "
+            "to fire), the actions chosen and completed, and what release_leases released "
+            "(released_count, the first few leases, the pages resume_packet can return)."
+        ),
+        input_model=ListDeathsInput,
+        output_model=DeathPage,
+        run=list_deaths,
         read_only=True,
     ),
 )
