@@ -44,7 +44,14 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vigil.leases.tools", ("acquire_lease", "renew_lease", "release_lease")),
     (
         "vigil.mailboxes.tools",
-        ("create_mailbox", "inbox_poll", "receive", "acknowledge", "list_dead_letters"),
+        (
+            "create_mailbox",
+            "inbox_poll",
+            "receive",
+            "acknowledge",
+            "list_dead_letters",
+            "get_usage",
+        ),
     ),
     # Membership changes come after the file tools, so that a walk of the catalog in order
     # (the quality harness's) reaches a conversation's files before a leave ends its part in it.
@@ -61,7 +68,7 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("vigil.conversations.tools", ("change_chat_membership",)),
-    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
+    ("vigil.switches.tools", ("heartbeat", "resume_packet", "list_switches", "list_deaths")),
     (
         "vigil.sessions.tools",
         ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),
