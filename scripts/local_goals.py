@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from vigil.local.runtime import start
 
+    load_before = os.getloadavg()[0]
     rows = []
     with (
         tempfile.TemporaryDirectory(prefix="vigil-goals-") as state_dir,
@@ -285,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['late_p50']:.2f} / {row['late_p99']:.2f} / {row['late_max']:.2f} "
             f"| {row['rss']:.0f} / {row['engine_rss']:.0f} |"
         )
+    print(
+        f"{os.cpu_count()} CPUs; 1-minute load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end"
+    )
     first, last = rows[0], rows[-1]
     for key, name in (("beats_8", "beats/s"), ("sessions_8", "session_heartbeat/s")):
         print(
