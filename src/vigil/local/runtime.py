@@ -106,8 +106,8 @@ def cold_start() -> None:
 
     Handlers keep their settings and clients in ``functools`` caches for the life of the
     sandbox; a new local deployment (another moto port, another table) must not reuse them.
-    boto3's default session keeps the credentials it first read, and the access key names the
-    local database: it goes too.
+    boto3's default session, through which tests and scripts reach the local table, keeps the
+    credentials it first read, and the access key names the local database: it goes too.
     """
     import boto3
 
