@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from local_goals import rss_mb  # noqa: E402
+
 THREADS = 8
 PAD = "p" * 300
 
@@ -38,14 +42,6 @@ server.start()
 print("%s:%s" % server.get_host_and_port(), flush=True)
 sys.stdin.read()
 """
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 @contextmanager

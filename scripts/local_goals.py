@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 # One log line per call would swamp stderr; set before vigil is imported.
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
+from bench import _for  # noqa: E402
 from load import Latencies, Rest  # noqa: E402
 
 CLIENTS = 8
@@ -57,18 +58,7 @@ def rss_mb(pid: int) -> float:
 
 def for_seconds(seconds: float, workers: int, work: Callable[[int, float], int]) -> float:
     """Runs ``work(worker, stop_at)`` on ``workers`` threads; returns their calls per second."""
-    counts = [0] * workers
-    stop_at = time.monotonic() + seconds
-
-    def loop(worker: int) -> None:
-        counts[worker] = work(worker, stop_at)
-
-    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / seconds
+    return _for(seconds, workers, work) / seconds
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -79,13 +69,12 @@ def percentile(values: list[float], fraction: float) -> float:
 class Goals:
     def __init__(self, runtime: Any) -> None:
         import boto3
+        from botocore.config import Config
 
         self.runtime = runtime
         self.table = os.environ["TABLE_NAME"]
         # The runtime's environment points DynamoDB at its engine, with its key.
-        self.ddb = boto3.client(
-            "dynamodb", config=__import__("botocore.config").config.Config(max_pool_connections=16)
-        )
+        self.ddb = boto3.client("dynamodb", config=Config(max_pool_connections=16))
         self.engine_pid = runtime.engine_pid
         latencies = Latencies()
         operator = Rest(runtime.rest_url, runtime.operator_secret, latencies)

@@ -22,7 +22,7 @@ from vigil.conversations.records import (
 from vigil.conversations.service import MESSAGES_PAGE, Conversations, Operation
 from vigil.identity.records import Kind, kind_of
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, MAX_CHOICE, MAX_CHOICES
 from vigil.requests.service import Requests
 
@@ -87,7 +87,6 @@ AttachmentIds = Annotated[
         "claims them again harmlessly; any other operation naming them is refused.",
     ),
 ]
-Cursor = Annotated[str, Field(min_length=1, max_length=512)]
 Choices = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]],
     Field(

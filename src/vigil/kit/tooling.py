@@ -39,6 +39,9 @@ IdempotencyKey = Annotated[
     normalised(128),
 ]
 
+# An opaque page cursor, as every listing hands out in next_cursor.
+Cursor = Annotated[str, Field(min_length=1, max_length=512)]
+
 Scope = Annotated[
     str,
     Field(

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field
 
 from vigil.identity.records import PRINCIPAL_ID_PATTERN
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, Context, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
     BOX_PATTERN,
@@ -236,7 +236,7 @@ class GetUsageInput(StrictInput):
     last_day: Day | None = Field(
         default=None, description="The last UTC day, YYYY-MM-DD, included; to now if omitted."
     )
-    cursor: Annotated[str, Field(min_length=1, max_length=512)] | None = Field(
+    cursor: Cursor | None = Field(
         default=None, description="The next_cursor of the previous page of the same query."
     )
 

@@ -23,7 +23,7 @@ from vigil.conversations.tools import (
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
@@ -345,7 +345,7 @@ def resume_reply(ctx: Context, result: dict[str, Any]) -> None:
 # -- request_status -------------------------------------------------------------------------
 class RequestStatusInput(StrictInput):
     blocking: bool | None = Field(default=None, description="Only blocking ones, or only not.")
-    cursor: Annotated[str, Field(min_length=1, max_length=512)] | None = Field(
+    cursor: Cursor | None = Field(
         default=None, description="The next_cursor of the previous page, to continue."
     )
     state: RequestState | None = Field(default=None, description="Only requests in this state.")

@@ -12,7 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -38,7 +38,6 @@ SessionId = Annotated[
 ]
 # Opaque to the agent: any id is accepted, and one this session never handed out is reported.
 InstructionId = Annotated[str, Field(min_length=1, max_length=64)]
-Cursor = Annotated[str, Field(min_length=1, max_length=512)]
 
 
 def _no_default(schema: dict[str, Any]) -> None:

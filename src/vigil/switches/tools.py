@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from vigil.clock import to_ms
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import AgentLabel, Context, Output, Scope, StrictInput, Tool
+from vigil.kit.tooling import AgentLabel, Context, Cursor, Output, Scope, StrictInput, Tool
 from vigil.progress.tools import ProgressSummary
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
@@ -305,7 +305,6 @@ def resume_packet(ctx: Context, args: ResumePacketInput) -> ResumePacket:
 
 
 # -- list_switches ------------------------------------------------------------------------
-Cursor = Annotated[str, Field(min_length=1, max_length=512)]
 ScopePrefix = Annotated[
     str,
     Field(
