@@ -59,26 +59,52 @@ class App:
         principal = self.store.get_principal(*parsed)
         return principal if principal is not None and principal.status == "active" else None
 
+    def authenticate(self, secret: str) -> Principal:
+        """The active principal whose secret this is; unauthenticated for any other text."""
+        principal = self._principal_of(secret)
+        if principal is None or not secret_matches(secret, principal.secret_hash):
+            raise unauthenticated()
+        return principal
+
     def call(self, name: str, arguments: Any, bearer: str | None) -> dict[str, Any]:
+        return self._call(name, arguments, bearer=bearer)
+
+    def call_as(self, name: str, arguments: Any, principal: Principal) -> dict[str, Any]:
+        """The call ``principal`` makes, whose credential the caller has already checked (the
+        console's session, signed over that principal's current secret): the same validation,
+        authorization and idempotency as any call, with no secret to hand over."""
+        return self._call(name, arguments, principal=principal)
+
+    def _call(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        bearer: str | None = None,
+        principal: Principal | None = None,
+    ) -> dict[str, Any]:
         tool = catalog.tool(name)
         started = time.perf_counter()
         caller: Caller | None = None
         try:
             if not isinstance(arguments, dict):
                 raise invalid("arguments must be a JSON object")
-            agent_key = arguments.get("agent_key") if tool.takes_agent_key else None
-            secret = credential(bearer, agent_key if isinstance(agent_key, str) else None)
-            principal = self._principal_of(secret)
-            if principal is None or not secret_matches(secret, principal.secret_hash):
-                result = self._handed_over(tool, principal, secret, arguments)
-            else:
-                caller = Caller(
-                    principal.namespace, principal.id, principal.kind, principal.role, principal
-                )
-                args = parse_arguments(tool, arguments)
-                if caller.role not in tool.roles:
-                    raise forbidden()
-                result = self._run(tool, caller, args, secret)
+            secret: str | None = None
+            if principal is None:
+                agent_key = arguments.get("agent_key") if tool.takes_agent_key else None
+                secret = credential(bearer, agent_key if isinstance(agent_key, str) else None)
+                principal = self._principal_of(secret)
+                if principal is None or not secret_matches(secret, principal.secret_hash):
+                    result = self._handed_over(tool, principal, secret, arguments)
+                    _log_call(tool.name, caller, started, "ok")
+                    return result
+            caller = Caller(
+                principal.namespace, principal.id, principal.kind, principal.role, principal
+            )
+            args = parse_arguments(tool, arguments)
+            if caller.role not in tool.roles:
+                raise forbidden()
+            result = self._run(tool, caller, args, secret)
         except VigilError as error:
             _log_call(tool.name, caller, started, error.code.value)
             raise
@@ -116,7 +142,9 @@ class App:
             raise mismatch()
         return result
 
-    def _run(self, tool: Tool, caller: Caller, args: BaseModel, secret: str) -> dict[str, Any]:
+    def _run(
+        self, tool: Tool, caller: Caller, args: BaseModel, secret: str | None
+    ) -> dict[str, Any]:
         pending = None
         key = getattr(args, tool.idempotency_field, None)
         if key is not None:

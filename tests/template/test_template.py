@@ -618,6 +618,7 @@ def test_edge_protection_is_off_by_default(cfn: dict[str, Any], sam: dict[str, A
         "McpUrl": "https://api123.execute-api.us-east-1.amazonaws.com/mcp",
         "RestBaseUrl": "https://api123.execute-api.us-east-1.amazonaws.com/v1",
         "OpenApiUrl": "https://api123.execute-api.us-east-1.amazonaws.com/openapi.json",
+        "ConsoleUrl": "https://api123.execute-api.us-east-1.amazonaws.com/console",
     }
 
 
@@ -678,6 +679,7 @@ def test_edge_distribution_forwards_every_request_uncached(cfn: dict[str, Any]) 
         "McpUrl": "https://d111.cloudfront.net/mcp",
         "RestBaseUrl": "https://d111.cloudfront.net/v1",
         "OpenApiUrl": "https://d111.cloudfront.net/openapi.json",
+        "ConsoleUrl": "https://d111.cloudfront.net/console",
     }
 
 
@@ -730,11 +732,19 @@ def test_alarms(cfn: dict[str, Any]) -> None:
 
 def test_outputs(cfn: dict[str, Any]) -> None:
     outputs = cfn["Outputs"]
-    assert set(outputs) >= {"McpUrl", "RestBaseUrl", "OpenApiUrl", "TableName", "StackName"}
+    assert set(outputs) >= {
+        "McpUrl",
+        "RestBaseUrl",
+        "OpenApiUrl",
+        "ConsoleUrl",
+        "TableName",
+        "StackName",
+    }
     for name, suffix in (
         ("McpUrl", "/mcp"),
         ("RestBaseUrl", "/v1"),
         ("OpenApiUrl", "/openapi.json"),
+        ("ConsoleUrl", "/console"),
     ):
         edge, origin = outputs[name]["Value"]["Fn::If"][1:]
         assert edge["Fn::Sub"].endswith(suffix)
@@ -764,3 +774,35 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
         assert re.search(
             r"python3\.13 -m compileall .*--invalidation-mode unchecked-hash", result.stdout
         )
+
+
+def test_the_console_key_is_generated_and_readable_by_the_api_function_alone(
+    cfn: dict[str, Any],
+) -> None:
+    resources = cfn["Resources"]
+    key = resources["ConsoleKey"]
+    assert key["Type"] == "AWS::SecretsManager::Secret"
+    generated = key["Properties"]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 43  # at least 256 bits of letters and digits
+    assert "SecretString" not in key["Properties"]  # never a value written in the template
+    api = resources["ApiFunction"]["Properties"]
+    assert api["Environment"]["Variables"]["CONSOLE_KEY_ARN"] == {"Ref": "ConsoleKey"}
+    readers = []
+    for logical_id, resource in resources.items():
+        if resource["Type"] != "AWS::IAM::Role":
+            continue
+        for policy in resource["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                actions = [actions] if isinstance(actions, str) else actions
+                if any(a.startswith("secretsmanager:") for a in actions):
+                    assert actions == ["secretsmanager:GetSecretValue"]
+                    assert statement["Resource"] == {"Ref": "ConsoleKey"}
+                    readers.append(logical_id)
+    assert readers == ["ApiFunctionRole"]
+
+
+def test_the_console_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
+    paths = cfn["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]
+    for path in ("/console", "/console/{proxy+}"):
+        assert "x-amazon-apigateway-any-method" in paths[path]

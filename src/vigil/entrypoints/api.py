@@ -12,6 +12,7 @@ import functools
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel
 
@@ -85,16 +86,32 @@ def request_from_event(event: dict[str, Any]) -> HttpRequest:
         headers={k.lower(): v for k, v in (event.get("headers") or {}).items()},
         body=raw,
         request_id=event["requestContext"].get("requestId"),
+        query=dict(parse_qsl(event.get("rawQueryString") or "", keep_blank_values=True)),
+        cookies=_cookies(event.get("cookies") or []),
     )
 
 
+def _cookies(pairs: list[str]) -> dict[str, str]:
+    """Payload 2.0 passes the Cookie header as its pairs; the first of a repeated name wins, as
+    browsers send the most specific cookie first."""
+    cookies: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if sep:
+            cookies.setdefault(name.strip(), value.strip())
+    return cookies
+
+
 def event_from_response(response: HttpResponse, request_id: str | None) -> dict[str, Any]:
-    return {
+    event: dict[str, Any] = {
         "statusCode": response.status,
         "headers": {**response.headers, "x-correlation-id": request_id or ""},
         "body": response.body.decode(),
         "isBase64Encoded": False,
     }
+    if response.cookies:
+        event["cookies"] = response.cookies
+    return event
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

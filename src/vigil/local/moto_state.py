@@ -31,6 +31,7 @@ STATE: Mapping[str, tuple[str, ...]] = {
     "sqs": ("queues",),
     "s3": ("buckets",),
     "scheduler": ("schedules", "schedule_groups"),
+    "secretsmanager": ("secrets",),
 }
 _INTERVAL_SECONDS = 1.0
 _LOCKS = (type(threading.Lock()), type(threading.RLock()))

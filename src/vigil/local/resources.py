@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import secrets
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -75,6 +76,7 @@ class AwsClients:
     s3: Any
     scheduler: Any
     iam: Any
+    secretsmanager: Any
 
     @classmethod
     def local(
@@ -103,6 +105,7 @@ class AwsClients:
             s3=client("s3"),
             scheduler=client("scheduler"),
             iam=client("iam"),
+            secretsmanager=client("secretsmanager"),
         )
 
 
@@ -193,6 +196,7 @@ class LocalDeployment:
     buckets: dict[str, str] = field(default_factory=dict)
     schedule_groups: dict[str, str] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)  # logical id: ARN
     functions: dict[str, LocalFunction] = field(default_factory=dict)
     event_source_mappings: list[LocalEventSourceMapping] = field(default_factory=list)
     # "LogicalId (Type)" of every resource that exists in AWS but not locally.
@@ -601,6 +605,25 @@ class _Provisioning:
         self.resolver.register(logical_id, name, Arn=arn)
         self.deployment.schedule_groups[logical_id] = name
 
+    def secret(self, logical_id: str, raw: Mapping[str, Any]) -> None:
+        """A Secrets Manager secret, its value generated as CloudFormation would (random, of
+        GenerateSecretString's length) when it is first made, and kept across restarts."""
+        props = self.resolve(raw, "Name", "Description", "GenerateSecretString", "SecretString")
+        client = self.clients.secretsmanager
+        name = props.get("Name") or self.names.physical(logical_id)
+        try:
+            arn = client.describe_secret(SecretId=name)["ARN"]
+        except Exception as error:
+            if not _is_client_error(error, "ResourceNotFoundException"):
+                raise
+            value = props.get("SecretString")
+            if value is None:
+                length = int((props.get("GenerateSecretString") or {}).get("PasswordLength", 32))
+                value = secrets.token_urlsafe(length)[:length]
+            arn = client.create_secret(Name=name, SecretString=value)["ARN"]
+        self.resolver.register(logical_id, arn, Id=arn)
+        self.deployment.secrets[logical_id] = arn
+
     def role(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         # Policies are not created: moto does not enforce IAM unless told to.
         props = self.resolve(raw, "RoleName", "Path", "AssumeRolePolicyDocument", "Description")
@@ -692,6 +715,7 @@ _PROVISIONERS: dict[str, Provisioner] = {
     "AWS::S3::Bucket": _Provisioning.bucket,
     "AWS::Scheduler::ScheduleGroup": _Provisioning.schedule_group,
     "AWS::IAM::Role": _Provisioning.role,
+    "AWS::SecretsManager::Secret": _Provisioning.secret,
     "AWS::Lambda::Function": _Provisioning.function,
     "AWS::Lambda::EventInvokeConfig": _Provisioning.event_invoke_config,
     "AWS::Lambda::EventSourceMapping": _Provisioning.event_source_mapping,

@@ -12,6 +12,7 @@ class HttpResponse:
     status: int
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    cookies: list[str] = field(default_factory=list)  # Set-Cookie values, one each
 
     @classmethod
     def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> HttpResponse:
@@ -30,6 +31,8 @@ class HttpRequest:
     headers: dict[str, str]  # lower-case names
     body: bytes
     request_id: str | None = None
+    query: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
 
     def bearer(self) -> str | None:
         value = self.headers.get("authorization", "")

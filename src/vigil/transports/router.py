@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from vigil.app import App
 from vigil.errors import HTTP_STATUS, forbidden, not_found
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.mcp import McpEndpoint
 from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
+
+if TYPE_CHECKING:
+    from vigil.console.app import Console
+
+CONSOLE = "/console"
 
 _CORS_HEADERS = {
     "access-control-allow-methods": "POST, OPTIONS",
@@ -20,13 +28,32 @@ _CORS_HEADERS = {
 
 
 class Router:
-    def __init__(self, app: App, allowed_origins: frozenset[str]) -> None:
+    def __init__(
+        self,
+        app: App,
+        allowed_origins: frozenset[str],
+        console_key: Callable[[], bytes] | None = None,
+    ) -> None:
         self.app = app
         self.allowed_origins = allowed_origins
         self.mcp = McpEndpoint(app)
         self._openapi: HttpResponse | None = None
+        self._console_key = console_key
+        self._console: Console | None = None
+
+    def console(self) -> Console:
+        """The console, built on its first request: the MCP and REST paths never import it."""
+        if self._console is None:
+            from vigil.console.app import Console, console_key
+
+            self._console = Console(self.app, (self._console_key or console_key)())
+        return self._console
 
     def handle(self, request: HttpRequest) -> HttpResponse:
+        if request.path == CONSOLE or request.path.startswith(f"{CONSOLE}/"):
+            # The console's pages are its own origin's: it checks the origin of every form
+            # itself, and answers no other origin's scripts.
+            return self.console().handle(request)
         origin = request.headers.get("origin")
         if origin is not None and origin not in self.allowed_origins:
             # Browsers may call only from the origins the deployment names (DNS rebinding and

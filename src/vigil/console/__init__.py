@@ -1,0 +1,8 @@
+"""The web console: server-rendered pages for the people in the loop, served by the API
+function under ``/console``.
+
+Every page is made of tool calls made as the signed-in principal, through the same path as an
+MCP or REST call (validation, roles, idempotency): a person can do nothing here that an agent
+with the same rights could not do over MCP. Nothing of it is imported unless a ``/console``
+path is asked for, so the MCP and REST paths' cold starts do not pay for it.
+"""
