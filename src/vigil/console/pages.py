@@ -187,6 +187,7 @@ def frame(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         "<title>{title} · Vigil</title>"
+        '<link rel="icon" href="{icon}" type="image/svg+xml">'
         '<link rel="stylesheet" href="{css}"><script src="{js}" defer></script></head>'
         '<body data-now="{now}"><a class="skip" href="#main">Skip to content</a>'
         '<header><a class="brand" href="/console">Vigil</a>{nav}{account}</header>'
@@ -194,6 +195,7 @@ def frame(
         title=title,
         css=assets["console.css"],
         js=assets["console.js"],
+        icon=assets["icon.svg"],
         now=now.isoformat(),
         nav=nav,
         account=account,

@@ -1,0 +1,234 @@
+"""The web console in a real browser: Debian's Chromium, headless, driven by Playwright, against
+the local runtime. A person signs in; a switch an agent armed for 3 s fires on the overview
+without a reload; an instruction posted from the session page reaches the agent on its next
+beat and the page follows it from pending to delivered to acknowledged; an approval is granted
+with the bound action shown verbatim, and the agent redeems it.
+
+Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
+browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
+Debian's package). Waits poll with deadlines, never sleep blind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = Path(os.environ.get("VIGIL_TEST_OUTPUT", REPO / "test-output")) / "console"
+DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3", "regions": ["eu", "us"]}
+
+
+def chromium_path() -> str:
+    path = os.environ.get("VIGIL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.fail(f"no Chromium at {path}: `make test` installs Debian's chromium package")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
+        )
+        yield launched
+        launched.close()
+
+
+def rest(state: dict[str, Any], secret: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    request = urllib.request.Request(
+        state["mcp_url"].removesuffix("/mcp") + f"/v1/{tool}",
+        data=json.dumps(arguments).encode(),
+        headers={"authorization": f"Bearer {secret}", "content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            result: dict[str, Any] = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise AssertionError(f"{tool}: {error.code} {error.read().decode()}") from None
+    return result
+
+
+def register(state: dict[str, Any], kind: str, name: str) -> tuple[str, str]:
+    made = rest(state, state["operator_secret"], "register", kind=kind, name=name)
+    return made["principal"]["id"], made["secret"]
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def sign_in(page: Page, base: str, secret: str) -> None:
+    page.goto(f"{base}/console")
+    expect(page).to_have_url(f"{base}/console/sign-in?next=%2Fconsole")
+    shot(page, "sign-in")
+    page.get_by_label("Your secret").fill(secret)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{base}/console")
+    expect(page.get_by_role("heading", name="Overview", level=1)).to_be_visible()
+
+
+def mark(page: Page) -> None:
+    """Leaves a value in the page that a reload would lose."""
+    page.evaluate("window.__notReloaded = true")
+
+
+def not_reloaded(page: Page) -> bool:
+    return bool(page.evaluate("window.__notReloaded === true"))
+
+
+def test_a_person_watches_steers_and_approves_in_the_browser(
+    state: dict[str, Any], browser: Browser
+) -> None:
+    base = state["mcp_url"].removesuffix("/mcp")
+    person_id, person_secret = register(state, "person", "Pat")
+    agent_id, agent_secret = register(state, "agent", "builder")
+    page = browser.new_context(base_url=base).new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    # Sign in: the secret goes in the form once; the browser keeps only the session cookie.
+    sign_in(page, base, person_secret)
+    (cookie,) = [c for c in page.context.cookies() if c["name"] == "__Host-vigil-console"]
+    assert (cookie["httpOnly"], cookie["secure"], cookie["sameSite"]) == (True, True, "Strict")
+    assert person_secret not in cookie["value"]
+    assert page.evaluate("document.cookie") == ""  # no script can read it
+    assert page.evaluate("JSON.stringify(localStorage) + JSON.stringify(sessionStorage)") == (
+        "{}{}"
+    )
+
+    # A 3 s switch fires on the overview while the page stays as it is.
+    scope = "browser/deploy-checkout"
+    rest(
+        state,
+        agent_secret,
+        "heartbeat",
+        scope=scope,
+        expect_within_seconds=3,
+        on_expiry=["mark_failed"],
+        agent_id="builder-1",
+    )
+    mark(page)
+    armed = page.locator("#armed-switches")
+    expect(armed).to_contain_text(scope, timeout=10_000)
+    expect(armed.locator(".countdown")).to_have_count(1)
+    shot(page, "overview-armed")
+    fired = page.locator("#fired-switches")
+    expect(fired).to_contain_text(scope, timeout=20_000)
+    expect(fired).to_contain_text("failed")
+    expect(page.locator("#deaths")).to_contain_text(scope)
+    assert not_reloaded(page), "the overview reloaded instead of refreshing itself"
+    shot(page, "overview-fired")
+
+    # The switch's own page: state, holder, its death and its lateness.
+    page.get_by_role("link", name=scope).first.click()
+    expect(page.get_by_role("heading", name=scope, level=1)).to_be_visible()
+    expect(page.locator("dl.facts")).to_contain_text("failed")
+    expect(page.locator("#history")).to_contain_text(agent_id)
+    shot(page, "switch")
+    page.goto(f"{base}/console/switches")
+    expect(page.locator("table")).to_contain_text(scope)
+    shot(page, "switches")
+
+    # An instruction from the session page reaches the agent on its next beat.
+    session_id = "browser-session-1"
+    rest(
+        state,
+        agent_secret,
+        "session_heartbeat",
+        sessionId=session_id,
+        status="active",
+        idempotencyKey="beat-1",
+    )
+    page.goto(f"{base}/console/sessions")
+    expect(page.locator("table")).to_contain_text(session_id)
+    shot(page, "sessions")
+    page.get_by_role("link", name=session_id).click()
+    page.get_by_label("New instruction").fill("Stop after the current step, please.")
+    page.get_by_role("button", name="Post instruction").click()
+    instructions = page.locator("#instructions")
+    expect(instructions).to_contain_text("Stop after the current step, please.")
+    expect(instructions.locator("[data-instruction]")).to_have_text("pending")
+    mark(page)
+    beat = rest(
+        state, agent_secret, "session_heartbeat", sessionId=session_id, idempotencyKey="beat-2"
+    )
+    (received,) = beat["instructions"]
+    assert received["body"] == "Stop after the current step, please."
+    expect(instructions.locator("[data-instruction]")).to_have_text("delivered", timeout=10_000)
+    rest(
+        state,
+        agent_secret,
+        "session_heartbeat",
+        sessionId=session_id,
+        acknowledgedInstructionIds=[received["id"]],
+        idempotencyKey="beat-3",
+    )
+    expect(instructions.locator("[data-instruction]")).to_have_text("acknowledged", timeout=10_000)
+    assert not_reloaded(page)
+    shot(page, "session")
+
+    # An approval: the bound action is on the page, verbatim, before the button.
+    asked = rest(
+        state,
+        agent_secret,
+        "ask",
+        target={"kind": "person", "id": person_id},
+        body="May I deploy checkout 1.2.3?",
+        kind="approval",
+        action=DEPLOY,
+        idempotency_key="browser-deploy",
+    )
+    page.goto(f"{base}/console")
+    expect(page.locator("#count-waiting")).to_have_text("1", timeout=10_000)
+    page.get_by_role("link", name="May I deploy checkout 1.2.3?").click()
+    expect(page.locator("#action pre")).to_have_text(json.dumps(DEPLOY, indent=2))
+    shot(page, "request-open")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("dl.facts")).to_contain_text("approved")
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    shot(page, "request-approved")
+    intent = rest(state, agent_secret, "redeem_approval", id=asked["id"], action=DEPLOY)
+    assert intent["state"] == "intended"
+
+    page.goto(f"{base}/console/requests?state=")
+    expect(page.locator("#requests")).to_contain_text("approved")
+    shot(page, "requests")
+    page.goto(f"{base}/console/conversation?id={asked['conversation_id']}")
+    expect(page.locator(".messages")).to_contain_text("May I deploy checkout 1.2.3?")
+    page.get_by_label("Reply").fill("Go ahead; watch the error rate.")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".messages")).to_contain_text("Go ahead; watch the error rate.")
+    shot(page, "conversation")
+    page.goto(f"{base}/console/conversations")
+    shot(page, "conversations")
+    page.goto(f"{base}/console/runs?scope={scope}")
+    expect(page.locator("#holders")).to_be_visible()
+    shot(page, "runs")
+
+    # Keyboard: the skip link is the first stop and lands on the main content.
+    page.goto(f"{base}/console")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+
+    # Sign out: the cookie goes, and the pages ask for a secret again.
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(f"{base}/console/sign-in")
+    assert not [c for c in page.context.cookies() if c["name"] == "__Host-vigil-console"]
+    page.goto(f"{base}/console/sessions")
+    expect(page.get_by_label("Your secret")).to_be_visible()
+    assert errors == [], errors
