@@ -193,8 +193,13 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
         action=DEPLOY,
         idempotency_key="browser-deploy",
     )
+    rest(
+        state, agent_secret, "heartbeat", scope="browser/nightly-report", expect_within_seconds=900
+    )
     page.goto(f"{base}/console")
     expect(page.locator("#count-waiting")).to_have_text("1", timeout=10_000)
+    expect(page.locator("#armed-switches")).to_contain_text("browser/nightly-report")
+    shot(page, "overview")
     page.get_by_role("link", name="May I deploy checkout 1.2.3?").click()
     expect(page.locator("#action pre")).to_have_text(json.dumps(DEPLOY, indent=2))
     shot(page, "request-open")

@@ -61,6 +61,7 @@ class LocalRuntime:
     mcp_url: str
     rest_url: str
     openapi_url: str
+    console_url: str
     aws_endpoint_url: str
     dynamodb_endpoint_url: str
     # The DynamoDB Local this runtime started (None when it uses one already running).
@@ -292,6 +293,7 @@ def start(
             "mcp_url": f"{server.url}/mcp",
             "rest_url": f"{server.url}/v1",
             "openapi_url": f"{server.url}/openapi.json",
+            "console_url": f"{server.url}/console",
             "namespace": operator.namespace,
             "operator_id": operator.id,
             "operator_secret": secret,
@@ -306,6 +308,7 @@ def start(
         mcp_url=state["mcp_url"],
         rest_url=state["rest_url"],
         openapi_url=state["openapi_url"],
+        console_url=state["console_url"],
         aws_endpoint_url=endpoint_url,
         dynamodb_endpoint_url=dynamodb_endpoint_url,
         engine_pid=engine_pid,
@@ -381,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  MCP endpoint:  {runtime.mcp_url}")
             print(f"  REST base:     {runtime.rest_url}/{{tool}}")
             print(f"  OpenAPI:       {runtime.openapi_url}")
+            print(f"  Web console:   {runtime.console_url} (sign in with the secret below)")
             print(f"  Operator:      {runtime.operator_id} in namespace {runtime.namespace!r}")
             print(f"  Secret:        {runtime.operator_secret}")
             print(f"  Saved to:      {runtime.state_file}")
