@@ -75,6 +75,8 @@ def test_routes_come_from_the_template(cfn: dict[str, Any]) -> None:
         "POST /v1/{tool}",
         "OPTIONS /v1/{tool}",
         "GET /openapi.json",
+        "ANY /console",
+        "ANY /console/{proxy+}",
     }
 
 
