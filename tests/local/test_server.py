@@ -268,6 +268,7 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
             "mcp_url",
             "rest_url",
             "openapi_url",
+            "console_url",
             "namespace",
             "operator_id",
             "operator_secret",
@@ -277,6 +278,7 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
         assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
         assert state["namespace"] == "local"
         assert state["mcp_url"] == runtime.mcp_url
+        assert state["console_url"] == runtime.mcp_url.removesuffix("/mcp") + "/console"
         assert os.environ["AWS_ENDPOINT_URL"] == runtime.aws_endpoint_url
         port = int(runtime.mcp_url.rsplit(":", 1)[1].split("/")[0])
 
