@@ -62,7 +62,9 @@ exit codes:
 
 
 # -- wiring ---------------------------------------------------------------------------------
-def add_commands(commands: Any, local_state: LocalState) -> None:
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], local_state: LocalState
+) -> None:
     """Adds the people's commands to ``commands`` (the ``vigil`` parser's subparsers);
     ``local_state`` reads the local runtime's state file."""
     common = argparse.ArgumentParser(add_help=False)
@@ -71,10 +73,8 @@ def add_commands(commands: Any, local_state: LocalState) -> None:
     )
     common.add_argument("--json", action="store_true", help="print the tools' results as JSON")
 
-    def command(name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = commands.add_parser(
-            name, help=help, description=help, parents=[common]
-        )
+    def command(name: str, summary: str, handler: Handler) -> argparse.ArgumentParser:
+        parser = commands.add_parser(name, help=summary, description=summary, parents=[common])
         parser.set_defaults(run=_calling(handler, local_state))
         return parser
 
