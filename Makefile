@@ -119,8 +119,9 @@ define lambda_artifact
 	mkdir -p "$(ARTIFACTS_DIR)"
 	cp -R src/vigil "$(ARTIFACTS_DIR)/vigil"
 	find "$(ARTIFACTS_DIR)/vigil" -name __pycache__ -type d -prune -exec rm -rf {} +
-	# The embedded runtime and the template translator are for laptops, never for Lambda.
-	rm -rf "$(ARTIFACTS_DIR)/vigil/local" "$(ARTIFACTS_DIR)/vigil/infra"
+	# The embedded runtime, the template translator and the people's CLI are for laptops,
+	# never for Lambda.
+	rm -rf "$(ARTIFACTS_DIR)/vigil/local" "$(ARTIFACTS_DIR)/vigil/infra" "$(ARTIFACTS_DIR)/vigil/people"
 	cp functions/$(1)/app.py "$(ARTIFACTS_DIR)/app.py"
 	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --platform $(LAMBDA_PLATFORM) \
 		--implementation cp --python-version $(LAMBDA_PYTHON_VERSION) --only-binary=:all: \

@@ -1,5 +1,6 @@
 """The ``vigil`` command: run locally, bridge stdio, create the first operator or replace an
-operator's secret (AWS credentials), print OpenAPI."""
+operator's secret (AWS credentials), print OpenAPI; and, for the people in the loop, watch
+switches, sessions and requests, steer sessions, decide requests and send messages."""
 
 from __future__ import annotations
 
@@ -123,8 +124,16 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="vigil", description=__doc__)
-    commands = root.add_subparsers(dest="command", required=True)
+    # Only the standard library: rich is imported by a people's command when it runs.
+    from vigil.people.commands import EPILOG, add_commands
+
+    root = argparse.ArgumentParser(
+        prog="vigil",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     local = commands.add_parser(
         "local",
@@ -167,6 +176,8 @@ def parser() -> argparse.ArgumentParser:
 
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)
+
+    add_commands(commands, _local_state)
     return root
 
 

@@ -1,0 +1,351 @@
+"""The people's commands' screens: rich tables of the tools' results, times relative to now.
+
+Everything shown here was written by someone else (scopes, labels, request bodies): it goes
+into ``Text`` (never parsed as rich markup) after ``printable`` has made every control and
+format character visible, so that no text can move the cursor, recolour the screen or hide
+what it says.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from vigil.kit.names import REFUSED_CATEGORIES
+
+# An armed switch is "expiring soon" with less than this part of its window left: an agent
+# that beats every third of its window (as the README asks) never gets there.
+EXPIRING_PART = 1 / 3
+# A section of the status screen lists at most this many rows, and says how many more.
+STATUS_ROWS = 10
+TEXT_WIDTH = 60
+_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
+
+
+# -- text -----------------------------------------------------------------------------------
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every character that names refuse (controls, invisible format characters
+    such as bidi overrides, separators) shown as an escape (\\x1b, \\u202e): none can act on
+    the terminal or hide itself. Newlines too, unless ``keep_newlines``."""
+    shown = []
+    for char in text:
+        if (char == "\n" and keep_newlines) or unicodedata.category(char) not in REFUSED_CATEGORIES:
+            shown.append(char)
+        elif ord(char) < 0x100:
+            shown.append(f"\\x{ord(char):02x}")
+        else:
+            shown.append(f"\\u{ord(char):04x}")
+    return "".join(shown)
+
+
+def one_line(text: str, width: int = TEXT_WIDTH) -> str:
+    flat = printable(" ".join(text.split()))
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def span(seconds: float) -> str:
+    """A length of time in its two largest units: 45s, 2m 10s, 3h, 1d 4h."""
+    whole = int(abs(seconds))
+    parts: list[str] = []
+    for unit, size in _UNITS:
+        count, whole = divmod(whole, size)
+        if count and len(parts) < 2:
+            parts.append(f"{count}{unit}")
+        elif parts:
+            break  # two units at most, and never one with a gap before it: 1h, not 1h 5s
+    return " ".join(parts) or "0s"
+
+
+def relative(when: datetime | str | None, now: datetime) -> str:
+    """``when`` from ``now``'s point of view: "in 2m 10s", "3m ago", "now"; "-" for none."""
+    if when is None:
+        return "-"
+    moment = datetime.fromisoformat(when) if isinstance(when, str) else when
+    seconds = (moment - now).total_seconds()
+    if abs(seconds) < 1:
+        return "now"
+    return f"in {span(seconds)}" if seconds > 0 else f"{span(seconds)} ago"
+
+
+def _lateness(seconds: float) -> str:
+    return f"{seconds:.2f}s" if seconds < 60 else span(seconds)
+
+
+def _cell(value: Any) -> Text:
+    return Text(one_line("" if value is None else str(value)))
+
+
+def _id(value: str) -> Text:
+    return Text(printable(value), overflow="fold")
+
+
+def _table(title: str, columns: Sequence[str], ids: Sequence[str] = ()) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for column in columns:
+        if column in ids:
+            table.add_column(column, overflow="fold", min_width=8)
+        else:
+            table.add_column(column)
+    return table
+
+
+def _add(table: Table, *cells: str | Text) -> None:
+    """A row whose plain cells are shown as they are, never parsed as markup."""
+    table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in cells))
+
+
+def _none(what: str) -> Text:
+    return Text(f"No {what}.", style="dim")
+
+
+# -- switches -------------------------------------------------------------------------------
+def condition(switch: dict[str, Any], now: datetime) -> str:
+    """fired (failed or expired), expiring (armed, under a third of its window left), armed
+    or disarmed."""
+    if switch["state"] in ("failed", "expired"):
+        return "fired"
+    if switch["state"] != "armed":
+        return switch["state"]  # type: ignore[no-any-return]
+    left = (datetime.fromisoformat(switch["deadline"]) - now).total_seconds()
+    return "expiring" if left < switch["expect_within_seconds"] * EXPIRING_PART else "armed"
+
+
+def _missed_deadline(switch: dict[str, Any]) -> datetime:
+    """When a fired switch's holder missed its deadline: its last beat plus its window."""
+    last = datetime.fromisoformat(switch["last_beat_at"])
+    return last + timedelta(seconds=switch["expect_within_seconds"])
+
+
+def _held_by(holder: str, label: str | None) -> Text:
+    return _id(f"{label} ({holder})" if label else holder)
+
+
+_STATE_STYLE = {"fired": "bold red", "expiring": "yellow", "armed": "green", "disarmed": "dim"}
+
+
+def switches_table(switches: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+    if not switches:
+        return _none("switches")
+    table = _table(
+        "Switches",
+        ("scope", "state", "held by", "deadline", "last beat", "window", "gen"),
+        ids=("scope", "held by"),
+    )
+    for switch in switches:
+        shown = condition(switch, now)
+        if shown == "fired":
+            deadline = f"missed {relative(_missed_deadline(switch), now)}"
+            state = Text(switch["state"], style=_STATE_STYLE["fired"])
+        else:
+            deadline = relative(switch["deadline"], now)
+            state = Text(
+                "armed, expiring soon" if shown == "expiring" else shown, style=_STATE_STYLE[shown]
+            )
+        _add(
+            table,
+            _id(switch["scope"]),
+            state,
+            _held_by(switch["holder"], switch["agent_id"]),
+            deadline,
+            relative(switch["last_beat_at"], now),
+            span(switch["expect_within_seconds"]),
+            str(switch["generation"]),
+        )
+    return table
+
+
+def deaths_table(deaths: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+    if not deaths:
+        return _none("deaths")
+    table = _table(
+        "Deaths",
+        ("scope", "fired", "late", "held by", "done", "released"),
+        ids=("scope", "held by"),
+    )
+    for death in deaths:
+        done = ", ".join(death["completed"]) or "-"
+        if len(death["completed"]) < len(death["actions"]):
+            done += " (running)"
+        released = death["released_count"]
+        _add(
+            table,
+            _id(death["scope"]),
+            relative(death["fired_at"], now),
+            _lateness(death["lateness_seconds"]),
+            _held_by(death["holder"], death["agent_id"]),
+            done,
+            "-" if released is None else str(released),
+        )
+    return table
+
+
+# -- sessions -------------------------------------------------------------------------------
+def _progress(session: dict[str, Any]) -> str:
+    parts = []
+    if session["step_index"] is not None:
+        parts.append(f"step {session['step_index']}/{session['step_count']}")
+    if session["progress_percent"] is not None:
+        parts.append(f"{session['progress_percent']:g}%")
+    return ", ".join(parts) or "-"
+
+
+def sessions_table(sessions: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+    if not sessions:
+        return _none("sessions")
+    table = _table(
+        "Sessions",
+        ("session", "agent", "status", "progress", "current step", "last beat"),
+        ids=("session", "agent"),
+    )
+    for session in sessions:
+        last_beat = Text(relative(session["last_beat_at"], now))
+        if session["stale"]:
+            last_beat.append(" (stale)", style="bold red")
+        _add(
+            table,
+            _id(session["session_id"]),
+            _id(session["owner"]),
+            session["status"],
+            _progress(session),
+            _cell(session["current_step"]),
+            last_beat,
+        )
+    return table
+
+
+# -- requests -------------------------------------------------------------------------------
+def requests_table(requests: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+    if not requests:
+        return _none("requests")
+    table = _table(
+        "Requests", ("id", "kind", "state", "from", "asked", "expires", "text"), ids=("id", "from")
+    )
+    for request in requests:
+        expires = relative(request["expires_at"], now) if request["state"] == "open" else "-"
+        _add(
+            table,
+            _id(request["id"]),
+            request["kind"],
+            request["state"],
+            _id(request["requester"]),
+            relative(request["asked_at"], now),
+            expires,
+            _cell(request["body"]),
+        )
+    return table
+
+
+def action_json(action: dict[str, Any]) -> str:
+    """An approval's bound action exactly as the service holds it, as JSON with every
+    character outside printable ASCII escaped: what looks alike on screen is told apart."""
+    return json.dumps(action, indent=2, ensure_ascii=True)
+
+
+def request_text(request: dict[str, Any], now: datetime) -> str:
+    """A request for a person deciding it: who asks, what, and the exact action it binds."""
+    lines = [
+        f"{request['kind']} {printable(request['id'])} from {printable(request['requester'])}, "
+        f"asked {relative(request['asked_at'], now)}, "
+        f"expires {relative(request['expires_at'], now)}",
+        "",
+        printable(request["body"], keep_newlines=True),
+    ]
+    if request["choices"]:
+        lines += ["", "choices: " + ", ".join(json.dumps(c) for c in request["choices"])]
+    if request["kind"] == "approval":
+        if request["action"] is None:
+            lines += ["", "It binds no action: approving it only communicates a decision."]
+        else:
+            lines += ["", "The action it binds, exactly:", action_json(request["action"])]
+    return "\n".join(lines)
+
+
+# -- profiles -------------------------------------------------------------------------------
+def profiles_table(profiles: Sequence[dict[str, str]]) -> RenderableType:
+    if not profiles:
+        return _none("profiles")
+    table = _table("Profiles", ("name", "endpoint"), ids=("endpoint",))
+    for profile in profiles:
+        _add(table, profile["name"], _id(profile["endpoint"]))
+    return table
+
+
+# -- the status screen ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Overview:
+    """What ``vigil status`` and ``vigil watch`` show: every switch listed, the stale
+    sessions, and the open requests whose audience includes the caller."""
+
+    switches: list[dict[str, Any]]
+    stale_sessions: list[dict[str, Any]]
+    waiting: list[dict[str, Any]]
+    truncated: bool = False  # the switches were more than one screen's walk reads
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "switches": self.switches,
+            "stale_sessions": self.stale_sessions,
+            "waiting_requests": self.waiting,
+        }
+
+
+def _capped(rows: list[dict[str, Any]], what: str) -> tuple[list[dict[str, Any]], Text | None]:
+    if len(rows) <= STATUS_ROWS:
+        return rows, None
+    more = len(rows) - STATUS_ROWS
+    return rows[:STATUS_ROWS], Text(f"… and {more} more: see `vigil {what}`", style="dim")
+
+
+def status_screen(
+    overview: Overview, now: datetime, heading: str, problem: str | None = None
+) -> Group:
+    by_condition: dict[str, list[dict[str, Any]]] = {}
+    for switch in overview.switches:
+        by_condition.setdefault(condition(switch, now), []).append(switch)
+    expiring = sorted(by_condition.get("expiring", []), key=lambda s: str(s["deadline"]))
+    fired = sorted(by_condition.get("fired", []), key=_missed_deadline, reverse=True)
+    armed = len(by_condition.get("armed", [])) + len(expiring)
+    parts: list[RenderableType] = [Text(printable(heading), style="bold")]
+    if problem is not None:
+        parts.append(Text(f"cannot refresh: {printable(problem)}", style="bold red"))
+    summary = f"Switches: {armed} armed, {len(expiring)} expiring soon, {len(fired)} fired"
+    if overview.truncated:
+        summary += " (of the first switches only: see `vigil switches --all`)"
+    parts.append(Text(summary))
+    attention, more = _capped(expiring + fired, "switches")
+    if attention:
+        parts.append(switches_table(attention, now))
+    if more:
+        parts.append(more)
+    for title, rows, table, command in (
+        ("Stale sessions", overview.stale_sessions, sessions_table, "sessions --stale"),
+        ("Waiting for you", overview.waiting, requests_table, "requests"),
+    ):
+        parts.append(Text(f"\n{title}: {len(rows)}"))
+        shown, more = _capped(rows, command)
+        if shown:
+            parts.append(table(shown, now))
+        if more:
+            parts.append(more)
+    return Group(*parts)
+
+
+# -- output ---------------------------------------------------------------------------------
+def console(*, stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def to_text(renderable: RenderableType, width: int = 160) -> str:
+    """What ``renderable`` looks like on a plain terminal ``width`` columns wide."""
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, highlight=False).print(renderable)
+    return out.getvalue()

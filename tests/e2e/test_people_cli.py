@@ -1,0 +1,473 @@
+"""The people's ``vigil`` commands end to end: the real command, in its own process, against
+the local runtime, while agents act through the REST mirror. A person sees an agent's switch,
+steers its session, decides its approvals and answers its question; every failure has its
+exit code and no traceback; profiles are private files; and no secret appears in any output.
+
+Deaths and watch frames come in real time: the test polls them with a deadline, never
+sleeps blind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
+DEADLINE_SECONDS = 20.0
+POLL_SECONDS = 0.25
+
+
+def rest(base: str, secret: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """What an agent gets from the REST mirror: the result, or ``{"error": ...}``."""
+    request = urllib.request.Request(
+        f"{base}/v1/{tool}",
+        data=json.dumps(arguments).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            result: dict[str, Any] = json.loads(response.read())
+    except urllib.error.HTTPError as refused:
+        result = json.loads(refused.read())
+    return result
+
+
+class Cli:
+    """Runs ``vigil`` as a person would, in an empty directory with its own profiles file,
+    and keeps everything it printed to check that no secret was ever in it."""
+
+    def __init__(self, state: dict[str, Any], home: Path) -> None:
+        self.base = state["rest_url"].removesuffix("/v1")
+        self.mcp_url = state["mcp_url"]
+        self.home = home
+        self.config = home / "config" / "profiles.toml"
+        self.secrets = [state["operator_secret"]]
+        self.printed: list[str] = []
+        self.env = {
+            name: value
+            for name, value in os.environ.items()
+            if name not in ("VIGIL_ENDPOINT", "VIGIL_SECRET", "XDG_CONFIG_HOME")
+        } | {"VIGIL_CONFIG": str(self.config), "PYTHONPATH": str(SRC), "COLUMNS": "200"}
+
+    def register(self, kind: str, name: str) -> tuple[str, str]:
+        registered = rest(self.base, self.secrets[0], "register", kind=kind, name=name)
+        self.secrets.append(registered["secret"])
+        return registered["principal"]["id"], registered["secret"]
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "vigil", *args]
+
+    def as_(self, secret: str, endpoint: str | None = None) -> dict[str, str]:
+        """The environment of a person with ``secret``; the endpoint as ``vigil mcp`` takes
+        it, the MCP URL, unless another is given."""
+        return {"VIGIL_ENDPOINT": endpoint or self.mcp_url, "VIGIL_SECRET": secret}
+
+    def run(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            self.command(*args),
+            env=self.env | (env or {}),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=cwd or self.home,
+            check=False,
+        )
+        self.printed += [done.stdout, done.stderr]
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def json(self, *args: str, env: dict[str, str]) -> dict[str, Any]:
+        done = self.run(*args, "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def popen(self, *args: str, env: dict[str, str], **streams: Any) -> subprocess.Popen[bytes]:
+        """``vigil`` left running; its output is piped unless ``streams`` say otherwise."""
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | streams
+        return subprocess.Popen(self.command(*args), env=self.env | env, cwd=self.home, **pipes)
+
+    def interrupt(self, process: subprocess.Popen[bytes], read: bytes) -> int:
+        """Ctrl+C for ``process``; its exit code, once what it printed is kept."""
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        self.printed += [(read + out).decode(), err.decode()]
+        assert b"Traceback" not in err, err
+        return process.returncode
+
+
+@pytest.fixture
+def cli(state: dict[str, Any], tmp_path: Path) -> Iterator[Cli]:
+    cli = Cli(state, tmp_path)
+    yield cli
+    for secret in cli.secrets:
+        for printed in cli.printed:
+            assert secret not in printed, "a secret was printed"
+
+
+def _read_until(fd: int, wanted: bytes, deadline: float) -> bytes:
+    """What ``fd`` gives until ``wanted`` is in it (a terminal's or a pipe's output)."""
+    seen = b""
+    while wanted not in seen:
+        if time.monotonic() > deadline:
+            pytest.fail(f"never saw {wanted!r} in {seen.decode(errors='replace')}")
+        ready, _, _ = select.select([fd], [], [], POLL_SECONDS)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                chunk = b""
+            if not chunk:
+                pytest.fail(f"output ended before {wanted!r}: {seen.decode(errors='replace')}")
+            seen += chunk
+    return seen
+
+
+def _drain(fd: int) -> bytes:
+    rest = b""
+    while select.select([fd], [], [], POLL_SECONDS)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        rest += chunk
+    return rest
+
+
+# -- watching and steering ------------------------------------------------------------------
+def test_a_person_sees_an_agents_switch_and_steers_its_session(cli: Cli) -> None:
+    person_id, person = cli.register("person", "cli-watcher")
+    agent_id, agent = cli.register("agent", "cli-worker")
+    scope = f"cli-job-{uuid.uuid4().hex[:8]}"
+    beat = rest(
+        cli.base, agent, "heartbeat", scope=scope, expect_within_seconds=600, agent_id="w-9"
+    )
+    assert beat["state"] == "armed"
+    me = cli.as_(person)
+
+    shown = cli.run("switches", "--scope-prefix", scope, env=me)
+    assert shown.returncode == 0, shown.stderr
+    assert scope in shown.stdout
+    assert f"w-9 ({agent_id})" in shown.stdout
+    assert "armed" in shown.stdout
+    assert "in 9m" in shown.stdout  # its deadline, relative: in 9m 59s or so
+    page = cli.json("switches", "--scope-prefix", scope, env=me)
+    assert [(s["scope"], s["state"], s["holder"]) for s in page["switches"]] == [
+        (scope, "armed", agent_id)
+    ]
+    every = cli.json("switches", "--all", "--state", "armed", env=me)
+    assert scope in [s["scope"] for s in every["switches"]]
+    assert every["next_cursor"] is None
+    overview = cli.json("status", env=me)
+    assert scope in [s["scope"] for s in overview["switches"]]
+
+    session_id = f"cli-session-{uuid.uuid4().hex[:8]}"
+    first = rest(cli.base, agent, "session_heartbeat", sessionId=session_id, idempotencyKey="b1")
+    assert first["instructions"] == []
+    posted = cli.run("post", session_id, "Pause before deploying.", env=me)
+    assert posted.returncode == 0, posted.stderr
+    assert f"to session {session_id}: pending" in posted.stdout
+    handed = rest(cli.base, agent, "session_heartbeat", sessionId=session_id, idempotencyKey="b2")
+    (instruction,) = handed["instructions"]
+    assert instruction["body"] == "Pause before deploying."
+    assert instruction["postedBy"] == person_id
+    listed = cli.json("sessions", "--all", env=me)
+    assert session_id in [s["session_id"] for s in listed["sessions"]]
+
+
+def test_a_death_shows_in_deaths_and_as_fired(cli: Cli) -> None:
+    _, person = cli.register("person", "cli-mourner")
+    _, agent = cli.register("agent", "cli-mortal")
+    scope = f"cli-dies-{uuid.uuid4().hex[:8]}"
+    rest(cli.base, agent, "heartbeat", scope=scope, expect_within_seconds=2)
+    me = cli.as_(person)
+    give_up = time.monotonic() + DEADLINE_SECONDS
+    while scope not in [d["scope"] for d in cli.json("deaths", "--all", env=me)["deaths"]]:
+        if time.monotonic() > give_up:
+            pytest.fail("the switch's death never showed in vigil deaths")
+        time.sleep(POLL_SECONDS)
+    deaths = cli.run("deaths", "--limit", "50", env=me)
+    assert scope in deaths.stdout
+    assert "mark_failed" in deaths.stdout
+    fired = cli.run("switches", "--scope-prefix", scope, env=me)
+    assert "failed" in fired.stdout
+    assert "missed" in fired.stdout
+
+
+def test_watch_redraws_until_interrupted(cli: Cli) -> None:
+    _, person = cli.register("person", "cli-night-watch")
+    _, agent = cli.register("agent", "cli-watched")
+    scope = f"cli-watched-{uuid.uuid4().hex[:8]}"
+    rest(cli.base, agent, "heartbeat", scope=scope, expect_within_seconds=600)
+    me = cli.as_(person)
+
+    as_json = cli.popen("watch", "--json", "--interval", "0.2", env=me)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    lines = _read_until(as_json.stdout.fileno(), b"\n", deadline)
+    lines += _read_until(as_json.stdout.fileno(), b"\n", deadline)  # a second frame
+    assert cli.interrupt(as_json, lines) == 0
+    frames = [json.loads(line) for line in lines.split(b"\n")[:-1]]  # the complete lines
+    assert len(frames) >= 2
+    assert scope in [s["scope"] for s in frames[0]["switches"]]
+
+    drawn = cli.popen("watch", "--interval", "0.2", env=me)
+    screens = _read_until(drawn.stdout.fileno(), b"Waiting for you", deadline)
+    screens += _read_until(drawn.stdout.fileno(), b"Waiting for you", deadline)
+    assert cli.interrupt(drawn, screens) == 0
+    assert screens.count(b"Switches:") >= 2
+    assert scope.encode() not in screens  # armed and well: counted, not listed
+
+
+# -- deciding -------------------------------------------------------------------------------
+def test_a_person_approves_one_request_and_denies_another(cli: Cli) -> None:
+    person_id, person = cli.register("person", "cli-approver")
+    _, agent = cli.register("agent", "cli-asker")
+    me = cli.as_(person)
+
+    def ask(body: str) -> dict[str, Any]:
+        return rest(
+            cli.base,
+            agent,
+            "ask",
+            target={"kind": "person", "id": person_id},
+            body=body,
+            kind="approval",
+            action=DEPLOY,
+        )
+
+    first, second = ask("May I deploy checkout 1.2.3?"), ask("And again?")
+    listed = cli.run("requests", env=me)
+    assert listed.returncode == 0, listed.stderr
+    assert first["id"] in listed.stdout
+    assert second["id"] in listed.stdout
+    assert "May I deploy checkout 1.2.3?" in listed.stdout
+    overview = cli.json("status", env=me)
+    assert {first["id"], second["id"]} <= {r["id"] for r in overview["waiting_requests"]}
+    shown = cli.run("status", env=me)
+    assert first["id"] in shown.stdout
+
+    unasked = cli.run("approve", first["id"], env=me)  # no terminal to ask on, no --yes
+    assert unasked.returncode == 2
+    assert "--yes" in unasked.stderr
+    assert rest(cli.base, agent, "get_request", id=first["id"])["state"] == "open"
+
+    approved = cli.run("approve", first["id"], "--yes", env=me)
+    assert approved.returncode == 0, approved.stderr
+    assert f"{first['id']} approved." in approved.stdout
+    intent = rest(cli.base, agent, "redeem_approval", id=first["id"], action=DEPLOY)
+    assert intent["state"] == "intended"
+    assert intent["action"] == DEPLOY
+
+    denied = cli.json("deny", second["id"], "--note", "not today", env=me)
+    assert denied["state"] == "denied"
+    assert denied["response"]["answer"] == "not today"
+    refused = rest(cli.base, agent, "redeem_approval", id=second["id"], action=DEPLOY)
+    assert refused["error"]["code"] == "version_conflict"
+
+    again = cli.run("approve", second["id"], "--yes", env=me)
+    assert again.returncode == 1
+    assert again.stderr.startswith("error: version_conflict: ")
+
+
+def test_approve_on_a_terminal_shows_the_exact_action_and_asks_first(cli: Cli) -> None:
+    person_id, person = cli.register("person", "cli-careful")
+    _, agent = cli.register("agent", "cli-eager")
+    asked = rest(
+        cli.base,
+        agent,
+        "ask",
+        target={"kind": "person", "id": person_id},
+        body="Deploy?",
+        kind="approval",
+        action=DEPLOY,
+    )
+
+    def on_terminal(reply: str) -> tuple[int, str]:
+        controller, terminal = pty.openpty()
+        process = cli.popen(
+            "approve",
+            asked["id"],
+            env=cli.as_(person),
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+        )
+        os.close(terminal)
+        try:
+            seen = _read_until(controller, b"[y/N]", time.monotonic() + DEADLINE_SECONDS)
+            os.write(controller, reply.encode() + b"\n")
+            code = process.wait(timeout=30)
+            seen += _drain(controller)
+        finally:
+            os.close(controller)
+        cli.printed.append(seen.decode())
+        return code, seen.decode()
+
+    code, shown = on_terminal("n")
+    assert code == 1
+    assert '"version": "1.2.3"' in shown  # the bound action, as JSON, before anything is done
+    assert "Not approved: nothing was sent." in shown
+    assert rest(cli.base, agent, "get_request", id=asked["id"])["state"] == "open"
+
+    code, shown = on_terminal("y")
+    assert code == 0
+    assert f"{asked['id']} approved." in shown
+    assert rest(cli.base, agent, "get_request", id=asked["id"])["state"] == "approved"
+
+
+def test_a_person_answers_a_question_and_writes_to_an_agent(cli: Cli) -> None:
+    person_id, person = cli.register("person", "cli-answerer")
+    agent_id, agent = cli.register("agent", "cli-questioner")
+    me = cli.as_(person)
+    asked = rest(
+        cli.base,
+        agent,
+        "ask",
+        target={"kind": "person", "id": person_id},
+        body="Which region?",
+        choices=["eu-west-1", "us-east-1"],
+    )
+    wrong = cli.run("answer", asked["id"], "mars-1", env=me)
+    assert wrong.returncode == 1
+    assert wrong.stderr.startswith("error: invalid_argument: ")
+    assert '(the choices: "eu-west-1", "us-east-1")' in wrong.stderr
+    answered = cli.run("answer", asked["id"], "eu-west-1", env=me)
+    assert answered.returncode == 0, answered.stderr
+    read = rest(cli.base, agent, "get_request", id=asked["id"])
+    assert (read["state"], read["response"]["answer"]) == ("answered", "eu-west-1")
+
+    sent = cli.json("send", agent_id, "Hello from the CLI", env=me)
+    again = cli.json("send", agent_id, "And again", env=me)
+    assert again["conversation_id"] == sent["conversation_id"]  # one direct conversation
+    bodies = []
+    while batch := rest(cli.base, agent, "receive", max_messages=10)["deliveries"]:
+        for delivery in batch:
+            rest(
+                cli.base, agent, "acknowledge", id=delivery["id"], generation=delivery["generation"]
+            )
+            if delivery["kind"] == "message":
+                bodies.append(delivery["payload"]["body"])
+    assert bodies == ["Hello from the CLI", "And again"]
+    nobody = cli.run("send", "someone", "hi", env=me)
+    assert nobody.returncode == 2
+
+
+# -- failures -------------------------------------------------------------------------------
+def test_each_failure_has_its_exit_code_and_no_traceback(cli: Cli, foreign_secret: str) -> None:
+    person_id, person = cli.register("person", "cli-failing")
+    _, agent = cli.register("agent", "cli-failing-agent")
+    cli.secrets.append(foreign_secret)
+    asked = rest(
+        cli.base,
+        agent,
+        "ask",
+        target={"kind": "person", "id": person_id},
+        body="?",
+        kind="approval",
+    )
+
+    wrong = cli.run("switches", env=cli.as_(person[:-4] + "AAAA"))
+    assert (wrong.returncode, wrong.stderr) == (
+        4,
+        "error: unauthenticated: a valid credential is required\n",
+    )
+    forbidden = cli.run("post", "some-session", "do it", env=cli.as_(agent))
+    assert forbidden.returncode == 4
+    assert forbidden.stderr.startswith("error: forbidden: ")
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    unreachable = cli.run("status", env=cli.as_(person, endpoint=closed))
+    assert unreachable.returncode == 3
+    assert unreachable.stderr.startswith(f"error: cannot reach {closed}: ")
+    nowhere = cli.run("status")  # no profile, no environment, no local runtime here
+    assert (nowhere.returncode, nowhere.stderr.startswith("error: nowhere to call")) == (3, True)
+    no_profile = cli.run("status", "--profile", "missing")
+    assert no_profile.returncode == 3
+
+    # Another namespace's operator cannot see the request at all.
+    foreign = cli.run("approve", asked["id"], "--yes", env=cli.as_(foreign_secret))
+    assert foreign.returncode == 1
+    assert foreign.stderr.startswith("error: not_found: ")
+    empty = cli.run("post", "some-session", "", env=cli.as_(person))
+    assert empty.returncode == 1
+    assert empty.stderr.startswith("error: invalid_argument: ")
+    usage = cli.run("switches", "--state", "sleeping", env=cli.as_(person))
+    assert usage.returncode == 2
+
+
+# -- where the commands call ----------------------------------------------------------------
+def test_a_profile_is_a_private_file_and_a_readable_one_is_refused(cli: Cli) -> None:
+    _, person = cli.register("person", "cli-profiled")
+    added = cli.run("profile", "add", "work", "--endpoint", cli.mcp_url, stdin=person + "\n")
+    assert added.returncode == 0, added.stderr
+    assert stat.S_IMODE(cli.config.stat().st_mode) == 0o600
+    listed = cli.run("profile", "list")
+    assert "work" in listed.stdout
+    assert cli.base in listed.stdout
+    assert cli.json("profile", "list", env={}) == {
+        "profiles": [{"name": "work", "endpoint": cli.base}]
+    }
+    used = cli.run("switches", "--profile", "work")
+    assert used.returncode == 0, used.stderr
+
+    cli.config.chmod(0o644)
+    refused = cli.run("switches", "--profile", "work")
+    assert refused.returncode == 3
+    assert f"chmod 600 {cli.config}" in refused.stderr
+    assert cli.run("profile", "list").returncode == 3
+
+    no_secret = cli.run("profile", "add", "home", "--endpoint", cli.mcp_url, stdin="")
+    assert no_secret.returncode == 2
+
+
+def test_xdg_config_home_holds_the_profiles(cli: Cli) -> None:
+    _, person = cli.register("person", "cli-xdg")
+    env = {name: value for name, value in cli.env.items() if name != "VIGIL_CONFIG"}
+    env["XDG_CONFIG_HOME"] = str(cli.home / "xdg")
+    cli.env = env
+    added = cli.run("profile", "add", "local", "--endpoint", cli.base, stdin=person + "\n")
+    assert added.returncode == 0, added.stderr
+    written = cli.home / "xdg" / "vigil" / "profiles.toml"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert cli.run("sessions", "--profile", "local").returncode == 0
+
+
+def test_without_a_profile_or_environment_the_local_runtime_is_used(cli: Cli, runtime: Any) -> None:
+    project = cli.home / "project"
+    project.mkdir()
+    (project / ".vigil").symlink_to(Path(runtime.state_dir), target_is_directory=True)
+    done = cli.run("status", "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == {"switches", "stale_sessions", "waiting_requests"}

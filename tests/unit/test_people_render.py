@@ -1,0 +1,191 @@
+"""The people's screens, drawn from real tool results (the in-memory app on a manual clock):
+relative times, the states a switch is shown in, empty tables, and text written by others
+never acting on the terminal or as rich markup."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.liveness_support import World
+from vigil.clock import ManualClock
+from vigil.people import render
+from vigil.people.render import Overview, relative, span
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> World:
+    return World(clock)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "now"),
+        (0.4, "now"),
+        (-0.9, "now"),
+        (130, "in 2m 10s"),
+        (-180, "3m ago"),
+        (-181, "3m 1s ago"),
+        (45, "in 45s"),
+        (3_600 + 5, "in 1h"),  # two units at most, none after a gap
+        (3_600 + 120 + 5, "in 1h 2m"),
+        (-(2 * 86_400 + 3 * 3_600 + 59), "2d 3h ago"),
+    ],
+)
+def test_times_are_shown_relative_to_now(seconds: float, shown: str) -> None:
+    assert relative(NOW + timedelta(seconds=seconds), NOW) == shown
+    assert relative((NOW + timedelta(seconds=seconds)).isoformat(), NOW) == shown
+
+
+def test_no_time_and_spans() -> None:
+    assert relative(None, NOW) == "-"
+    assert span(0) == "0s"
+    assert span(86_400) == "1d"
+
+
+@pytest.mark.parametrize(
+    ("table", "what"),
+    [
+        (render.switches_table, "switches"),
+        (render.deaths_table, "deaths"),
+        (render.sessions_table, "sessions"),
+        (render.requests_table, "requests"),
+    ],
+)
+def test_an_empty_listing_says_so_without_a_header(table: object, what: str) -> None:
+    shown = render.to_text(table([], NOW))  # type: ignore[operator]
+    assert shown.strip() == f"No {what}."
+
+
+def test_an_empty_status_screen_counts_nothing() -> None:
+    shown = render.to_text(render.status_screen(Overview([], [], []), NOW, "Vigil at here"))
+    assert "Switches: 0 armed, 0 expiring soon, 0 fired" in shown
+    assert "Stale sessions: 0" in shown
+    assert "Waiting for you: 0" in shown
+    assert "scope" not in shown  # no table drawn for nothing
+
+
+def test_a_switch_is_shown_armed_then_expiring_then_fired(world: World) -> None:
+    _person, person_secret = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    world.call(
+        "heartbeat", agent_secret, scope="job-7", expect_within_seconds=30, agent_id="worker-3"
+    )
+
+    def shown() -> str:
+        switches = world.call("list_switches", person_secret)["switches"]
+        return render.to_text(render.switches_table(switches, world.clock.now()))
+
+    armed = shown()
+    assert "job-7" in armed
+    assert "armed" in armed
+    assert "expiring" not in armed
+    assert "in 30s" in armed
+    assert "worker-3 (agt_" in armed
+
+    world.advance(21)  # 9 s left of 30: under a third
+    expiring = shown()
+    assert "armed, expiring soon" in expiring
+    assert "in 9s" in expiring
+    assert "21s ago" in expiring
+
+    world.advance(12)  # the deadline passed 3 s ago and the switch fired
+    fired = shown()
+    assert "failed" in fired  # mark_failed is the default action
+    assert "missed 3s ago" in fired
+    assert "33s ago" in fired
+
+    deaths = world.call("list_deaths", person_secret)["deaths"]
+    drawn = render.to_text(render.deaths_table(deaths, world.clock.now()))
+    assert "job-7" in drawn
+    assert "mark_failed" in drawn
+    assert "3s ago" in drawn
+
+
+def test_the_status_screen_lists_what_needs_attention(world: World) -> None:
+    person, person_secret = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    for n in range(12):
+        world.call("heartbeat", agent_secret, scope=f"dies-{n:02}", expect_within_seconds=5)
+    world.call("heartbeat", agent_secret, scope="lives", expect_within_seconds=3_600)
+    world.advance(6)
+    asked = world.call(
+        "ask",
+        agent_secret,
+        target={"kind": "person", "id": person},
+        body="May I deploy?",
+        kind="approval",
+        action={"op": "deploy"},
+    )
+    switches = world.call("list_switches", person_secret)["switches"]
+    screen = render.status_screen(
+        Overview(switches, [], [asked]), world.clock.now(), "Vigil at here"
+    )
+    shown = render.to_text(screen)
+    assert "Switches: 1 armed, 0 expiring soon, 12 fired" in shown
+    assert "lives" not in shown  # armed and well: counted, not listed
+    assert "… and 2 more: see `vigil switches`" in shown
+    assert "Waiting for you: 1" in shown
+    assert asked["id"] in shown
+    assert "May I deploy?" in shown
+
+
+def test_text_written_by_others_cannot_act_on_the_terminal(world: World) -> None:
+    person, person_secret = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    body = "fine\x1b[2J\x1b[31mreally\u202e [bold]not markup[/bold]"
+    asked = world.call(
+        "ask",
+        agent_secret,
+        target={"kind": "person", "id": person},
+        body=body,
+        kind="approval",
+        action={"op": "d\u0435ploy", "note": "\x1b[8m"},  # a Cyrillic e
+    )
+    listed = world.call("request_status", person_secret, state="open")["requests"]
+    table = render.to_text(render.requests_table(listed, world.clock.now()))
+    decision = render.request_text(asked, world.clock.now())
+    for shown in (table, decision):
+        assert "\x1b" not in shown
+        assert "\u202e" not in shown
+        assert "\\x1b[2J" in shown
+        assert "[bold]not markup[/bold]" in shown
+    assert "\\x1b[31mreally\\u202e" in decision
+    # The bound action, exactly: what looks alike on screen is spelled out.
+    assert '"op": "d\\u0435ploy"' in decision
+    assert '"note": "\\u001b[8m"' in decision
+
+
+def test_a_profile_list_shows_names_and_endpoints() -> None:
+    listed = [{"name": "work", "endpoint": "https://vigil.example/v1"}]
+    shown = render.to_text(render.profiles_table(listed))
+    assert "work" in shown
+    assert "https://vigil.example/v1" in shown
+    assert render.to_text(render.profiles_table([])).strip() == "No profiles."
+
+
+def test_rich_is_loaded_by_a_people_command_only_when_it_draws() -> None:
+    """Building the vigil parser (every command does) and the Lambda entry points load no
+    rich: vigil mcp and cold starts stay as they were."""
+    probe = (
+        "import sys, vigil.cli, vigil.entrypoints.api, vigil.entrypoints.alarm\n"
+        "vigil.cli.parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'"
+        " or m == 'vigil.people.render'))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={"PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
