@@ -328,7 +328,7 @@ class Console:
         me = visit.principal.id
 
         armed_list = [] if isinstance(armed, str) else armed["switches"]
-        soon = [s for s in armed_list if p.expiring_soon(s, now)]
+        soon = [s for s in armed_list if p.expiring(s, now)]
         fired_list = [s for page in fired if not isinstance(page, str) for s in page["switches"]]
         stale_list = [] if isinstance(stale, str) else stale["sessions"]
         mine = (

@@ -13,9 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from vigil.console.html import Html, esc, join, render
-
-# An armed switch whose deadline is this close is "expiring soon".
-SOON_SECONDS = 60
+from vigil.switches.records import expiring_soon
 
 NAV = (
     ("/console", "Overview"),
@@ -249,9 +247,9 @@ def switches_table(caption: str, switches: Iterable[Mapping[str, Any]], now: dat
     return table(caption, SWITCH_HEADERS, switch_rows(switches, now), "None.")
 
 
-def expiring_soon(switch: Mapping[str, Any], now: datetime) -> bool:
+def expiring(switch: Mapping[str, Any], now: datetime) -> bool:
     deadline = parse_time(switch.get("deadline"))
-    return deadline is not None and (deadline - now).total_seconds() <= SOON_SECONDS
+    return deadline is not None and expiring_soon(deadline, switch["expect_within_seconds"], now)
 
 
 def death_rows(deaths: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:

@@ -21,10 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from vigil.kit.names import REFUSED_CATEGORIES
+from vigil.switches.records import expiring_soon
 
-# An armed switch is "expiring soon" with less than this part of its window left: an agent
-# that beats every third of its window (as the README asks) never gets there.
-EXPIRING_PART = 1 / 3
 # A section of the status screen lists at most this many rows, and says how many more.
 STATUS_ROWS = 10
 TEXT_WIDTH = 60
@@ -115,8 +113,8 @@ def condition(switch: dict[str, Any], now: datetime) -> str:
         return "fired"
     if switch["state"] != "armed":
         return switch["state"]  # type: ignore[no-any-return]
-    left = (datetime.fromisoformat(switch["deadline"]) - now).total_seconds()
-    return "expiring" if left < switch["expect_within_seconds"] * EXPIRING_PART else "armed"
+    deadline = datetime.fromisoformat(switch["deadline"])
+    return "expiring" if expiring_soon(deadline, switch["expect_within_seconds"], now) else "armed"
 
 
 def _missed_deadline(switch: dict[str, Any]) -> datetime:

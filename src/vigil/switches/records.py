@@ -34,6 +34,10 @@ MAX_WINDOW_SECONDS = 2_592_000
 # The leases one batch of release_leases releases: one transaction of two items per lease (the
 # lease, and its copy in the scope's partition removed) and two more (the page, the death).
 RELEASE_BATCH = 40
+# An armed switch is "expiring soon", to the people watching it, with less than this part of its
+# window left: an agent that beats every third of its window, as the README asks, never gets
+# there, so the console and the CLI show only switches whose beats are late.
+EXPIRING_PART = 1 / 3
 # How many released leases a death names itself (and so the alert and the heartbeat); all of
 # them are in its pages, which resume_packet reads.
 NAMED_RELEASES = 5
@@ -244,3 +248,8 @@ class Death(Versioned):
 
 def ordered(actions: list[Action]) -> list[Action]:
     return [action for action in ACTION_ORDER if action in actions]
+
+
+def expiring_soon(deadline: datetime, window_seconds: float, now: datetime) -> bool:
+    """Whether an armed switch's deadline is under EXPIRING_PART of its window away."""
+    return (deadline - now).total_seconds() < window_seconds * EXPIRING_PART
