@@ -66,7 +66,27 @@ def register(state: dict[str, Any], kind: str, name: str) -> tuple[str, str]:
     return made["principal"]["id"], made["secret"]
 
 
+# What a screen reader needs of every page: a main heading, a name for every control and a
+# caption for every table.
+UNLABELLED = """() => {
+  const found = [];
+  if (!document.querySelector("main h1")) found.push("no h1 in main");
+  for (const el of document.querySelectorAll("input:not([type=hidden]), select, textarea")) {
+    if (!(el.labels && el.labels.length) && !el.getAttribute("aria-label")) found.push(el.outerHTML);
+  }
+  for (const el of document.querySelectorAll("button, a")) {
+    if (!el.textContent.trim() && !el.getAttribute("aria-label")) found.push(el.outerHTML);
+  }
+  for (const el of document.querySelectorAll("table")) {
+    if (!el.querySelector("caption") || !el.querySelector("th[scope=col]")) found.push("a table");
+  }
+  return found;
+}"""
+
+
 def shot(page: Page, name: str) -> None:
+    """A screenshot of the page, once it is checked for what a screen reader needs."""
+    assert page.evaluate(UNLABELLED) == [], name
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
