@@ -343,6 +343,9 @@ class Stack:
             "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
             "MAILBOX_QUEUE_PREFIX": "cost-mb",
             "ATTACHMENTS_BUCKET": "cost-attachments",
+            "CONSOLE_KEY_ARN": boto3.client("secretsmanager").create_secret(
+                Name="console-key", SecretString="k" * 64
+            )["ARN"],
         }
         os.environ.update(env)
         clock = ManualClock(to_ms(SystemClock().now()))
@@ -418,6 +421,37 @@ class Stack:
         if response["statusCode"] != 200:
             raise RuntimeError(f"{tool}: {response['statusCode']} {result}")
         return result
+
+    def console(self, who: str, query: str) -> Callable[[], Any]:
+        """A GET of the console's overview by ``who``, signed in once, as its script asks for
+        it every few seconds (``query`` ``fragment=1``) or as a whole page."""
+        from vigil.console.session import COOKIE
+        from vigil.entrypoints import api
+
+        app = api.router().app
+        principal = app.authenticate(self.secrets[who])
+        signer = api.router().console().signer
+        cookie = f"{COOKIE}={signer.encode(signer.issue(principal, self.clock.now()))}"
+
+        def get() -> Any:
+            event = {
+                "version": "2.0",
+                "rawPath": "/console",
+                "rawQueryString": query,
+                "cookies": [cookie],
+                "headers": {"accept": "text/html"},
+                "requestContext": {
+                    "http": {"method": "GET", "path": "/console", "protocol": "HTTP/1.1"},
+                    "requestId": self.unique("request"),
+                },
+                "isBase64Encoded": False,
+            }
+            response = api.handler(event)
+            if response["statusCode"] != 200:
+                raise RuntimeError(f"console: {response['statusCode']}")
+            return response
+
+        return get
 
     def timer_of(self, scope: str) -> Any:
         from vigil.alarms.timers import Timer
@@ -548,6 +582,39 @@ def empty_poll(wait: int) -> Callable[[Stack], Action]:
     return prepare
 
 
+# A namespace the overview reads: armed switches, fired ones, sessions, an open request.
+CONSOLE_ARMED, CONSOLE_FIRED, CONSOLE_SESSIONS = 20, 5, 10
+
+
+def console_overview(query: str) -> Callable[[Stack], Action]:
+    def prepare(stack: Stack) -> Action:
+        from vigil.entrypoints import alarm
+
+        for _ in range(CONSOLE_ARMED):
+            stack.call("worker", "heartbeat", **_beat(stack, stack.unique("watched")))
+        for _ in range(CONSOLE_FIRED):
+            scope = stack.unique("dying")
+            stack.call("worker", "heartbeat", **_beat(stack, scope, window=60))
+            timer = stack.timer_of(scope)
+            stack.clock.advance(61)
+            alarm.handler(queued(timer))
+        for _ in range(CONSOLE_SESSIONS):
+            session = stack.unique("session")
+            stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=session)
+        stack.call(
+            "worker",
+            "ask",
+            target={"kind": "person", "id": stack.ids["person"]},
+            body="May I deploy?",
+            kind="approval",
+            action={"op": "deploy"},
+            idempotency_key=stack.unique("ask"),
+        )
+        return stack.console("person", query)
+
+    return prepare
+
+
 def rearm(stack: Stack) -> Action:
     """A switch beaten since its alarm was armed: the alarm arrives at the first deadline and
     arms the next one, on the timer queue (window up to 900 s)."""
@@ -629,6 +696,13 @@ STEPS = [
         session_beat_replayed,
     ),
     Step("poll", "`inbox_poll`, empty, wait_seconds 0", "api", empty_poll(0)),
+    Step(
+        "console_refresh",
+        f"console overview's refresh ({CONSOLE_ARMED} armed, {CONSOLE_FIRED} fired)",
+        "api",
+        console_overview("fragment=1"),
+    ),
+    Step("console_page", "console overview, the whole page", "api", console_overview("")),
     Step("rearm", "alarm, deadline moved by beats (re-arms on the queue)", "alarm", rearm),
     Step(
         "long_scheduler",

@@ -32,6 +32,8 @@ from vigil.transports.http import HttpRequest, HttpResponse
 log = get_logger("vigil.console")
 
 PREFIX = "/console"
+# The overview shows this many of the newest deaths.
+OVERVIEW_DEATHS = 20
 # A form body larger than this is refused unread: the largest field (an instruction, a
 # message) is 8 KiB of text, percent-encoded.
 MAX_FORM_BYTES = 64 * 1024
@@ -264,13 +266,20 @@ class Console:
         return HttpResponse(status, html.encode(), dict(PAGE_HEADERS))
 
     def _live_page(
-        self, request: HttpRequest, title: str, here: str, live: Html, rest: Html, visit: Visit
+        self,
+        request: HttpRequest,
+        title: str,
+        here: str,
+        live: Html,
+        rest: Html,
+        visit: Visit,
+        every_ms: int = p.REFRESH_MS,
     ) -> HttpResponse:
         """A page whose ``live`` part its script fetches again (``?fragment``) every few
         seconds; ``rest`` (its forms) stays as the person left it."""
         if "fragment" in request.query:
             return HttpResponse(200, live.encode(), dict(PAGE_HEADERS))
-        return self._page(title, join([p.live(live), rest]), visit, here=here)
+        return self._page(title, join([p.live(live, every_ms), rest]), visit, here=here)
 
     def _refused(self, status: int, message: str, visit: Visit | None = None) -> HttpResponse:
         titles = {401: "Sign in first", 403: "Refused", 404: "Not found", 413: "Too large"}
@@ -319,17 +328,21 @@ class Console:
 
     # -- pages ----------------------------------------------------------------------------------
     def overview(self, request: HttpRequest, visit: Visit) -> HttpResponse:
+        """Four listings: the armed switches, the newest deaths (what fired), the stale
+        sessions and the open requests; a switch that fired is shown by its death, which says
+        when, how late and what was released."""
         now = self.app.clock.now()
         armed = self._call(visit, "list_switches", state="armed")
-        fired = [self._call(visit, "list_switches", state=s) for s in ("expired", "failed")]
+        deaths = self._call(visit, "list_deaths", limit=OVERVIEW_DEATHS)
         stale = self._call(visit, "list_sessions", stale_only=True)
         waiting = self._call(visit, "request_status", state="open")
-        deaths = self._call(visit, "list_deaths", limit=10)
         me = visit.principal.id
 
         armed_list = [] if isinstance(armed, str) else armed["switches"]
         soon = [s for s in armed_list if p.expiring(s, now)]
-        fired_list = [s for page in fired if not isinstance(page, str) for s in page["switches"]]
+        death_list = [] if isinstance(deaths, str) else deaths["deaths"]
+        day = [d for d in death_list if (now - p.when_of(d["fired_at"])).total_seconds() < 86400]
+        fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
         stale_list = [] if isinstance(stale, str) else stale["sessions"]
         mine = (
             []
@@ -346,12 +359,11 @@ class Console:
             for k, n, label in (
                 ("armed", len(armed_list), "armed"),
                 ("soon", len(soon), "expiring soon"),
-                ("fired", len(fired_list), "fired"),
+                ("fired", fired, "fired in 24 h"),
                 ("stale", len(stale_list), "stale sessions"),
                 ("waiting", len(mine), "requests waiting for you"),
             )
         )
-        fired_problem = next((page for page in fired if isinstance(page, str)), None)
         live = join(
             [
                 render('<ul class="summary" aria-label="At a glance">{c}</ul>', c=counts),
@@ -383,12 +395,12 @@ class Console:
                 p.section(
                     "Fired",
                     "fired",
-                    p.problem(fired_problem)
-                    if fired_problem
+                    p.problem(deaths)
+                    if isinstance(deaths, str)
                     else p.table(
-                        "Switches that fired",
-                        p.SWITCH_HEADERS,
-                        p.switch_rows(fired_list, now),
+                        "Switches that fired, newest first",
+                        p.DEATH_HEADERS,
+                        p.death_rows(death_list, now),
                         "No switch has fired.",
                         "fired-switches",
                     ),
@@ -406,22 +418,11 @@ class Console:
                         ),
                     ),
                 ),
-                p.section(
-                    "Recent deaths",
-                    "deaths",
-                    p.shown(
-                        deaths,
-                        lambda page: p.table(
-                            "Newest first",
-                            p.DEATH_HEADERS,
-                            p.death_rows(page["deaths"], now),
-                            "No switch has died.",
-                        ),
-                    ),
-                ),
             ]
         )
-        return self._live_page(request, "Overview", PREFIX, live, Html(""), visit)
+        return self._live_page(
+            request, "Overview", PREFIX, live, Html(""), visit, p.REFRESH_LISTINGS_MS
+        )
 
     def switches(self, request: HttpRequest, visit: Visit) -> HttpResponse:
         now = self.app.clock.now()
@@ -552,7 +553,9 @@ class Console:
                 ),
             ]
         )
-        return self._live_page(request, scope, f"{PREFIX}/switches", live, Html(""), visit)
+        return self._live_page(
+            request, scope, f"{PREFIX}/switches", live, Html(""), visit, p.REFRESH_LISTINGS_MS
+        )
 
     def sessions(self, request: HttpRequest, visit: Visit) -> HttpResponse:
         now = self.app.clock.now()

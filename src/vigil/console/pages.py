@@ -29,6 +29,10 @@ def parse_time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
+def when_of(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
 def when(value: str | None) -> Html:
     """An instant, readable and machine-readable."""
     at = parse_time(value)
@@ -201,10 +205,18 @@ def frame(
     )
 
 
-def live(body: Html) -> Html:
+# How often a page's script fetches its live part again, in ms: a listing of the whole
+# namespace (the overview, a switch's page) less often than a page about one thing. Around a
+# deadline on the page, the script asks every two seconds whatever this says.
+REFRESH_MS = 5000
+REFRESH_LISTINGS_MS = 10000
+
+
+def live(body: Html, every_ms: int = REFRESH_MS) -> Html:
     """The part of a page its script fetches again every few seconds, without a reload."""
     return render(
-        '<div id="live" data-refresh="3000" aria-live="polite" aria-busy="false">{body}</div>',
+        '<div id="live" data-refresh="{every}" aria-live="polite" aria-busy="false">{body}</div>',
+        every=every_ms,
         body=body,
     )
 

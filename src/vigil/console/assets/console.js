@@ -47,6 +47,26 @@
       .finally(function () { live.setAttribute("aria-busy", "false"); });
   }
 
+  // A deadline that has just passed (or is about to) is when a switch fires: the page asks
+  // again every two seconds around it, and at its own pace otherwise.
+  function dueNow() {
+    var now = Date.now() + skew;
+    return Array.prototype.some.call(
+      document.querySelectorAll(".countdown[data-deadline]"),
+      function (el) {
+        var left = (Date.parse(el.getAttribute("data-deadline")) - now) / 1000;
+        return left < 2 && left > -20;
+      }
+    );
+  }
+
+  function loop(live, every) {
+    window.setTimeout(function () {
+      if (!document.hidden) refresh(live);
+      loop(live, every);
+    }, dueNow() ? Math.min(every, 2000) : every);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var now = Date.parse(document.body.getAttribute("data-now") || "");
     if (!isNaN(now)) skew = now - Date.now();
@@ -54,10 +74,7 @@
     window.setInterval(tick, 1000);
     var live = document.getElementById("live");
     if (live && live.hasAttribute("data-refresh")) {
-      var every = parseInt(live.getAttribute("data-refresh"), 10) || 3000;
-      window.setInterval(function () {
-        if (!document.hidden) refresh(live);
-      }, every);
+      loop(live, parseInt(live.getAttribute("data-refresh"), 10) || 5000);
     }
   });
 })();
