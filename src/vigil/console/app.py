@@ -191,10 +191,11 @@ class Console:
         if request.method != "POST":
             return self._sign_in_page(request.query.get("next"), None, 200)
         form = _form(request)
+        if form is None:
+            return self._refused(413, "The form is too large.")
         token = request.cookies.get(SIGN_IN_COOKIE)
-        if form is None or token is None or not secrets.compare_digest(token, form.get("csrf", "")):
-            target = form.get("next") if form else None
-            return self._sign_in_page(target, "The form expired; try again.", 403)
+        if token is None or not secrets.compare_digest(token, form.get("csrf", "")):
+            return self._sign_in_page(form.get("next"), "The form expired; try again.", 403)
         try:
             principal = self.app.authenticate(form.get("secret", "").strip())
         except VigilError:
