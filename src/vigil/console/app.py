@@ -23,6 +23,7 @@ from vigil.console.session import (
     Signer,
     cleared,
     cookie,
+    same,
 )
 from vigil.errors import HTTP_STATUS, VigilError
 from vigil.identity.records import Principal
@@ -193,8 +194,10 @@ class Console:
         form = _form(request)
         if form is None:
             return self._refused(413, "The form is too large.")
+        # The cookie's token is random and never empty: an empty one (however it got there)
+        # would match a form that sends none.
         token = request.cookies.get(SIGN_IN_COOKIE)
-        if token is None or not secrets.compare_digest(token, form.get("csrf", "")):
+        if not token or not same(form.get("csrf", ""), token):
             return self._sign_in_page(form.get("next"), "The form expired; try again.", 403)
         try:
             principal = self.app.authenticate(form.get("secret", "").strip())
