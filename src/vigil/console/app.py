@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -900,9 +901,15 @@ def _redirect(location: str) -> HttpResponse:
     return HttpResponse(303, b"", {"location": location, "cache-control": "no-store"})
 
 
+# A console page, with or without a query, in printable ASCII: no other path of this origin,
+# and nothing (a line break) that could end the Location header early and start another.
+_LOCAL_TARGET = re.compile(r"/console(?:[/?][!-~]*)?")
+
+
 def _local_target(target: str | None) -> str:
-    """Where to go after signing in: a console path only, never another site."""
-    if target and target.startswith(f"{PREFIX}") and not target.startswith("//"):
+    """Where to go after signing in: a console path only, never another site (nor a
+    backslash, which some browsers read as a slash)."""
+    if target and _LOCAL_TARGET.fullmatch(target) and "\\" not in target:
         return target
     return PREFIX
 
