@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from vigil.console.session import (
     Signer,
     cleared,
     cookie,
+    same,
 )
 from vigil.errors import HTTP_STATUS, VigilError
 from vigil.identity.records import Principal
@@ -194,10 +196,13 @@ class Console:
         if request.method != "POST":
             return self._sign_in_page(request.query.get("next"), None, 200)
         form = _form(request)
+        if form is None:
+            return self._refused(413, "The form is too large.")
+        # The cookie's token is random and never empty: an empty one (however it got there)
+        # would match a form that sends none.
         token = request.cookies.get(SIGN_IN_COOKIE)
-        if form is None or token is None or not secrets.compare_digest(token, form.get("csrf", "")):
-            target = form.get("next") if form else None
-            return self._sign_in_page(target, "The form expired; try again.", 403)
+        if not token or not same(form.get("csrf", ""), token):
+            return self._sign_in_page(form.get("next"), "The form expired; try again.", 403)
         try:
             principal = self.app.authenticate(form.get("secret", "").strip())
         except VigilError:
@@ -900,9 +905,15 @@ def _redirect(location: str) -> HttpResponse:
     return HttpResponse(303, b"", {"location": location, "cache-control": "no-store"})
 
 
+# A console page, with or without a query, in printable ASCII: no other path of this origin,
+# and nothing (a line break) that could end the Location header early and start another.
+_LOCAL_TARGET = re.compile(r"/console(?:[/?][!-~]*)?")
+
+
 def _local_target(target: str | None) -> str:
-    """Where to go after signing in: a console path only, never another site."""
-    if target and target.startswith(f"{PREFIX}") and not target.startswith("//"):
+    """Where to go after signing in: a console path only, never another site (nor a
+    backslash, which some browsers read as a slash)."""
+    if target and _LOCAL_TARGET.fullmatch(target) and "\\" not in target:
         return target
     return PREFIX
 

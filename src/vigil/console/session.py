@@ -45,6 +45,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def same(given: str, expected: str) -> bool:
+    """Whether ``given`` (from a request: any text at all) is ``expected``, in constant time.
+    Compared as UTF-8 bytes: ``hmac.compare_digest`` refuses str with non-ASCII characters
+    with a TypeError, which a cookie or a form field must not be able to raise."""
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
 def fingerprint(principal: Principal) -> str:
     """What a session knows of the secret it was made with: enough to see that the secret
     changed, nothing that helps to find it or to pass for it."""
@@ -127,7 +134,7 @@ class Signer:
     def decode(self, value: str, now: datetime) -> ConsoleSession | None:
         """The session ``value`` signs, if the signature is ours and it has not expired."""
         payload, _, mac = value.partition(".")
-        if not payload or not hmac.compare_digest(mac, self._mac("session", payload)):
+        if not payload or not same(mac, self._mac("session", payload)):
             return None
         try:
             namespace, principal_id, print_, signed_in, expires, session_id = json.loads(
@@ -146,7 +153,7 @@ class Signer:
         return self._mac("csrf", session_id)
 
     def csrf_holds(self, session_id: str, token: str | None) -> bool:
-        return token is not None and hmac.compare_digest(token, self.csrf_token(session_id))
+        return token is not None and same(token, self.csrf_token(session_id))
 
 
 def cookie(name: str, value: str, max_age: int, path: str = "/") -> str:
