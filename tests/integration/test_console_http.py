@@ -1054,3 +1054,11 @@ def test_the_api_function_carries_the_consoles_cookies_in_payload_2_0(
     assert_page_headers(HttpResponse(shown["statusCode"], shown["body"].encode(), shown["headers"]))
     for result in (asked, page, signed_in, shown):
         assert operator_secret not in json.dumps(result)
+
+
+def test_a_page_answers_405_to_a_post_and_a_form_to_a_get(scene: Scene) -> None:
+    same_site = {"sec-fetch-site": "same-origin"}
+    page = scene.router.handle(HttpRequest("POST", "/console/switches", same_site, b""))
+    form = scene.router.handle(HttpRequest("GET", "/console/requests/reply", {}, b""))
+    assert (page.status, page.headers["allow"]) == (405, "GET, HEAD")
+    assert (form.status, form.headers["allow"]) == (405, "POST")

@@ -140,6 +140,10 @@ class Console:
         page = self._pages.get(path) if request.method != "POST" else None
         action = self._actions.get(path) if request.method == "POST" else None
         if page is None and action is None:
+            if path in self._pages:
+                return HttpResponse(405, b"", {"allow": "GET, HEAD"})
+            if path in self._actions:
+                return HttpResponse(405, b"", {"allow": "POST"})
             return self._refused(404, "There is no such page.", visit)
         if visit is None:
             if request.method == "GET" and "fragment" not in request.query:
@@ -299,7 +303,11 @@ class Console:
     def _asset(self, request: HttpRequest, path: str) -> HttpResponse:
         asset = self._by_path.get(path)
         if asset is None:
-            return HttpResponse(404, b"not found", {"content-type": "text/plain"})
+            return HttpResponse(
+                404,
+                b"not found",
+                {"content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff"},
+            )
         if request.method not in ("GET", "HEAD"):
             return HttpResponse(405, b"", {"allow": "GET, HEAD"})
         return HttpResponse(

@@ -33,7 +33,7 @@ SIGN_IN_COOKIE = "__Host-vigil-sign-in"
 
 IDLE_SECONDS = 60 * 60
 MAX_SECONDS = 12 * 60 * 60
-# A cookie is reissued when less than this is left of its idle time, not on every request.
+# A cookie is reissued when this much or less is left of its idle time, not on every request.
 REISSUE_BELOW_SECONDS = IDLE_SECONDS - 5 * 60
 
 
