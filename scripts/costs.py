@@ -343,7 +343,7 @@ class Stack:
             "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
             "MAILBOX_QUEUE_PREFIX": "cost-mb",
             "ATTACHMENTS_BUCKET": "cost-attachments",
-            "CONSOLE_KEY_ARN": boto3.client("secretsmanager").create_secret(
+            "SERVICE_KEY_ARN": boto3.client("secretsmanager").create_secret(
                 Name="console-key", SecretString="k" * 64
             )["ARN"],
         }

@@ -15,6 +15,7 @@ from vigil.attachments.memory import MemoryBlobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
+from vigil.kit.keys import Keys
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.store import Store
 
@@ -44,12 +45,17 @@ def refuse_aws_clients(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("an AWS client was built after init")
 
 
+# The service key of every test application (a deployment's comes from Secrets Manager).
+TEST_KEYS = Keys.fixed("test-service-key-" + "k" * 47)
+
+
 def app_on(store: Store, clock: ManualClock, **parts: Any) -> App:
     """The application on ``store``, with in-memory queues and alarms unless ``parts`` names
     others: every part the production path needs, as fakes."""
     parts.setdefault("queues", MemoryMailboxQueues(clock))
     parts.setdefault("alarms", MemoryAlarms())
     parts.setdefault("blobs", MemoryBlobs())
+    parts.setdefault("keys", TEST_KEYS)
     return App(store, clock, **parts)
 
 

@@ -17,6 +17,7 @@ from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
 from vigil.kit.idempotency import claim, fingerprint, mismatch
+from vigil.kit.keys import Keys
 from vigil.kit.tooling import Context, Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
@@ -42,6 +43,7 @@ class App:
         alarms: Alarms,
         blobs: Blobs,
         quotas: Quotas | None = None,
+        keys: Keys | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -49,6 +51,7 @@ class App:
         self.alarms = alarms
         self.blobs = blobs
         self.quotas = quotas or Quotas()
+        self.keys = keys or Keys.from_env()
 
     def _principal_of(self, secret: str) -> Principal | None:
         """The active principal a secret names, whether or not it is that principal's secret:

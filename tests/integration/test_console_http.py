@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from tests.integration import test_api_handler
-from tests.support import Tenant, app_on
+from tests.support import TEST_KEYS, Tenant, app_on
 from vigil.clock import ManualClock
 from vigil.console.app import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
@@ -32,7 +32,7 @@ from vigil.transports.router import Router
 # The API function's environment on moto, with acme's operator, as its own tests set it up.
 operator_secret = test_api_handler.operator_secret
 
-KEY = b"k" * 32
+KEY = TEST_KEYS.for_purpose("console-session")
 HOST = "vigil.example"
 ORIGIN = f"https://{HOST}"
 
@@ -202,7 +202,7 @@ def scene(dynamo_store: Store, clock: ManualClock) -> Scene:
         body="May I deploy checkout?",
         action=DEPLOY,
     )
-    router = Router(app, frozenset(), console_key=lambda: KEY)
+    router = Router(app, frozenset())
     return Scene(
         clock,
         router,
@@ -1026,7 +1026,7 @@ def test_the_api_function_carries_the_consoles_cookies_in_payload_2_0(
 ) -> None:
     secrets = boto3.client("secretsmanager", region_name="us-east-1")
     key = secrets.create_secret(Name="console-key", SecretString="k" * 64)["ARN"]
-    monkeypatch.setenv("CONSOLE_KEY_ARN", key)
+    monkeypatch.setenv("SERVICE_KEY_ARN", key)
 
     asked = api.handler(console_event("GET", "/console/requests"))
     assert asked["statusCode"] == 303

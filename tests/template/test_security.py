@@ -64,7 +64,7 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
     "CKV_AWS_149": (
         "the console's cookie key is read by the API function alone; the AWS-managed key "
         "aws/secretsmanager encrypts it, with no customer managed KMS key by design",
-        frozenset({"ConsoleKey"}),
+        frozenset({"ServiceKey"}),
     ),
     "CKV_AWS_192": (
         "no Java behind the edge WebACL, so no Log4j rule group; it holds the per-address limit",

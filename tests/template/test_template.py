@@ -776,17 +776,17 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
         )
 
 
-def test_the_console_key_is_generated_and_readable_by_the_api_function_alone(
+def test_the_service_key_is_generated_and_readable_by_the_api_function_alone(
     cfn: dict[str, Any],
 ) -> None:
     resources = cfn["Resources"]
-    key = resources["ConsoleKey"]
+    key = resources["ServiceKey"]
     assert key["Type"] == "AWS::SecretsManager::Secret"
     generated = key["Properties"]["GenerateSecretString"]
     assert generated["PasswordLength"] >= 43  # at least 256 bits of letters and digits
     assert "SecretString" not in key["Properties"]  # never a value written in the template
     api = resources["ApiFunction"]["Properties"]
-    assert api["Environment"]["Variables"]["CONSOLE_KEY_ARN"] == {"Ref": "ConsoleKey"}
+    assert api["Environment"]["Variables"]["SERVICE_KEY_ARN"] == {"Ref": "ServiceKey"}
     readers = []
     for logical_id, resource in resources.items():
         if resource["Type"] != "AWS::IAM::Role":
@@ -797,7 +797,7 @@ def test_the_console_key_is_generated_and_readable_by_the_api_function_alone(
                 actions = [actions] if isinstance(actions, str) else actions
                 if any(a.startswith("secretsmanager:") for a in actions):
                     assert actions == ["secretsmanager:GetSecretValue"]
-                    assert statement["Resource"] == {"Ref": "ConsoleKey"}
+                    assert statement["Resource"] == {"Ref": "ServiceKey"}
                     readers.append(logical_id)
     assert readers == ["ApiFunctionRole"]
 

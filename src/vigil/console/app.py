@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 from collections.abc import Callable, Mapping
@@ -78,18 +77,6 @@ def _assets() -> dict[str, Asset]:
     return found
 
 
-def console_key() -> bytes:
-    """The deployment's console key: a secret in Secrets Manager (template.yaml's ConsoleKey),
-    read once per sandbox, on its first console request."""
-    from vigil.wiring import aws_client
-
-    arn = os.environ.get("CONSOLE_KEY_ARN")
-    if not arn:
-        raise RuntimeError("missing configuration: CONSOLE_KEY_ARN")
-    secret = aws_client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-    return hashlib.sha256(f"vigil-console-key:{secret}".encode()).digest()
-
-
 @dataclass
 class Visit:
     """One signed-in request: who, in which session, and the cookie to send back, if any."""
@@ -101,9 +88,9 @@ class Visit:
 
 
 class Console:
-    def __init__(self, app: App, key: bytes) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
-        self.signer = Signer(key)
+        self.signer = Signer(app.keys.for_purpose("console-session"))
         self.assets = _assets()
         self._by_path = {asset.path: asset for asset in self.assets.values()}
         self._pages: dict[str, Callable[[HttpRequest, Visit], HttpResponse]] = {

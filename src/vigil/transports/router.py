@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vigil.app import App
@@ -32,21 +31,19 @@ class Router:
         self,
         app: App,
         allowed_origins: frozenset[str],
-        console_key: Callable[[], bytes] | None = None,
     ) -> None:
         self.app = app
         self.allowed_origins = allowed_origins
         self.mcp = McpEndpoint(app)
         self._openapi: HttpResponse | None = None
-        self._console_key = console_key
         self._console: Console | None = None
 
     def console(self) -> Console:
         """The console, built on its first request: the MCP and REST paths never import it."""
         if self._console is None:
-            from vigil.console.app import Console, console_key
+            from vigil.console.app import Console
 
-            self._console = Console(self.app, (self._console_key or console_key)())
+            self._console = Console(self.app)
         return self._console
 
     def handle(self, request: HttpRequest) -> HttpResponse:
