@@ -831,7 +831,7 @@ class Console:
         seen: dict[str, str] = {}
         if not isinstance(found, str):
             for r in found["requests"]:
-                seen.setdefault(r["conversation_id"], p._first_line(r["body"]))
+                seen.setdefault(r["conversation_id"], p.first_line(r["body"]))
         rows = [[p.link("/console/conversation", c, id=c), about] for c, about in seen.items()]
         body = join(
             [

@@ -345,7 +345,7 @@ INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliverie
 def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) -> list[list[Any]]:
     return [
         [
-            link("/console/request", _first_line(r["body"]), id=r["id"]),
+            link("/console/request", first_line(r["body"]), id=r["id"]),
             r["kind"],
             badge(r["state"]),
             r["requester"],
@@ -359,7 +359,7 @@ def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) 
 REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "Yours to", "Expires")
 
 
-def _first_line(text: str, limit: int = 80) -> str:
+def first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "(empty)"
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
