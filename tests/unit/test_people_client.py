@@ -292,3 +292,16 @@ def test_nothing_to_call_with_is_said(
     with pytest.raises(NoProfile, match=says) as failed:
         resolve(None, env, local)
     assert failed.value.exit_code == Exit.UNREACHABLE
+
+
+def test_the_clis_state_choices_are_the_tools_states() -> None:
+    """The CLI's parser keeps its own copies (it loads no pydantic model, for a fast start):
+    they must name exactly the states the tools take."""
+    from typing import get_args
+
+    from vigil.people.commands import REQUEST_STATES, SWITCH_STATES
+    from vigil.requests.records import RequestState
+    from vigil.switches.records import PublicState
+
+    assert set(REQUEST_STATES) == set(get_args(RequestState))
+    assert set(SWITCH_STATES) == set(get_args(PublicState))

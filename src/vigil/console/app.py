@@ -317,6 +317,15 @@ class Console:
                 return "Your role may not see this."
             return error.message
 
+    def _act(self, visit: Visit, tool: str, arguments: dict[str, Any], back: str) -> HttpResponse:
+        """A form's tool call: back to ``back`` (303) when it is done, or a page saying why
+        it was not."""
+        try:
+            self.app.call_as(tool, arguments, visit.principal)
+        except VigilError as error:
+            return self._failed(error, visit, back)
+        return _redirect(back)
+
     def _failed(self, error: VigilError, visit: Visit, back: str) -> HttpResponse:
         body = join(
             [
@@ -615,19 +624,12 @@ class Console:
     def post_instruction(self, form: Mapping[str, str], visit: Visit) -> HttpResponse:
         session_id = form.get("session_id", "")
         back = f"{PREFIX}/session?{urlencode({'id': session_id})}"
-        try:
-            self.app.call_as(
-                "post_instruction",
-                {
-                    "session_id": session_id,
-                    "body": form.get("body", ""),
-                    "idempotency_key": form.get("idempotency_key") or None,
-                },
-                visit.principal,
-            )
-        except VigilError as error:
-            return self._failed(error, visit, back)
-        return _redirect(back)
+        arguments = {
+            "session_id": session_id,
+            "body": form.get("body", ""),
+            "idempotency_key": form.get("idempotency_key") or None,
+        }
+        return self._act(visit, "post_instruction", arguments, back)
 
     def runs(self, request: HttpRequest, visit: Visit) -> HttpResponse:
         now = self.app.clock.now()
@@ -820,11 +822,7 @@ class Console:
         }
         if form.get("answer"):
             arguments["answer"] = form["answer"]
-        try:
-            self.app.call_as("reply", arguments, visit.principal)
-        except VigilError as error:
-            return self._failed(error, visit, back)
-        return _redirect(back)
+        return self._act(visit, "reply", arguments, back)
 
     def conversations(self, request: HttpRequest, visit: Visit) -> HttpResponse:
         found = self._call(visit, "request_status")
@@ -880,19 +878,12 @@ class Console:
     def send(self, form: Mapping[str, str], visit: Visit) -> HttpResponse:
         conversation_id = form.get("conversation_id", "")
         back = f"{PREFIX}/conversation?{urlencode({'id': conversation_id})}"
-        try:
-            self.app.call_as(
-                "send",
-                {
-                    "conversation_id": conversation_id,
-                    "body": form.get("body", ""),
-                    "idempotency_key": form.get("idempotency_key") or None,
-                },
-                visit.principal,
-            )
-        except VigilError as error:
-            return self._failed(error, visit, back)
-        return _redirect(back)
+        arguments = {
+            "conversation_id": conversation_id,
+            "body": form.get("body", ""),
+            "idempotency_key": form.get("idempotency_key") or None,
+        }
+        return self._act(visit, "send", arguments, back)
 
 
 def _redirect(location: str) -> HttpResponse:

@@ -11,7 +11,7 @@ credential too (its path is the token), and is kept sealed the same way.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -31,15 +31,7 @@ EventType = Literal[
     "session.stale",
     "delivery.dead_lettered",
 ]
-EVENT_TYPES: tuple[EventType, ...] = (
-    "switch.fired",
-    "request.opened",
-    "request.expiring",
-    "request.answered",
-    "request.expired",
-    "session.stale",
-    "delivery.dead_lettered",
-)
+EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 
 # A namespace keeps at most this many channels, each at most this many rules.
 MAX_CHANNELS = 50

@@ -31,6 +31,8 @@ Handler = Callable[[argparse.Namespace, RestClient], Exit]
 
 # vigil status and vigil watch read at most this many pages of each listing.
 STATUS_PAGES = 20
+# Copies of the tools' states: the parser loads no pydantic model (tests/unit/test_people_client.py
+# checks they agree).
 SWITCH_STATES = ("armed", "disarmed", "failed", "expired")
 REQUEST_STATES = (
     "open",
