@@ -746,8 +746,10 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         ("OpenApiUrl", "/openapi.json"),
         ("ConsoleUrl", "/console"),
     ):
-        edge, origin = outputs[name]["Value"]["Fn::If"][1:]
+        edge, rest = outputs[name]["Value"]["Fn::If"][1:]
+        custom, origin = rest["Fn::If"][1:]
         assert edge["Fn::Sub"].endswith(suffix)
+        assert custom["Fn::Sub"] == "https://${CustomDomainName}" + suffix
         assert origin["Fn::Sub"] == EXECUTE_API + suffix
 
 
@@ -806,3 +808,65 @@ def test_the_console_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
     paths = cfn["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]
     for path in ("/console", "/console/{proxy+}"):
         assert "x-amazon-apigateway-any-method" in paths[path]
+
+
+def custom_domain_on(cfn: dict[str, Any], **parameters: str) -> Resolver:
+    resolver = resolver_for(
+        cfn,
+        CustomDomainName="api.example.com",
+        CustomDomainCertificateArn="arn:aws:acm:us-east-1:123456789012:certificate/abc",
+        **parameters,
+    )
+    resolver.register("HttpApi", "api123")
+    resolver.register("ApiDomain", "api.example.com", RegionalDomainName="d-abc.execute-api")
+    return resolver
+
+
+def test_no_custom_domain_by_default(cfn: dict[str, Any]) -> None:
+    resolver = resolver_for(cfn)
+    resolver.register("HttpApi", "api123")
+    assert not present_of(resolver, "AWS::ApiGatewayV2::DomainName")
+    assert not present_of(resolver, "AWS::ApiGatewayV2::ApiMapping")
+    assert "CustomDomainTarget" not in {
+        name
+        for name, output in cfn["Outputs"].items()
+        if "Condition" not in output or resolver.condition(output["Condition"])
+    }
+
+
+def test_a_custom_domain_maps_the_api_and_names_every_url(cfn: dict[str, Any]) -> None:
+    resolver = custom_domain_on(cfn)
+    ((domain_id, domain),) = present_of(resolver, "AWS::ApiGatewayV2::DomainName").items()
+    config = resolver.resolve(props(domain))
+    assert config["DomainName"] == "api.example.com"
+    (endpoint,) = config["DomainNameConfigurations"]
+    assert endpoint == {
+        "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+        "EndpointType": "REGIONAL",
+        "SecurityPolicy": "TLS_1_2",
+    }
+    ((_, mapping),) = present_of(resolver, "AWS::ApiGatewayV2::ApiMapping").items()
+    assert props(mapping)["ApiId"] == {"Ref": "HttpApi"}
+    assert props(mapping)["DomainName"] == {"Ref": domain_id}
+    assert props(mapping)["Stage"] == "$default"
+    assert mapping["DependsOn"] in cfn["Resources"]  # the stage SAM makes
+    assert output_urls(cfn, resolver) == {
+        "McpUrl": "https://api.example.com/mcp",
+        "RestBaseUrl": "https://api.example.com/v1",
+        "OpenApiUrl": "https://api.example.com/openapi.json",
+        "ConsoleUrl": "https://api.example.com/console",
+    }
+    target = cfn["Outputs"]["CustomDomainTarget"]
+    assert resolver.condition(target["Condition"])
+    assert resolver.resolve(target["Value"]) == "d-abc.execute-api"
+    assert broken_rules(cfn, resolver) == []
+
+
+def test_a_custom_domain_needs_its_certificate_and_no_edge(cfn: dict[str, Any]) -> None:
+    no_certificate = resolver_for(cfn, CustomDomainName="api.example.com")
+    assert broken_rules(cfn, no_certificate) == [
+        "CustomDomainName needs CustomDomainCertificateArn."
+    ]
+    with_edge = custom_domain_on(cfn, EdgeProtection="cloudfront-waf")
+    (broken,) = broken_rules(cfn, with_edge)
+    assert "cannot be combined" in broken
