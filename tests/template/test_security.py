@@ -30,7 +30,8 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"TimerQueue", "TimerDLQ", "AlarmDLQ"}),
     ),
     "CKV_AWS_119": (
-        "the table is encrypted with an AWS owned key; no customer managed KMS key by design",
+        "the table is encrypted with the AWS-managed key aws/dynamodb; no customer managed key "
+        "by design",
         frozenset({"VigilTable"}),
     ),
     "CKV_AWS_158": (
