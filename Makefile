@@ -18,7 +18,7 @@ LOAD_AGENTS ?= 50
 LOAD_SECONDS ?= 60
 
 .DEFAULT_GOAL := help
-.PHONY: help local test lint tools measure load bench fuzz-long build clean
+.PHONY: help local test lint tools measure load bench fuzz-long build clean lock
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -55,11 +55,25 @@ build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 clean: ## remove every installed tool and build output
 	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache test-output
 
-$(VENV)/.installed: pyproject.toml
+# The Lambda functions' lock first, hashes checked, so that the tests and the local runtime run
+# the very versions the build ships; then the project and its tools, around them.
+$(VENV)/.installed: pyproject.toml requirements/lambda.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --require-hashes -r requirements/lambda.lock
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
+
+# requirements/lambda.lock from requirements/lambda.txt: every version pinned, every file hashed.
+lock: ## lock the Lambda functions' dependencies again (after a change to requirements/lambda.txt)
+	rm -rf .tools/pip-tools
+	$(PYTHON) -m venv .tools/pip-tools
+	.tools/pip-tools/bin/pip install --quiet pip-tools
+	.tools/pip-tools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+		--no-header --no-emit-index-url --no-emit-find-links --output-file .tools/lambda.lock \
+		requirements/lambda.txt
+	sed -n '1,/^$$/p' requirements/lambda.lock | cat - .tools/lambda.lock > .tools/lambda.lock.new
+	mv .tools/lambda.lock.new requirements/lambda.lock
 
 # The SAM CLI pins boto3 exactly, so it lives apart from the project's own environment.
 $(SAM_VENV)/.installed:
@@ -125,7 +139,7 @@ define lambda_artifact
 	cp functions/$(1)/app.py "$(ARTIFACTS_DIR)/app.py"
 	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --platform $(LAMBDA_PLATFORM) \
 		--implementation cp --python-version $(LAMBDA_PYTHON_VERSION) --only-binary=:all: \
-		--target "$(ARTIFACTS_DIR)" -r requirements/lambda.txt
+		--target "$(ARTIFACTS_DIR)" --require-hashes -r requirements/lambda.lock
 	@if $(LAMBDA_PYTHON) -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$(LAMBDA_PYTHON_VERSION)")' 2>/dev/null; then \
 		echo "compiling bytecode with $(LAMBDA_PYTHON)"; \
 		$(LAMBDA_PYTHON) -m compileall -q -j0 --invalidation-mode unchecked-hash "$(ARTIFACTS_DIR)"; \

@@ -771,7 +771,8 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
         assert copied, result.stdout
         for source in copied:
             assert (REPO / source).exists(), f"build-{logical_id} copies missing {source}"
-        assert "requirements/lambda.txt" in result.stdout
+        # What ships is the lock, every file's hash checked.
+        assert "--require-hashes -r requirements/lambda.lock" in result.stdout
         # Bytecode for the runtime's Python, never checked against the sources' mtimes.
         assert re.search(
             r"python3\.13 -m compileall .*--invalidation-mode unchecked-hash", result.stdout
@@ -870,3 +871,21 @@ def test_a_custom_domain_needs_its_certificate_and_no_edge(cfn: dict[str, Any]) 
     with_edge = custom_domain_on(cfn, EdgeProtection="cloudfront-waf")
     (broken,) = broken_rules(cfn, with_edge)
     assert "cannot be combined" in broken
+
+
+def test_the_build_ships_exactly_the_locked_versions(tmp_path: Path) -> None:
+    """A real artifact build (the make target `sam build` runs, wheels for the Lambda
+    platform from PyPI, every hash checked): its distributions are the lock's, no more."""
+    from tests.unit.test_lock import locked
+
+    artifact = tmp_path / "AlarmFunction"
+    result = run(["make", "build-AlarmFunction", f"ARTIFACTS_DIR={artifact}"], cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    shipped = {}
+    for info in artifact.glob("*.dist-info"):
+        name, version = info.name.removesuffix(".dist-info").rsplit("-", 1)
+        shipped[re.sub(r"[-_.]+", "-", name).lower()] = version
+    assert shipped == locked()
+    assert (artifact / "vigil" / "entrypoints" / "alarm.py").exists()
+    for laptop_only in ("local", "infra", "people"):
+        assert not (artifact / "vigil" / laptop_only).exists(), laptop_only
