@@ -16,6 +16,7 @@ import base64
 import hashlib
 import json
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlencode
 
@@ -59,7 +60,8 @@ def event_id(*parts: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use, as the records are: a function that never notifies pays nothing.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # -- data of each type --------------------------------------------------------------------------
@@ -206,7 +208,9 @@ EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
 # -- the envelope -------------------------------------------------------------------------------
 
 
-class _Envelope(_Model):
+class EventEnvelope(_Model):
+    """What every event has; each type's model fixes ``type`` and types ``data``."""
+
     type: EventType
     id: str = Field(
         pattern=EVENT_ID_PATTERN,
@@ -220,37 +224,37 @@ class _Envelope(_Model):
     console_url: str | None = Field(description="The console's page about it; null if none.")
 
 
-class SwitchFiredEvent(_Envelope):
+class SwitchFiredEvent(EventEnvelope):
     type: Literal["switch.fired"]
     data: SwitchFired
 
 
-class RequestOpenedEvent(_Envelope):
+class RequestOpenedEvent(EventEnvelope):
     type: Literal["request.opened"]
     data: RequestData
 
 
-class RequestExpiringEvent(_Envelope):
+class RequestExpiringEvent(EventEnvelope):
     type: Literal["request.expiring"]
     data: RequestData
 
 
-class RequestAnsweredEvent(_Envelope):
+class RequestAnsweredEvent(EventEnvelope):
     type: Literal["request.answered"]
     data: RequestData
 
 
-class RequestExpiredEvent(_Envelope):
+class RequestExpiredEvent(EventEnvelope):
     type: Literal["request.expired"]
     data: RequestData
 
 
-class SessionStaleEvent(_Envelope):
+class SessionStaleEvent(EventEnvelope):
     type: Literal["session.stale"]
     data: SessionStale
 
 
-class DeliveryDeadLetteredEvent(_Envelope):
+class DeliveryDeadLetteredEvent(EventEnvelope):
     type: Literal["delivery.dead_lettered"]
     data: DeliveryDeadLettered
 
@@ -265,7 +269,7 @@ Event = Annotated[
     | DeliveryDeadLetteredEvent,
     Field(discriminator="type"),
 ]
-EVENT_MODELS: dict[EventType, type[_Envelope]] = {
+EVENT_MODELS: dict[EventType, type[EventEnvelope]] = {
     "switch.fired": SwitchFiredEvent,
     "request.opened": RequestOpenedEvent,
     "request.expiring": RequestExpiringEvent,
@@ -274,7 +278,11 @@ EVENT_MODELS: dict[EventType, type[_Envelope]] = {
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
 }
-_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+@cache
+def _events() -> TypeAdapter[Event]:
+    return TypeAdapter(Event)
 
 
 def console_link(console_base: str | None, data: EventData) -> str | None:
@@ -314,12 +322,12 @@ def make_event(
         "console_url": console_link(console_base, data),
         "data": data,
     }
-    return _EVENTS.validate_python(envelope)
+    return _events().validate_python(envelope)
 
 
 def parse_event(raw: str | bytes) -> Event:
     """An event from its JSON, as a webhook carries it (pydantic's ValidationError if not)."""
-    return _EVENTS.validate_json(raw)
+    return _events().validate_json(raw)
 
 
 def event_schemas() -> dict[str, dict[str, Any]]:
