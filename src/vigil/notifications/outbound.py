@@ -1,0 +1,319 @@
+"""One HTTP POST to a URL that a user gave us, with the care such a request needs.
+
+- Only http and https URLs, without credentials in them.
+- The host is resolved once, and every address it resolves to must be public: no private,
+  loopback, link-local (the cloud's metadata service at 169.254.169.254 among them), multicast,
+  reserved, unspecified or carrier-grade NAT (100.64.0.0/10) address, nor an IPv6 address that
+  maps one of those; otherwise nothing is sent, nothing is even connected to. ``allow_private``
+  lifts this for the local runtime, whose receivers are on the same machine.
+- The connection goes to the address resolved, so a second resolution cannot swap it (DNS
+  rebinding), with the URL's host in the Host header and, for https, in SNI and the certificate
+  check.
+- A redirect is a failure, never followed; the whole attempt (connect, TLS, send, response) has
+  one time limit; at most 64 KiB of the response is read.
+
+The result is an ``Outcome``: delivered, worth a retry (and when), gone for good, or rejected.
+Its reason never holds the URL (a Slack webhook's URL is its secret), a header, or more than
+200 characters of what the receiver answered.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import ipaddress
+import math
+import re
+import socket
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Literal, cast
+from urllib.parse import urlsplit
+
+from vigil.clock import Clock, SystemClock
+
+OutcomeKind = Literal["delivered", "retry", "gone", "rejected"]
+
+MAX_RESPONSE_BYTES = 64 * 1024
+MAX_REASON_BODY = 200
+MAX_RETRY_AFTER_SECONDS = 24 * 3600
+USER_AGENT = "Vigil-Notifications/1"
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_UNSAFE_URL = re.compile(r"[\x00-\x20\x7f]")
+_SYSTEM_CLOCK = SystemClock()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one POST came to.
+
+    ``delivered``: a 2xx. ``retry``: a 5xx, 429 or 408, a timeout or a connection failure;
+    ``retry_after_seconds`` is the receiver's Retry-After, if it sent one (capped at 24 h).
+    ``gone``: a 410, the receiver is gone for good and its channel should be disabled.
+    ``rejected``: any other answer (a 3xx, a 4xx) or a URL refused before connecting; a retry
+    would fare no better."""
+
+    kind: OutcomeKind
+    status: int | None  # the HTTP status; None when no response came
+    reason: str
+    retry_after_seconds: int | None = None
+
+
+class _Refused(Exception):
+    """The URL is not one we send to; nothing was connected to."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    scheme: str
+    host: str  # ASCII: IDNA-encoded if it was not
+    port: int
+    authority: str  # the Host header
+    path: str  # with the query
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self._at - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
+
+
+class _BoundedReader(io.RawIOBase):
+    """The socket's bytes, each read bounded by what is left of the attempt's time: a receiver
+    that answers a byte at a time cannot hold the sender past its limit."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        self._sock.settimeout(self._deadline.left())
+        return self._sock.recv_into(buffer)
+
+
+class _BoundedSocket:
+    """A connected socket as http.client uses it (sendall, makefile, close), bounded by the
+    attempt's deadline; the socket is closed by the code that opened it."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.settimeout(self._deadline.left())
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReader(self._sock, self._deadline))
+
+    def close(self) -> None:
+        # http.client closes its connection as soon as the headers say "Connection: close",
+        # before the body is read: the socket stays open until post() closes it.
+        pass
+
+
+def post(
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    timeout_seconds: float = 10,
+    allow_private: bool = False,
+    tls_context: ssl.SSLContext | None = None,
+    clock: Clock = _SYSTEM_CLOCK,
+) -> Outcome:
+    """POST ``body`` with ``headers`` to ``url``, once, within ``timeout_seconds`` (connect, TLS,
+    send and response together; the name resolution is the resolver's own). ``tls_context``
+    replaces the system's trust (tests, a private CA); ``clock`` dates an HTTP-date
+    Retry-After."""
+    try:
+        target = _target(url)
+        addresses = _resolve(target, allow_private)
+        deadline = _Deadline(timeout_seconds)
+        sock = _connect(target, addresses, deadline, tls_context)
+        try:
+            status, retry_after, excerpt = _exchange(sock, target, body, headers, deadline)
+        finally:
+            sock.close()
+    except _Refused as refused:
+        return Outcome("rejected", None, str(refused))
+    except TimeoutError:
+        return Outcome("retry", None, f"no answer within {timeout_seconds:g} s")
+    except ssl.SSLCertVerificationError:
+        return Outcome("retry", None, "the TLS certificate was not accepted")
+    except socket.gaierror:
+        return Outcome("retry", None, "the host name did not resolve")
+    except (OSError, http.client.HTTPException) as error:
+        return Outcome("retry", None, f"the connection failed ({type(error).__name__})")
+    return _judged(status, retry_after, excerpt, clock.now())
+
+
+def _target(url: str) -> _Target:
+    if _UNSAFE_URL.search(url):
+        raise _Refused("the URL holds a space or a control character")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise _Refused("only http and https URLs are sent to")
+    if parts.username is not None or parts.password is not None:
+        raise _Refused("the URL holds credentials, which are never sent")
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise _Refused("the URL's port is not a port") from None
+    host = parts.hostname
+    if not host:
+        raise _Refused("the URL has no host")
+    try:
+        ascii_host = host if host.isascii() else host.encode("idna").decode()
+    except UnicodeError:
+        raise _Refused("the URL's host is not a valid name") from None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    authority = f"[{ascii_host}]" if ":" in ascii_host else ascii_host
+    if parts.port is not None:
+        authority += f":{parts.port}"
+    return _Target(scheme, ascii_host, port, authority, path)
+
+
+def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` is one the Internet routes to someone else's server."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not (
+        address.is_private
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+        or address in _CGNAT
+        or not address.is_global
+    )
+
+
+_SocketAddress = tuple[str, int] | tuple[str, int, int, int]
+_Address = tuple[int, int, _SocketAddress]  # family, protocol, socket address
+
+
+def _resolve(target: _Target, allow_private: bool) -> list[_Address]:
+    """The host's addresses, resolved this once; refused if any of them is not public (a name
+    that resolves both ways is refused too, whichever the connection would have chosen)."""
+    found = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    addresses: list[_Address] = []
+    for family, _, proto, _, sockaddr in found:
+        ip = ipaddress.ip_address(str(sockaddr[0]))
+        if not allow_private and not is_public(ip):
+            raise _Refused("the host resolves to a private or reserved address")
+        addresses.append((family, proto, cast("_SocketAddress", sockaddr)))
+    if not addresses:
+        raise socket.gaierror("no address")
+    return addresses
+
+
+def _connect(
+    target: _Target,
+    addresses: list[_Address],
+    deadline: _Deadline,
+    tls_context: ssl.SSLContext | None,
+) -> socket.socket:
+    """A connection to the first of ``addresses`` that answers, over TLS for https (the name
+    checked against the certificate is the URL's host, never the address)."""
+    failure: OSError = OSError("no address answered")
+    for family, proto, sockaddr in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM, proto)
+        try:
+            sock.settimeout(deadline.left())
+            sock.connect(sockaddr)
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as error:
+            sock.close()
+            failure = error
+            continue
+        if target.scheme == "http":
+            return sock
+        context = tls_context or ssl.create_default_context()
+        try:
+            sock.settimeout(deadline.left())
+            return context.wrap_socket(sock, server_hostname=target.host)
+        except BaseException:
+            sock.close()
+            raise
+    raise failure
+
+
+def _exchange(
+    sock: socket.socket,
+    target: _Target,
+    body: bytes,
+    headers: Mapping[str, str],
+    deadline: _Deadline,
+) -> tuple[int, str | None, str]:
+    """Send the request on ``sock`` and read the answer: its status, its Retry-After, and the
+    start of its body as one short line."""
+    connection = http.client.HTTPConnection(target.host, target.port)
+    # The connection is the one made above, to the address resolved: http.client never
+    # resolves or connects itself.
+    connection.sock = cast("socket.socket", _BoundedSocket(sock, deadline))
+    sent = {"user-agent": USER_AGENT}
+    sent.update((name.lower(), value) for name, value in headers.items())
+    sent.pop("content-length", None)  # http.client counts the body itself
+    sent["host"] = target.authority
+    sent["connection"] = "close"
+    connection.request("POST", target.path, body=body, headers=sent)
+    response = connection.getresponse()
+    try:
+        content = response.read(MAX_RESPONSE_BYTES)
+    except (OSError, http.client.HTTPException):
+        content = b""  # the status is the answer; the body only explains it
+    return response.status, response.getheader("Retry-After"), _excerpt(content)
+
+
+def _excerpt(content: bytes) -> str:
+    text = " ".join(content[: MAX_REASON_BODY * 4].decode(errors="replace").split())
+    text = "".join(char for char in text if char.isprintable())
+    return text[:MAX_REASON_BODY]
+
+
+def _judged(status: int, retry_after: str | None, excerpt: str, now: datetime) -> Outcome:
+    reason = f"HTTP {status}" + (f": {excerpt}" if excerpt else "")
+    if 200 <= status < 300:
+        return Outcome("delivered", status, reason)
+    if status == 410:
+        return Outcome("gone", status, reason)
+    if status in (408, 429) or status >= 500:
+        return Outcome("retry", status, reason, retry_after_seconds(retry_after, now))
+    if 300 <= status < 400:
+        return Outcome("rejected", status, f"HTTP {status}: a redirect, not followed")
+    return Outcome("rejected", status, reason)
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> int | None:
+    """A Retry-After header (delay-seconds, or an HTTP-date counted from ``now``) as whole
+    seconds from now, between 0 and 24 h; None if absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        seconds = float(value) if len(value) <= 9 else MAX_RETRY_AFTER_SECONDS
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        seconds = (when - now).total_seconds()
+    return min(max(math.ceil(seconds), 0), MAX_RETRY_AFTER_SECONDS)

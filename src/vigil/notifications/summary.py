@@ -1,0 +1,171 @@
+"""What an event says to a person, whatever the channel: a title, labelled facts, the request's
+text and bound action if any, and links to the console. The Slack and email formats only lay
+this out; the values here are raw text, each format escapes them for its own markup."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from vigil.notifications.events import (
+    DeliveryDeadLettered,
+    Event,
+    RequestData,
+    SessionStale,
+    SwitchFired,
+    console_link,
+    cut,
+)
+
+TITLE_EXCERPT = 80
+_KINDS = {"question": "Question", "approval": "Approval", "task": "Task"}
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link to the console: it only opens a page, where the person acts signed in."""
+
+    id: str  # unique within one message
+    label: str
+    url: str
+    style: Literal["primary", "danger"] | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    title: str  # one line
+    fields: tuple[tuple[str, str], ...]  # (label, value)
+    text: str | None  # a request's body
+    action: str | None  # a bound action, as indented JSON
+    footer: str  # where it comes from: the namespace, the event's type and id
+    links: tuple[Link, ...]
+
+
+def when(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def summarise(event: Event, console_base: str | None) -> Summary:
+    """What ``event`` says; with links under ``console_base`` (none without it)."""
+    data = event.data
+    url = console_link(console_base, data)
+    footer = f"Vigil · namespace {event.namespace} · {event.type} · {event.id}"
+    match data:
+        case SwitchFired():
+            return Summary(
+                title=f"Switch fired: {data.scope}",
+                fields=_switch_fields(data),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the switch", url),) if url else (),
+            )
+        case RequestData():
+            return Summary(
+                title=_request_title(event.type, data),
+                fields=_request_fields(data),
+                text=data.body,
+                action=json.dumps(data.action, indent=2, ensure_ascii=False)
+                if data.action is not None
+                else None,
+                footer=footer,
+                links=_request_links(data, url),
+            )
+        case SessionStale():
+            return Summary(
+                title=f"Session stale: {data.session_id}",
+                fields=(
+                    ("Session", data.session_id),
+                    ("Owner", data.owner),
+                    ("Status", data.status),
+                    ("Last beat", when(data.last_beat_at)),
+                    ("Stale after", f"{data.stale_after_seconds} s without a beat"),
+                ),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the session", url),) if url else (),
+            )
+        case DeliveryDeadLettered():
+            return Summary(
+                title=f"Delivery dead-lettered in {data.mailbox_owner}'s mailbox",
+                fields=(
+                    ("Mailbox owner", data.mailbox_owner),
+                    ("Envelope", data.envelope_id),
+                    ("Kind", data.kind),
+                    ("Attempts", str(data.attempts)),
+                    ("Dead-lettered at", when(data.dead_lettered_at)),
+                ),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(),
+            )
+
+
+def _switch_fields(data: SwitchFired) -> tuple[tuple[str, str], ...]:
+    fields = [
+        ("Scope", data.scope),
+        ("Holder", data.holder),
+        ("Agent", data.agent_id or "(none given)"),
+        ("Generation", str(data.generation)),
+        ("Deadline", when(data.deadline)),
+        ("Fired at", when(data.fired_at)),
+        ("Late by", f"{data.lateness_seconds:g} s"),
+        ("Actions", ", ".join(data.actions) or "(none)"),
+    ]
+    if data.released_count is not None:
+        named = ", ".join(f"{lease.resource} (gen {lease.generation})" for lease in data.released)
+        more = data.released_count - len(data.released)
+        fields.append(
+            (
+                "Released",
+                f"{data.released_count} lease(s)"
+                + (f": {named}" if named else "")
+                + (f" and {more} more" if more > 0 else ""),
+            )
+        )
+    return tuple(fields)
+
+
+def _request_title(event_type: str, data: RequestData) -> str:
+    kind = _KINDS[data.kind]
+    what = {
+        "request.opened": "opened",
+        "request.expiring": "expiring soon",
+        "request.answered": data.outcome or "answered",  # "Approval denied", "Task completed"
+        "request.expired": "expired",
+    }[event_type]
+    first_line = data.body.strip().splitlines()[0] if data.body.strip() else ""
+    return f"{kind} {what}" + (f": {cut(first_line, TITLE_EXCERPT)}" if first_line else "")
+
+
+def _request_fields(data: RequestData) -> tuple[tuple[str, str], ...]:
+    fields = [
+        ("Kind", data.kind),
+        ("State", data.state),
+        ("Requester", data.requester),
+        ("Audience", ", ".join(data.audience)),
+        ("Expires at", when(data.expires_at)),
+    ]
+    if data.choices:
+        fields.append(("Choices", ", ".join(data.choices)))
+    if data.outcome is not None:
+        fields.append(("Outcome", data.outcome))
+    if data.answered_by is not None:
+        fields.append(("Answered by", data.answered_by))
+    return tuple(fields)
+
+
+def _request_links(data: RequestData, url: str | None) -> tuple[Link, ...]:
+    if url is None:
+        return ()
+    if data.kind == "approval" and data.state == "open":
+        # Both open the console's page, which shows the exact action before anyone decides.
+        return (
+            Link("approve", "Approve in the console", url, "primary"),
+            Link("deny", "Deny in the console", url, "danger"),
+        )
+    return (Link("open", "Open the request", url),)

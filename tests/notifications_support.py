@@ -1,0 +1,120 @@
+"""One event of each type, built from the records the way the delivery pipeline builds them,
+with values that markup would misread (``&``, ``<``, ``>``, quotes, a Slack mention)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from vigil.notifications.events import (
+    EVENT_TYPES,
+    DeliveryDeadLettered,
+    Event,
+    EventType,
+    RequestData,
+    SessionStale,
+    SwitchFired,
+    make_event,
+)
+from vigil.requests.records import Request
+from vigil.sessions.records import Session
+from vigil.switches.records import Death, HeldLease, Release
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+NAMESPACE = "acme"
+CONSOLE = "https://vigil.example.com"
+HOSTILE = "<!channel> & <https://evil.example|click> \"quoted\" 'single' <b>bold</b>"
+REQUESTER = "agt_aaaaaaaaaaaaaaaa"
+PERSON = "per_bbbbbbbbbbbbbbbb"
+
+
+def death(scope: str = "deploy <prod> & co", released: int = 7) -> Death:
+    first = [HeldLease(resource=f"db/{n}", generation=n) for n in range(1, 6)]
+    return Death(
+        namespace=NAMESPACE,
+        scope=scope,
+        generation=3,
+        holder=REQUESTER,
+        agent_id="worker-3",
+        deadline=T0,
+        fired_at=T0 + timedelta(seconds=1.25),
+        actions=["release_leases", "mark_failed", "queue_alert"],
+        notify_address=None,
+        release=Release(after="db/7", released=released, pages=1, first=first),
+        done={},
+        version=2,
+    )
+
+
+def approval(body: str = HOSTILE) -> Request:
+    return Request.asked(
+        namespace=NAMESPACE,
+        request_id="req_cccccccccccccccc",
+        kind="approval",
+        requester=REQUESTER,
+        audience=[PERSON],
+        conversation_id="cnv_dddddddddddddddd",
+        message_id="msg_eeeeeeeeeeeeeeee",
+        body=body,
+        choices=None,
+        action={"tool": "deploy", "args": {"target": "<prod>", "note": "a & b"}},
+        now=T0,
+        lifetime_seconds=3600,
+    )
+
+
+def session() -> Session:
+    return Session(
+        namespace=NAMESPACE,
+        session_id="ses <1> & more",
+        owner=REQUESTER,
+        status="active",
+        progress_percent=None,
+        current_step=None,
+        step_index=None,
+        step_count=None,
+        created_at=T0,
+        last_beat_at=T0,
+        beats=4,
+        acked_through=0,
+        last_seq=0,
+        version=4,
+    )
+
+
+def dead_letter() -> DeliveryDeadLettered:
+    return DeliveryDeadLettered(
+        mailbox_owner=REQUESTER,
+        envelope_id="env_ffffffffffffffffffffffffff",
+        kind="message",
+        attempts=5,
+        dead_lettered_at=T0,
+    )
+
+
+def sample(event_type: EventType, console_base: str | None = CONSOLE) -> Event:
+    request = approval()
+    data: SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
+    match event_type:
+        case "switch.fired":
+            data = SwitchFired.of(death())
+        case "request.opened" | "request.expiring":
+            data = RequestData.of(request)
+        case "request.answered":
+            data = RequestData.of(request.replied(PERSON, "approved", None, 1, T0))
+        case "request.expired":
+            data = RequestData.of(request.expired(request.expires_at))
+        case "session.stale":
+            data = SessionStale.of(session())
+        case "delivery.dead_lettered":
+            data = dead_letter()
+    return make_event(
+        event_type,
+        data,
+        namespace=NAMESPACE,
+        occurred_at=T0 + timedelta(minutes=5),
+        console_base=console_base,
+    )
+
+
+def samples(console_base: str | None = CONSOLE) -> list[Event]:
+    return [sample(event_type, console_base) for event_type in EVENT_TYPES]
