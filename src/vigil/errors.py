@@ -89,3 +89,13 @@ def contended(message: str, **details: Any) -> VigilError:
 
 def unavailable(message: str = "the service is temporarily unavailable; retry later") -> VigilError:
     return VigilError(ErrorCode.UNAVAILABLE, message)
+
+
+def limit_exceeded_body(limit: int) -> VigilError:
+    """A request body over what any call can need: refused before it is read."""
+    return VigilError(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"the request body is over {limit} bytes",
+        quota="request_body_bytes",
+        limit=limit,
+    )

@@ -77,6 +77,7 @@ def test_routes_come_from_the_template(cfn: dict[str, Any]) -> None:
         "GET /openapi.json",
         "ANY /console",
         "ANY /console/{proxy+}",
+        "$default",
     }
 
 
@@ -191,10 +192,32 @@ def test_a_result_without_status_code_is_a_json_body(
     ("method", "target"),
     [("GET", "/nowhere"), ("GET", "/v1/heartbeat"), ("POST", "/v1"), ("POST", "/v1/a/b")],
 )
-def test_unknown_routes_get_api_gateways_404(
+def test_unknown_routes_reach_the_function_through_default(
     server: LocalHttpServer, function: StubFunction, method: str, target: str
 ) -> None:
-    status, headers, body = request(server, method, target, b"{}")
+    """The template routes every other path to the function ($default), which answers typed
+    JSON rather than API Gateway's untyped 404."""
+    status, _, _ = request(server, method, target, b"{}")
+
+    assert status == 200
+    (event,) = function.events
+    assert (event["routeKey"], event["rawPath"]) == ("$default", target)
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("GET", "/nowhere"), ("GET", "/v1/heartbeat"), ("POST", "/v1"), ("POST", "/v1/a/b")],
+)
+def test_without_a_default_route_unknown_routes_get_api_gateways_404(
+    cfn: dict[str, Any], function: StubFunction, clock: ManualClock, method: str, target: str
+) -> None:
+    routes = [route for route in http_routes(cfn) if route.key != "$default"]
+    server = LocalHttpServer(routes, function, clock=clock)
+    server.start()
+    try:
+        status, headers, body = request(server, method, target, b"{}")
+    finally:
+        server.stop()
 
     assert (status, json.loads(body)) == (404, {"message": "Not Found"})
     assert headers["content-type"] == "application/json"

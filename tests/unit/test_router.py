@@ -48,3 +48,89 @@ def test_unknown_routes_and_methods(tenant: Tenant) -> None:
     assert router(tenant).handle(HttpRequest("GET", "/nope", {}, b"")).status == 404
     assert router(tenant).handle(HttpRequest("POST", "/openapi.json", {}, b"")).status == 405
     assert router(tenant).handle(HttpRequest("GET", "/v1/whoami", {}, b"")).status == 405
+
+
+def error_of(response: object) -> dict[str, object]:
+    body = json.loads(response.body)  # type: ignore[attr-defined]
+    assert set(body) == {"error"}
+    assert set(body["error"]) >= {"code", "message", "retryable"}
+    return dict(body["error"])
+
+
+def test_every_refusal_at_the_edge_is_typed_json(tenant: Tenant) -> None:
+    cases = [
+        ("GET", "/nope", 404, "not_found", None),
+        ("POST", "/openapi.json", 405, "invalid_argument", "GET, HEAD"),
+        ("GET", "/v1/whoami", 405, "invalid_argument", "POST"),
+        ("DELETE", "/mcp", 405, "invalid_argument", "POST"),
+        ("PUT", "/", 405, "invalid_argument", "GET, HEAD"),
+    ]
+    for method, path, status, code, allow in cases:
+        response = router(tenant).handle(HttpRequest(method, path, {}, b""))
+        assert (response.status, response.headers["content-type"]) == (status, "application/json")
+        assert error_of(response)["code"] == code, (method, path)
+        assert response.headers.get("allow") == allow, (method, path)
+
+
+def test_a_body_over_a_mebibyte_is_refused_typed_before_it_is_read(tenant: Tenant) -> None:
+    body = b'{"name": "' + b"x" * (1024 * 1024) + b'"}'
+    headers = {"authorization": f"Bearer {tenant.operator_secret}"}
+    rest = router(tenant).handle(HttpRequest("POST", "/v1/register", headers, body))
+    assert rest.status == 413
+    error = error_of(rest)
+    assert error["code"] == "limit_exceeded"
+    assert error["details"] == {"quota": "request_body_bytes", "limit": 1024 * 1024}
+    mcp = router(tenant).handle(HttpRequest("POST", "/mcp", headers, body))
+    assert mcp.status == 413
+    message = json.loads(mcp.body)
+    assert (message["jsonrpc"], message["id"], message["error"]["code"]) == ("2.0", None, -32600)
+    assert message["error"]["data"] == error
+    assert tenant.call("list_agents")["agents"] == []
+
+
+def test_a_missing_or_wrong_credential_gets_a_bearer_challenge(tenant: Tenant) -> None:
+    headers = {"host": "vigil.example", "x-forwarded-proto": "https"}
+    for credential in (None, "Bearer vgl.nope", f"Basic {tenant.operator_secret}"):
+        sent = {**headers, **({"authorization": credential} if credential else {})}
+        response = router(tenant).handle(HttpRequest("POST", "/v1/whoami", sent, b"{}"))
+        assert response.status == 401
+        assert error_of(response)["code"] == "unauthenticated"
+        assert response.headers["www-authenticate"] == (
+            'Bearer realm="vigil", '
+            'resource_metadata="https://vigil.example/.well-known/oauth-protected-resource"'
+        )
+    ok = {**headers, "authorization": f"Bearer {tenant.operator_secret}"}
+    response = router(tenant).handle(HttpRequest("POST", "/v1/whoami", ok, b"{}"))
+    assert response.status == 200
+    assert "www-authenticate" not in response.headers
+
+
+def test_the_protected_resource_metadata_names_no_authorization_server(tenant: Tenant) -> None:
+    headers = {"host": "vigil.example", "x-forwarded-proto": "https"}
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ):
+        response = router(tenant).handle(HttpRequest("GET", path, headers, b""))
+        assert response.status == 200
+        assert json.loads(response.body) == {
+            "resource": "https://vigil.example/mcp",
+            "authorization_servers": [],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Vigil",
+            "resource_documentation": "https://vigil.example/openapi.json",
+        }
+
+
+def test_the_root_is_an_index_of_the_endpoints(tenant: Tenant) -> None:
+    headers = {"host": "127.0.0.1:8080", "x-forwarded-proto": "http"}
+    response = router(tenant).handle(HttpRequest("GET", "/", headers, b""))
+    assert response.status == 200
+    endpoints = json.loads(response.body)["endpoints"]
+    assert endpoints == {
+        "mcp": "http://127.0.0.1:8080/mcp",
+        "rest": "http://127.0.0.1:8080/v1/{tool}",
+        "openapi": "http://127.0.0.1:8080/openapi.json",
+        "console": "http://127.0.0.1:8080/console",
+        "protected_resource_metadata": "http://127.0.0.1:8080/.well-known/oauth-protected-resource",
+    }

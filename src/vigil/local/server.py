@@ -92,6 +92,10 @@ def http_routes(cfn: Mapping[str, Any]) -> list[Route]:
         properties = resource.get("Properties") or {}
         if kind == "AWS::ApiGatewayV2::Api" and isinstance(properties.get("Body"), dict):
             for path, operations in (properties["Body"].get("paths") or {}).items():
+                if path == f"/{_DEFAULT_ROUTE}":
+                    # In an OpenAPI body, API Gateway's catch-all route is the path /$default.
+                    routes.append(Route("ANY", _DEFAULT_ROUTE))
+                    continue
                 for operation in operations:
                     if operation == _ANY_METHOD:
                         routes.append(Route("ANY", path))

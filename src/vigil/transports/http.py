@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from vigil.errors import HTTP_STATUS, VigilError, invalid, limit_exceeded_body
+
 
 @dataclass
 class HttpResponse:
@@ -38,3 +40,47 @@ class HttpRequest:
         value = self.headers.get("authorization", "")
         scheme, _, token = value.partition(" ")
         return token.strip() or None if scheme.lower() == "bearer" else None
+
+    def origin(self) -> str | None:
+        """The origin the caller reached: the Host it asked for, by the scheme the edge says it
+        came in on (API Gateway and CloudFront set X-Forwarded-Proto)."""
+        host = self.headers.get("host")
+        if not host:
+            return None
+        proto = self.headers.get("x-forwarded-proto", "https").split(",")[0].strip()
+        return f"{proto}://{host}"
+
+
+# The largest request body a tool call can need is a 64 KiB attachment in base64 inside JSON;
+# anything above this is refused, typed, before it is parsed.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def challenge(request: HttpRequest) -> dict[str, str]:
+    """The WWW-Authenticate header of a 401: a bearer credential, and where the metadata
+    saying how to get one is."""
+    origin = request.origin()
+    metadata = f', resource_metadata="{origin}{PROTECTED_RESOURCE_METADATA}"' if origin else ""
+    return {"www-authenticate": f'Bearer realm="vigil"{metadata}'}
+
+
+def failure(error: VigilError, headers: dict[str, str] | None = None) -> HttpResponse:
+    """The typed JSON answer of a refusal, with the status its code has."""
+    return HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()}, headers)
+
+
+def method_not_allowed(request: HttpRequest, *allowed: str) -> HttpResponse:
+    """405, typed: the body says which methods the path takes, as the Allow header does."""
+    methods = ", ".join(allowed)
+    error = invalid(f"{request.method} is not allowed on {request.path}; use {methods}")
+    return HttpResponse.json(405, {"error": error.to_dict()}, {"allow": methods})
+
+
+def too_large(request: HttpRequest) -> HttpResponse | None:
+    """413, typed, for a body over MAX_BODY_BYTES; None for any other."""
+    if len(request.body) <= MAX_BODY_BYTES:
+        return None
+    return failure(limit_exceeded_body(MAX_BODY_BYTES))

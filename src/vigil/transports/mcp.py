@@ -14,8 +14,8 @@ from typing import Any
 from vigil import __version__
 from vigil.app import App
 from vigil.catalog import UnknownTool, tools
-from vigil.errors import VigilError
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.errors import VigilError, limit_exceeded_body
+from vigil.transports.http import MAX_BODY_BYTES, HttpRequest, HttpResponse, method_not_allowed
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -101,7 +101,11 @@ class McpEndpoint:
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
             # Stateless: no server-initiated stream to GET and no session to DELETE.
-            return HttpResponse(405, b"", {"allow": "POST"})
+            return method_not_allowed(request, "POST")
+        if len(request.body) > MAX_BODY_BYTES:
+            # Still JSON-RPC, at HTTP 413: an invalid request, with the typed refusal as data.
+            refused = limit_exceeded_body(MAX_BODY_BYTES)
+            return _error(None, INVALID_REQUEST, refused.message, 413, refused.to_dict())
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
             return _unsupported(None, version)

@@ -6,20 +6,33 @@ import json
 
 from vigil.app import App
 from vigil.catalog import UnknownTool
-from vigil.errors import HTTP_STATUS, VigilError, invalid, not_found
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.errors import ErrorCode, VigilError, invalid, not_found
+from vigil.transports.http import (
+    HttpRequest,
+    HttpResponse,
+    challenge,
+    failure,
+    method_not_allowed,
+    too_large,
+)
 
 PREFIX = "/v1/"
 
 
-def _failure(error: VigilError) -> HttpResponse:
-    return HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()})
+def _failure(request: HttpRequest, error: VigilError) -> HttpResponse:
+    if error.code is ErrorCode.UNAUTHENTICATED:
+        # RFC 6750's challenge, naming where the protected resource's metadata is (RFC 9728).
+        return failure(error, challenge(request))
+    return failure(error)
 
 
 def handle_rest(app: App, request: HttpRequest) -> HttpResponse:
     name = request.path[len(PREFIX) :]
     if request.method != "POST":
-        return HttpResponse(405, b"", {"allow": "POST"})
+        return method_not_allowed(request, "POST")
+    refused = too_large(request)
+    if refused is not None:
+        return refused
     try:
         try:
             arguments = json.loads(request.body) if request.body.strip() else {}
@@ -27,7 +40,7 @@ def handle_rest(app: App, request: HttpRequest) -> HttpResponse:
             raise invalid("the body is not valid JSON") from None
         payload = app.call(name, arguments, request.bearer())
     except UnknownTool:
-        return _failure(not_found(f"tool {name!r}"))
+        return _failure(request, not_found(f"tool {name!r}"))
     except VigilError as error:
-        return _failure(error)
+        return _failure(request, error)
     return HttpResponse.json(200, payload)

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vigil.app import App
-from vigil.errors import HTTP_STATUS, forbidden, not_found
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.errors import forbidden, not_found
+from vigil.transports.http import (
+    PROTECTED_RESOURCE_METADATA,
+    HttpRequest,
+    HttpResponse,
+    failure,
+    method_not_allowed,
+)
 from vigil.transports.mcp import McpEndpoint
 from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
@@ -55,8 +61,7 @@ class Router:
         if origin is not None and origin not in self.allowed_origins:
             # Browsers may call only from the origins the deployment names (DNS rebinding and
             # cross-site requests); clients that are not browsers send no Origin at all.
-            error = forbidden("origin not allowed")
-            return HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()})
+            return failure(forbidden("origin not allowed"))
         if request.method == "OPTIONS":
             return HttpResponse(
                 204, b"", {**_CORS_HEADERS, "access-control-allow-origin": origin or ""}
@@ -76,11 +81,55 @@ class Router:
             return self.mcp.handle(request)
         if path.startswith(PREFIX):
             return handle_rest(self.app, request)
-        if path == "/openapi.json":
-            if request.method != "GET":
-                return HttpResponse(405, b"", {"allow": "GET"})
-            if self._openapi is None:
-                self._openapi = HttpResponse.json(200, openapi_document())
-            return self._openapi
-        error = not_found("route")
-        return HttpResponse.json(HTTP_STATUS[error.code], {"error": error.to_dict()})
+        read_only = {
+            "/": self._index,
+            "/openapi.json": self._openapi_document,
+            PROTECTED_RESOURCE_METADATA: self._protected_resource,
+            f"{PROTECTED_RESOURCE_METADATA}/mcp": self._protected_resource,
+        }
+        page = read_only.get(path)
+        if page is None:
+            return failure(not_found(f"route {path}"))
+        if request.method not in ("GET", "HEAD"):
+            return method_not_allowed(request, "GET", "HEAD")
+        return page(request)
+
+    def _openapi_document(self, request: HttpRequest) -> HttpResponse:
+        if self._openapi is None:
+            self._openapi = HttpResponse.json(200, openapi_document())
+        return self._openapi
+
+    def _index(self, request: HttpRequest) -> HttpResponse:
+        """What this address serves, for a person or a client that starts at the root."""
+        base = request.origin() or ""
+        return HttpResponse.json(
+            200,
+            {
+                "name": "Vigil",
+                "description": "Liveness, human-in-the-loop and reliable messaging for agents.",
+                "endpoints": {
+                    "mcp": f"{base}/mcp",
+                    "rest": f"{base}{PREFIX}{{tool}}",
+                    "openapi": f"{base}/openapi.json",
+                    "console": f"{base}{CONSOLE}",
+                    "protected_resource_metadata": f"{base}{PROTECTED_RESOURCE_METADATA}",
+                },
+                "authentication": "Authorization: Bearer <secret>; secrets are issued by register",
+            },
+        )
+
+    def _protected_resource(self, request: HttpRequest) -> HttpResponse:
+        """RFC 9728 metadata, as the MCP authorization spec has a client look for it: the
+        resource takes bearer secrets in the Authorization header, and no authorization server
+        issues them (an operator does, with register)."""
+        base = request.origin() or ""
+        return HttpResponse.json(
+            200,
+            {
+                "resource": f"{base}/mcp",
+                "authorization_servers": [],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "Vigil",
+                "resource_documentation": f"{base}/openapi.json",
+            },
+        )
