@@ -220,6 +220,13 @@ def test_ensure_is_idempotent(queues: Queues) -> None:
     assert queues.port.ensure("test-mb-two").url != ref.url
 
 
+def test_find_never_creates_a_queue(queues: Queues) -> None:
+    assert queues.port.find("test-mb-never") is None
+    assert queues.port.find("test-mb-never") is None  # still not there: the look-up made none
+    made = queues.port.ensure("test-mb-made")
+    assert queues.port.find("test-mb-made") == made
+
+
 def test_send_receive_and_delete(queues: Queues) -> None:
     port = queues.port
     ref = port.ensure("test-mb-one")

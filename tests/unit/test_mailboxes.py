@@ -617,3 +617,10 @@ def test_the_whole_path_on_aws(aws: None, clock: ManualClock) -> None:
     assert ack(acme, me, delivery) == {"received": True}
     assert poll(acme, me, address=alerts, max_messages=10) == []
     assert acme.call("list_dead_letters", me.secret, address=alerts) == {"dead_letters": []}
+
+
+def test_listing_dead_letters_creates_no_queue(acme: Tenant, queues: MemoryMailboxQueues) -> None:
+    me = agent(acme, "never-polled")
+    before = set(queues.queues)
+    assert acme.call("list_dead_letters", me.secret) == {"dead_letters": []}
+    assert set(queues.queues) == before

@@ -181,6 +181,12 @@ class MemoryMailboxQueues(MailboxQueues):
             self.queues.setdefault(name, _Queue())
         return QueueRef(name=name, url=f"memory://{name}", dlq_url=f"memory://{name}-dlq")
 
+    def find(self, name: str) -> QueueRef | None:
+        with self._lock:
+            if name not in self.queues:
+                return None
+        return QueueRef(name=name, url=f"memory://{name}", dlq_url=f"memory://{name}-dlq")
+
     def send(self, ref: QueueRef, body: str) -> str:
         require_message(body)
         message = _Message(message_id=str(uuid.uuid4()), body=body, visible_at=self.clock.now())

@@ -33,6 +33,10 @@ class MailboxQueues(ABC):
         """Creates the queue and its dead-letter queue unless they exist; idempotent."""
 
     @abstractmethod
+    def find(self, name: str) -> QueueRef | None:
+        """The queue and its dead-letter queue if both exist; never creates anything."""
+
+    @abstractmethod
     def send(self, ref: QueueRef, body: str) -> str:
         """Queues one message; returns its message id."""
 

@@ -300,7 +300,9 @@ class Mailboxes:
                 # A concurrent duplicate of this acknowledgment won: the delivery is done.
         # A repeated acknowledgment of the same generation lands here too, and retries the
         # delete.
-        ref = self.queues.ensure(queue_name(self.queues.prefix, namespace, delivery.address))
+        ref = self.queues.find(queue_name(self.queues.prefix, namespace, delivery.address))
+        if ref is None:
+            return  # the queue is gone (its principal revoked): nothing is left to delete
         try:
             self.queues.delete(ref, delivery.receipt_handle)
         except VigilError as error:
@@ -312,7 +314,10 @@ class Mailboxes:
     def dead_letters(self, caller: Caller, address: str | None, limit: int) -> list[Envelope]:
         """Envelopes of the caller's mailbox set aside after too many hand-outs, left there."""
         mailbox = self.owned(caller, address)
-        ref = self.queues.ensure(mailbox.queue_name)
+        # Reading never creates: a mailbox whose queue was never made has no dead letters.
+        ref = self.queues.find(mailbox.queue_name)
+        if ref is None:
+            return []
         letters = [
             _envelope_of(message, mailbox) for message in self.queues.peek_dead_letters(ref, limit)
         ]

@@ -106,6 +106,28 @@ class SqsMailboxQueues(MailboxQueues):
             self._refs[name] = ref
         return ref
 
+    def find(self, name: str) -> QueueRef | None:
+        with self._lock:
+            found = self._refs.get(name)
+        if found is not None:
+            return found
+
+        def look_up() -> QueueRef | None:
+            try:
+                url = self.client.get_queue_url(QueueName=name)["QueueUrl"]
+                dlq_url = self.client.get_queue_url(QueueName=name + _DLQ_SUFFIX)["QueueUrl"]
+            except Exception as error:
+                if _code(error) in _GONE:
+                    return None
+                raise
+            return QueueRef(name=name, url=str(url), dlq_url=str(dlq_url))
+
+        ref = self._call(look_up)
+        if ref is not None:
+            with self._lock:
+                self._refs[name] = ref
+        return ref
+
     def depth(self, ref: QueueRef) -> int:
         names = [
             "ApproximateNumberOfMessages",
