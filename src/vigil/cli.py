@@ -118,6 +118,42 @@ def cmd_backfill_indexes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    """Deletes the queues a stack made at run time, found by name and checked by tag."""
+    from vigil.kit.aws import error_code
+    from vigil.mailboxes.sqs import STACK_TAG
+    from vigil.wiring import aws_client
+
+    try:
+        aws_client("cloudformation").describe_stacks(StackName=args.stack)
+    except Exception as error:
+        if error_code(error) != "ValidationError":  # CloudFormation's "does not exist"
+            raise
+    else:
+        if not args.force:
+            print(
+                f"error: the stack {args.stack} still exists: `sam delete` it first, "
+                "or pass --force",
+                file=sys.stderr,
+            )
+            return 1
+    sqs = aws_client("sqs")
+    prefix = f"{args.stack}-mb-"
+    urls: list[str] = []
+    for page in sqs.get_paginator("list_queues").paginate(QueueNamePrefix=prefix):
+        urls += page.get("QueueUrls", [])
+    ours = [
+        u
+        for u in urls
+        if sqs.list_queue_tags(QueueUrl=u).get("Tags", {}).get(STACK_TAG) == args.stack
+    ]
+    if not args.dry_run:
+        for url in ours:
+            sqs.delete_queue(QueueUrl=url)
+    print(json.dumps({"stack": args.stack, "would_delete" if args.dry_run else "deleted": ours}))
+    return 0
+
+
 def _table_of_stack(stack: str) -> str:
     from vigil.wiring import aws_client
 
@@ -182,6 +218,20 @@ def parser() -> argparse.ArgumentParser:
     )
     _table_arguments(backfill)
     backfill.set_defaults(run=cmd_backfill_indexes)
+
+    cleanup = commands.add_parser(
+        "cleanup",
+        help="delete the mailbox queues a deleted stack left (AWS credentials)",
+        description=(
+            "Mailbox queues are made at run time, outside CloudFormation, so `sam delete` "
+            "leaves them. This deletes every queue named <stack>-mb-... and tagged with the "
+            "stack, once the stack is gone (--force: while it still exists)."
+        ),
+    )
+    cleanup.add_argument("--stack", required=True, help="the deleted stack's name")
+    cleanup.add_argument("--force", action="store_true", help="even if the stack still exists")
+    cleanup.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
+    cleanup.set_defaults(run=cmd_cleanup)
 
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

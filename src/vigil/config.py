@@ -29,6 +29,7 @@ class Settings:
     mailbox_queue_prefix: str
     attachments_bucket: str
     allowed_origins: frozenset[str]
+    stack_name: str = ""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -47,4 +48,5 @@ class Settings:
             mailbox_queue_prefix=source["MAILBOX_QUEUE_PREFIX"],
             attachments_bucket=source["ATTACHMENTS_BUCKET"],
             allowed_origins=frozenset(o.strip() for o in origins.split(",") if o.strip()),
+            stack_name=source.get("STACK_NAME", ""),
         )

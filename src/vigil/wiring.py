@@ -101,7 +101,8 @@ def queues(connect: Connect = aws_client) -> SqsMailboxQueues:
     from vigil.mailboxes.sqs import SqsMailboxQueues
 
     # Long polls wait up to 20 s: the read timeout must outlast them.
-    return SqsMailboxQueues(connect("sqs", 25), settings().mailbox_queue_prefix)
+    config = settings()
+    return SqsMailboxQueues(connect("sqs", 25), config.mailbox_queue_prefix, config.stack_name)
 
 
 def blobs(connect: Connect = aws_client) -> S3Blobs:

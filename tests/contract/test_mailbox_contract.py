@@ -297,6 +297,24 @@ def test_sqs_queues_are_encrypted_and_redrive_after_the_handout_limit(aws: None)
     assert SqsMailboxQueues(client, "test-mb").ensure("test-mb-one") == ref
 
 
+def test_sqs_queues_are_tagged_with_their_stack_and_refuse_plain_http(aws: None) -> None:
+    client = boto3.client("sqs", region_name="us-east-1")
+    ref = SqsMailboxQueues(client, "test-mb", stack="vigil-prod").ensure("test-mb-one")
+    for url in (ref.url, ref.dlq_url):
+        assert client.list_queue_tags(QueueUrl=url)["Tags"] == {"vigil:stack": "vigil-prod"}
+        attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+        arn = attributes["Attributes"]["QueueArn"]
+        (statement,) = json.loads(attributes["Attributes"]["Policy"])["Statement"]
+        assert statement == {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "sqs:*",
+            "Resource": arn,
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+
+
 def test_sqs_queue_left_with_other_attributes_is_brought_in_line(aws: None) -> None:
     client = boto3.client("sqs", region_name="us-east-1")
     client.create_queue(QueueName="test-mb-one", Attributes={"MessageRetentionPeriod": "60"})
@@ -304,6 +322,7 @@ def test_sqs_queue_left_with_other_attributes_is_brought_in_line(aws: None) -> N
     attributes = client.get_queue_attributes(QueueUrl=ref.url, AttributeNames=["All"])["Attributes"]
     assert attributes["MessageRetentionPeriod"] == str(4 * 24 * 3600)
     assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == MAX_HANDOUTS
+    assert "Policy" in attributes
 
 
 def test_sqs_prefix_must_leave_room_for_the_queue_names(aws: None) -> None:

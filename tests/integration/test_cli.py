@@ -67,3 +67,49 @@ def test_rotate_operator_replaces_an_operators_secret_with_aws_credentials(
     unchanged = store.get_principal("acme", worker["principal"]["id"])
     assert unchanged is not None
     assert unchanged.version == 1
+
+
+def test_cleanup_deletes_only_the_deleted_stacks_tagged_queues(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vigil.mailboxes.sqs import SqsMailboxQueues
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    made = SqsMailboxQueues(sqs, "gone-mb", stack="gone").ensure("gone-mb-abc")
+    # Another stack's queue, and one of the same name prefix that no Vigil stack tagged.
+    other = SqsMailboxQueues(sqs, "kept-mb", stack="kept").ensure("kept-mb-abc")
+    stranger = sqs.create_queue(QueueName="gone-mb-not-ours")["QueueUrl"]
+
+    assert cli.main(["cleanup", "--stack", "gone", "--dry-run"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(listed["would_delete"]) == sorted([made.url, made.dlq_url])
+    assert len(sqs.list_queues(QueueNamePrefix="gone-mb-")["QueueUrls"]) == 3
+
+    assert cli.main(["cleanup", "--stack", "gone"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["deleted"]) == sorted(
+        [made.url, made.dlq_url]
+    )
+    left = sqs.list_queues()["QueueUrls"]
+    assert made.url not in left
+    assert made.dlq_url not in left
+    assert {other.url, other.dlq_url, stranger} <= set(left)
+
+
+def test_cleanup_refuses_while_the_stack_exists(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vigil.mailboxes.sqs import SqsMailboxQueues
+
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="live",
+        TemplateBody=json.dumps(
+            {"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {}}}}
+        ),
+    )
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    made = SqsMailboxQueues(sqs, "live-mb", stack="live").ensure("live-mb-abc")
+    assert cli.main(["cleanup", "--stack", "live"]) == 1
+    assert "still exists" in capsys.readouterr().err
+    assert made.url in sqs.list_queues()["QueueUrls"]
+    assert cli.main(["cleanup", "--stack", "live", "--force"]) == 0
+    assert made.url not in sqs.list_queues().get("QueueUrls", [])

@@ -26,12 +26,35 @@ _STALE_RECEIPT = frozenset({"ReceiptHandleIsInvalid", "InvalidParameterValue"})
 _EXISTS_OTHERWISE = frozenset({"QueueAlreadyExists", "QueueNameExists"})
 
 
+STACK_TAG = "vigil:stack"
+
+
+def tls_only_policy(queue_arn: str) -> str:
+    """The queue policy of every Vigil queue: no request that is not made over TLS."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "sqs:*",
+                    "Resource": queue_arn,
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
 def _code(error: Exception) -> str:
     return error_code(error) or ""
 
 
 class SqsMailboxQueues(MailboxQueues):
-    def __init__(self, client: Any, prefix: str) -> None:
+    def __init__(self, client: Any, prefix: str, stack: str = "") -> None:
         longest = len(prefix) + 1 + 32 + len(_DLQ_SUFFIX)
         if longest > _MAX_QUEUE_NAME:
             raise ValueError(
@@ -40,6 +63,9 @@ class SqsMailboxQueues(MailboxQueues):
             )
         super().__init__(prefix)
         self.client = client
+        # Every queue made here is tagged with its stack, as the template's are by
+        # CloudFormation, so that what outlives a `sam delete` can be found (vigil cleanup).
+        self.tags = {STACK_TAG: stack} if stack else {}
         # Queues are created once and never change, so a sandbox looks each up once.
         self._refs: dict[str, QueueRef] = {}
         self._lock = threading.Lock()
@@ -63,7 +89,9 @@ class SqsMailboxQueues(MailboxQueues):
 
     def _create(self, name: str, attributes: dict[str, str]) -> str:
         try:
-            response = self.client.create_queue(QueueName=name, Attributes=attributes)
+            response = self.client.create_queue(
+                QueueName=name, Attributes=attributes, tags=self.tags
+            )
             return str(response["QueueUrl"])
         except Exception as error:
             if _code(error) not in _EXISTS_OTHERWISE:
@@ -71,9 +99,13 @@ class SqsMailboxQueues(MailboxQueues):
         # It exists with other attributes (created by an earlier version): bring it in line.
         url = str(self.client.get_queue_url(QueueName=name)["QueueUrl"])
         self.client.set_queue_attributes(QueueUrl=url, Attributes=attributes)
+        if self.tags:
+            self.client.tag_queue(QueueUrl=url, Tags=self.tags)
         return url
 
     def _provision(self, name: str) -> QueueRef:
+        """The dead-letter queue, then the queue that redrives into it: both encrypted, both
+        refusing any request not made over TLS, as the template's queues are."""
         dlq_url = self._create(
             name + _DLQ_SUFFIX,
             {
@@ -84,6 +116,11 @@ class SqsMailboxQueues(MailboxQueues):
         dlq_arn = self.client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
+        # A queue's policy names its ARN, known only once one queue of the account exists.
+        self.client.set_queue_attributes(
+            QueueUrl=dlq_url, Attributes={"Policy": tls_only_policy(dlq_arn)}
+        )
+        queue_arn = dlq_arn.removesuffix(_DLQ_SUFFIX)
         redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_HANDOUTS}
         url = self._create(
             name,
@@ -91,6 +128,7 @@ class SqsMailboxQueues(MailboxQueues):
                 "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
                 "SqsManagedSseEnabled": "true",
                 "RedrivePolicy": json.dumps(redrive, separators=(",", ":")),
+                "Policy": tls_only_policy(queue_arn),
             },
         )
         return QueueRef(name=name, url=url, dlq_url=dlq_url)
