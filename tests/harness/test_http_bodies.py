@@ -1,6 +1,6 @@
 """Bodies no tool can read, at the HTTP layer (vigil.transports.router.Router), for every tool:
 malformed JSON, bytes that are not UTF-8, JSON that is not an object, huge bodies. REST answers
-a 4xx with a typed error (413 limit_exceeded for a body over a mebibyte); MCP a JSON-RPC error,
+a 4xx with a typed error (413 limit_exceeded for a body over 2 MiB); MCP a JSON-RPC error,
 or a tool result with isError when only the arguments are wrong. Nothing crashes, nothing
 leaks, nothing changes."""
 
@@ -63,7 +63,7 @@ def test_unreadable_bodies_are_refused(home: Seeded, tool_name: str) -> None:
                 mcp = read_mcp(world.doors.post("/mcp", _tools_call(tool_name, body), secret))
                 assert_clean(mcp)
                 if label == "huge":
-                    # Over a mebibyte, refused before it is read: typed over REST, a JSON-RPC
+                    # Over 2 MiB, refused before it is read: typed over REST, a JSON-RPC
                     # invalid request carrying the same typed refusal over MCP, both 413.
                     assert_refused(rest, "limit_exceeded")
                     assert (rest.status, mcp.status) == (413, 413), mcp.describe()
@@ -154,8 +154,8 @@ def test_a_lone_surrogate_is_never_echoed(home: Seeded, message: dict[str, objec
 
 
 def test_a_refusal_stays_small_however_many_properties_are_wrong(home: Seeded) -> None:
-    # As many wrong properties as a body under the mebibyte limit holds.
-    body = json.dumps({f"k{i}": 0 for i in range(80_000)}).encode()
-    assert len(body) < MiB
+    # As many wrong properties as a body under the 2 MiB limit holds.
+    body = json.dumps({f"k{i}": 0 for i in range(150_000)}).encode()
+    assert len(body) < 2 * MiB
     rest = read_rest(home.world.doors.post("/v1/whoami", body, home.world.cast.operator.secret))
     assert_refused(rest, "invalid_argument")

@@ -624,3 +624,46 @@ def test_listing_dead_letters_creates_no_queue(acme: Tenant, queues: MemoryMailb
     before = set(queues.queues)
     assert acme.call("list_dead_letters", me.secret) == {"dead_letters": []}
     assert set(queues.queues) == before
+
+
+def test_revoking_an_agent_deletes_its_queues_and_nothing_makes_them_again(
+    app: App, clock: ManualClock, acme: Tenant, queues: MemoryMailboxQueues
+) -> None:
+    me = agent(acme, "leaving")
+    acme.call("create_mailbox", me.secret, box="builds")
+    named = agent_address(me.id, "builds")
+    send(app, clock, acme.namespace, me.address)
+    send(app, clock, acme.namespace, named)
+    assert len(queues.queues) == 2
+    version = acme.call("whoami", me.secret)["principal"]["version"]
+
+    acme.call("revoke_principal", principal_id=me.id, version=version, idempotency_key="bye")
+
+    assert queues.queues == {}
+    for address in (me.address, named):
+        refused = error_of(send, app, clock, acme.namespace, address)
+        assert refused.code.value == "not_found"
+    assert queues.queues == {}
+
+
+def test_a_revocation_replayed_after_a_crash_deletes_what_the_crash_left(
+    acme: Tenant, queues: MemoryMailboxQueues, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    me = agent(acme, "leaving")
+    poll(acme, me)
+    assert len(queues.queues) == 1
+    version = acme.call("whoami", me.secret)["principal"]["version"]
+
+    def crash(name: str) -> None:
+        raise ConnectionError("lost between the commit and the queue's deletion")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(queues, "remove", crash)
+        with pytest.raises(VigilError) as failed:
+            acme.call("revoke_principal", principal_id=me.id, version=version, idempotency_key="k")
+        assert failed.value.code.value == "unavailable"
+    assert len(queues.queues) == 1  # committed, the queue still there
+
+    replay = acme.call("revoke_principal", principal_id=me.id, version=version, idempotency_key="k")
+    assert replay["principal"]["status"] == "revoked"
+    assert queues.queues == {}

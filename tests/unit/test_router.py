@@ -72,14 +72,14 @@ def test_every_refusal_at_the_edge_is_typed_json(tenant: Tenant) -> None:
         assert response.headers.get("allow") == allow, (method, path)
 
 
-def test_a_body_over_a_mebibyte_is_refused_typed_before_it_is_read(tenant: Tenant) -> None:
-    body = b'{"name": "' + b"x" * (1024 * 1024) + b'"}'
+def test_a_body_over_two_mebibytes_is_refused_typed_before_it_is_read(tenant: Tenant) -> None:
+    body = b'{"name": "' + b"x" * (2 * 1024 * 1024) + b'"}'
     headers = {"authorization": f"Bearer {tenant.operator_secret}"}
     rest = router(tenant).handle(HttpRequest("POST", "/v1/register", headers, body))
     assert rest.status == 413
     error = error_of(rest)
     assert error["code"] == "limit_exceeded"
-    assert error["details"] == {"quota": "request_body_bytes", "limit": 1024 * 1024}
+    assert error["details"] == {"quota": "request_body_bytes", "limit": 2 * 1024 * 1024}
     mcp = router(tenant).handle(HttpRequest("POST", "/mcp", headers, body))
     assert mcp.status == 413
     message = json.loads(mcp.body)

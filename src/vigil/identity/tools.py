@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -146,7 +146,7 @@ def rotate_secret(ctx: Context, args: RotateSecretInput) -> SecretIssued:
 
 
 def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
-    return service.revoke(
+    result = service.revoke(
         ctx.store,
         ctx.uow,
         ctx.caller,
@@ -155,6 +155,19 @@ def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
         ctx.clock.now(),
         present=lambda principal: PrincipalResult(principal=PrincipalView.of(principal)),
     )
+    resume_revoke(ctx, result.model_dump(mode="json"))
+    return result
+
+
+def resume_revoke(ctx: Context, result: dict[str, Any]) -> None:
+    """After a revocation is committed, the revoked agent's mailbox queues are deleted, with
+    what they hold: a replay of the call deletes what a crash left."""
+    from vigil.mailboxes.service import Mailboxes
+
+    principal = result["principal"]
+    if principal["kind"] == "agent":
+        mailboxes = Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas)
+        mailboxes.remove_all(ctx.caller.namespace, principal["id"])
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -258,6 +271,7 @@ TOOLS: tuple[Tool, ...] = (
         input_model=RevokeInput,
         output_model=PrincipalResult,
         run=revoke_principal,
+        resume=resume_revoke,
         destructive=True,
     ),
     Tool(

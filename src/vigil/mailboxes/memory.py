@@ -187,6 +187,10 @@ class MemoryMailboxQueues(MailboxQueues):
                 return None
         return QueueRef(name=name, url=f"memory://{name}", dlq_url=f"memory://{name}-dlq")
 
+    def remove(self, name: str) -> None:
+        with self._lock:
+            self.queues.pop(name, None)
+
     def send(self, ref: QueueRef, body: str) -> str:
         require_message(body)
         message = _Message(message_id=str(uuid.uuid4()), body=body, visible_at=self.clock.now())

@@ -37,6 +37,11 @@ class MailboxQueues(ABC):
         """The queue and its dead-letter queue if both exist; never creates anything."""
 
     @abstractmethod
+    def remove(self, name: str) -> None:
+        """Deletes the queue and its dead-letter queue, with what they hold; removing queues
+        that are gone is not an error."""
+
+    @abstractmethod
     def send(self, ref: QueueRef, body: str) -> str:
         """Queues one message; returns its message id."""
 

@@ -67,10 +67,10 @@ def require_registered(store: Store, namespace: str, address: str) -> str:
     if parsed is None:
         raise not_found("mailbox")
     agent_id, box = parsed
-    if box is None:
-        agent = store.get_principal(namespace, agent_id)
-        registered = agent is not None and agent.kind == "agent"
-    else:
+    agent = store.get_principal(namespace, agent_id)
+    # A revoked agent's queues are deleted with it, and nothing makes them again.
+    registered = agent is not None and agent.kind == "agent" and agent.status == "active"
+    if registered and box is not None:
         registered = store.get_mailbox(namespace, address) is not None
     if not registered:
         raise not_found("mailbox")
@@ -128,6 +128,17 @@ class Mailboxes:
         self.queues = queues
         self.clock = clock
         self.quotas = quotas or Quotas()
+
+    def remove_all(self, namespace: str, owner: str) -> None:
+        """Deletes the queues of every mailbox of ``owner`` (a revoked agent): its own
+        address's and its named boxes'. Idempotent, so a replay of the revocation finishes
+        what a crash left."""
+        addresses = [agent_address(owner)]
+        addresses += [
+            m.address for m in self.store.list_mailboxes(namespace, owner, self.quotas.mailboxes)
+        ]
+        for address in addresses:
+            self.queues.remove(queue_name(self.queues.prefix, namespace, address))
 
     def owned(self, caller: Caller, address: str | None) -> Mailbox:
         """The caller's own mailbox at ``address``. Anyone else's is not_found, to operators

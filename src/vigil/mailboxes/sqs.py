@@ -166,6 +166,20 @@ class SqsMailboxQueues(MailboxQueues):
                 self._refs[name] = ref
         return ref
 
+    def remove(self, name: str) -> None:
+        ref = self.find(name)
+        with self._lock:
+            self._refs.pop(name, None)
+        if ref is None:
+            return
+        for url in (ref.url, ref.dlq_url):
+            try:
+                self._call(self.client.delete_queue, QueueUrl=url)
+            except VigilError:
+                # Gone already (another sandbox's removal won): nothing is left to delete.
+                if self.find(name) is not None:
+                    raise
+
     def depth(self, ref: QueueRef) -> int:
         names = [
             "ApproximateNumberOfMessages",

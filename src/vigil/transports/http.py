@@ -52,8 +52,9 @@ class HttpRequest:
 
 
 # The largest request body a tool call can need is a 64 KiB attachment in base64 inside JSON;
-# anything above this is refused, typed, before it is parsed.
-MAX_BODY_BYTES = 1024 * 1024
+# anything above this is refused, typed, before it is parsed. Below it, an over-long field is
+# reported as that field's problem, which tells a caller more.
+MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
