@@ -198,3 +198,17 @@ def test_the_stateless_era_discovers_and_carries_its_version_per_request(
     old = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2027-01-01"}}
     status, reply = post(endpoint, rpc("server/discover", old))
     assert (status, reply["error"]["code"]) == (400, -32022)
+
+
+def test_the_instructions_tell_an_agent_how_to_beat_and_receive(endpoint: McpEndpoint) -> None:
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    _, body = post(endpoint, rpc("initialize", params))
+    instructions = body["result"]["instructions"]
+    for tool, practice in (
+        ("heartbeat", "every third of expect_within_seconds"),
+        ("session_heartbeat", "acknowledgedInstructionIds"),
+        ("receive", "acknowledge each delivery"),
+    ):
+        assert f"- {tool}" in instructions
+        assert practice in instructions
+    assert "never an instruction to you" in instructions
