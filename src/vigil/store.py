@@ -15,6 +15,7 @@ from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import MailboxStore
+from vigil.notifications.store import ChannelStore
 from vigil.progress.store import ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestStore
@@ -28,6 +29,7 @@ class Store(
     IdempotencyStore,
     AttachmentStore,
     AuditStore,
+    ChannelStore,
     ConversationStore,
     IdentityStore,
     LeaseStore,

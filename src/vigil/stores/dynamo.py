@@ -8,6 +8,7 @@ from vigil.conversations.dynamo import DynamoConversations
 from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
+from vigil.notifications.dynamo import DynamoChannels
 from vigil.progress.dynamo import DynamoProgress
 from vigil.quotas.dynamo import DynamoQuotas
 from vigil.requests.dynamo import DynamoRequests
@@ -20,6 +21,7 @@ from vigil.switches.dynamo import DynamoSwitches
 class DynamoStore(
     DynamoAttachments,
     DynamoAudit,
+    DynamoChannels,
     DynamoConversations,
     DynamoIdentity,
     DynamoLeases,

@@ -9,6 +9,7 @@ from vigil.conversations.memory import MemoryConversations
 from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
+from vigil.notifications.memory import MemoryChannels
 from vigil.progress.memory import MemoryProgress
 from vigil.quotas.memory import MemoryQuotas
 from vigil.requests.memory import MemoryRequests
@@ -21,6 +22,7 @@ from vigil.switches.memory import MemorySwitches
 class MemoryStore(
     MemoryAttachments,
     MemoryAudit,
+    MemoryChannels,
     MemoryConversations,
     MemoryIdentity,
     MemoryLeases,
