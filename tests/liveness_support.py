@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import Tenant
+from tests.support import TEST_KEYS, Tenant
 from vigil.alarms.memory import MemoryAlarms
 from vigil.alarms.timers import Timer, deliver
 from vigil.app import App
@@ -25,7 +25,14 @@ class World:
         self.alarms = MemoryAlarms()
         self.queues = MemoryMailboxQueues(clock)
         self.blobs = MemoryBlobs()
-        self.app = App(self.store, clock, queues=self.queues, alarms=self.alarms, blobs=self.blobs)
+        self.app = App(
+            self.store,
+            clock,
+            queues=self.queues,
+            alarms=self.alarms,
+            blobs=self.blobs,
+            keys=TEST_KEYS,
+        )
         self.tenant = Tenant(self.app, clock, "acme")
         self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
         self.delivered: list[Timer] = []

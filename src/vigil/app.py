@@ -185,7 +185,15 @@ class App:
 
     def _context(self, caller: Caller, uow: UnitOfWork) -> Context:
         return Context(
-            self.store, self.clock, caller, self.queues, self.alarms, uow, self.quotas, self.blobs
+            self.store,
+            self.clock,
+            caller,
+            self.queues,
+            self.alarms,
+            uow,
+            self.quotas,
+            self.blobs,
+            self.keys,
         )
 
 

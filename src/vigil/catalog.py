@@ -78,6 +78,16 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
         "vigil.runs.tools",
         ("start_run", "claim_run", "create_run_heartbeat", "finish_run", "get_run"),
     ),
+    (
+        "vigil.notifications.tools",
+        (
+            "create_channel",
+            "list_channels",
+            "rotate_channel_secret",
+            "set_channel_state",
+            "delete_channel",
+        ),
+    ),
 )
 
 # Every tool's name and the module that declares it.

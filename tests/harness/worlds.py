@@ -304,7 +304,9 @@ def private_changes(before: dict[str, Any], after: dict[str, Any], actor: Actor)
 ISSUED = re.compile(
     r"\b[a-z]{3}_[A-Za-z0-9_]{8,}\b|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 )
-_IDENTIFIERS = re.compile(r"vgl\.[A-Za-z0-9._-]+|" + ISSUED.pattern)
+# Secrets a server issues: principals' (vgl.…) and webhook signing secrets (whsec_…).
+_SECRETS = r"vgl\.[A-Za-z0-9._-]+|whsec_[A-Za-z0-9+/]+=*"
+_IDENTIFIERS = re.compile(_SECRETS + "|" + ISSUED.pattern)
 
 
 def normalized(value: Any) -> Any:

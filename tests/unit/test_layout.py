@@ -24,6 +24,7 @@ CAPABILITIES = (
     "identity",
     "leases",
     "mailboxes",
+    "notifications",
     "progress",
     "requests",
     "runs",

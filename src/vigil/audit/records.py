@@ -14,8 +14,8 @@ from vigil.identity.records import new_id
 from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another
-# agent and disarm of another's switch are operators' powers; bootstrap and rotate_operator are
-# the deployer's (the `vigil` command, with AWS credentials).
+# agent, disarm of another's switch and every change to a channel are operators' powers;
+# bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -24,8 +24,13 @@ AuditAction = Literal[
     "create_mailbox",
     "bootstrap",
     "rotate_operator",
+    "create_channel",
+    "rotate_channel_secret",
+    "disable_channel",
+    "enable_channel",
+    "delete_channel",
 ]
-TargetKind = Literal["principal", "switch", "mailbox"]
+TargetKind = Literal["principal", "switch", "mailbox", "channel"]
 
 
 class AuditEvent(Record):
@@ -39,8 +44,9 @@ class AuditEvent(Record):
     action: AuditAction
     target_kind: TargetKind
     target: str = Field(max_length=200)
-    # The target's version before and after the change; None where it did not exist before,
-    # or for a mailbox, which is created once and never changed, so has no version.
+    # The target's version before and after the change; None where it did not exist before
+    # or does not exist after (a deleted channel), or for a mailbox, which is created once and
+    # never changed, so has no version.
     before_version: int | None
     after_version: int | None
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from vigil.attachments.blobs import Blobs
     from vigil.clock import Clock
     from vigil.identity.records import Caller
+    from vigil.kit.keys import Keys
     from vigil.kit.uow import UnitOfWork
     from vigil.mailboxes.queues import MailboxQueues
     from vigil.quotas.records import Quotas
@@ -89,6 +90,7 @@ class Context:
     uow: UnitOfWork
     quotas: Quotas
     blobs: Blobs
+    keys: Keys
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,9 @@ MAX_RULES = 20
 # After a rotation, the replaced signing secret still signs (a second signature) this long, so
 # that receivers can move to the new one without refusing a delivery.
 ROTATION_OVERLAP = timedelta(hours=24)
+# At most this many secrets sign at once: rotations in quick succession end the overlap of the
+# oldest replaced secret early rather than grow the record and the signature header.
+MAX_SIGNING_SECRETS = 3
 
 
 class Rule(Record):
@@ -120,10 +123,12 @@ class Channel(Versioned):
         return [s for s in self.secrets if s.until is None or s.until > now]
 
     def rotated(self, secret: Sealed, now: datetime) -> Channel:
+        """A new secret signs from now on; those that signed go on for ROTATION_OVERLAP (or
+        what was left of theirs), the newest MAX_SIGNING_SECRETS - 1 of them."""
         at = to_ms(now)
         kept = [
             s.model_copy(update={"until": s.until or at + ROTATION_OVERLAP})
-            for s in self.signing(now)
+            for s in self.signing(now)[: MAX_SIGNING_SECRETS - 1]
         ]
         return self.changed(
             secrets=[SigningSecret(sealed=secret, created_at=at), *kept], updated_at=at

@@ -17,7 +17,7 @@ from typing import Literal
 
 from vigil.errors import ErrorCode, VigilError
 
-Counter = Literal["armed_switches", "mailboxes", "open_requests"]
+Counter = Literal["armed_switches", "mailboxes", "open_requests", "channels"]
 
 _WHAT: dict[str, str] = {
     "armed_switches": "armed dead-man switches in the namespace",

@@ -1,0 +1,263 @@
+"""Channels' use cases: an operator creates, lists, rotates, disables, enables and deletes the
+channels of its namespace; the delivery side opens what a channel keeps sealed.
+
+A webhook's signing secrets and a Slack webhook's URL are sealed under the deployment's service
+key (``Keys.for_purpose("channel-secrets")``), each bound to its namespace, channel and part
+(``seal_context``), so a copy of the table reveals neither and a sealed part moved to another
+channel does not open. A new signing secret is shown once, in the result of the call that made
+it; the result its idempotency completion keeps does not hold it, so a replay shows it no more.
+Every change is an operator's power, audited in the same commit; a namespace holds at most
+MAX_CHANNELS channels, counted in that commit too.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel
+
+from vigil.audit.records import AuditAction, AuditEvent
+from vigil.errors import (
+    ErrorCode,
+    VigilError,
+    conflict,
+    contended,
+    forbidden,
+    invalid,
+    not_found,
+)
+from vigil.identity.records import Caller, new_id
+from vigil.kit.keys import Keys
+from vigil.kit.sealing import Sealed, seal, unseal
+from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
+from vigil.notifications.records import (
+    MAX_CHANNELS,
+    Channel,
+    ChannelKind,
+    ChannelState,
+    Rule,
+    seal_context,
+)
+from vigil.store import Store
+
+R = TypeVar("R", bound=BaseModel)
+
+# The purpose the sealing key is derived for: no other part of Vigil uses this key.
+SEALING_PURPOSE = "channel-secrets"
+
+
+def new_signing_secret() -> str:
+    """A new webhook signing secret, as the Standard Webhooks specification has them:
+    ``whsec_`` and the base64 of 32 random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def _sealing_key(keys: Keys) -> str:
+    return keys.for_purpose(SEALING_PURPOSE).hex()
+
+
+def _seal(keys: Keys, namespace: str, channel_id: str, what: str, text: str) -> Sealed:
+    return seal(_sealing_key(keys), text, seal_context(namespace, channel_id, what))
+
+
+def _open(keys: Keys, channel: Channel, what: str, sealed: Sealed) -> str:
+    text = unseal(_sealing_key(keys), sealed, seal_context(channel.namespace, channel.id, what))
+    if text is None:
+        # The service key is not the one it was sealed under, or the record was tampered with.
+        raise RuntimeError(f"channel {channel.id}: its sealed {what} does not open")
+    return text
+
+
+def open_secrets(channel: Channel, keys: Keys, now: datetime) -> list[str]:
+    """The signing secrets of ``channel`` that sign at ``now``, opened, newest first: the
+    current one, and those a rotation replaced while their overlap lasts."""
+    return [_open(keys, channel, "secret", s.sealed) for s in channel.signing(now)]
+
+
+def open_target(channel: Channel, keys: Keys) -> str:
+    """Where ``channel``'s deliveries go: the webhook's URL, the Slack webhook's URL (opened),
+    or the email address."""
+    if channel.sealed_target is not None:
+        return _open(keys, channel, "url", channel.sealed_target)
+    return channel.target
+
+
+def _operator(caller: Caller) -> None:
+    if not caller.is_operator:
+        raise forbidden("only an operator may manage channels")
+
+
+def _quota_reached() -> VigilError:
+    return VigilError(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"at most {MAX_CHANNELS} channels in the namespace: the quota is reached",
+        quota="channels",
+        limit=MAX_CHANNELS,
+    )
+
+
+def _audit(
+    caller: Caller,
+    action: AuditAction,
+    channel_id: str,
+    before: int | None,
+    after: int | None,
+    now: datetime,
+) -> AuditEvent:
+    return AuditEvent.of(
+        caller.namespace, caller.principal_id, action, "channel", channel_id, before, after, now
+    )
+
+
+def create(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    keys: Keys,
+    name: str,
+    kind: ChannelKind,
+    target: str,
+    rules: list[Rule],
+    now: datetime,
+    present: Callable[[Channel, str | None], R],
+) -> R:
+    """A new channel of the caller's namespace, sending to ``target`` (a URL, or an address for
+    email), presented with its webhook signing secret, which is shown once: the stored result
+    (``present`` without it) never holds it."""
+    _operator(caller)
+    channel_id = new_id("chn")
+    signing_secret = new_signing_secret() if kind == "webhook" else None
+    sealed_secret = None
+    if signing_secret is not None:
+        sealed_secret = _seal(keys, caller.namespace, channel_id, "secret", signing_secret)
+    sealed_target = None
+    if kind == "slack":
+        # The path of a Slack webhook's URL is its credential: only the host stays readable.
+        sealed_target = _seal(keys, caller.namespace, channel_id, "url", target)
+        target = urlsplit(target).hostname or ""
+    channel = Channel.created(
+        caller.namespace,
+        name,
+        kind,
+        target,
+        rules,
+        caller.principal_id,
+        now,
+        sealed_target=sealed_target,
+        secret=sealed_secret,
+        channel_id=channel_id,
+    )
+    writes = [
+        store.add_channel(channel),
+        store.add_audit_event(_audit(caller, "create_channel", channel.id, None, 1, now)),
+        store.count(caller.namespace, "channels", 1, MAX_CHANNELS),
+    ]
+    try:
+        uow.commit(*writes, result=present(channel, None))
+    except ConditionFailed:
+        if store.quota_usage(caller.namespace, "channels") >= MAX_CHANNELS:
+            raise _quota_reached() from None
+        raise contended("the channel raced another attempt; retry with the same key") from None
+    return present(channel, signing_secret)
+
+
+def _current(store: Store, caller: Caller, channel_id: str, version: int) -> Channel:
+    """The caller's channel ``channel_id`` at ``version``: not_found for a channel of another
+    namespace as for one that does not exist, version_conflict if it has changed."""
+    _operator(caller)
+    channel = store.get_channel(caller.namespace, channel_id)
+    if channel is None:
+        raise not_found("channel")
+    if channel.version != version:
+        raise conflict("stale version; read the channel again", current_version=channel.version)
+    return channel
+
+
+def _commit(uow: UnitOfWork, result: BaseModel, *writes: Write) -> None:
+    try:
+        uow.commit(*writes, result=result)
+    except ConditionFailed:
+        raise conflict("the channel changed concurrently; read it again") from None
+
+
+def rotate_secret(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    keys: Keys,
+    channel_id: str,
+    version: int,
+    now: datetime,
+    present: Callable[[Channel, str | None], R],
+) -> R:
+    """A new signing secret for a webhook channel, shown once (the stored result does not hold
+    it); the secrets it replaces go on signing for their overlap, so receivers can move."""
+    channel = _current(store, caller, channel_id, version)
+    if channel.kind != "webhook":
+        raise invalid("only a webhook channel has a signing secret")
+    signing_secret = new_signing_secret()
+    sealed = _seal(keys, channel.namespace, channel.id, "secret", signing_secret)
+    changed = channel.rotated(sealed, now)
+    event = _audit(caller, "rotate_channel_secret", channel.id, version, changed.version, now)
+    _commit(uow, present(changed, None), store.save_channel(changed), store.add_audit_event(event))
+    return present(changed, signing_secret)
+
+
+def set_state(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    channel_id: str,
+    version: int,
+    state: ChannelState,
+    now: datetime,
+    present: Callable[[Channel], R],
+) -> R:
+    """The channel enabled or disabled by its operator; a channel already so is left as it
+    is, with nothing written."""
+    channel = _current(store, caller, channel_id, version)
+    if channel.state == state:
+        return present(channel)
+    action: AuditAction
+    if state == "enabled":
+        changed, action = channel.enabled(now), "enable_channel"
+    else:
+        changed, action = channel.disabled("disabled by an operator", now), "disable_channel"
+    event = _audit(caller, action, channel.id, version, changed.version, now)
+    result = present(changed)
+    _commit(uow, result, store.save_channel(changed), store.add_audit_event(event))
+    return result
+
+
+def delete(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    channel_id: str,
+    version: int,
+    now: datetime,
+    present: Callable[[Channel], R],
+) -> R:
+    """The channel deleted, if it is still at ``version``; its place in the quota is freed."""
+    channel = _current(store, caller, channel_id, version)
+    event = _audit(caller, "delete_channel", channel.id, version, None, now)
+    result = present(channel)
+    _commit(
+        uow,
+        result,
+        store.delete_channel(channel),
+        store.add_audit_event(event),
+        store.count(caller.namespace, "channels", -1, MAX_CHANNELS),
+    )
+    return result
+
+
+def channels(store: Store, caller: Caller) -> list[Channel]:
+    """Every channel of the caller's namespace, in id order."""
+    _operator(caller)
+    return store.list_channels(caller.namespace)

@@ -1,0 +1,431 @@
+"""Channel tools, for operators: ``create_channel``, ``list_channels``,
+``rotate_channel_secret``, ``set_channel_state`` and ``delete_channel``. The use cases are in
+vigil.notifications.service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field, model_validator
+
+from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.notifications import service
+from vigil.notifications.records import (
+    EVENT_TYPES,
+    MAX_CHANNELS,
+    MAX_RULES,
+    ROTATION_OVERLAP,
+    Channel,
+    ChannelKind,
+    ChannelState,
+    EventType,
+    Rule,
+)
+from vigil.switches.tools import ScopePrefix
+
+MAX_URL = 2000
+MAX_EMAIL = 254  # RFC 5321's limit on a path, so on an address
+MAX_LOCAL_PART = 64
+SLACK_PREFIX = "https://hooks.slack.com/"
+
+# A host name: dot-separated labels of letters, digits and inner hyphens (an international
+# name in its xn-- form).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+URL_PATTERN = rf"^https://{_LABEL}(?:\.{_LABEL})*(?::[0-9]{{1,5}})?(?:[/?#][!-~]*)?$"
+EMAIL_PATTERN = (
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    rf"@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}$"
+)
+
+
+def _port_in_range(url: str) -> str:
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError("the url's port must be 1-65535")
+    return url
+
+
+def _local_part_fits(address: str) -> str:
+    if len(address.rsplit("@", 1)[0]) > MAX_LOCAL_PART:
+        raise ValueError(f"the part before @ is at most {MAX_LOCAL_PART} characters")
+    return address
+
+
+def _each_once(events: list[EventType]) -> list[EventType]:
+    if len(set(events)) != len(events):
+        raise ValueError("name each event type once")
+    return events
+
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=PRINTABLE,
+        description="What operators call the channel, 1-100 printable characters.",
+    ),
+    normalised(100),
+]
+ChannelId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="A channel's id (chn_…), as create_channel or list_channels returned it.",
+    ),
+]
+Version = Annotated[
+    int,
+    Field(ge=1, description="The channel's current version, as listed; a stale one conflicts."),
+]
+Url = Annotated[
+    str,
+    Field(
+        min_length=len("https://x"),
+        max_length=MAX_URL,
+        pattern=URL_PATTERN,
+        description=(
+            f"For a webhook or Slack channel: where events are POSTed, an https:// URL of at "
+            f"most {MAX_URL} characters (printable ASCII). A Slack channel's is the incoming "
+            f"webhook's URL, {SLACK_PREFIX}…; it is kept sealed and only its host is ever shown."
+        ),
+    ),
+    AfterValidator(_port_in_range),
+]
+EmailAddress = Annotated[
+    str,
+    Field(
+        min_length=len("a@b.cc"),
+        max_length=MAX_EMAIL,
+        pattern=EMAIL_PATTERN,
+        description=(
+            f"For an email channel: the address events are mailed to, at most {MAX_EMAIL} "
+            f"characters, {MAX_LOCAL_PART} of them before the @."
+        ),
+    ),
+    AfterValidator(_local_part_fits),
+]
+Events = Annotated[
+    list[EventType],
+    Field(
+        min_length=1,
+        max_length=len(EVENT_TYPES),
+        json_schema_extra={"uniqueItems": True},
+        description="The event types this rule takes, each once.",
+    ),
+    AfterValidator(_each_once),
+]
+
+
+class RuleInput(StrictInput):
+    events: Events
+    scope_prefix: ScopePrefix | None = Field(
+        default=None,
+        description=(
+            "Only events whose scope (a switch's, a session's) begins with this text. Omitted: "
+            "every event of these types, those that have no scope included."
+        ),
+    )
+
+
+# -- results --------------------------------------------------------------------------------
+class RuleView(Output):
+    events: list[EventType]
+    scope_prefix: str | None = Field(description="Null: events of any scope, or none.")
+
+
+class SigningSecretView(Output):
+    created_at: datetime
+    until: datetime | None = Field(
+        description="When a secret that a rotation replaced stops signing; null for the newest."
+    )
+
+
+class ChannelView(Output):
+    id: str
+    name: str
+    kind: ChannelKind
+    target: str = Field(
+        description=(
+            "Where events go: a webhook's URL, an email address, or for Slack only the "
+            "webhook's host (the rest of its URL is a credential and never shown)."
+        )
+    )
+    rules: list[RuleView]
+    state: ChannelState
+    disabled_reason: str | None = Field(
+        description="Why a disabled channel is: an operator, or its receiver (410 Gone)."
+    )
+    signing_secrets: list[SigningSecretView] = Field(
+        description=(
+            "A webhook's secrets that sign its deliveries now, newest first (never the secrets "
+            "themselves); empty for Slack and email."
+        )
+    )
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    version: int
+
+    @classmethod
+    def of(cls, channel: Channel, now: datetime) -> ChannelView:
+        return cls(
+            id=channel.id,
+            name=channel.name,
+            kind=channel.kind,
+            target=channel.target,
+            rules=[
+                RuleView(events=r.events, scope_prefix=r.scope_prefix or None)
+                for r in channel.rules
+            ],
+            state=channel.state,
+            disabled_reason=channel.disabled_reason,
+            signing_secrets=[
+                SigningSecretView(created_at=s.created_at, until=s.until)
+                for s in channel.signing(now)
+            ],
+            created_by=channel.created_by,
+            created_at=channel.created_at,
+            updated_at=channel.updated_at,
+            version=channel.version,
+        )
+
+
+class ChannelIssued(Output):
+    channel: ChannelView
+    signing_secret: str | None = Field(
+        description=(
+            "A webhook's new signing secret (whsec_…), for verifying its deliveries as the "
+            "Standard Webhooks specification says; shown in this response only and kept "
+            "sealed. Null for Slack and email, and when this result replays an earlier call "
+            "with the same idempotency key: rotate the secret again if the answer was lost."
+        )
+    )
+
+
+class ChannelResult(Output):
+    channel: ChannelView
+
+
+class ChannelList(Output):
+    channels: list[ChannelView]
+
+
+class ChannelDeleted(Output):
+    id: str
+    deleted_at: datetime
+
+
+def _issued(now: datetime) -> Callable[[Channel, str | None], ChannelIssued]:
+    def present(channel: Channel, secret: str | None) -> ChannelIssued:
+        return ChannelIssued(channel=ChannelView.of(channel, now), signing_secret=secret)
+
+    return present
+
+
+def _result(now: datetime) -> Callable[[Channel], ChannelResult]:
+    return lambda channel: ChannelResult(channel=ChannelView.of(channel, now))
+
+
+# -- create_channel -------------------------------------------------------------------------
+class CreateChannelInput(StrictInput):
+    name: Name
+    kind: ChannelKind = Field(
+        description=(
+            "webhook: a signed JSON POST to your URL; slack: a message through a Slack incoming "
+            "webhook; email: a mail to an address."
+        )
+    )
+    email: EmailAddress | None = None
+    url: Url | None = None
+    rules: list[RuleInput] = Field(
+        min_length=1,
+        max_length=MAX_RULES,
+        description=(
+            f"Which events the channel receives, 1-{MAX_RULES} rules: an event goes to the "
+            "channel once if any rule takes it."
+        ),
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+    @model_validator(mode="after")
+    def _target(self) -> CreateChannelInput:
+        if self.kind == "email":
+            if self.email is None or self.url is not None:
+                raise ValueError("an email channel takes email, and no url")
+        elif self.url is None or self.email is not None:
+            raise ValueError(f"a {self.kind} channel takes url, and no email")
+        elif self.kind == "slack" and (
+            not self.url.startswith(SLACK_PREFIX) or self.url == SLACK_PREFIX
+        ):
+            raise ValueError(f"a Slack channel's url is an incoming webhook's, {SLACK_PREFIX}…")
+        return self
+
+    @property
+    def target(self) -> str:
+        target = self.email if self.kind == "email" else self.url
+        assert target is not None  # the validator above
+        return target
+
+
+def create_channel(ctx: Context, args: CreateChannelInput) -> ChannelIssued:
+    now = ctx.clock.now()
+    rules = [Rule(events=r.events, scope_prefix=r.scope_prefix or "") for r in args.rules]
+    return service.create(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        ctx.keys,
+        args.name,
+        args.kind,
+        args.target,
+        rules,
+        now,
+        present=_issued(now),
+    )
+
+
+# -- list_channels --------------------------------------------------------------------------
+class ListChannelsInput(StrictInput):
+    pass
+
+
+def list_channels(ctx: Context, args: ListChannelsInput) -> ChannelList:
+    now = ctx.clock.now()
+    found = service.channels(ctx.store, ctx.caller)
+    return ChannelList(channels=[ChannelView.of(channel, now) for channel in found])
+
+
+# -- rotate_channel_secret ------------------------------------------------------------------
+class RotateChannelSecretInput(StrictInput):
+    id: ChannelId
+    version: Version
+    idempotency_key: IdempotencyKey | None = None
+
+
+def rotate_channel_secret(ctx: Context, args: RotateChannelSecretInput) -> ChannelIssued:
+    now = ctx.clock.now()
+    return service.rotate_secret(
+        ctx.store, ctx.uow, ctx.caller, ctx.keys, args.id, args.version, now, present=_issued(now)
+    )
+
+
+# -- set_channel_state ----------------------------------------------------------------------
+class SetChannelStateInput(StrictInput):
+    id: ChannelId
+    version: Version
+    state: ChannelState = Field(
+        description="enabled: the channel receives its events; disabled: it receives none."
+    )
+
+
+def set_channel_state(ctx: Context, args: SetChannelStateInput) -> ChannelResult:
+    now = ctx.clock.now()
+    return service.set_state(
+        ctx.store, ctx.uow, ctx.caller, args.id, args.version, args.state, now, _result(now)
+    )
+
+
+# -- delete_channel -------------------------------------------------------------------------
+class DeleteChannelInput(StrictInput):
+    id: ChannelId
+    version: Version
+
+
+def delete_channel(ctx: Context, args: DeleteChannelInput) -> ChannelDeleted:
+    now = ctx.clock.now()
+    return service.delete(
+        ctx.store,
+        ctx.uow,
+        ctx.caller,
+        args.id,
+        args.version,
+        now,
+        present=lambda channel: ChannelDeleted(id=channel.id, deleted_at=now),
+    )
+
+
+_OVERLAP_HOURS = int(ROTATION_OVERLAP.total_seconds() // 3600)
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="create_channel",
+        title="Create a notification channel",
+        description=(
+            "Send the namespace's events (a switch fired, a request opened, expiring, answered "
+            "or expired, a session gone stale, a delivery dead-lettered) to people outside "
+            "Vigil: a webhook (signed JSON POSTs to an https URL), a Slack incoming webhook, or "
+            "an email address, each event picked by the rules (event types, and optionally a "
+            "scope prefix). A webhook's signing secret (whsec_…) appears in this response only; "
+            f"keep it to verify deliveries. At most {MAX_CHANNELS} channels a namespace. "
+            "Operators only."
+        ),
+        input_model=CreateChannelInput,
+        output_model=ChannelIssued,
+        run=create_channel,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="list_channels",
+        title="List notification channels",
+        description=(
+            "Every channel of the caller's namespace with its rules, state (and why it is "
+            "disabled) and version. Never shows a secret: a webhook's signing secrets only by "
+            "when they were made and stop signing, a Slack webhook only by its host. Operators "
+            "only."
+        ),
+        input_model=ListChannelsInput,
+        output_model=ChannelList,
+        run=list_channels,
+        roles=OPERATORS,
+        read_only=True,
+    ),
+    Tool(
+        name="rotate_channel_secret",
+        title="Rotate a webhook's signing secret",
+        description=(
+            "Issue a new signing secret for a webhook channel, shown in this response only. "
+            f"The replaced secret goes on signing for {_OVERLAP_HOURS} hours (each delivery "
+            "then carries both signatures), so receivers can switch without refusing one. "
+            "Operators only."
+        ),
+        input_model=RotateChannelSecretInput,
+        output_model=ChannelIssued,
+        run=rotate_channel_secret,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="set_channel_state",
+        title="Enable or disable a channel",
+        description=(
+            "Disable a channel (it receives no events until enabled again) or enable it, "
+            "including one Vigil disabled because its receiver answered 410 Gone. Operators "
+            "only."
+        ),
+        input_model=SetChannelStateInput,
+        output_model=ChannelResult,
+        run=set_channel_state,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="delete_channel",
+        title="Delete a channel",
+        description=(
+            "Delete a channel at the version given: it receives nothing more and its place in "
+            "the namespace's quota is freed. Operators only."
+        ),
+        input_model=DeleteChannelInput,
+        output_model=ChannelDeleted,
+        run=delete_channel,
+        roles=OPERATORS,
+        destructive=True,
+    ),
+)
