@@ -527,6 +527,41 @@ def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -
 
 
 A_RETRIED_BEAT = frozenset({"beats", "version"})
+
+
+# -- channels -------------------------------------------------------------------------------
+def _new_channel(world: World, kind: str = "webhook") -> dict[str, Any]:
+    url = {
+        "webhook": "https://receiver.example.com/vigil",
+        "slack": "https://hooks.slack.com/services/T0001/B0001/token",
+    }[kind]
+    rules = [{"events": ["switch.fired", "request.opened"], "scope_prefix": "job-"}]
+    return keyed(
+        world,
+        "create_channel",
+        {"name": world.unique("channel"), "kind": kind, "url": url, "rules": rules},
+    )
+
+
+def _channel(world: World) -> str:
+    created = world.call("create_channel", "operator", **_new_channel(world))
+    world.learn(created)
+    return str(created["channel"]["id"])
+
+
+def _rotate_channel(world: World) -> dict[str, Any]:
+    return keyed(world, "rotate_channel_secret", {"id": _channel(world), "version": 1})
+
+
+def _disable_channel(world: World) -> dict[str, Any]:
+    arguments = {"id": _channel(world), "version": 1, "state": "disabled"}
+    return keyed(world, "set_channel_state", arguments)
+
+
+def _delete_channel(world: World) -> dict[str, Any]:
+    return keyed(world, "delete_channel", {"id": _channel(world), "version": 1})
+
+
 A_LOST_HAND_OUT = frozenset({"generation", "version"})
 A_RENEWAL_RETRIED = frozenset({"version"})
 
@@ -655,6 +690,25 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "get_run": [
         Scenario("get_run", "running", "worker", lambda world: {"run_id": _started(world)})
     ],
+    "create_channel": [
+        Scenario("create_channel", "a webhook", "operator", _new_channel),
+        Scenario(
+            "create_channel",
+            "a Slack webhook",
+            "operator",
+            lambda world: _new_channel(world, "slack"),
+        ),
+    ],
+    "list_channels": [
+        Scenario("list_channels", "one webhook", "operator", lambda w: _channel(w) and {})
+    ],
+    "rotate_channel_secret": [
+        Scenario("rotate_channel_secret", "a webhook's", "operator", _rotate_channel)
+    ],
+    "set_channel_state": [
+        Scenario("set_channel_state", "disable a webhook", "operator", _disable_channel)
+    ],
+    "delete_channel": [Scenario("delete_channel", "a webhook", "operator", _delete_channel)],
 }
 
 ALARM_SCENARIOS = [

@@ -2,14 +2,15 @@
 the invariants that must hold whatever happened.
 
 Reduction: DynamoDB attributes become plain values and JSON documents are parsed; timestamps,
-tokens, receipt handles, SQS message ids, secret hashes, fingerprints and sealed handovers are
-masked (they differ between two runs of the same thing), and so are presigned forms' policies
-and signatures; principal ids and other generated ids become the names the scenario gave them,
-and the envelope ids of a message's recipients the message and recipient they are derived from;
-queue names become the mailbox they serve; a queue's messages become the set of distinct bodies
-(SQS delivers at least once, so a second copy of one message is allowed: what is handed out is
-checked by draining, not by counting copies). Every recipient of every stored message must have
-received its envelope exactly once.
+tokens, receipt handles, SQS message ids, secret hashes, fingerprints, sealed handovers, what a
+channel keeps sealed and its signing secrets are masked (they differ between two runs of the
+same thing), and so are presigned forms' policies and signatures; principal ids and other
+generated ids become the names the scenario gave them, and the envelope ids of a message's
+recipients the message and recipient they are derived from; queue names become the mailbox
+they serve; a queue's messages become the set of distinct bodies (SQS delivers at least once, so
+a second copy of one message is allowed: what is handed out is checked by draining, not by
+counting copies). Every recipient of every stored message must have received its envelope
+exactly once.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ VOLATILE = frozenset(
         "message_id",
         "fingerprint",
         "handover",
+        # Sealed with a random salt and nonce, and a signing secret is random: two runs differ.
+        "sealed",
+        "sealed_target",
+        "signing_secret",
         "lateness_seconds",
         "held_until",
         # A presigned form's policy and signature carry its expiry and key: two runs differ.

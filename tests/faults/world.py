@@ -19,6 +19,7 @@ import boto3
 
 from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
+from tests.support import TEST_KEYS
 from vigil.alarms.aws import AwsAlarms
 from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
@@ -128,7 +129,12 @@ class World:
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
         self.app = App(
-            self.store, self.clock, queues=self.queues, alarms=self.alarms, blobs=self.blobs
+            self.store,
+            self.clock,
+            queues=self.queues,
+            alarms=self.alarms,
+            blobs=self.blobs,
+            keys=TEST_KEYS,
         )
         self.liveness = Liveness(self.store, self.clock, self.alarms, self.queues)
 

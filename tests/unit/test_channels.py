@@ -533,3 +533,26 @@ def test_the_bounds_themselves_are_accepted(tenant: Tenant) -> None:
         rules=[EVERY_EVENT],
     )
     assert len(tenant.call("list_channels")["channels"]) == 3
+
+
+def test_a_lost_answer_to_a_state_change_or_a_delete_is_replayed_with_its_key(
+    tenant: Tenant, clock: ManualClock
+) -> None:
+    channel_id = webhook(tenant)["channel"]["id"]
+    clock.advance(1)  # each change in its own millisecond: the audit trail has one order
+    change = {"id": channel_id, "version": 1, "state": "disabled", "idempotency_key": "s"}
+    disabled = tenant.call("set_channel_state", **change)
+    assert tenant.call("set_channel_state", **change) == disabled
+    clock.advance(1)
+    delete = {"id": channel_id, "version": 2, "idempotency_key": "d"}
+    deleted = tenant.call("delete_channel", **delete)
+    assert tenant.call("delete_channel", **delete) == deleted
+    # Without its key, the retry finds the channel gone.
+    assert refused(tenant.call, "delete_channel", id=channel_id, version=2).code is (
+        ErrorCode.NOT_FOUND
+    )
+    assert [action for action, *_ in audit_trail(tenant)] == [
+        "create_channel",
+        "disable_channel",
+        "delete_channel",
+    ]

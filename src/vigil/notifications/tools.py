@@ -325,6 +325,7 @@ class SetChannelStateInput(StrictInput):
     state: ChannelState = Field(
         description="enabled: the channel receives its events; disabled: it receives none."
     )
+    idempotency_key: IdempotencyKey | None = None
 
 
 def set_channel_state(ctx: Context, args: SetChannelStateInput) -> ChannelResult:
@@ -338,6 +339,7 @@ def set_channel_state(ctx: Context, args: SetChannelStateInput) -> ChannelResult
 class DeleteChannelInput(StrictInput):
     id: ChannelId
     version: Version
+    idempotency_key: IdempotencyKey | None = None
 
 
 def delete_channel(ctx: Context, args: DeleteChannelInput) -> ChannelDeleted:
