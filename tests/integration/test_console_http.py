@@ -46,6 +46,7 @@ PAGES = (
     "/console/runs",
     "/console/requests",
     "/console/conversations",
+    "/console/channels",
 )
 
 
@@ -860,6 +861,13 @@ def test_stored_markup_is_shown_escaped_everywhere(scene: Scene, markup: str) ->
     acme.call("heartbeat", agent, scope=markup, expect_within_seconds=600)
     beat_session(acme, agent, markup)
     acme.call("post_instruction", scene.pat, session_id=markup, body=markup)
+    acme.call(
+        "create_channel",
+        name=markup,
+        kind="email",
+        email="ops@example.com",
+        rules=[{"events": ["switch.fired"], "scope_prefix": markup}],
+    )
     asked = scene.ask(body=markup, action={"op": markup, "note": markup})
     browser = scene.signed_in(scene.acme.operator_secret)
     pat = scene.signed_in(scene.pat)
@@ -875,6 +883,7 @@ def test_stored_markup_is_shown_escaped_everywhere(scene: Scene, markup: str) ->
         pat.get("/console/conversation", id=asked["conversation_id"]),
         browser.get("/console/switches", scope_prefix=markup),
         scene.browser().get("/console/sign-in", next=markup),
+        browser.get("/console/channels"),
     ]
     escaped = html.escape(markup, quote=True)
     for number, response in enumerate(pages):
@@ -887,6 +896,46 @@ def test_stored_markup_is_shown_escaped_everywhere(scene: Scene, markup: str) ->
     # The action is shown as stored, in JSON, escaped.
     action = html.escape(json.dumps(markup)[1:-1], quote=True)
     assert action in pages[7].body.decode()
+
+
+# -- channels ----------------------------------------------------------------------------------
+def test_operators_see_the_channels_and_never_their_secrets(scene: Scene) -> None:
+    acme = scene.acme
+    slack = "https://hooks.slack.com/services/T0001/B0001/slacktokenslacktoken"
+    hook = acme.call(
+        "create_channel",
+        name="pager receiver",
+        kind="webhook",
+        url="https://receiver.example.com/vigil",
+        rules=[{"events": ["switch.fired", "request.opened"], "scope_prefix": "acme-"}],
+    )
+    acme.call(
+        "create_channel",
+        name="ops room",
+        kind="slack",
+        url=slack,
+        rules=[{"events": ["request.expired"]}],
+    )
+    operator = scene.signed_in(acme.operator_secret)
+    for query in ({}, {"fragment": "1"}):
+        body = operator.get("/console/channels", **query).body.decode()
+        for shown in (
+            "pager receiver",
+            "https://receiver.example.com/vigil",
+            "switch.fired, request.opened under acme-",
+            "ops room",
+            "hooks.slack.com",
+        ):
+            assert shown in body, shown
+        assert hook["signing_secret"] not in body
+        assert "slacktoken" not in body
+    # A worker sees the page and none of the channels; another namespace sees none of them.
+    pat = scene.signed_in(scene.pat).get("/console/channels").body.decode()
+    assert "Your role may not see this." in pat
+    assert "pager receiver" not in pat
+    mallory = scene.signed_in(scene.globex.operator_secret).get("/console/channels")
+    assert "pager receiver" not in mallory.body.decode()
+    assert "No channel yet" in mallory.body.decode()
 
 
 # -- the console as a person -----------------------------------------------------------------

@@ -104,6 +104,7 @@ class Console:
             f"{PREFIX}/request": self.request,
             f"{PREFIX}/conversations": self.conversations,
             f"{PREFIX}/conversation": self.conversation,
+            f"{PREFIX}/channels": self.channels,
         }
         self._actions: dict[str, Callable[[Mapping[str, str], Visit], HttpResponse]] = {
             f"{PREFIX}/sign-out": self.sign_out,
@@ -884,6 +885,24 @@ class Console:
             "idempotency_key": form.get("idempotency_key") or None,
         }
         return self._act(visit, "send", arguments, back)
+
+    def channels(self, request: HttpRequest, visit: Visit) -> HttpResponse:
+        """The namespace's notification channels, for operators: where each sends, which events
+        and whether it is enabled; never a secret, and a Slack webhook only by its host."""
+        now = self.app.clock.now()
+        found = self._call(visit, "list_channels")
+        live = p.shown(
+            found,
+            lambda page: p.table(
+                "Notification channels",
+                p.CHANNEL_HEADERS,
+                p.channel_rows(page["channels"], now),
+                "No channel yet: an operator creates one with the create_channel tool.",
+            ),
+        )
+        return self._live_page(
+            request, "Channels", f"{PREFIX}/channels", live, Html(""), visit, p.REFRESH_LISTINGS_MS
+        )
 
 
 def _redirect(location: str) -> HttpResponse:

@@ -22,6 +22,7 @@ NAV = (
     ("/console/runs", "Runs and leases"),
     ("/console/requests", "Requests"),
     ("/console/conversations", "Conversations"),
+    ("/console/channels", "Channels"),
 )
 
 
@@ -292,6 +293,32 @@ def lease_rows(leases: Iterable[Mapping[str, Any]], now: datetime) -> list[list[
         ]
         for lease in leases
     ]
+
+
+# -- channels ----------------------------------------------------------------------------------
+def _rules(rules: Iterable[Mapping[str, Any]]) -> str:
+    return "; ".join(
+        ", ".join(r["events"]) + (f" under {r['scope_prefix']}" if r["scope_prefix"] else "")
+        for r in rules
+    )
+
+
+def channel_rows(channels: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            c["name"],
+            c["kind"],
+            c["target"],
+            _rules(c["rules"]),
+            render("{state} {why}", state=badge(c["state"]), why=c["disabled_reason"] or ""),
+            ago(c["updated_at"], now),
+            c["version"],
+        ]
+        for c in channels
+    ]
+
+
+CHANNEL_HEADERS = ("Name", "Kind", "Sends to", "Events", "State", "Changed", "Version")
 
 
 # -- sessions and instructions -------------------------------------------------------------------
