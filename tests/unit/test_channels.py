@@ -8,9 +8,11 @@ import base64
 import json
 import logging
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from standardwebhooks import Webhook
 
 from tests.support import TEST_KEYS, Tenant, app_on
 from vigil.clock import ManualClock
@@ -26,14 +28,16 @@ from vigil.notifications.records import (
     Channel,
     Rule,
 )
-from vigil.notifications.service import new_signing_secret, open_secrets, open_target
+from vigil.notifications.service import open_secrets, open_target
 from vigil.notifications.tools import SLACK_PREFIX
+from vigil.notifications.webhooks import sign
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
 
 SLACK_URL = "https://hooks.slack.com/services/T0001/B0001/slacktokenslacktoken"
 WEBHOOK_URL = "https://receiver.example.com/vigil/events?tenant=7"
 EVERY_EVENT = {"events": list(EVENT_TYPES)}
+BODY = b'{"type":"switch.fired","scope":"billing-nightly"}'
 
 
 def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
@@ -259,11 +263,18 @@ def test_secrets_and_slack_urls_stay_out_of_the_logs(
     assert "slacktoken" not in logged
 
 
-def test_the_signing_secret_is_standard_webhooks_shaped() -> None:
-    secrets = {new_signing_secret() for _ in range(20)}
-    assert len(secrets) == 20
-    for secret in secrets:
-        assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 32
+def test_during_a_rotation_a_receiver_verifies_with_either_secret(tenant: Tenant) -> None:
+    """What the delivery side opens signs as Standard Webhooks says: the reference library
+    accepts a delivery with the old secret and with the new one while both sign."""
+    created = webhook(tenant)
+    channel_id = created["channel"]["id"]
+    rotated = tenant.call("rotate_channel_secret", id=channel_id, version=1)
+    now = tenant.app.clock.now()
+    signing = open_secrets(stored(tenant, channel_id), TEST_KEYS, now)
+    # The reference library checks the timestamp against the real clock.
+    headers = sign(signing, "evt_1", datetime.now(UTC), BODY)
+    for secret in (created["signing_secret"], rotated["signing_secret"]):
+        assert Webhook(secret).verify(BODY, headers) == json.loads(BODY)
 
 
 # -- rotating, disabling, deleting ----------------------------------------------------------

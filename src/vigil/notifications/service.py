@@ -12,8 +12,6 @@ MAX_CHANNELS channels, counted in that commit too.
 
 from __future__ import annotations
 
-import base64
-import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
@@ -43,18 +41,13 @@ from vigil.notifications.records import (
     Rule,
     seal_context,
 )
+from vigil.notifications.webhooks import new_secret
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
 
 # The purpose the sealing key is derived for: no other part of Vigil uses this key.
 SEALING_PURPOSE = "channel-secrets"
-
-
-def new_signing_secret() -> str:
-    """A new webhook signing secret, as the Standard Webhooks specification has them:
-    ``whsec_`` and the base64 of 32 random bytes."""
-    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def _sealing_key(keys: Keys) -> str:
@@ -131,7 +124,7 @@ def create(
     (``present`` without it) never holds it."""
     _operator(caller)
     channel_id = new_id("chn")
-    signing_secret = new_signing_secret() if kind == "webhook" else None
+    signing_secret = new_secret() if kind == "webhook" else None
     sealed_secret = None
     if signing_secret is not None:
         sealed_secret = _seal(keys, caller.namespace, channel_id, "secret", signing_secret)
@@ -200,7 +193,7 @@ def rotate_secret(
     channel = _current(store, caller, channel_id, version)
     if channel.kind != "webhook":
         raise invalid("only a webhook channel has a signing secret")
-    signing_secret = new_signing_secret()
+    signing_secret = new_secret()
     sealed = _seal(keys, channel.namespace, channel.id, "secret", signing_secret)
     changed = channel.rotated(sealed, now)
     event = _audit(caller, "rotate_channel_secret", channel.id, version, changed.version, now)
