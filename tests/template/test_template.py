@@ -889,3 +889,52 @@ def test_the_build_ships_exactly_the_locked_versions(tmp_path: Path) -> None:
     assert (artifact / "vigil" / "entrypoints" / "alarm.py").exists()
     for laptop_only in ("local", "infra", "people"):
         assert not (artifact / "vigil" / laptop_only).exists(), laptop_only
+
+
+def test_every_alarm_notifies_the_encrypted_topic_when_it_fires_and_clears(
+    cfn: dict[str, Any],
+) -> None:
+    resources = cfn["Resources"]
+    topic = resources["AlarmTopic"]
+    assert topic["Type"] == "AWS::SNS::Topic"
+    # Its own key: CloudWatch may not use the AWS-managed alias/aws/sns to publish.
+    assert props(topic)["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = resources["AlarmTopicKey"]
+    assert props(key)["EnableKeyRotation"] is True
+    statements = props(key)["KeyPolicy"]["Statement"]
+    (cloudwatch,) = [s for s in statements if s["Principal"].get("Service")]
+    assert cloudwatch["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert set(cloudwatch["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    alarms = {k: v for k, v in resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+    assert len(alarms) >= 8
+    for logical_id, alarm in alarms.items():
+        assert props(alarm)["AlarmActions"] == [{"Ref": "AlarmTopic"}], logical_id
+        assert props(alarm)["OKActions"] == [{"Ref": "AlarmTopic"}], logical_id
+    assert cfn["Outputs"]["AlarmTopic"]["Value"] == {"Ref": "AlarmTopic"}
+
+
+def test_the_alarms_watch_throttles_5xx_and_the_timer_queues_age(cfn: dict[str, Any]) -> None:
+    watched = set()
+    for resource in cfn["Resources"].values():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        properties = props(resource)
+        for dimension in properties["Dimensions"]:
+            value = dimension["Value"]
+            target = getatt_target(value) or ref_target(value) or value
+            watched.add((properties["Namespace"], properties["MetricName"], target))
+    assert ("AWS/Lambda", "Throttles", "ApiFunction") in watched
+    assert ("AWS/Lambda", "Throttles", "AlarmFunction") in watched
+    assert ("AWS/ApiGateway", "5xx", "HttpApi") in watched
+    assert ("AWS/SQS", "ApproximateAgeOfOldestMessage", "TimerQueue") in watched
+
+
+def test_an_email_subscription_only_when_an_address_is_given(cfn: dict[str, Any]) -> None:
+    assert not present_of(resolver_for(cfn), "AWS::SNS::Subscription")
+    resolver = resolver_for(cfn, AlarmEmail="oncall@example.com")
+    ((_, subscription),) = present_of(resolver, "AWS::SNS::Subscription").items()
+    assert resolver.resolve(props(subscription)) == {
+        "TopicArn": resolver.resolve({"Ref": "AlarmTopic"}),
+        "Protocol": "email",
+        "Endpoint": "oncall@example.com",
+    }
