@@ -241,8 +241,16 @@ def test_the_backfill_indexes_what_was_stored_before_the_indexes(
             client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
     assert dynamo_store.list_switches("acme", "", None, 10) == []
     assert dynamo_store.recent_deaths("acme", None, 10) == []
+    # Switches indexed already whose scopes read like a switch's or a death's sort key: their
+    # index rows are neither.
+    for scope in ("SWITCH", "DEATH#000000000001"):
+        dynamo_store.commit([dynamo_store.save_switch(switch(clock, scope=scope), None)])
 
     assert backfill_indexes(client, table) == (1, 1)
-    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == ["old"]
+    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == [
+        "DEATH#000000000001",
+        "SWITCH",
+        "old",
+    ]
     assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
     assert backfill_indexes(client, table) == (0, 0)

@@ -350,8 +350,14 @@ def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
     written = [0, 0]
     request: dict[str, Any] = {
         "TableName": table,
-        "FilterExpression": "sk = :switch OR begins_with(sk, :death)",
-        "ExpressionAttributeValues": {":switch": attr_s("SWITCH"), ":death": attr_s("DEATH#")},
+        # Only a scope's partition holds switches and deaths: an index row whose sort key (a
+        # scope) reads SWITCH or DEATH# is none of them.
+        "FilterExpression": "contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death))",
+        "ExpressionAttributeValues": {
+            ":scoped": attr_s("#SW#"),
+            ":switch": attr_s("SWITCH"),
+            ":death": attr_s("DEATH#"),
+        },
     }
     while True:
         response = store._call(client.scan, **request)
