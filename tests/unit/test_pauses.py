@@ -11,8 +11,9 @@ import pytest
 
 from tests.liveness_support import World
 from tests.support import Tenant
-from vigil.clock import ManualClock, iso, parse_iso
+from vigil.clock import ManualClock, iso, parse_iso, to_ms
 from vigil.errors import ErrorCode, VigilError
+from vigil.store import Store
 from vigil.switches.records import MAX_PAUSES
 
 ALL_ACTIONS = ["release_leases", "mark_failed", "queue_alert"]
@@ -173,6 +174,24 @@ def test_a_held_switch_may_be_disarmed_by_its_holder_and_by_an_operator_only(
     assert world.store.latest_death("acme", "job-2") is None
     events = world.call("list_audit_events")["events"]
     assert (events[0]["action"], events[0]["target"]) == ("disarm", "job-2")
+
+
+def test_on_dynamodb_a_held_switch_keeps_its_alarm_coming_back_until_it_fires(
+    dynamo_store: Store, clock: ManualClock
+) -> None:
+    clock.advance(0.0004)  # between two milliseconds, as a real clock is; the table keeps ms
+    world = World(clock, dynamo_store)
+    _, secret = world.tenant.register(name="worker")
+    beat(world, secret)
+    until = to_ms(clock.now()) + timedelta(seconds=200)
+    pause(world, until=iso(until))
+    world.advance(199)  # held, its alarm back every minute
+    assert world.store.latest_death("acme", "job-1") is None
+    assert len(world.delivered) == 4  # at the deadline, then three hold checks
+    world.advance(5)
+    death = world.store.latest_death("acme", "job-1")
+    assert death is not None
+    assert death.deadline == until + timedelta(seconds=3)
 
 
 # -- which switches a pause covers -------------------------------------------------------------

@@ -14,18 +14,21 @@ from vigil.identity.records import new_id
 from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another
-# agent and disarm of another's switch are operators' powers; bootstrap and rotate_operator are
-# the deployer's (the `vigil` command, with AWS credentials).
+# agent, disarm of another's switch, and pause and resume of switches (the target: the pause's
+# scope prefix) are operators' powers; bootstrap and rotate_operator are the deployer's (the
+# `vigil` command, with AWS credentials).
 AuditAction = Literal[
     "register",
     "rotate_secret",
     "revoke_principal",
     "disarm",
     "create_mailbox",
+    "pause",
+    "resume",
     "bootstrap",
     "rotate_operator",
 ]
-TargetKind = Literal["principal", "switch", "mailbox"]
+TargetKind = Literal["principal", "switch", "mailbox", "pause"]
 
 
 class AuditEvent(Record):

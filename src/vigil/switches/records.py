@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
+from vigil.clock import to_ms
 from vigil.identity.records import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.leases.records import Lease
@@ -129,7 +130,8 @@ class Switch(Versioned):
         pauses = list(pauses)
         holding = [pause for pause in pauses if pause.covers(self, now)]
         if holding:
-            check = now + timedelta(seconds=hold_check_seconds(self.expect_within_seconds))
+            # To the millisecond, as stored: the alarm that comes back must match alarm_due.
+            check = to_ms(now + timedelta(seconds=hold_check_seconds(self.expect_within_seconds)))
             ends = [pause.ends_at for pause in holding if pause.ends_at is not None]
             return Reprieve(held_by=holding, until=min([check, *ends]))
         grace = self.grace_deadline(pauses)
