@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.integration.test_console_http import KEY, Browser
+from tests.integration.test_console_http import Browser
 from tests.support import Tenant, app_on
 from vigil.clock import ManualClock, iso
 from vigil.store import Store
@@ -47,7 +47,7 @@ def scene(dynamo_store: Store, clock: ManualClock) -> Scene:
     _, pat = acme.register(kind="person", name="pat")
     _, ann = acme.register(name="ann")
     acme.call("heartbeat", ann, scope=SCOPE, expect_within_seconds=600)
-    router = Router(app, frozenset(), console_key=lambda: KEY)
+    router = Router(app, frozenset())
     return Scene(clock, router, acme, globex, pat, ann)
 
 
