@@ -672,6 +672,22 @@ def expiry_again(stack: Stack) -> Action:
     return deliver
 
 
+def held(stack: Stack) -> Action:
+    """A switch past its deadline under a pause: the alarm reads the pauses, holds it and
+    comes back at its next hold check."""
+    from datetime import timedelta
+
+    from vigil.clock import iso
+
+    scope = stack.unique("held")
+    stack.call("worker", "heartbeat", **_alerting(stack, scope))
+    until = iso(stack.clock.now() + timedelta(hours=1))
+    stack.call("operator", "pause_switches", scope_prefix=scope, until=until)
+    timer = stack.timer_of(scope)
+    stack.clock.advance(301)
+    return alarm_event(queued(timer))
+
+
 STEPS = [
     Step("steady", "`heartbeat`, steady state", "api", steady_beat),
     Step(
@@ -723,6 +739,7 @@ STEPS = [
     ),
     Step("expiry", "alarm, expiry with all three actions", "alarm", expiry),
     Step("expiry_again", "alarm, delivered again after the expiry", "alarm", expiry_again),
+    Step("held", "alarm, past its deadline under a pause (held)", "alarm", held),
 ]
 # A long poll is timed once: what it shows is that the handler waits out the wait.
 LONG_POLL_SECONDS = 2

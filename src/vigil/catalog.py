@@ -68,7 +68,18 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("vigil.conversations.tools", ("change_chat_membership",)),
-    ("vigil.switches.tools", ("heartbeat", "resume_packet", "list_switches", "list_deaths")),
+    (
+        "vigil.switches.tools",
+        (
+            "heartbeat",
+            "resume_packet",
+            "list_switches",
+            "list_deaths",
+            "pause_switches",
+            "resume_switches",
+            "list_pauses",
+        ),
+    ),
     (
         "vigil.sessions.tools",
         ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),

@@ -11,7 +11,7 @@ from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.dynamo import backfill_indexes
-from vigil.switches.records import Beat, Death, HeldLease, Switch
+from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
 
 
 def switch(clock: ManualClock, scope: str = "job#1", window: int = 30, **changes: object) -> Switch:
@@ -51,6 +51,22 @@ def death_of(s: Switch, clock: ManualClock) -> Death:
         done={},
         version=1,
     )
+
+
+def pause_of(
+    clock: ManualClock, prefix: str = "job#", namespace: str = "acme", **changes: object
+) -> Pause:
+    now = to_ms(clock.now())
+    return Pause.begun(
+        None,
+        namespace,
+        prefix,
+        "per_aaaaaaaaaaaaaaaa",
+        now,
+        now + timedelta(hours=1),
+        False,
+        "upgrade",
+    ).model_copy(update=changes)
 
 
 def test_put_get_round_trip_and_version_condition(store: Store, clock: ManualClock) -> None:
@@ -241,8 +257,82 @@ def test_the_backfill_indexes_what_was_stored_before_the_indexes(
             client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
     assert dynamo_store.list_switches("acme", "", None, 10) == []
     assert dynamo_store.recent_deaths("acme", None, 10) == []
+    # Switches indexed already whose scopes read like a switch's or a death's sort key: their
+    # index rows are neither.
+    for scope in ("SWITCH", "DEATH#000000000001"):
+        dynamo_store.commit([dynamo_store.save_switch(switch(clock, scope=scope), None)])
+    # Nor are pauses whose prefixes read so.
+    for prefix in ("SWITCH", "DEATH#000000000001"):
+        dynamo_store.commit([dynamo_store.save_pause(pause_of(clock, prefix), None)])
 
     assert backfill_indexes(client, table) == (1, 1)
-    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == ["old"]
+    assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == [
+        "DEATH#000000000001",
+        "SWITCH",
+        "old",
+    ]
     assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
     assert backfill_indexes(client, table) == (0, 0)
+
+
+def test_pauses_are_kept_one_per_prefix_in_prefix_order(store: Store, clock: ManualClock) -> None:
+    prefixes = ["job#", "b", "jobs-ü", "job"]
+    made = {prefix: pause_of(clock, prefix) for prefix in prefixes}
+    for pause in made.values():
+        store.commit([store.save_pause(pause, None)])
+    store.commit([store.save_pause(pause_of(clock, "job#", namespace="globex"), None)])
+    assert store.pauses("acme") == [made[prefix] for prefix in sorted(prefixes)]
+    assert [p.namespace for p in store.pauses("globex")] == ["globex"]
+    assert store.pauses("initech") == []
+    with pytest.raises(ConditionFailed):  # one pause per prefix
+        store.commit([store.save_pause(pause_of(clock, "job#"), None)])
+
+    resumed = made["job#"].resumed("per_bbbbbbbbbbbbbbbb", to_ms(clock.advance(60)))
+    store.commit([store.save_pause(resumed, 1)])
+    with pytest.raises(ConditionFailed):  # on the version it was read at
+        store.commit([store.save_pause(resumed.changed(), 1)])
+    assert store.pauses("acme")[2] == resumed
+    # An ended pause's place takes a new one, going on from its version.
+    again = Pause.begun(
+        resumed, "acme", "job#", "per_aaaaaaaaaaaaaaaa", to_ms(clock.now()), None, True, None
+    )
+    store.commit([store.save_pause(again, resumed.version)])
+    assert store.pauses("acme")[2] == again
+    assert again.version == 3
+
+
+def test_a_grace_is_granted_once_and_never_over_a_beat(store: Store, clock: ManualClock) -> None:
+    s = switch(clock, window=30)
+    store.commit([store.save_switch(s, None)])
+    clock.advance(40)  # past its deadline, held by a pause meanwhile
+    graced = s.graced(s.deadline + timedelta(seconds=300))
+    assert store.grant_grace(graced, missed=s.deadline, previous_due=s.alarm_due) is True
+    assert store.grant_grace(graced, missed=s.deadline, previous_due=s.alarm_due) is False
+    stored = store.get_switch("acme", "job#1")
+    assert stored is not None
+    assert (stored.deadline, stored.alarm_due, stored.version) == (
+        graced.deadline,
+        graced.alarm_due,
+        2,
+    )
+    assert (stored.last_beat_at, stored.beats) == (s.last_beat_at, s.beats)  # no beat
+
+    other = switch(clock, scope="job#2", window=30)
+    store.commit([store.save_switch(other, None)])
+    beaten = store.beat_switch(
+        "acme",
+        "job#2",
+        other.holder,
+        Beat(
+            at=to_ms(clock.advance(1)),
+            expect_within_seconds=30,
+            on_expiry=other.on_expiry,
+            notify_address=None,
+            agent_id=None,
+        ),
+    )
+    assert beaten is not None
+    # A beat moved the deadline since it was read: the grace is not written over it.
+    late = other.graced(other.deadline + timedelta(seconds=300))
+    assert store.grant_grace(late, missed=other.deadline, previous_due=other.alarm_due) is False
+    assert store.get_switch("acme", "job#2") == beaten

@@ -18,11 +18,13 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from tests.faults.world import BUCKET, NAMESPACE, World
 from vigil import catalog
 from vigil.alarms.timers import Timer
+from vigil.clock import iso
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
@@ -434,6 +436,30 @@ def _resume(world: World) -> dict[str, Any]:
     return {"scope": _armed(world)["scope"]}
 
 
+def _in(world: World, seconds: int) -> str:
+    return iso(world.clock.now() + timedelta(seconds=seconds))
+
+
+def _pause(world: World) -> dict[str, Any]:
+    arguments = {"scope_prefix": _armed(world)["scope"], "until": _in(world, 2 * HOUR)}
+    return keyed(world, "pause_switches", {**arguments, "reason": "upgrade"})
+
+
+def _paused(world: World, **more: Any) -> dict[str, Any]:
+    prefix = world.unique("job")
+    return world.call("pause_switches", "operator", scope_prefix=prefix, **more)
+
+
+def _resume_pause(world: World) -> dict[str, Any]:
+    made = _paused(world, until=_in(world, 2 * HOUR))
+    return keyed(world, "resume_switches", {"id": made["id"], "version": made["version"]})
+
+
+def _pauses(world: World) -> dict[str, Any]:
+    _paused(world, until_next_beat=True)
+    return {}
+
+
 # -- sessions and runs ---------------------------------------------------------------------
 def _live_session(world: World) -> str:
     session = world.unique("session")
@@ -519,6 +545,32 @@ def _beaten_timer(world: World) -> dict[str, Any]:
         due_at=switch.alarm_due,
     )
     return {"timer": timer.model_dump(mode="json")}
+
+
+def _timer_of(world: World, scope: str) -> dict[str, Any]:
+    switch = world.store.get_switch("acme", scope)
+    assert switch is not None
+    timer = Timer(
+        kind=TIMER_KIND,
+        namespace="acme",
+        key=switch.scope,
+        generation=switch.generation,
+        due_at=switch.alarm_due,
+    )
+    return {"timer": timer.model_dump(mode="json")}
+
+
+def _held_timer(world: World) -> dict[str, Any]:
+    scope = _late(world)["scope"]
+    world.call("pause_switches", "operator", scope_prefix=scope, until=_in(world, HOUR))
+    return _timer_of(world, scope)
+
+
+def _graced_timer(world: World) -> dict[str, Any]:
+    scope = _armed(world)["scope"]
+    world.call("pause_switches", "operator", scope_prefix=scope, until=_in(world, 310))
+    world.clock.advance(311)
+    return _timer_of(world, scope)
 
 
 def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -678,6 +730,11 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
     ],
     "resume_packet": [Scenario("resume_packet", "armed", "worker", _resume)],
+    "pause_switches": [
+        Scenario("pause_switches", "a scope's switch, until a time", "operator", _pause)
+    ],
+    "resume_switches": [Scenario("resume_switches", "by id", "operator", _resume_pause)],
+    "list_pauses": [Scenario("list_pauses", "one in force", "operator", _pauses)],
     "post_instruction": [Scenario("post_instruction", "to a live session", "operator", _session)],
     "start_run": [Scenario("start_run", "named run", "worker", _start)],
     "claim_run": [Scenario("claim_run", "lapsed, by another worker", "watcher", _lapsed)],
@@ -735,6 +792,24 @@ ALARM_SCENARIOS = [
         "deadline moved by beats (re-arms)",
         "operator",
         _beaten_timer,
+        run=deliver_timer,
+        typed_errors=False,
+        compare_result=False,
+    ),
+    Scenario(
+        "alarm",
+        "past its deadline, held by a pause",
+        "operator",
+        _held_timer,
+        run=deliver_timer,
+        typed_errors=False,
+        compare_result=False,
+    ),
+    Scenario(
+        "alarm",
+        "past its deadline after a pause, its grace",
+        "operator",
+        _graced_timer,
         run=deliver_timer,
         typed_errors=False,
         compare_result=False,

@@ -14,14 +14,17 @@ from vigil.identity.records import new_id
 from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another
-# agent, disarm of another's switch and every change to a channel are operators' powers;
-# bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
+# agent, disarm of another's switch, pause and resume of switches (the target: the pause's
+# scope prefix) and every change to a channel are operators' powers; bootstrap and
+# rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
 AuditAction = Literal[
     "register",
     "rotate_secret",
     "revoke_principal",
     "disarm",
     "create_mailbox",
+    "pause",
+    "resume",
     "bootstrap",
     "rotate_operator",
     "create_channel",
@@ -30,7 +33,7 @@ AuditAction = Literal[
     "enable_channel",
     "delete_channel",
 ]
-TargetKind = Literal["principal", "switch", "mailbox", "channel"]
+TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause"]
 
 
 class AuditEvent(Record):

@@ -33,7 +33,9 @@ class AuditEventView(Output):
     action: AuditAction
     target_kind: TargetKind
     target: str = Field(
-        description="A principal id, a switch's scope, a mailbox address or a channel id."
+        description=(
+            "A principal id, a switch's scope, a mailbox address, a channel id or a pause's prefix."
+        )
     )
     before_version: int | None = Field(
         description="The target's version before the change; null if it did not exist."
@@ -79,9 +81,10 @@ TOOLS: tuple[Tool, ...] = (
             "Page through the audit trail of the caller's namespace, newest first: every change "
             "an operator made with an operator's power (register; rotate_secret and "
             "revoke_principal of another principal; create_mailbox for another agent; disarm of "
-            "another's switch; creating, rotating the secret of, disabling, enabling and "
-            "deleting a channel) and every change the deployer made with AWS credentials, each "
-            "with who, what, when and the target's versions before and after. Operators only."
+            "another's switch; pause_switches and resume_switches; creating, rotating the "
+            "secret of, disabling, enabling and deleting a channel) and every change the "
+            "deployer made with AWS credentials, each with who, what, when and the target's "
+            "versions before and after. Operators only."
         ),
         input_model=ListAuditEventsInput,
         output_model=AuditPage,

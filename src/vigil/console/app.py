@@ -338,18 +338,20 @@ class Console:
 
     # -- pages ----------------------------------------------------------------------------------
     def overview(self, request: HttpRequest, visit: Visit) -> HttpResponse:
-        """Four listings: the armed switches, the newest deaths (what fired), the stale
-        sessions and the open requests; a switch that fired is shown by its death, which says
-        when, how late and what was released."""
+        """Five listings: the armed switches, the pauses in force, the newest deaths (what
+        fired), the stale sessions and the open requests; a switch that fired is shown by its
+        death, which says when, how late and what was released."""
         now = self.app.clock.now()
         armed = self._call(visit, "list_switches", state="armed")
+        paused = self._call(visit, "list_pauses")
         deaths = self._call(visit, "list_deaths", limit=OVERVIEW_DEATHS)
         stale = self._call(visit, "list_sessions", stale_only=True)
         waiting = self._call(visit, "request_status", state="open")
         me = visit.principal.id
 
         armed_list = [] if isinstance(armed, str) else armed["switches"]
-        soon = [s for s in armed_list if p.expiring(s, now)]
+        pause_list = [] if isinstance(paused, str) else paused["pauses"]
+        soon = [s for s in armed_list if p.expiring(s, now) and not p.pausing(pause_list, s)]
         death_list = [] if isinstance(deaths, str) else deaths["deaths"]
         day = [d for d in death_list if (now - p.when_of(d["fired_at"])).total_seconds() < 86400]
         fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
@@ -369,6 +371,7 @@ class Console:
             for k, n, label in (
                 ("armed", len(armed_list), "armed"),
                 ("soon", len(soon), "expiring soon"),
+                ("paused", len(pause_list), "pauses in force"),
                 ("fired", fired, "fired in 24 h"),
                 ("stale", len(stale_list), "stale sessions"),
                 ("waiting", len(mine), "requests waiting for you"),
@@ -397,9 +400,25 @@ class Console:
                     else p.table(
                         "Armed, soonest deadline first",
                         p.SWITCH_HEADERS,
-                        p.switch_rows(sorted(armed_list, key=lambda s: s["deadline"]), now),
+                        p.switch_rows(
+                            sorted(armed_list, key=lambda s: s["deadline"]), now, pause_list
+                        ),
                         "No switch is armed.",
                         "armed-switches",
+                    ),
+                ),
+                p.section(
+                    "Pauses",
+                    "pauses",
+                    p.shown(
+                        paused,
+                        lambda page: p.table(
+                            "Pauses in force: a held switch does not fire or alert",
+                            p.PAUSE_HEADERS,
+                            p.pause_rows(page["pauses"], now),
+                            "No switch is paused.",
+                            "pauses-in-force",
+                        ),
                     ),
                 ),
                 p.section(
@@ -440,6 +459,8 @@ class Console:
         prefix = request.query.get("scope_prefix") or None
         arguments = {"state": state, "scope_prefix": prefix, "cursor": request.query.get("cursor")}
         found = self._call(visit, "list_switches", **{k: v for k, v in arguments.items() if v})
+        paused = self._call(visit, "list_pauses")
+        pause_list = [] if isinstance(paused, str) else paused["pauses"]
         states = join(
             render(
                 '<option value="{v}"{sel}>{t}</option>',
@@ -473,7 +494,7 @@ class Console:
                     "<p>{a}</p>",
                     a=p.link("/console/switches", "Next page", **query, cursor=page["next_cursor"]),
                 )
-            return join([p.switches_table("Switches", page["switches"], now), more])
+            return join([p.switches_table("Switches", page["switches"], now, pause_list), more])
 
         return self._live_page(
             request, "Switches", f"{PREFIX}/switches", p.shown(found, draw), filters, visit
@@ -484,8 +505,10 @@ class Console:
         scope = request.query.get("scope", "")
         packet = self._call(visit, "resume_packet", scope=scope)
         deaths = self._call(visit, "list_deaths")
+        paused = self._call(visit, "list_pauses")
         if isinstance(packet, str):
             return self._page(scope or "Switch", p.problem(packet), visit, status=404)
+        pausing = [] if isinstance(paused, str) else p.pausing(paused["pauses"], packet)
         history = (
             [] if isinstance(deaths, str) else [d for d in deaths["deaths"] if d["scope"] == scope]
         )
@@ -504,6 +527,7 @@ class Console:
                                 if packet["state"] == "armed"
                                 else "—",
                             ),
+                            ("Paused", p.paused_by(pausing, now)),
                             (
                                 "Holder",
                                 packet["holder"]
@@ -515,6 +539,16 @@ class Console:
                             ("Window", p.span(packet["expect_within_seconds"])),
                             ("On expiry", ", ".join(packet["on_expiry"]) or "—"),
                         ]
+                    ),
+                ),
+                p.section(
+                    "Pauses over this switch",
+                    "paused",
+                    p.table(
+                        "Pauses in force whose prefix begins this scope",
+                        p.PAUSE_HEADERS,
+                        p.pause_rows(pausing, now),
+                        "No pause covers this switch.",
                     ),
                 ),
                 p.section(

@@ -239,12 +239,18 @@ def sign_in(csrf: str, error: str | None) -> Html:
 
 
 # -- switches ----------------------------------------------------------------------------------
-def switch_rows(switches: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def switch_rows(
+    switches: Iterable[Mapping[str, Any]],
+    now: datetime,
+    pauses: Sequence[Mapping[str, Any]] = (),
+) -> list[list[Any]]:
+    """A row per switch; an armed switch under a pause in ``pauses`` says so beside its
+    deadline (past it, the pause holds it)."""
     return [
         [
             link("/console/switch", s["scope"], scope=s["scope"]),
             badge(s["state"]),
-            countdown(s["deadline"], now) if s["state"] == "armed" else Html("—"),
+            _fires(s, now, pauses),
             s["holder"] + (f" ({s['agent_id']})" if s.get("agent_id") else ""),
             s["generation"],
             ago(s["last_beat_at"], now),
@@ -253,11 +259,83 @@ def switch_rows(switches: Iterable[Mapping[str, Any]], now: datetime) -> list[li
     ]
 
 
+def _fires(switch: Mapping[str, Any], now: datetime, pauses: Sequence[Mapping[str, Any]]) -> Html:
+    if switch["state"] != "armed":
+        return Html("—")
+    if pausing(pauses, switch):
+        return join([countdown(switch["deadline"], now), badge("paused")], " ")
+    return countdown(switch["deadline"], now)
+
+
 SWITCH_HEADERS = ("Scope", "State", "Fires", "Holder", "Generation", "Last beat")
 
 
-def switches_table(caption: str, switches: Iterable[Mapping[str, Any]], now: datetime) -> Html:
-    return table(caption, SWITCH_HEADERS, switch_rows(switches, now), "None.")
+def switches_table(
+    caption: str,
+    switches: Iterable[Mapping[str, Any]],
+    now: datetime,
+    pauses: Sequence[Mapping[str, Any]] = (),
+) -> Html:
+    return table(caption, SWITCH_HEADERS, switch_rows(switches, now, pauses), "None.")
+
+
+def pausing(
+    pauses: Iterable[Mapping[str, Any]], switch: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """The pauses of ``pauses`` (in force, as list_pauses returns them) whose prefix begins
+    the switch's scope; one until the next beat covers it only while it is not beaten since."""
+    return [
+        pause
+        for pause in pauses
+        if switch["scope"].startswith(pause["scope_prefix"])
+        and not (
+            pause["until_next_beat"]
+            and when_of(switch["last_beat_at"]) > when_of(pause["paused_at"])
+        )
+    ]
+
+
+def pause_rows(pauses: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            link("/console/switches", pause["scope_prefix"], scope_prefix=pause["scope_prefix"]),
+            _pause_end(pause, now),
+            pause["paused_by"],
+            ago(pause["paused_at"], now),
+            pause["reason"] or "—",
+        ]
+        for pause in pauses
+    ]
+
+
+PAUSE_HEADERS = ("Scopes beginning with", "Ends", "Set by", "Set", "Reason")
+
+
+def _pause_end(pause: Mapping[str, Any], now: datetime) -> Html:
+    parts = []
+    if pause["until"] is not None:
+        parts.append(countdown(pause["until"], now))
+    if pause["until_next_beat"]:
+        parts.append(Html("at each switch's next beat"))
+    return join(parts, " or ")
+
+
+def paused_by(pauses: Sequence[Mapping[str, Any]], now: datetime) -> Html:
+    """One line on a switch's page: which pause holds it, or that none does."""
+    if not pauses:
+        return Html("no")
+    return join(
+        (
+            render(
+                "{badge} under {prefix}, ending {end}",
+                badge=badge("paused"),
+                prefix=pause["scope_prefix"],
+                end=_pause_end(pause, now),
+            )
+            for pause in pauses
+        ),
+        "; ",
+    )
 
 
 def expiring(switch: Mapping[str, Any], now: datetime) -> bool:

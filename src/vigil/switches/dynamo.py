@@ -12,7 +12,7 @@ from typing import Any
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.quotas.store import quota_count
-from vigil.switches.records import Beat, Death, ReleasedPage, Switch
+from vigil.switches.records import PAUSE_RETAIN, Beat, Death, Pause, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
 _TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
@@ -44,6 +44,26 @@ def _page_key(namespace: str, scope: str, generation: int, number: int) -> dict[
 def _switch_index_key(namespace: str, scope: str) -> dict[str, Any]:
     # One partition per namespace, sorted by scope, so a scope prefix is one key range.
     return {"pk": attr_s(f"NS#{namespace}#SWITCHES"), "sk": attr_s(scope)}
+
+
+def _pauses_pk(namespace: str) -> dict[str, str]:
+    # One partition per namespace, one row per prefix, so that the expiry path reads every
+    # pause of the namespace with one query.
+    return attr_s(f"NS#{namespace}#PAUSES")
+
+
+def _pause_item(pause: Pause) -> dict[str, Any]:
+    item = {
+        "pk": _pauses_pk(pause.namespace),
+        "sk": attr_s(pause.scope_prefix),
+        "version": attr_n(pause.version),
+        "doc": attr_s(pause.model_dump_json()),
+    }
+    ends = pause.ends_at
+    if ends is not None:
+        # Dropped by DynamoDB's TTL a while after it ended; the reads go by its times.
+        item["ttl"] = attr_n(int((ends + PAUSE_RETAIN).timestamp()))
+    return item
 
 
 def _death_index_item(death: Death) -> dict[str, Any]:
@@ -277,6 +297,55 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             return False
         return True
 
+    def grant_grace(self, switch: Switch, missed: datetime, previous_due: datetime) -> bool:
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key=_switch_key(switch.namespace, switch.scope),
+                UpdateExpression=(
+                    "SET deadline = :deadline, alarm_due = :due, version = version + :one"
+                ),
+                ConditionExpression=(
+                    "#st = :armed AND generation = :generation AND deadline = :missed"
+                    " AND alarm_due = :previous"
+                ),
+                ExpressionAttributeNames={"#st": "state"},
+                ExpressionAttributeValues={
+                    ":deadline": attr_n(epoch_ms(switch.deadline)),
+                    ":due": attr_n(epoch_ms(switch.alarm_due)),
+                    ":missed": attr_n(epoch_ms(missed)),
+                    ":previous": attr_n(epoch_ms(previous_due)),
+                    ":armed": attr_s("armed"),
+                    ":generation": attr_n(switch.generation),
+                    ":one": attr_n(1),
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def pauses(self, namespace: str) -> list[Pause]:
+        request = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _pauses_pk(namespace)},
+            "ConsistentRead": True,
+        }
+        return [
+            Pause.model_validate_json(item["doc"]["S"])
+            for page in self._pages(request)
+            for item in page.get("Items", [])
+        ]
+
+    def save_pause(self, pause: Pause, expected_version: int | None) -> DynamoWrite:
+        if expected_version is None:
+            return self._put(_pause_item(pause), "attribute_not_exists(pk)")
+        return self._put(
+            _pause_item(pause),
+            "version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(expected_version)},
+        )
+
     def get_death(self, namespace: str, scope: str, generation: int) -> Death | None:
         key = _death_key(namespace, scope, generation)
         item = self._get(key["pk"]["S"], key["sk"]["S"])
@@ -350,8 +419,14 @@ def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
     written = [0, 0]
     request: dict[str, Any] = {
         "TableName": table,
-        "FilterExpression": "sk = :switch OR begins_with(sk, :death)",
-        "ExpressionAttributeValues": {":switch": attr_s("SWITCH"), ":death": attr_s("DEATH#")},
+        # Only a scope's partition holds switches and deaths: an index row or a pause whose
+        # sort key (a scope, a prefix) reads SWITCH or DEATH# is none of them.
+        "FilterExpression": "contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death))",
+        "ExpressionAttributeValues": {
+            ":scoped": attr_s("#SW#"),
+            ":switch": attr_s("SWITCH"),
+            ":death": attr_s("DEATH#"),
+        },
     }
     while True:
         response = store._call(client.scan, **request)

@@ -8,7 +8,7 @@ from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.quotas.store import quota_count
-from vigil.switches.records import Beat, Death, ReleasedPage, Switch
+from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
 from vigil.switches.store import SwitchStore
 
 
@@ -22,6 +22,8 @@ class MemorySwitches(MemoryBase, SwitchStore):
         # (Dicts, like every other table of the fake, which the harness snapshots.)
         self.switch_index: dict[tuple[str, str], str] = {}
         self.death_index: dict[tuple[str, str], tuple[str, int]] = {}
+        # A namespace's pauses, one per prefix, as in its pause partition on DynamoDB.
+        self.pause_rows: dict[tuple[str, str], Pause] = {}
         super().__init__()
 
     def get_switch(self, namespace: str, scope: str) -> Switch | None:
@@ -125,6 +127,35 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 alarm_due=switch.alarm_due
             )
             return True
+
+    def grant_grace(self, switch: Switch, missed: datetime, previous_due: datetime) -> bool:
+        with self._lock:
+            current = self.switches.get((switch.namespace, switch.scope))
+            if (
+                current is None
+                or current.state != "armed"
+                or current.generation != switch.generation
+                or current.deadline != missed
+                or current.alarm_due != previous_due
+            ):
+                return False
+            self.switches[(switch.namespace, switch.scope)] = current.changed(
+                deadline=switch.deadline, alarm_due=switch.alarm_due
+            )
+            return True
+
+    def pauses(self, namespace: str) -> list[Pause]:
+        with self._lock:
+            found = sorted(
+                (prefix, pause)
+                for (ns, prefix), pause in self.pause_rows.items()
+                if ns == namespace
+            )
+            return [pause.model_copy() for _, pause in found]
+
+    def save_pause(self, pause: Pause, expected_version: int | None) -> MemoryWrite:
+        key = (pause.namespace, pause.scope_prefix)
+        return self._versioned(self.pause_rows, key, pause, expected_version)
 
     def get_death(self, namespace: str, scope: str, generation: int) -> Death | None:
         with self._lock:

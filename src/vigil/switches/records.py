@@ -9,16 +9,23 @@ nothing.
 Every record here is bounded, whatever the holder held: the release of a scope's leases goes
 in batches, each recorded as a page of its own beside the death, and the death keeps only the
 counts, how far the release got, and the first few names.
+
+An operator may pause the switches under a scope prefix: while a pause covers a switch, a
+missed deadline holds it instead of firing it, and once its pauses end it gets its own window
+again, from their end (its grace). ``Switch.reprieve`` is that rule.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
+from vigil.clock import to_ms
+from vigil.identity.records import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.leases.records import Lease
 
@@ -41,6 +48,19 @@ EXPIRING_PART = 1 / 3
 # How many released leases a death names itself (and so the alert and the heartbeat); all of
 # them are in its pages, which resume_packet reads.
 NAMED_RELEASES = 5
+# A switch held by a pause has its alarm come back every window of its own, but not more often
+# than once a minute, nor less often than every 15 minutes (the timer queue's longest delay, so a
+# hold never needs the Scheduler): that is how it learns that a pause was resumed early. A
+# pause's end, when it has one, brings the alarm back then too.
+HOLD_CHECK_MIN_SECONDS = 60
+HOLD_CHECK_MAX_SECONDS = 900
+# A pause lasts at most as long as the longest window.
+MAX_PAUSE_SECONDS = MAX_WINDOW_SECONDS
+# The pauses in force at once in a namespace: the expiry path reads them all, so they stay few.
+MAX_PAUSES = 100
+# How long an ended pause is kept: long enough for every switch it held to see it end (within a
+# hold check) and take its grace from that end.
+PAUSE_RETAIN = timedelta(days=1)
 
 
 class Switch(Versioned):
@@ -102,15 +122,58 @@ class Switch(Versioned):
     def overdue(self, now: datetime) -> bool:
         return self.state == "armed" and self.deadline <= now
 
-    def death(self, now: datetime) -> Death:
-        """The death this switch's expiry at ``now`` records: the actions still to run."""
+    def reprieve(self, pauses: Iterable[Pause], now: datetime) -> Reprieve | None:
+        """Why this switch, armed and past its deadline at ``now``, does not fire yet: pauses
+        in force cover it (it is held, and its alarm comes back at the first of their ends or
+        at its next hold check), or pauses that held it ended less than its window ago (its
+        grace runs until the last of those ends plus its window). None: it fires."""
+        pauses = list(pauses)
+        holding = [pause for pause in pauses if pause.covers(self, now)]
+        if holding:
+            # To the millisecond, as stored: the alarm that comes back must match alarm_due.
+            check = to_ms(now + timedelta(seconds=hold_check_seconds(self.expect_within_seconds)))
+            ends = [pause.ends_at for pause in holding if pause.ends_at is not None]
+            return Reprieve(held_by=holding, until=min([check, *ends]))
+        grace = self.grace_deadline(pauses)
+        if grace is not None and grace > now:
+            return Reprieve(held_by=[], until=grace)
+        return None
+
+    def grace_deadline(self, pauses: Iterable[Pause]) -> datetime | None:
+        """The deadline this switch has once the pauses that held it past its own deadline
+        have ended: the last of their ends plus its window; None if no pause did."""
+        ends = [
+            end
+            for pause in pauses
+            if pause.reaches(self)
+            and (end := pause.ends_at) is not None
+            and end > self.deadline
+            and end > pause.paused_at
+        ]
+        if not ends:
+            return None
+        return max(ends) + timedelta(seconds=self.expect_within_seconds)
+
+    def missed(self, pauses: Iterable[Pause]) -> datetime:
+        """The deadline this switch missed, firing: its own, or its grace's if pauses held it
+        past its own."""
+        return self.grace_deadline(pauses) or self.deadline
+
+    def graced(self, deadline: datetime) -> Switch:
+        """The switch given ``deadline`` by its grace, with its alarm due then (the store
+        moves the version); no beat: its last beat and its beats stay as they were."""
+        return self.model_copy(update={"deadline": deadline, "alarm_due": deadline})
+
+    def death(self, now: datetime, missed: datetime | None = None) -> Death:
+        """The death this switch's expiry at ``now`` records: the actions still to run, and
+        the deadline missed (``missed``, when a grace after a pause moved it; else its own)."""
         return Death(
             namespace=self.namespace,
             scope=self.scope,
             generation=self.generation,
             holder=self.holder,
             agent_id=self.agent_id,
-            deadline=self.deadline,
+            deadline=missed or self.deadline,
             fired_at=now,
             actions=ordered(self.on_expiry),
             notify_address=self.notify_address if "queue_alert" in self.on_expiry else None,
@@ -130,6 +193,87 @@ class Switch(Versioned):
         if self.state != "fired":
             return self.state
         return "failed" if "mark_failed" in self.on_expiry else "expired"
+
+
+class Pause(Versioned):
+    """An operator's pause of the switches whose scope begins with ``scope_prefix``, one per
+    prefix in a namespace. It ends at ``until``, or for each switch at that switch's next beat
+    (``until_next_beat``), whichever comes first if both are set, or when it is resumed."""
+
+    namespace: str
+    id: str
+    scope_prefix: str
+    paused_by: str
+    paused_at: datetime
+    until: datetime | None
+    until_next_beat: bool
+    reason: str | None
+    resumed_at: datetime | None = None
+    resumed_by: str | None = None
+
+    @classmethod
+    def begun(
+        cls,
+        previous: Pause | None,
+        namespace: str,
+        scope_prefix: str,
+        paused_by: str,
+        now: datetime,
+        until: datetime | None,
+        until_next_beat: bool,
+        reason: str | None,
+    ) -> Pause:
+        """A new pause of ``scope_prefix``, in the place of the ended ``previous`` one, if
+        any (its version goes on from there)."""
+        return cls(
+            namespace=namespace,
+            id=new_id("pau"),
+            scope_prefix=scope_prefix,
+            paused_by=paused_by,
+            paused_at=now,
+            until=until,
+            until_next_beat=until_next_beat,
+            reason=reason,
+            version=previous.version + 1 if previous is not None else 1,
+        )
+
+    @property
+    def ends_at(self) -> datetime | None:
+        """When it ends for every switch: at ``until`` or when resumed, whichever is first;
+        None while neither is known."""
+        ends = [moment for moment in (self.until, self.resumed_at) if moment is not None]
+        return min(ends) if ends else None
+
+    def in_force(self, now: datetime) -> bool:
+        ends = self.ends_at
+        return ends is None or now < ends
+
+    def reaches(self, switch: Switch) -> bool:
+        """Whether this pause is about ``switch``: its scope begins with the prefix, and, for
+        a pause until the next beat, it has not been beaten since the pause began."""
+        return (
+            switch.namespace == self.namespace
+            and switch.scope.startswith(self.scope_prefix)
+            and not (self.until_next_beat and switch.last_beat_at > self.paused_at)
+        )
+
+    def covers(self, switch: Switch, now: datetime) -> bool:
+        return self.in_force(now) and self.reaches(switch)
+
+    def resumed(self, by: str, now: datetime) -> Pause:
+        return self.changed(resumed_at=now, resumed_by=by)
+
+
+class Reprieve(NamedTuple):
+    """What keeps an overdue switch from firing: the pauses that hold it (none in its grace),
+    and until when: its next alarm, and, in its grace, its new deadline."""
+
+    held_by: list[Pause]
+    until: datetime
+
+
+def hold_check_seconds(window_seconds: int) -> int:
+    return min(max(window_seconds, HOLD_CHECK_MIN_SECONDS), HOLD_CHECK_MAX_SECONDS)
 
 
 class Beat(Record):

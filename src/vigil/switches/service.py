@@ -11,18 +11,27 @@ finishes what is missing and repeats nothing. The actions run in bounded steps (
 leases released, or one other action, per transaction), a bounded number per run, so no run
 outgrows a function's timeout and no item, transaction or alert outgrows its limit, however
 many leases the holder had.
+
+Operators pause the switches under a scope prefix. Only a switch past its deadline reads the
+namespace's pauses (one query, on the expiry path and a late beat's): under a pause in force it
+is held (its alarm comes back at the pause's end or its next hold check, and a late beat keeps
+it); once its pauses have ended it gets its own window from their end, written as its deadline.
+A beat in time costs what it did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, NamedTuple
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple, TypeVar
+
+from pydantic import BaseModel
 
 from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
-from vigil.errors import ErrorCode, VigilError, forbidden, not_found
+from vigil.errors import ErrorCode, VigilError, conflict, forbidden, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.retry import retry_on_conflict
@@ -36,17 +45,23 @@ from vigil.progress.records import ProgressReport
 from vigil.quotas.records import Quotas
 from vigil.store import Store
 from vigil.switches.records import (
+    MAX_PAUSE_SECONDS,
+    MAX_PAUSES,
     RELEASE_BATCH,
     Action,
     Beat,
     Death,
     HeldLease,
+    Pause,
     PublicState,
     ReleasedPage,
+    Reprieve,
     Switch,
 )
 
 log = get_logger("vigil.switches")
+
+R = TypeVar("R", bound=BaseModel)
 
 TIMER_KIND = "switch"
 # How many beats of a generation armed after a death repeat that death in their result.
@@ -103,6 +118,138 @@ def deaths_page(
     found = store.recent_deaths(caller.namespace, before, limit + 1)
     page = found[:limit]
     return page, page[-1].position if len(found) > limit else None
+
+
+# -- pauses -------------------------------------------------------------------------------
+def pause(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    scope_prefix: str,
+    until: datetime | None,
+    until_next_beat: bool,
+    reason: str | None,
+    now: datetime,
+    present: Callable[[Pause], R],
+) -> R:
+    """A new pause of the switches under ``scope_prefix``, audited: an operator's power. A
+    prefix has one pause at a time, so one still in force there is a conflict."""
+    if not caller.is_operator:
+        raise forbidden("only an operator may pause switches")
+    if until is not None and not now < until <= now + timedelta(seconds=MAX_PAUSE_SECONDS):
+        raise invalid(f"until must be after now and at most {MAX_PAUSE_SECONDS} s ahead")
+    namespace = caller.namespace
+
+    def attempt() -> R:
+        pauses = store.pauses(namespace)
+        previous = next((p for p in pauses if p.scope_prefix == scope_prefix), None)
+        if previous is not None and previous.in_force(now):
+            raise conflict(
+                "this prefix is paused already; resume that pause first",
+                pause_id=previous.id,
+                current_version=previous.version,
+            )
+        if sum(p.in_force(now) for p in pauses) >= MAX_PAUSES:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"a namespace holds at most {MAX_PAUSES} pauses in force at once",
+                limit=MAX_PAUSES,
+            )
+        begun = Pause.begun(
+            previous,
+            namespace,
+            scope_prefix,
+            caller.principal_id,
+            now,
+            until,
+            until_next_beat,
+            reason,
+        )
+        before = previous.version if previous is not None else None
+        event = AuditEvent.of(
+            namespace,
+            caller.principal_id,
+            "pause",
+            "pause",
+            scope_prefix,
+            before,
+            begun.version,
+            now,
+        )
+        result = present(begun)
+        uow.commit(store.save_pause(begun, before), store.add_audit_event(event), result=result)
+        return result
+
+    return retry_on_conflict(attempt, "the pauses")
+
+
+def resume_pause(
+    store: Store,
+    uow: UnitOfWork,
+    caller: Caller,
+    pause_id: str | None,
+    scope_prefix: str | None,
+    version: int,
+    now: datetime,
+    present: Callable[[Pause], R],
+) -> R:
+    """Ends the pause named by its id or its prefix now, audited. A pause that has ended
+    already (its until passed) is returned as it is, and nothing is written."""
+    if not caller.is_operator:
+        raise forbidden("only an operator may resume switches")
+    namespace = caller.namespace
+
+    def attempt() -> R:
+        found = next(
+            (
+                p
+                for p in store.pauses(namespace)
+                if p.id == pause_id or (pause_id is None and p.scope_prefix == scope_prefix)
+            ),
+            None,
+        )
+        if found is None:
+            raise not_found("pause")
+        if found.version != version:
+            raise conflict("stale version", current_version=found.version)
+        if not found.in_force(now):
+            result = present(found)
+            uow.finish(result)
+            return result
+        resumed = found.resumed(caller.principal_id, now)
+        event = AuditEvent.of(
+            namespace,
+            caller.principal_id,
+            "resume",
+            "pause",
+            found.scope_prefix,
+            found.version,
+            resumed.version,
+            now,
+        )
+        result = present(resumed)
+        uow.commit(
+            store.save_pause(resumed, found.version), store.add_audit_event(event), result=result
+        )
+        return result
+
+    return retry_on_conflict(attempt, "the pause")
+
+
+def pauses_page(
+    store: Store, caller: Caller, after: str | None, now: datetime
+) -> tuple[list[Pause], str | None]:
+    """A page of the namespace's pauses in force, in prefix order, after the prefix
+    ``after``; and the prefix to continue after, or None at the end."""
+    if not may_watch(caller):
+        raise forbidden("only people and operators may list pauses")
+    found = [
+        p
+        for p in store.pauses(caller.namespace)
+        if p.in_force(now) and (after is None or p.scope_prefix > after)
+    ]
+    page = found[:LIST_PAGE]
+    return page, page[-1].scope_prefix if len(found) > LIST_PAGE else None
 
 
 class Resumption(NamedTuple):
@@ -165,15 +312,22 @@ class Liveness:
         now = beat.at
         switch = self.store.get_switch(namespace, scope)
         death: Death | None = None
-        if switch is not None and switch.state == "armed":
-            if switch.overdue(now):
-                # Late: the deadline passed before this beat. The death is a fact; record it
-                # and run its actions, exactly as the alarm would, before anything else.
-                death = self.expire(switch, now, BEAT_STEPS)
+        if switch is not None and switch.overdue(now):
+            # Late: the deadline passed before this beat. Unless a pause holds the switch (or
+            # it is in its grace after one), the death is a fact; record it and run its
+            # actions, exactly as the alarm would, before anything else.
+            pauses = self.store.pauses(namespace)
+            if switch.reprieve(pauses, now) is None:
+                death = self.expire(switch, now, BEAT_STEPS, switch.missed(pauses))
                 switch = self.store.get_switch(namespace, scope)
                 assert switch is not None
-            elif switch.holder != me and not (disarm and caller.is_operator):
-                raise forbidden("this scope's switch is armed by another principal")
+        if (
+            switch is not None
+            and switch.state == "armed"
+            and switch.holder != me
+            and not (disarm and caller.is_operator)
+        ):
+            raise forbidden("this scope's switch is armed by another principal")
         if switch is not None and switch.state == "fired" and death is None:
             # Fired before this beat: help finish the death, a bounded step or few.
             death = self.store.get_death(namespace, scope, switch.generation)
@@ -279,11 +433,14 @@ class Liveness:
         )
 
     # -- the expiry ------------------------------------------------------------------------
-    def expire(self, switch: Switch, now: datetime, steps: int) -> Death | None:
+    def expire(
+        self, switch: Switch, now: datetime, steps: int, missed: datetime | None = None
+    ) -> Death | None:
         """Fires ``switch`` if it is still armed at its generation and overdue, then runs up
-        to ``steps`` steps of the death's actions. Returns the death (ours or one that another
-        caller recorded), or None if a beat or a disarm won."""
-        death = switch.death(to_ms(now))
+        to ``steps`` steps of the death's actions. ``missed`` is the deadline the death
+        records, when a grace after a pause moved it (the switch's own otherwise). Returns the
+        death (ours or one that another caller recorded), or None if a beat or a disarm won."""
+        death = switch.death(to_ms(now), missed)
         try:
             self.store.fire_switch(switch, death, now)
         except ConditionFailed:
@@ -434,7 +591,13 @@ class Liveness:
         switch = self.store.get_switch(timer.namespace, timer.key)
         if switch is not None and switch.generation == timer.generation and switch.state == "armed":
             if switch.overdue(now):
-                self.expire(switch, now, ALARM_STEPS)
+                pauses = self.store.pauses(switch.namespace)
+                reprieve = switch.reprieve(pauses, now)
+                if reprieve is None:
+                    self.expire(switch, now, ALARM_STEPS, switch.missed(pauses))
+                elif switch.alarm_due == timer.due_at:
+                    # The newest alarm keeps the hold going; an older one finds nothing to do.
+                    self._hold(switch, reprieve, timer, now)
             elif switch.alarm_due == timer.due_at:
                 # Beats moved the deadline: arm the next alarm, then record it. Arming first
                 # means a crash leaves a duplicate alarm at worst, never none.
@@ -446,3 +609,33 @@ class Liveness:
         death = self.store.get_death(timer.namespace, timer.key, timer.generation)
         if death is not None and death.pending():
             self.finish(death, ALARM_STEPS)
+
+    def _hold(self, switch: Switch, reprieve: Reprieve, timer: Timer, now: datetime) -> None:
+        """Keeps ``switch`` from firing: its alarm comes back at ``reprieve.until`` (armed
+        first, then recorded, as every alarm move). Held by pauses, the switch keeps its missed
+        deadline; in its grace after them, the grace's end becomes its deadline, so that a beat
+        is in time until then and the switch fires then, whether the pauses are still kept or
+        not."""
+        self.alarms.arm(timer.model_copy(update={"due_at": reprieve.until}), now)
+        if reprieve.held_by:
+            self.store.move_alarm(switch.alarm_moved(reprieve.until), previous_due=timer.due_at)
+            log_event(
+                log,
+                "switch held",
+                namespace=switch.namespace,
+                scope=switch.scope,
+                generation=switch.generation,
+                pauses=[pause.id for pause in reprieve.held_by],
+                until=iso(reprieve.until),
+            )
+            return
+        graced = switch.graced(reprieve.until)
+        if self.store.grant_grace(graced, switch.deadline, previous_due=timer.due_at):
+            log_event(
+                log,
+                "switch graced",
+                namespace=switch.namespace,
+                scope=switch.scope,
+                generation=switch.generation,
+                deadline=iso(graced.deadline),
+            )

@@ -1,7 +1,8 @@
 """Where dead-man switches and their deaths are kept.
 
-Beats, firing and alarm moves are single conditional writes of their own (no unit of work:
-none carries an idempotency key); arming, disarming and the death's steps go through one.
+Beats, firing, alarm moves and graces are single conditional writes of their own (no unit of
+work: none carries an idempotency key); arming, disarming, the death's steps and pauses go
+through one.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from abc import ABC, abstractmethod
 from datetime import datetime
 
 from vigil.kit.uow import Write
-from vigil.switches.records import Beat, Death, ReleasedPage, Switch
+from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
 
 
 class SwitchStore(ABC):
@@ -54,6 +55,22 @@ class SwitchStore(ABC):
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
         """Records ``switch.alarm_due`` if the recorded one is still ``previous_due`` (same
         generation, still armed). Returns whether this caller won."""
+
+    @abstractmethod
+    def grant_grace(self, switch: Switch, missed: datetime, previous_due: datetime) -> bool:
+        """Records ``switch.deadline`` and ``switch.alarm_due`` (its grace after a pause) if
+        it is still armed at its generation with the deadline ``missed`` and the alarm due
+        at ``previous_due``: no beat came in between. Returns whether this caller won."""
+
+    @abstractmethod
+    def pauses(self, namespace: str) -> list[Pause]:
+        """Every pause kept for ``namespace`` (in force, or ended and not yet dropped), in
+        prefix order: one query of its pause partition."""
+
+    @abstractmethod
+    def save_pause(self, pause: Pause, expected_version: int | None) -> Write:
+        """Stores ``pause`` in its prefix's place if the pause stored there is at
+        ``expected_version`` (None: none is)."""
 
     @abstractmethod
     def get_death(self, namespace: str, scope: str, generation: int) -> Death | None: ...
