@@ -938,3 +938,27 @@ def test_an_email_subscription_only_when_an_address_is_given(cfn: dict[str, Any]
         "Protocol": "email",
         "Endpoint": "oncall@example.com",
     }
+
+
+def test_the_api_function_may_make_tag_and_delete_mailbox_queues_and_nothing_else(
+    cfn: dict[str, Any],
+) -> None:
+    """What the mailbox code calls on queues it makes at run time (create with tags, look up,
+    set attributes, delete on revoke) is granted on the stack's mailbox prefix only; the alarm
+    function, which never revokes, may not delete them."""
+    granted: dict[str, set[str]] = {}
+    for logical_id, resource in cfn["Resources"].items():
+        if resource["Type"] != "AWS::IAM::Role":
+            continue
+        for policy in resource["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") != "MailboxQueues":
+                    continue
+                assert statement["Resource"]["Fn::Sub"].endswith(":${AWS::StackName}-mb-*")
+                granted[logical_id] = set(statement["Action"])
+    assert {"sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueUrl", "sqs:SetQueueAttributes"} <= (
+        granted["ApiFunctionRole"]
+    )
+    assert "sqs:DeleteQueue" in granted["ApiFunctionRole"]
+    assert "sqs:DeleteQueue" not in granted["AlarmFunctionRole"]
+    assert "sqs:TagQueue" in granted["AlarmFunctionRole"]
