@@ -908,3 +908,17 @@ def test_an_upload_racing_a_removal_is_refused(room: Room, monkeypatch: pytest.M
     assert refused.code is ErrorCode.VERSION_CONFLICT
     monkeypatch.undo()
     assert all(a.owner != room.ids["bob"] for a in store.attachments.values())
+
+
+def test_a_participant_revoked_since_is_skipped_and_the_others_still_receive(room: Room) -> None:
+    chat = room.chat("ann", "bob", "cat")
+    room.inbox("bob")
+    room.inbox("cat")
+    bob = room.call("whoami", "bob")["principal"]
+    room.call("revoke_principal", "operator", principal_id=bob["id"], version=bob["version"])
+
+    room.call("send", "ann", conversation_id=chat["conversation_id"], body="after")
+
+    assert [d["payload"]["body"] for d in room.inbox("cat")] == ["after"]
+    assert room.history("cat", chat["conversation_id"])[-1] == "after"
+    assert not any(bob["id"].lower() in name.lower() for name in room.queues.queues)

@@ -644,3 +644,16 @@ def test_a_replacement_keeps_the_files_of_its_request(desk: Desk) -> None:
     assert files[replacement["message_id"]] == [staged["id"]]
     downloaded = desk.call("download_attachment", "bob", id=staged["id"])
     assert downloaded["base64"] == "aGVsbG8="
+
+
+def test_a_reply_to_a_requester_revoked_since_is_recorded_and_owes_it_nothing(
+    desk: Desk,
+) -> None:
+    asked = desk.ask("ann", "pat", kind="approval", action=DEPLOY)
+    ann = desk.call("whoami", "ann")["principal"]
+    desk.call("revoke_principal", "operator", principal_id=ann["id"], version=ann["version"])
+
+    decided = desk.call("reply", "pat", id=asked["id"], version=1, outcome="denied")
+
+    assert decided["state"] == "denied"
+    assert desk.call("get_request", "pat", id=asked["id"])["state"] == "denied"

@@ -33,7 +33,7 @@ from vigil.conversations.records import (
     Message,
     Participant,
 )
-from vigil.errors import conflict, forbidden, invalid, not_found
+from vigil.errors import ErrorCode, VigilError, conflict, forbidden, invalid, not_found
 from vigil.identity.records import Caller, Kind, Principal, new_id, number_in
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
@@ -270,14 +270,20 @@ class Conversations:
             batch = owed[start : start + DELIVERY_BATCH]
             for recipient in batch:
                 address = agent_address(recipient)
-                deliver(
-                    self.store,
-                    self.queues,
-                    self.clock,
-                    message.namespace,
-                    address,
-                    envelope_of(message, recipient),
-                )
+                try:
+                    deliver(
+                        self.store,
+                        self.queues,
+                        self.clock,
+                        message.namespace,
+                        address,
+                        envelope_of(message, recipient),
+                    )
+                except VigilError as error:
+                    # A participant revoked since: its queues are gone and it reads nothing
+                    # more, so it is owed nothing; the others still get the message.
+                    if error.code is not ErrorCode.NOT_FOUND:
+                        raise
             # A concurrent retry of the same call may have recorded as much already.
             with contextlib.suppress(ConditionFailed):
                 self.store.mark_delivered(message, message.delivered + start + len(batch))

@@ -344,7 +344,12 @@ class Requests:
             },
             sent_at=request.response.at,
         )
-        deliver(self.store, self.queues, self.clock, request.namespace, address, envelope)
+        try:
+            deliver(self.store, self.queues, self.clock, request.namespace, address, envelope)
+        except VigilError as error:
+            # A requester revoked since is owed no response: its queues are gone.
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
 
     def finish_reply(self, namespace: str, request_id: str) -> None:
         """Queues the response of a reply whose call is replayed."""
