@@ -189,3 +189,35 @@ def test_rich_is_loaded_by_a_people_command_only_when_it_draws() -> None:
         check=True,
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def _armed(scope: str, left: float, window: int = 300) -> dict[str, object]:
+    return {
+        "scope": scope,
+        "state": "armed",
+        "deadline": (NOW + timedelta(seconds=left)).isoformat(),
+        "expect_within_seconds": window,
+        "last_beat_at": (NOW - timedelta(seconds=window - left)).isoformat(),
+        "holder": "agt_x",
+        "agent_id": None,
+        "generation": 1,
+    }
+
+
+def test_a_switch_a_pause_holds_is_shown_paused_not_expiring() -> None:
+    held, loose = _armed("deploy/eu", 10), _armed("build/1", 10)
+    pause = {
+        "scope_prefix": "deploy/",
+        "until_next_beat": False,
+        "paused_at": (NOW - timedelta(hours=1)).isoformat(),
+    }
+    assert render.condition(held, NOW, [pause]) == "paused"
+    assert render.condition(loose, NOW, [pause]) == "expiring"
+    # Until the next beat: a switch beaten since the pause began is no longer held.
+    beaten = {**pause, "until_next_beat": True, "paused_at": (NOW - timedelta(hours=2)).isoformat()}
+    assert render.condition(held, NOW, [beaten]) == "expiring"
+
+    shown = render.to_text(
+        render.status_screen(Overview([held, loose], [], [], pauses=[pause]), NOW, "Vigil")
+    )
+    assert "2 armed, 1 expiring soon, 0 fired, 1 held by a pause" in shown

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from vigil.console.html import Html, esc, join, render
-from vigil.switches.records import expiring_soon
+from vigil.switches.records import expiring_soon, pause_reaches
 
 NAV = (
     ("/console", "Overview"),
@@ -284,15 +284,7 @@ def pausing(
 ) -> list[Mapping[str, Any]]:
     """The pauses of ``pauses`` (in force, as list_pauses returns them) whose prefix begins
     the switch's scope; one until the next beat covers it only while it is not beaten since."""
-    return [
-        pause
-        for pause in pauses
-        if switch["scope"].startswith(pause["scope_prefix"])
-        and not (
-            pause["until_next_beat"]
-            and when_of(switch["last_beat_at"]) > when_of(pause["paused_at"])
-        )
-    ]
+    return [pause for pause in pauses if pause_reaches(pause, switch)]
 
 
 def pause_rows(pauses: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:

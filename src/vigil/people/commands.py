@@ -268,7 +268,13 @@ def overview(client: RestClient, me: str) -> Overview:
         client.pages("request_status", {"state": "open"}, max_pages=STATUS_PAGES), "requests"
     )
     waiting = [r for r in open_requests if me in r["audience"]]
-    return Overview(switches, stale, waiting, truncated)
+    try:
+        pauses, _ = _items(client.pages("list_pauses", {}, max_pages=STATUS_PAGES), "pauses")
+    except Refused as refused:
+        if refused.code != "forbidden":
+            raise
+        pauses = []  # an agent may not list them; its switches are shown as they stand
+    return Overview(switches, stale, waiting, truncated, pauses)
 
 
 def _whoami(client: RestClient) -> dict[str, Any]:

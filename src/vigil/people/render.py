@@ -12,7 +12,7 @@ import io
 import json
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vigil.kit.names import REFUSED_CATEGORIES
-from vigil.switches.records import expiring_soon
+from vigil.switches.records import expiring_soon, pause_reaches
 
 # A section of the status screen lists at most this many rows, and says how many more.
 STATUS_ROWS = 10
@@ -106,13 +106,15 @@ def _none(what: str) -> Text:
 
 
 # -- switches -------------------------------------------------------------------------------
-def condition(switch: dict[str, Any], now: datetime) -> str:
-    """fired (failed or expired), expiring (armed, under a third of its window left), armed
-    or disarmed."""
+def condition(switch: dict[str, Any], now: datetime, pauses: Sequence[dict[str, Any]] = ()) -> str:
+    """fired (failed or expired), paused (armed, and a pause in force reaches it: it does not
+    fire), expiring (armed, under a third of its window left), armed or disarmed."""
     if switch["state"] in ("failed", "expired"):
         return "fired"
     if switch["state"] != "armed":
         return switch["state"]  # type: ignore[no-any-return]
+    if any(pause_reaches(pause, switch) for pause in pauses):
+        return "paused"
     deadline = datetime.fromisoformat(switch["deadline"])
     return "expiring" if expiring_soon(deadline, switch["expect_within_seconds"], now) else "armed"
 
@@ -127,7 +129,13 @@ def _held_by(holder: str, label: str | None) -> Text:
     return _id(f"{label} ({holder})" if label else holder)
 
 
-_STATE_STYLE = {"fired": "bold red", "expiring": "yellow", "armed": "green", "disarmed": "dim"}
+_STATE_STYLE = {
+    "fired": "bold red",
+    "expiring": "yellow",
+    "armed": "green",
+    "paused": "cyan",
+    "disarmed": "dim",
+}
 
 
 def switches_table(switches: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
@@ -287,12 +295,14 @@ class Overview:
     stale_sessions: list[dict[str, Any]]
     waiting: list[dict[str, Any]]
     truncated: bool = False  # the switches were more than one screen's walk reads
+    pauses: list[dict[str, Any]] = field(default_factory=list)  # in force
 
     def as_json(self) -> dict[str, Any]:
         return {
             "switches": self.switches,
             "stale_sessions": self.stale_sessions,
             "waiting_requests": self.waiting,
+            "pauses": self.pauses,
         }
 
 
@@ -308,14 +318,17 @@ def status_screen(
 ) -> Group:
     by_condition: dict[str, list[dict[str, Any]]] = {}
     for switch in overview.switches:
-        by_condition.setdefault(condition(switch, now), []).append(switch)
+        by_condition.setdefault(condition(switch, now, overview.pauses), []).append(switch)
     expiring = sorted(by_condition.get("expiring", []), key=lambda s: str(s["deadline"]))
     fired = sorted(by_condition.get("fired", []), key=_missed_deadline, reverse=True)
-    armed = len(by_condition.get("armed", [])) + len(expiring)
+    paused = len(by_condition.get("paused", []))
+    armed = len(by_condition.get("armed", [])) + len(expiring) + paused
     parts: list[RenderableType] = [Text(printable(heading), style="bold")]
     if problem is not None:
         parts.append(Text(f"cannot refresh: {printable(problem)}", style="bold red"))
     summary = f"Switches: {armed} armed, {len(expiring)} expiring soon, {len(fired)} fired"
+    if paused:
+        summary += f", {paused} held by a pause"
     if overview.truncated:
         summary += " (of the first switches only: see `vigil switches --all`)"
     parts.append(Text(summary))

@@ -18,7 +18,7 @@ again, from their end (its grace). ``Switch.reprieve`` is that rule.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -397,3 +397,14 @@ def ordered(actions: list[Action]) -> list[Action]:
 def expiring_soon(deadline: datetime, window_seconds: float, now: datetime) -> bool:
     """Whether an armed switch's deadline is under EXPIRING_PART of its window away."""
     return (deadline - now).total_seconds() < window_seconds * EXPIRING_PART
+
+
+def pause_reaches(pause: Mapping[str, Any], switch: Mapping[str, Any]) -> bool:
+    """``Pause.reaches``, on the tools' views (list_pauses' pause in force, list_switches'
+    switch), for those that read them: the console and the people's CLI."""
+    if not str(switch["scope"]).startswith(str(pause["scope_prefix"])):
+        return False
+    beaten_since = datetime.fromisoformat(str(switch["last_beat_at"])) > datetime.fromisoformat(
+        str(pause["paused_at"])
+    )
+    return not (pause["until_next_beat"] and beaten_since)
