@@ -470,4 +470,9 @@ def test_without_a_profile_or_environment_the_local_runtime_is_used(cli: Cli, ru
     (project / ".vigil").symlink_to(Path(runtime.state_dir), target_is_directory=True)
     done = cli.run("status", "--json", cwd=project)
     assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout)) == {"switches", "stale_sessions", "waiting_requests"}
+    assert set(json.loads(done.stdout)) == {
+        "switches",
+        "stale_sessions",
+        "waiting_requests",
+        "pauses",
+    }
