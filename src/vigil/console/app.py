@@ -160,9 +160,7 @@ class Console:
         if site is not None:
             return site == "same-origin"
         origin = request.headers.get("origin")
-        host = request.headers.get("host")
-        proto = request.headers.get("x-forwarded-proto", "https").split(",")[0].strip()
-        return origin is not None and host is not None and origin == f"{proto}://{host}"
+        return origin is not None and origin == request.origin()
 
     def _visit(self, request: HttpRequest) -> Visit | None:
         value = request.cookies.get(COOKIE)
