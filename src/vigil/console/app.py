@@ -7,7 +7,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -351,7 +351,8 @@ class Console:
         pause_list = [] if isinstance(paused, str) else paused["pauses"]
         soon = [s for s in armed_list if p.expiring(s, now) and not p.pausing(pause_list, s)]
         death_list = [] if isinstance(deaths, str) else deaths["deaths"]
-        day = [d for d in death_list if (now - p.when_of(d["fired_at"])).total_seconds() < 86400]
+        since = now - timedelta(days=1)
+        day = [d for d in death_list if datetime.fromisoformat(d["fired_at"]) > since]
         fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
         stale_list = [] if isinstance(stale, str) else stale["sessions"]
         mine = (

@@ -30,10 +30,6 @@ def parse_time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-def when_of(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
 def when(value: str | None) -> Html:
     """An instant, readable and machine-readable."""
     at = parse_time(value)
