@@ -148,10 +148,13 @@ define lambda_artifact
 	fi
 endef
 
-.PHONY: build-ApiFunction build-AlarmFunction
+.PHONY: build-ApiFunction build-AlarmFunction build-NotifyFunction
 
 build-ApiFunction:
 	$(call lambda_artifact,api)
 
 build-AlarmFunction:
 	$(call lambda_artifact,alarm)
+
+build-NotifyFunction:
+	$(call lambda_artifact,notify)

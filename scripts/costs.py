@@ -343,6 +343,9 @@ class Stack:
             "ALARM_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:alarm-dlq",
             "MAILBOX_QUEUE_PREFIX": "cost-mb",
             "ATTACHMENTS_BUCKET": "cost-attachments",
+            "NOTIFY_QUEUE_URL": sqs.create_queue(QueueName="notify")["QueueUrl"],
+            "NOTIFY_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:notify",
+            "NOTIFY_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:notify-dlq",
             "SERVICE_KEY_ARN": boto3.client("secretsmanager").create_secret(
                 Name="console-key", SecretString="k" * 64
             )["ARN"],

@@ -17,6 +17,7 @@ from vigil.clock import ManualClock
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 from vigil.kit.keys import Keys
 from vigil.mailboxes.memory import MemoryMailboxQueues
+from vigil.notifications.delivery import Sender
 from vigil.store import Store
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
@@ -56,6 +57,7 @@ def app_on(store: Store, clock: ManualClock, **parts: Any) -> App:
     parts.setdefault("alarms", MemoryAlarms())
     parts.setdefault("blobs", MemoryBlobs())
     parts.setdefault("keys", TEST_KEYS)
+    parts.setdefault("sender", Sender(keys=parts["keys"], clock=clock))
     return App(store, clock, **parts)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,6 +24,9 @@ from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event
 from vigil.quotas.records import Quotas
 from vigil.store import Store
+
+if TYPE_CHECKING:
+    from vigil.notifications.delivery import Sender
 
 log = get_logger("vigil.app")
 
@@ -44,6 +47,7 @@ class App:
         blobs: Blobs,
         quotas: Quotas | None = None,
         keys: Keys | None = None,
+        sender: Sender | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -52,6 +56,7 @@ class App:
         self.blobs = blobs
         self.quotas = quotas or Quotas()
         self.keys = keys or Keys.from_env()
+        self.sender = sender
 
     def _principal_of(self, secret: str) -> Principal | None:
         """The active principal a secret names, whether or not it is that principal's secret:
@@ -194,6 +199,7 @@ class App:
             self.quotas,
             self.blobs,
             self.keys,
+            self.sender,
         )
 
 

@@ -97,6 +97,9 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rotate_channel_secret",
             "set_channel_state",
             "delete_channel",
+            "test_channel",
+            "list_delivery_failures",
+            "replay_delivery",
         ),
     ),
 )

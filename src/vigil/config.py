@@ -15,6 +15,9 @@ REQUIRED = (
     "ALARM_DLQ_ARN",
     "MAILBOX_QUEUE_PREFIX",
     "ATTACHMENTS_BUCKET",
+    "NOTIFY_QUEUE_URL",
+    "NOTIFY_FUNCTION_ARN",
+    "NOTIFY_DLQ_ARN",
 )
 
 
@@ -29,7 +32,16 @@ class Settings:
     mailbox_queue_prefix: str
     attachments_bucket: str
     allowed_origins: frozenset[str]
+    notify_queue_url: str = ""
+    notify_function_arn: str = ""
+    notify_dlq_arn: str = ""
     stack_name: str = ""
+    # The verified SES identity emails are sent from; none, and email channels cannot deliver.
+    email_sender: str = ""
+    # Where the console's pages hang from, for links in notifications (empty: no links).
+    console_base_url: str = ""
+    # On the local runtime: notifications may go to private and loopback addresses.
+    local: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -48,5 +60,11 @@ class Settings:
             mailbox_queue_prefix=source["MAILBOX_QUEUE_PREFIX"],
             attachments_bucket=source["ATTACHMENTS_BUCKET"],
             allowed_origins=frozenset(o.strip() for o in origins.split(",") if o.strip()),
+            notify_queue_url=source["NOTIFY_QUEUE_URL"],
+            notify_function_arn=source["NOTIFY_FUNCTION_ARN"],
+            notify_dlq_arn=source["NOTIFY_DLQ_ARN"],
             stack_name=source.get("STACK_NAME", ""),
+            email_sender=source.get("NOTIFY_EMAIL_SENDER", ""),
+            console_base_url=source.get("CONSOLE_BASE_URL", ""),
+            local=source.get("VIGIL_ENV") == "local",
         )

@@ -13,7 +13,9 @@ from vigil.config import Settings
 if TYPE_CHECKING:
     from vigil.alarms.aws import AwsAlarms
     from vigil.attachments.blobs import S3Blobs
+    from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
+    from vigil.notifications.delivery import Notifier, Sender
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
 
@@ -112,9 +114,11 @@ def blobs(connect: Connect = aws_client) -> S3Blobs:
 
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:
-    from vigil.alarms.aws import AwsAlarms
+    from vigil.alarms.aws import AwsAlarms, Destination
+    from vigil.notifications.outbox import TIMER_KIND as NOTIFY
 
     config = settings()
+    notify = Destination(config.notify_queue_url, config.notify_function_arn, config.notify_dlq_arn)
     return AwsAlarms(
         sqs=connect("sqs", 5),
         scheduler=connect("scheduler", 5),
@@ -123,7 +127,30 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
         target_arn=config.alarm_function_arn,
         role_arn=config.scheduler_role_arn,
         dead_letter_arn=config.alarm_dlq_arn,
+        by_kind={NOTIFY: notify},
     )
+
+
+def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
+    """How notifications leave, as the settings say."""
+    from vigil.notifications.delivery import Sender
+
+    config = settings()
+    return Sender(
+        keys=keys,
+        clock=clock(),
+        console_base=config.console_base_url or None,
+        allow_private=config.local,
+        email_sender=config.email_sender or None,
+        ses=connect("sesv2", 5) if config.email_sender else None,
+    )
+
+
+def aws_notifier() -> Notifier:
+    from vigil.kit.keys import Keys
+    from vigil.notifications.delivery import Notifier
+
+    return Notifier(store(), clock(), alarms(), sender(Keys.from_env()))
 
 
 def aws_liveness() -> Liveness:

@@ -27,6 +27,7 @@ from vigil.alarms.timers import Timer
 from vigil.clock import iso
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
+from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
 from vigil.switches.service import TIMER_KIND
@@ -614,6 +615,38 @@ def _delete_channel(world: World) -> dict[str, Any]:
     return keyed(world, "delete_channel", {"id": _channel(world), "version": 1})
 
 
+def _failed_delivery(world: World) -> dict[str, Any]:
+    """A channel with a delivery that gave up, as the notify function leaves one."""
+    channel_id = _channel(world)
+    now = world.clock.now()
+    event_id = "evt_" + "a" * 22 + world.unique("x").split("-")[1].rjust(4, "a")
+    failed = Delivery(
+        channel_id=channel_id, state="failed", attempt=MAX_ATTEMPTS, next_at=now, finished_at=now
+    )
+    notification = Notification(
+        namespace=NAMESPACE,
+        event_id=event_id,
+        event_type="switch.fired",
+        event={"id": event_id},
+        deliveries={channel_id: failed},
+        created_at=now,
+    )
+    failure = DeliveryFailure(
+        namespace=NAMESPACE,
+        channel_id=channel_id,
+        event_id=event_id,
+        event_type="switch.fired",
+        failed_at=now,
+        attempts=MAX_ATTEMPTS,
+        status=500,
+        reason="HTTP 500",
+    )
+    world.store.commit(
+        [world.store.add_notification(notification), world.store.add_failure(failure)]
+    )
+    return keyed(world, "replay_delivery", {"channel_id": channel_id, "event_id": event_id})
+
+
 A_LOST_HAND_OUT = frozenset({"generation", "version"})
 A_RENEWAL_RETRIED = frozenset({"version"})
 
@@ -766,6 +799,17 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("set_channel_state", "disable a webhook", "operator", _disable_channel)
     ],
     "delete_channel": [Scenario("delete_channel", "a webhook", "operator", _delete_channel)],
+    "test_channel": [
+        Scenario("test_channel", "a webhook", "operator", lambda w: {"id": _channel(w)})
+    ],
+    "list_delivery_failures": [
+        Scenario(
+            "list_delivery_failures", "none yet", "operator", lambda w: {"channel_id": _channel(w)}
+        )
+    ],
+    "replay_delivery": [
+        Scenario("replay_delivery", "a failed webhook delivery", "operator", _failed_delivery)
+    ],
 }
 
 ALARM_SCENARIOS = [

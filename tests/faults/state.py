@@ -96,7 +96,12 @@ class Masker:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: "<volatile>" if self.volatile(k) else self(v) for k, v in value.items()}
+            # Keys may be ids too (a notification's deliveries by channel), and a map's
+            # entries may hold documents of their own.
+            return {
+                self(k): "<volatile>" if self.volatile(k) else self(_document(k, v))
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, str):
@@ -107,6 +112,10 @@ class Masker:
             value = _ENVELOPE.sub(lambda m: self.envelopes.get(m.group(), m.group()), value)
             return ID.sub(lambda m: self.labels.get(m.group(), "?id"), value)
         return value
+
+
+def _document(name: str, value: Any) -> Any:
+    return json.loads(value) if name in _JSON_ATTRIBUTES and isinstance(value, str) else value
 
 
 def _dumps(value: Any) -> str:

@@ -20,7 +20,7 @@ import boto3
 from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
 from tests.support import TEST_KEYS
-from vigil.alarms.aws import AwsAlarms
+from vigil.alarms.aws import AwsAlarms, Destination
 from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
@@ -29,6 +29,9 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for, queue_name
 from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
+from vigil.notifications.delivery import Sender
+from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbox import TIMER_KIND as NOTIFY
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.service import Liveness
 
@@ -38,6 +41,9 @@ NAMESPACE = "acme"
 GROUP = "alarms"
 PREFIX = "vigil-mb"
 TIMER_QUEUE = "timers"
+NOTIFY_QUEUE = "notify"
+NOTIFY_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:notify"
+NOTIFY_DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:notify-dlq"
 BUCKET = "attachments"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 # Longest lease a delivery can have; lapsing every lease moves the clock past it.
@@ -79,6 +85,10 @@ class Snapshot:
     schedules: list[dict[str, Any]]
 
 
+def _delivered(url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
+    return Outcome("delivered", 204, "HTTP 204")
+
+
 @dataclass
 class World:
     injector: FaultInjector = field(default_factory=FaultInjector)
@@ -97,6 +107,7 @@ class World:
         self.s3.create_bucket(Bucket=BUCKET)
         self.table = create_tables_from_template(self.dynamodb)["VigilTable"]
         self.timer_queue_url = self.sqs.create_queue(QueueName=TIMER_QUEUE)["QueueUrl"]
+        self.notify_queue_url = self.sqs.create_queue(QueueName=NOTIFY_QUEUE)["QueueUrl"]
         self.scheduler.create_schedule_group(Name=GROUP)
         self.labels: dict[str, str] = {}  # principal id -> label
         self.ids: dict[str, str] = {}  # label -> principal id
@@ -126,6 +137,7 @@ class World:
             f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:alarm",
             f"arn:aws:iam::{ACCOUNT}:role/scheduler",
             f"arn:aws:sqs:{REGION}:{ACCOUNT}:alarm-dlq",
+            by_kind={NOTIFY: Destination(self.notify_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN)},
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
         self.app = App(
@@ -135,6 +147,8 @@ class World:
             alarms=self.alarms,
             blobs=self.blobs,
             keys=TEST_KEYS,
+            # Receivers answer at once, and nothing leaves the machine.
+            sender=Sender(keys=TEST_KEYS, clock=self.clock, post=_delivered),
         )
         self.liveness = Liveness(self.store, self.clock, self.alarms, self.queues)
 

@@ -63,6 +63,9 @@ def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
         ]["QueueArn"],
         "MAILBOX_QUEUE_PREFIX": "test-mb",
         "ATTACHMENTS_BUCKET": "test-attachments",
+        "NOTIFY_QUEUE_URL": sqs.create_queue(QueueName="notify")["QueueUrl"],
+        "NOTIFY_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:notify",
+        "NOTIFY_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:notify-dlq",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -51,7 +51,10 @@ def pump(
     deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
 ) -> EventPump:
     return EventPump(
-        deployment, clients, {"AlarmFunction": alarm, "ApiFunction": Recorder()}, clock
+        deployment,
+        clients,
+        {"AlarmFunction": alarm, "ApiFunction": Recorder(), "NotifyFunction": Recorder()},
+        clock,
     )
 
 

@@ -120,10 +120,13 @@ def test_functions_get_their_environment_resolved_against_local_resources(
 def test_the_event_source_mapping_and_what_is_not_played_are_collected(
     deployment: LocalDeployment,
 ) -> None:
-    [mapping] = deployment.event_source_mappings
-    assert (mapping.function, mapping.queue) == ("AlarmFunction", "TimerQueue")
-    assert mapping.batch_size == 10
-    assert mapping.report_batch_item_failures
+    mappings = {m.function: m for m in deployment.event_source_mappings}
+    assert sorted(mappings) == ["AlarmFunction", "NotifyFunction"]
+    alarm, notify = mappings["AlarmFunction"], mappings["NotifyFunction"]
+    assert (alarm.queue, alarm.batch_size) == ("TimerQueue", 10)
+    assert (notify.queue, notify.batch_size) == ("NotifyQueue", 5)
+    assert alarm.report_batch_item_failures
+    assert notify.report_batch_item_failures
     assert "HttpApi (AWS::ApiGatewayV2::Api)" in deployment.ignored
     assert "TimerQueuePolicy (AWS::SQS::QueuePolicy)" in deployment.ignored
 

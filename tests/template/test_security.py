@@ -27,7 +27,7 @@ CHECKOV = Path(os.environ.get("VIGIL_CHECKOV", str(REPO / ".venv-checkov" / "bin
 INTENDED: dict[str, tuple[str, frozenset[str]]] = {
     "CKV_AWS_27": (
         "queues use SSE-SQS (SqsManagedSseEnabled); checkov recognises only a KMS key",
-        frozenset({"TimerQueue", "TimerDLQ", "AlarmDLQ"}),
+        frozenset({"TimerQueue", "TimerDLQ", "AlarmDLQ", "NotifyQueue", "NotifyDLQ"}),
     ),
     "CKV_AWS_119": (
         "the table is encrypted with the AWS-managed key aws/dynamodb; no customer managed key "
@@ -36,19 +36,21 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "CKV_AWS_158": (
         "CloudWatch Logs encrypts log groups at rest; no customer managed KMS key by design",
-        frozenset({"ApiLogGroup", "AlarmLogGroup", "HttpApiAccessLogGroup"}),
+        frozenset({"ApiLogGroup", "AlarmLogGroup", "NotifyLogGroup", "HttpApiAccessLogGroup"}),
     ),
     "CKV_AWS_173": (
         "the environment holds resource names and ARNs only, never a secret, so no KMS key",
-        frozenset({"ApiFunction", "AlarmFunction"}),
+        frozenset({"ApiFunction", "AlarmFunction", "NotifyFunction"}),
     ),
     "CKV_AWS_117": (
-        "the functions reach only AWS public endpoints; a VPC would add NAT cost and cold start",
-        frozenset({"ApiFunction", "AlarmFunction"}),
+        "the functions reach AWS public endpoints and, for notifications, the Internet; a VPC "
+        "would add NAT cost and cold start (private addresses are refused by the code)",
+        frozenset({"ApiFunction", "AlarmFunction", "NotifyFunction"}),
     ),
     "CKV_AWS_115": (
-        "concurrency is bounded by the HTTP API's route throttling, not reserved concurrency",
-        frozenset({"ApiFunction", "AlarmFunction"}),
+        "concurrency is bounded by the HTTP API's route throttling and the notify queue's "
+        "MaximumConcurrency, not reserved concurrency",
+        frozenset({"ApiFunction", "AlarmFunction", "NotifyFunction"}),
     ),
     "CKV_AWS_116": (
         "the API function is only invoked synchronously (API Gateway): a DLQ would never fire",
@@ -63,7 +65,7 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"AttachmentsBucket"}),
     ),
     "CKV_AWS_149": (
-        "the console's cookie key is read by the API function alone; the AWS-managed key "
+        "the service key is read by the API and notify functions alone; the AWS-managed key "
         "aws/secretsmanager encrypts it, with no customer managed KMS key by design",
         frozenset({"ServiceKey"}),
     ),

@@ -330,11 +330,14 @@ def test_scheduler_role(cfn: dict[str, Any]) -> None:
             for action in as_list(statement["Action"]):
                 granted[action] = statement["Resource"]
     assert set(granted) == {"lambda:InvokeFunction", "sqs:SendMessage"}
-    assert granted["lambda:InvokeFunction"] == {
-        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
-        ":function:${AWS::StackName}-alarm"
-    }
-    assert getatt_target(granted["sqs:SendMessage"]) == "AlarmDLQ"
+    assert granted["lambda:InvokeFunction"] == [
+        {
+            "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+            f":function:${{AWS::StackName}}-{name}"
+        }
+        for name in ("alarm", "notify")
+    ]
+    assert [getatt_target(q) for q in granted["sqs:SendMessage"]] == ["AlarmDLQ", "NotifyDLQ"]
 
 
 def test_alarm_function_arn_matches_its_name(cfn: dict[str, Any]) -> None:
@@ -477,7 +480,7 @@ def test_alarm_function_async_failures(cfn: dict[str, Any]) -> None:
 
 def test_functions(cfn: dict[str, Any]) -> None:
     functions = resources_of(cfn, "AWS::Lambda::Function")
-    assert set(functions) == {"ApiFunction", "AlarmFunction"}
+    assert set(functions) == {"ApiFunction", "AlarmFunction", "NotifyFunction"}
     log_groups = resources_of(cfn, "AWS::Logs::LogGroup")
     for logical_id, function in functions.items():
         properties = props(function)
@@ -779,7 +782,7 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
         )
 
 
-def test_the_service_key_is_generated_and_readable_by_the_api_function_alone(
+def test_the_service_key_is_generated_and_readable_by_the_api_and_notify_functions_alone(
     cfn: dict[str, Any],
 ) -> None:
     resources = cfn["Resources"]
@@ -802,7 +805,7 @@ def test_the_service_key_is_generated_and_readable_by_the_api_function_alone(
                     assert actions == ["secretsmanager:GetSecretValue"]
                     assert statement["Resource"] == {"Ref": "ServiceKey"}
                     readers.append(logical_id)
-    assert readers == ["ApiFunctionRole"]
+    assert sorted(readers) == ["ApiFunctionRole", "NotifyFunctionRole"]
 
 
 def test_the_console_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:

@@ -125,13 +125,15 @@ def test_a_switch_armed_after_a_death_is_the_next_generation(clock: ManualClock)
     assert (death.generation, death.lateness_seconds, death.pending()) == (
         1,
         1.0,
-        ["release_leases", "mark_failed"],
+        ["release_leases", "mark_failed", "notify"],
     )
     fired = armed.model_copy(update={"state": "fired"})
     assert fired.public_state(death) == "failed"
     assert fired.public_state(None) == "expired"
     recorded = death.recorded("release_leases", {"released": []})
-    assert (recorded.pending(), recorded.version) == (["mark_failed"], 2)
+    assert (recorded.pending(), recorded.version) == (["mark_failed", "notify"], 2)
+    # A death recorded before channels existed has no notification step to run.
+    assert death.model_copy(update={"notify": False}).pending() == ["release_leases", "mark_failed"]
     again = type(armed).armed_after(fired, death, beat_at(clock), "acme", armed.scope, HOLDER)
     assert (again.generation, again.follows_death, again.beats, again.version) == (2, 1, 1, 2)
     assert again.alarm_due == again.deadline

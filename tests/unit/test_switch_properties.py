@@ -219,9 +219,11 @@ class SwitchMachine(RuleBasedStateMachine):
         assert death.fired_at >= death.deadline
         assert death.actions == list(ACTION_ORDER)
         # Recorded in order, each once: what is done is always a prefix of the order.
-        assert list(death.done) == list(ACTION_ORDER[: len(death.done)])
+        # The channels are notified last, once the actions are done.
+        steps = [*ACTION_ORDER, "notify"]
+        assert list(death.done) == steps[: len(death.done)]
         if finished:
-            assert list(death.done) == list(ACTION_ORDER)
+            assert list(death.done) == steps
         if "release_leases" in death.done:
             assert [held.model_dump() for held in death.release.first] == self.released_lease(g)
         alert = death.done.get("queue_alert")

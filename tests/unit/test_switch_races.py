@@ -171,6 +171,7 @@ STEPS = [
     "record:mark_failed",
     "send",
     "record:queue_alert",
+    "record:notify",
 ]
 
 
@@ -206,7 +207,7 @@ def test_a_crash_after_any_step_then_the_alarm_again_finishes_without_repeating(
 
     death = store.latest_death("acme", SCOPE)
     assert death is not None
-    assert list(death.done) == ["release_leases", "mark_failed", "queue_alert"]
+    assert list(death.done) == ["release_leases", "mark_failed", "queue_alert", "notify"]
     lease = store.get_lease("acme", "repo:main")
     assert lease is not None
     assert lease.state == "released"

@@ -4,6 +4,8 @@ Scheduler one-shot schedule before that."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +20,21 @@ def schedule_name(timer: Timer) -> str:
     return f"{timer.kind}-{digest[:32]}-{timer.generation}-{int(timer.due_at.timestamp())}"
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where timers of a kind go: the queue of their last stretch, the function a schedule
+    invokes, and where a schedule that cannot invoke it leaves the event."""
+
+    queue_url: str
+    target_arn: str
+    dead_letter_arn: str
+
+
 class AwsAlarms:
+    """``by_kind`` sends timers of some kinds elsewhere than to the alarm function (the
+    notifications' attempts to the notify function, whose slow receivers cannot hold up a
+    switch's expiry)."""
+
     def __init__(
         self,
         sqs: Any,
@@ -28,14 +44,14 @@ class AwsAlarms:
         target_arn: str,
         role_arn: str,
         dead_letter_arn: str,
+        by_kind: Mapping[str, Destination] | None = None,
     ) -> None:
         self.sqs = sqs
         self.scheduler = scheduler
-        self.queue_url = queue_url
         self.group = group
-        self.target_arn = target_arn
         self.role_arn = role_arn
-        self.dead_letter_arn = dead_letter_arn
+        self.default = Destination(queue_url, target_arn, dead_letter_arn)
+        self.by_kind = dict(by_kind or {})
 
     def arm(self, timer: Timer, now: datetime) -> None:
         try:
@@ -49,9 +65,10 @@ class AwsAlarms:
             raise aws_failure(code, "the alarm service") from None
 
     def _arm(self, timer: Timer, now: datetime) -> None:
+        destination = self.by_kind.get(timer.kind, self.default)
         if not needs_scheduler(timer, now):
             self.sqs.send_message(
-                QueueUrl=self.queue_url,
+                QueueUrl=destination.queue_url,
                 MessageBody=timer.model_dump_json(),
                 DelaySeconds=delay_for(timer, now),
             )
@@ -65,10 +82,10 @@ class AwsAlarms:
             FlexibleTimeWindow={"Mode": "OFF"},
             ActionAfterCompletion="DELETE",
             Target={
-                "Arn": self.target_arn,
+                "Arn": destination.target_arn,
                 "RoleArn": self.role_arn,
                 "Input": timer.model_dump_json(),
-                "DeadLetterConfig": {"Arn": self.dead_letter_arn},
+                "DeadLetterConfig": {"Arn": destination.dead_letter_arn},
                 "RetryPolicy": {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 10},
             },
         )

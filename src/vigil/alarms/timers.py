@@ -30,6 +30,9 @@ class Timer(BaseModel):
     key: str
     generation: int = 0
     due_at: datetime
+    # How many times the timer came before what it is about was visible and was put back to
+    # wait for it (a notification's first attempt, armed before the notification's commit).
+    waits: int = 0
 
 
 class Alarms(Protocol):

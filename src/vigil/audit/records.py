@@ -32,6 +32,7 @@ AuditAction = Literal[
     "disable_channel",
     "enable_channel",
     "delete_channel",
+    "replay_delivery",
 ]
 TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause"]
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from vigil.kit.keys import Keys
     from vigil.kit.uow import UnitOfWork
     from vigil.mailboxes.queues import MailboxQueues
+    from vigil.notifications.delivery import Sender
     from vigil.quotas.records import Quotas
     from vigil.store import Store
 
@@ -91,6 +92,8 @@ class Context:
     quotas: Quotas
     blobs: Blobs
     keys: Keys
+    # How notifications leave (test_channel sends one at once); None: as the settings say.
+    sender: Sender | None = None
 
 
 @dataclass(frozen=True)

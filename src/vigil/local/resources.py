@@ -77,6 +77,7 @@ class AwsClients:
     scheduler: Any
     iam: Any
     secretsmanager: Any
+    sesv2: Any
 
     @classmethod
     def local(
@@ -106,6 +107,7 @@ class AwsClients:
             scheduler=client("scheduler"),
             iam=client("iam"),
             secretsmanager=client("secretsmanager"),
+            sesv2=client("sesv2"),
         )
 
 

@@ -52,8 +52,10 @@ MOTO_DIR = "aws"
 ENTRY_POINTS: Mapping[str, str] = {
     "ApiFunction": "vigil.entrypoints.api:handler",
     "AlarmFunction": "vigil.entrypoints.alarm:handler",
+    "NotifyFunction": "vigil.entrypoints.notify:handler",
 }
 API_FUNCTION = "ApiFunction"
+LOCAL_EMAIL_SENDER = "notifications@vigil.localhost"
 
 
 @dataclass
@@ -162,6 +164,22 @@ def _aws_environment(
     return values, remove
 
 
+def _notifications_locally(clients: AwsClients) -> dict[str, str]:
+    """What notifications need on the local runtime: receivers on this machine are allowed
+    (VIGIL_ENV=local; deployed, private and loopback addresses are refused), and email goes out
+    from an identity verified in moto's SES (the NotificationEmailSender parameter's, or
+    LOCAL_EMAIL_SENDER), which keeps what it sends for tests to read."""
+    from vigil.kit.aws import error_code
+
+    sender = os.environ.get("NOTIFY_EMAIL_SENDER") or LOCAL_EMAIL_SENDER
+    try:
+        clients.sesv2.create_email_identity(EmailIdentity=sender)
+    except Exception as error:
+        if error_code(error) != "AlreadyExistsException":
+            raise
+    return {"VIGIL_ENV": "local", "NOTIFY_EMAIL_SENDER": sender}
+
+
 def _write_state(path: Path, state: Mapping[str, str]) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
@@ -260,6 +278,7 @@ def start(
             log_event(log, "state restored", services=restored, directory=str(state_dir))
 
         closer.enter_context(_environment(deployment.environment(), []))
+        closer.enter_context(_environment(_notifications_locally(clients), []))
         cold_start()
         closer.callback(cold_start)
         wiring.use_clock(clock)
@@ -271,10 +290,6 @@ def start(
         operator, secret = _operator(
             DynamoStore(clients.dynamodb, settings.table_name), clock, state_file
         )
-
-        pump = EventPump(deployment, clients, handlers, clock)
-        pump.start()
-        closer.callback(pump.stop)
 
         api = deployment.functions[API_FUNCTION]
         server = LocalHttpServer(
@@ -288,6 +303,12 @@ def start(
         )
         closer.callback(server.stop)
         server.start()
+        # Links in notifications lead to this server's console; set before the first timer runs.
+        closer.enter_context(_environment({"CONSOLE_BASE_URL": server.url}, []))
+
+        pump = EventPump(deployment, clients, handlers, clock)
+        pump.start()
+        closer.callback(pump.stop)
 
         state = {
             "mcp_url": f"{server.url}/mcp",

@@ -1,12 +1,26 @@
 """Channels on DynamoDB: one partition per namespace, ``NS#<ns>#CHANNELS``, sorted by channel
-id, so a namespace's channels are one query; every write is conditional on the version."""
+id, so a namespace's channels are one query; every write is conditional on the version.
+
+A notification is one item, ``NS#<ns>#NOTICE#<event id>``: the event (``doc``) and a map of its
+deliveries by channel id, each ``{attempt, state, doc}``, so that a delivery's claim and outcome
+are conditional updates of its own entry, and notifications to different channels of one event
+do not contend on versions. A channel's failures are a partition of their own,
+``NS#<ns>#CHANNEL#<id>#FAILURES``, sorted by when they failed. Both expire after
+NOTIFICATION_RETENTION (TTL)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
-from vigil.notifications.records import Channel
+from vigil.notifications.records import (
+    NOTIFICATION_RETENTION,
+    Channel,
+    Delivery,
+    DeliveryFailure,
+    Notification,
+)
 from vigil.notifications.store import ChannelStore
 
 
@@ -33,6 +47,28 @@ def _at_version(version: int) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#v": "version"},
         "ExpressionAttributeValues": {":expected": attr_n(version)},
     }
+
+
+def _notice_key(namespace: str, event_id: str) -> dict[str, Any]:
+    return {"pk": attr_s(f"NS#{namespace}#NOTICE#{event_id}"), "sk": attr_s("NOTICE")}
+
+
+def _failures_pk(namespace: str, channel_id: str) -> str:
+    return f"NS#{namespace}#CHANNEL#{channel_id}#FAILURES"
+
+
+def _delivery_value(delivery: Delivery) -> dict[str, Any]:
+    return {
+        "M": {
+            "attempt": attr_n(delivery.attempt),
+            "state": attr_s(delivery.state),
+            "doc": attr_s(delivery.model_dump_json()),
+        }
+    }
+
+
+def _ttl(notification_time: Any) -> dict[str, str]:
+    return attr_n(int((notification_time + NOTIFICATION_RETENTION).timestamp()))
 
 
 class DynamoChannels(DynamoBase, ChannelStore):
@@ -66,3 +102,80 @@ class DynamoChannels(DynamoBase, ChannelStore):
             **_at_version(channel.version),
         }
         return DynamoWrite([{"Delete": delete}])
+
+    # -- notifications --------------------------------------------------------------------------
+    def add_notification(self, notification: Notification) -> DynamoWrite:
+        doc = notification.model_dump_json(exclude={"deliveries"})
+        item = {
+            **_notice_key(notification.namespace, notification.event_id),
+            "doc": attr_s(doc),
+            "deliveries": {
+                "M": {cid: _delivery_value(d) for cid, d in notification.deliveries.items()}
+            },
+            "ttl": _ttl(notification.created_at),
+        }
+        return self._put(item, "attribute_not_exists(pk)")
+
+    def get_notification(self, namespace: str, event_id: str) -> Notification | None:
+        item = self._get(f"NS#{namespace}#NOTICE#{event_id}", "NOTICE")
+        if item is None:
+            return None
+        fields = json.loads(item["doc"]["S"])
+        fields["deliveries"] = {
+            cid: json.loads(value["M"]["doc"]["S"])
+            for cid, value in item["deliveries"]["M"].items()
+        }
+        return Notification.model_validate(fields)
+
+    def save_delivery(
+        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    ) -> DynamoWrite:
+        update = self._update(
+            _notice_key(namespace, event_id),
+            UpdateExpression="SET deliveries.#c = :new",
+            ConditionExpression="deliveries.#c.attempt = :attempt AND deliveries.#c.#s = :state",
+            ExpressionAttributeNames={"#c": delivery.channel_id, "#s": "state"},
+            ExpressionAttributeValues={
+                ":new": _delivery_value(delivery),
+                ":attempt": attr_n(expected.attempt),
+                ":state": attr_s(expected.state),
+            },
+        )
+        return DynamoWrite([update])
+
+    def add_failure(self, failure: DeliveryFailure) -> DynamoWrite:
+        item = {
+            "pk": attr_s(_failures_pk(failure.namespace, failure.channel_id)),
+            "sk": attr_s(failure.position),
+            "doc": attr_s(failure.model_dump_json()),
+            "ttl": _ttl(failure.failed_at),
+        }
+        return self._put(item, "attribute_not_exists(pk)")
+
+    def remove_failure(self, failure: DeliveryFailure) -> DynamoWrite:
+        delete = {
+            "TableName": self.table,
+            "Key": {
+                "pk": attr_s(_failures_pk(failure.namespace, failure.channel_id)),
+                "sk": attr_s(failure.position),
+            },
+            "ConditionExpression": "attribute_exists(pk)",
+        }
+        return DynamoWrite([{"Delete": delete}])
+
+    def list_failures(
+        self, namespace: str, channel_id: str, before: str | None, limit: int
+    ) -> list[DeliveryFailure]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk" + (" AND sk < :before" if before else ""),
+            "ExpressionAttributeValues": {
+                ":pk": attr_s(_failures_pk(namespace, channel_id)),
+                **({":before": attr_s(before)} if before else {}),
+            },
+            "ScanIndexForward": False,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        response = self._call(self.client.query, **request)
+        return [DeliveryFailure.model_validate_json(i["doc"]["S"]) for i in response["Items"]]

@@ -25,6 +25,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from vigil.mailboxes.records import EnvelopeKind
 from vigil.notifications.records import EVENT_TYPES as EVENT_TYPES
 from vigil.notifications.records import EventType as EventType
+from vigil.notifications.records import NoticeType as NoticeType
 from vigil.requests.records import Outcome, Request, RequestKind, RequestState
 from vigil.sessions.records import STALE_AFTER_SECONDS, Session, SessionStatus
 from vigil.switches.records import Action, Death
@@ -193,7 +194,19 @@ class DeliveryDeadLettered(_Model):
         return (self.envelope_id,)
 
 
-EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
+class ChannelTest(_Model):
+    """Sent by test_channel: nothing happened; the channel is shown to work, or why not."""
+
+    channel_id: str
+    requested_by: str = Field(description="Principal id of the operator who asked for it.")
+    requested_at: AwareDatetime
+
+    def identity(self) -> tuple[str, ...]:
+        # Every test is an event of its own: receivers must not deduplicate one against another.
+        return (self.channel_id, self.requested_at.isoformat())
+
+
+EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered | ChannelTest
 
 
 # -- the envelope -------------------------------------------------------------------------------
@@ -202,7 +215,7 @@ EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
 class EventEnvelope(_Model):
     """What every event has; each type's model fixes ``type`` and types ``data``."""
 
-    type: EventType
+    type: NoticeType
     id: str = Field(
         pattern=EVENT_ID_PATTERN,
         description="Stable: the same event sent again has the same id (the webhook-id).",
@@ -250,6 +263,11 @@ class DeliveryDeadLetteredEvent(EventEnvelope):
     data: DeliveryDeadLettered
 
 
+class ChannelTestEvent(EventEnvelope):
+    type: Literal["channel.test"]
+    data: ChannelTest
+
+
 Event = Annotated[
     SwitchFiredEvent
     | RequestOpenedEvent
@@ -257,10 +275,11 @@ Event = Annotated[
     | RequestAnsweredEvent
     | RequestExpiredEvent
     | SessionStaleEvent
-    | DeliveryDeadLetteredEvent,
+    | DeliveryDeadLetteredEvent
+    | ChannelTestEvent,
     Field(discriminator="type"),
 ]
-EVENT_MODELS: dict[EventType, type[EventEnvelope]] = {
+EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "switch.fired": SwitchFiredEvent,
     "request.opened": RequestOpenedEvent,
     "request.expiring": RequestExpiringEvent,
@@ -268,6 +287,7 @@ EVENT_MODELS: dict[EventType, type[EventEnvelope]] = {
     "request.expired": RequestExpiredEvent,
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
+    "channel.test": ChannelTestEvent,
 }
 
 
@@ -289,13 +309,13 @@ def console_link(console_base: str | None, data: EventData) -> str | None:
             path, query = "/console/request", {"id": data.request_id}
         case SessionStale():
             path, query = "/console/session", {"id": data.session_id}
-        case DeliveryDeadLettered():
+        case DeliveryDeadLettered() | ChannelTest():
             return None
     return f"{console_base.rstrip('/')}{path}?{urlencode(query)}"
 
 
 def make_event(
-    event_type: EventType,
+    event_type: NoticeType,
     data: EventData,
     *,
     namespace: str,

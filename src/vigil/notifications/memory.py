@@ -5,13 +5,15 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
-from vigil.notifications.records import Channel
+from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification
 from vigil.notifications.store import ChannelStore
 
 
 class MemoryChannels(MemoryBase, ChannelStore):
     def __init__(self) -> None:
         self.channels: dict[tuple[str, str], Channel] = {}
+        self.notifications: dict[tuple[str, str], Notification] = {}
+        self.failures: dict[tuple[str, str, str], DeliveryFailure] = {}
         super().__init__()
 
     def get_channel(self, namespace: str, channel_id: str) -> Channel | None:
@@ -44,3 +46,81 @@ class MemoryChannels(MemoryBase, ChannelStore):
             del self.channels[key]
 
         return MemoryWrite(check, apply, (item_bytes(key),))
+
+    # -- notifications --------------------------------------------------------------------------
+    def add_notification(self, notification: Notification) -> MemoryWrite:
+        key = (notification.namespace, notification.event_id)
+
+        def check() -> None:
+            if key in self.notifications:
+                raise ConditionFailed(str(key))
+
+        def apply() -> None:
+            self.notifications[key] = notification.model_copy(deep=True)
+
+        return MemoryWrite(check, apply, (item_bytes(key, notification),))
+
+    def get_notification(self, namespace: str, event_id: str) -> Notification | None:
+        with self._lock:
+            found = self.notifications.get((namespace, event_id))
+            return found.model_copy(deep=True) if found else None
+
+    def save_delivery(
+        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    ) -> MemoryWrite:
+        key = (namespace, event_id)
+
+        def check() -> None:
+            current = self.notifications.get(key)
+            stored = current.deliveries.get(delivery.channel_id) if current else None
+            if (
+                stored is None
+                or stored.attempt != expected.attempt
+                or stored.state != expected.state
+            ):
+                raise ConditionFailed(f"{key} {delivery.channel_id}")
+
+        def apply() -> None:
+            self.notifications[key].deliveries[delivery.channel_id] = delivery.model_copy(deep=True)
+
+        def size() -> int:
+            current = self.notifications.get(key)
+            return item_bytes(key, current) if current is not None else item_bytes(key)
+
+        return MemoryWrite(check, apply, (size(),))
+
+    def add_failure(self, failure: DeliveryFailure) -> MemoryWrite:
+        key = (failure.namespace, failure.channel_id, failure.position)
+
+        def check() -> None:
+            if key in self.failures:
+                raise ConditionFailed(str(key))
+
+        def apply() -> None:
+            self.failures[key] = failure.model_copy()
+
+        return MemoryWrite(check, apply, (item_bytes(key, failure),))
+
+    def remove_failure(self, failure: DeliveryFailure) -> MemoryWrite:
+        key = (failure.namespace, failure.channel_id, failure.position)
+
+        def check() -> None:
+            if key not in self.failures:
+                raise ConditionFailed(str(key))
+
+        def apply() -> None:
+            del self.failures[key]
+
+        return MemoryWrite(check, apply, (item_bytes(key),))
+
+    def list_failures(
+        self, namespace: str, channel_id: str, before: str | None, limit: int
+    ) -> list[DeliveryFailure]:
+        with self._lock:
+            found = [
+                f
+                for (ns, cid, position), f in self.failures.items()
+                if ns == namespace and cid == channel_id and (before is None or position < before)
+            ]
+        found.sort(key=lambda f: f.position, reverse=True)
+        return [f.model_copy() for f in found[:limit]]

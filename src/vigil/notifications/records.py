@@ -11,7 +11,7 @@ credential too (its path is the token), and is kept sealed the same way.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -32,6 +32,8 @@ EventType = Literal[
     "delivery.dead_lettered",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
+# What a channel may receive: the events its rules choose, and the test an operator sends it.
+NoticeType = EventType | Literal["channel.test"]
 
 # A namespace keeps at most this many channels, each at most this many rules.
 MAX_CHANNELS = 50
@@ -144,3 +146,144 @@ class Channel(Versioned):
 def seal_context(namespace: str, channel_id: str, what: str) -> str:
     """What a channel's sealed parts are bound to: they open only for this channel."""
     return f"vigil:channel:{namespace}:{channel_id}:{what}"
+
+
+# -- notifications: an event on its way to the channels it was routed to -------------------------
+
+DeliveryState = Literal["pending", "sending", "delivered", "failed"]
+AttemptOutcome = Literal["delivered", "retry", "gone", "rejected", "interrupted"]
+
+# Attempts of one delivery, the first at once and each next one after a backoff that grows
+# BACKOFF_FACTOR-fold from FIRST_BACKOFF up to MAX_BACKOFF, each stretched or shrunk by up to
+# JITTER: about 30 s, 2 min, 8 min, 32 min, 2 h 8 min, 4 h, 4 h; the eighth attempt is made some
+# 11 h after the first. A receiver's Retry-After is honoured when it asks for longer.
+MAX_ATTEMPTS = 8
+FIRST_BACKOFF = timedelta(seconds=30)
+BACKOFF_FACTOR = 4
+MAX_BACKOFF = timedelta(hours=4)
+JITTER = 0.25
+# An attempt claimed this long ago and still without an outcome stopped before recording one
+# (its function crashed or timed out): it counts as failed, and the next is scheduled.
+ATTEMPT_LIMIT = timedelta(seconds=60)
+# A notification, and a channel's record of a failed delivery, are kept this long.
+NOTIFICATION_RETENTION = timedelta(days=30)
+# How many of a delivery's latest attempts its record keeps.
+KEPT_ATTEMPTS = 10
+
+
+def backoff(attempt: int, jitter: float) -> timedelta:
+    """How long after attempt ``attempt`` (1 for the first) the next one is made, for a
+    ``jitter`` between -1 and 1 (derived from the delivery, so a retry computes the same)."""
+    base: timedelta = min(FIRST_BACKOFF * BACKOFF_FACTOR ** (attempt - 1), MAX_BACKOFF)
+    return base * (1 + JITTER * jitter)
+
+
+class Attempt(Record):
+    number: int
+    at: datetime
+    outcome: AttemptOutcome
+    status: int | None = None
+    reason: str
+
+
+class Delivery(Record):
+    """One notification's way to one channel. ``attempt`` counts the attempts started; each is
+    claimed by a conditional write from the number before it, so two runs never make the same
+    attempt, and an outcome is recorded only by the run that claimed it."""
+
+    channel_id: str
+    state: DeliveryState = "pending"
+    attempt: int = 0
+    # Attempts made before the latest replay: each replay gives MAX_ATTEMPTS more.
+    replayed_after: int = 0
+    next_at: datetime
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+
+    def due(self, attempt: int) -> bool:
+        """Whether attempt number ``attempt`` is the one this delivery waits for."""
+        return self.state == "pending" and self.attempt == attempt - 1
+
+    def interrupted(self, attempt: int, now: datetime) -> bool:
+        """Whether attempt ``attempt`` was claimed and its run stopped before its outcome."""
+        return (
+            self.state == "sending"
+            and self.attempt == attempt
+            and self.claimed_at is not None
+            and self.claimed_at + ATTEMPT_LIMIT <= now
+        )
+
+    def claimed(self, now: datetime) -> Delivery:
+        return self.model_copy(
+            update={"state": "sending", "attempt": self.attempt + 1, "claimed_at": to_ms(now)}
+        )
+
+    @property
+    def exhausted(self) -> bool:
+        return self.attempt - self.replayed_after >= MAX_ATTEMPTS
+
+    def concluded(
+        self,
+        outcome: AttemptOutcome,
+        status: int | None,
+        reason: str,
+        now: datetime,
+        retry_at: datetime | None,
+    ) -> Delivery:
+        """After the claimed attempt came to ``outcome``: delivered, pending again until
+        ``retry_at``, or failed (when ``retry_at`` is None and it was not delivered)."""
+        at = to_ms(now)
+        record = Attempt(number=self.attempt, at=at, outcome=outcome, status=status, reason=reason)
+        kept = [*self.attempts, record][-KEPT_ATTEMPTS:]
+        if outcome == "delivered":
+            return self.model_copy(
+                update={"state": "delivered", "finished_at": at, "attempts": kept}
+            )
+        if retry_at is not None:
+            return self.model_copy(
+                update={"state": "pending", "next_at": to_ms(retry_at), "attempts": kept}
+            )
+        return self.model_copy(update={"state": "failed", "finished_at": at, "attempts": kept})
+
+    def replayed(self, now: datetime) -> Delivery:
+        """A failed delivery started again: MAX_ATTEMPTS more, the first at once."""
+        return self.model_copy(
+            update={
+                "state": "pending",
+                "replayed_after": self.attempt,
+                "next_at": to_ms(now),
+                "claimed_at": None,
+                "finished_at": None,
+            }
+        )
+
+
+class Notification(Record):
+    """An event, written in the same commit as what it tells of, with its deliveries to the
+    channels its rules routed it to when it was written."""
+
+    namespace: str
+    event_id: str
+    event_type: NoticeType
+    event: dict[str, Any]  # the event's JSON, as sent
+    deliveries: dict[str, Delivery]
+    created_at: datetime
+
+
+class DeliveryFailure(Record):
+    """A channel's record of a delivery that gave up: what an operator lists and replays."""
+
+    namespace: str
+    channel_id: str
+    event_id: str
+    event_type: NoticeType
+    failed_at: datetime
+    attempts: int
+    status: int | None
+    reason: str
+
+    @property
+    def position(self) -> str:
+        """Where it sorts among the channel's failures: by when it failed, then by event."""
+        return f"{int(self.failed_at.timestamp() * 1000):015d}#{self.event_id}"

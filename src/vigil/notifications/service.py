@@ -250,6 +250,15 @@ def delete(
     return result
 
 
+def channel(store: Store, caller: Caller, channel_id: str) -> Channel:
+    """The caller's channel ``channel_id``: not_found for another namespace's as for none."""
+    _operator(caller)
+    found = store.get_channel(caller.namespace, channel_id)
+    if found is None:
+        raise not_found("channel")
+    return found
+
+
 def channels(store: Store, caller: Caller) -> list[Channel]:
     """Every channel of the caller's namespace, in id order."""
     _operator(caller)

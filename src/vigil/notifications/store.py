@@ -1,11 +1,11 @@
-"""Where a namespace's channels are kept."""
+"""Where a namespace's channels are kept, and the notifications on their way to them."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
 from vigil.kit.uow import Write
-from vigil.notifications.records import Channel
+from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification
 
 
 class ChannelStore(ABC):
@@ -30,3 +30,35 @@ class ChannelStore(ABC):
     def delete_channel(self, channel: Channel) -> Write:
         """Deletes the channel if the stored version is ``channel.version``: a delete decided on
         one version does not take away a channel changed since."""
+
+    # -- notifications --------------------------------------------------------------------------
+    @abstractmethod
+    def add_notification(self, notification: Notification) -> Write:
+        """Creates the notification; fails if one of its event id exists."""
+
+    @abstractmethod
+    def get_notification(self, namespace: str, event_id: str) -> Notification | None:
+        """The notification, read consistently; None if there is none of that id."""
+
+    @abstractmethod
+    def save_delivery(
+        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    ) -> Write:
+        """Replaces the notification's delivery to ``delivery.channel_id`` if it is still at
+        ``expected``'s attempt and state: the claim of an attempt, and the record of its
+        outcome, are each made by one run only."""
+
+    @abstractmethod
+    def add_failure(self, failure: DeliveryFailure) -> Write:
+        """Records a delivery that gave up, in its channel's failures."""
+
+    @abstractmethod
+    def remove_failure(self, failure: DeliveryFailure) -> Write:
+        """Takes a failure off its channel's list; fails if it is not there."""
+
+    @abstractmethod
+    def list_failures(
+        self, namespace: str, channel_id: str, before: str | None, limit: int
+    ) -> list[DeliveryFailure]:
+        """Up to ``limit`` of the channel's failures, newest first, those that sort before
+        position ``before`` if given."""

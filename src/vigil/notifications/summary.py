@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from vigil.notifications.events import (
+    ChannelTest,
     DeliveryDeadLettered,
     Event,
     RequestData,
@@ -99,6 +100,19 @@ def summarise(event: Event, console_base: str | None) -> Summary:
                     ("Dead-lettered at", when(data.dead_lettered_at)),
                 ),
                 text=None,
+                action=None,
+                footer=footer,
+                links=(),
+            )
+        case ChannelTest():
+            return Summary(
+                title="Test notification",
+                fields=(
+                    ("Channel", data.channel_id),
+                    ("Requested by", data.requested_by),
+                    ("Requested at", when(data.requested_at)),
+                ),
+                text="Nothing happened: an operator asked Vigil to show that this channel works.",
                 action=None,
                 footer=footer,
                 links=(),

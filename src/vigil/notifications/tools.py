@@ -1,28 +1,36 @@
 """Channel tools, for operators: ``create_channel``, ``list_channels``,
-``rotate_channel_secret``, ``set_channel_state`` and ``delete_channel``. The use cases are in
-vigil.notifications.service."""
+``rotate_channel_secret``, ``set_channel_state``, ``delete_channel``, ``test_channel``, and a
+channel's failed deliveries, ``list_delivery_failures`` and ``replay_delivery``. The use cases
+are in vigil.notifications.service and vigil.notifications.delivery."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, model_validator
 
+from vigil.audit.records import AuditEvent
+from vigil.errors import invalid, not_found
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
+from vigil.notifications.delivery import Sender, replay
+from vigil.notifications.events import ChannelTest, make_event
 from vigil.notifications.records import (
     EVENT_TYPES,
+    MAX_ATTEMPTS,
     MAX_CHANNELS,
     MAX_RULES,
     ROTATION_OVERLAP,
     Channel,
     ChannelKind,
     ChannelState,
+    DeliveryFailure,
     EventType,
+    NoticeType,
     Rule,
 )
 from vigil.switches.tools import ScopePrefix
@@ -35,7 +43,7 @@ SLACK_PREFIX = "https://hooks.slack.com/"
 # A host name: dot-separated labels of letters, digits and inner hyphens (an international
 # name in its xn-- form).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-URL_PATTERN = rf"^https://{_LABEL}(?:\.{_LABEL})*(?::[0-9]{{1,5}})?(?:[/?#][!-~]*)?$"
+URL_PATTERN = rf"^https?://{_LABEL}(?:\.{_LABEL})*(?::[0-9]{{1,5}})?(?:[/?#][!-~]*)?$"
 EMAIL_PATTERN = (
     r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
     rf"@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}$"
@@ -94,8 +102,9 @@ Url = Annotated[
         pattern=URL_PATTERN,
         description=(
             f"For a webhook or Slack channel: where events are POSTed, an https:// URL of at "
-            f"most {MAX_URL} characters (printable ASCII). A Slack channel's is the incoming "
-            f"webhook's URL, {SLACK_PREFIX}…; it is kept sealed and only its host is ever shown."
+            f"most {MAX_URL} characters (printable ASCII; http:// on the local runtime only). "
+            f"A Slack channel's is the incoming webhook's URL, {SLACK_PREFIX}…; it is kept "
+            "sealed and only its host is ever shown."
         ),
     ),
     AfterValidator(_port_in_range),
@@ -276,8 +285,23 @@ class CreateChannelInput(StrictInput):
         return target
 
 
+def sender(ctx: Context) -> Sender:
+    """How this deployment's notifications leave: the context's, or as the settings say."""
+    if ctx.sender is not None:
+        return ctx.sender
+    from vigil.wiring import sender as configured
+
+    return configured(ctx.keys)
+
+
 def create_channel(ctx: Context, args: CreateChannelInput) -> ChannelIssued:
     now = ctx.clock.now()
+    if args.url is not None and args.url.startswith("http://") and not sender(ctx).allow_private:
+        problem = "must be https:// (http:// is for the local runtime only)"
+        raise invalid(
+            "the arguments do not match the tool's input schema",
+            problems=[{"field": "url", "problem": problem}],
+        )
     rules = [Rule(events=r.events, scope_prefix=r.scope_prefix or "") for r in args.rules]
     return service.create(
         ctx.store,
@@ -355,6 +379,150 @@ def delete_channel(ctx: Context, args: DeleteChannelInput) -> ChannelDeleted:
     )
 
 
+# -- test_channel ---------------------------------------------------------------------------
+class TestChannelInput(StrictInput):
+    id: ChannelId
+
+
+class ChannelTested(Output):
+    channel_id: str
+    event_id: str = Field(description="The test event's id: its webhook-id, for a webhook.")
+    delivered: bool
+    outcome: Literal["delivered", "retry", "gone", "rejected"] = Field(
+        description=(
+            "delivered; retry (the receiver failed or timed out: a real event would be tried "
+            "again); gone (it answered 410: a real event would disable the channel); rejected "
+            "(any other answer, or a target refused before connecting)."
+        )
+    )
+    status: int | None = Field(description="The receiver's HTTP status; null if none came.")
+    reason: str = Field(description="What the attempt came to, in a line (never a secret).")
+    tested_at: datetime
+
+
+def test_channel(ctx: Context, args: TestChannelInput) -> ChannelTested:
+    channel = service.channel(ctx.store, ctx.caller, args.id)
+    now = ctx.clock.now()
+    data = ChannelTest(
+        channel_id=channel.id, requested_by=ctx.caller.principal_id, requested_at=now
+    )
+    event = make_event(
+        "channel.test", data, namespace=channel.namespace, occurred_at=now, console_base=None
+    )
+    outcome = sender(ctx).send(channel, event)
+    return ChannelTested(
+        channel_id=channel.id,
+        event_id=event.id,
+        delivered=outcome.kind == "delivered",
+        outcome=outcome.kind,
+        status=outcome.status,
+        reason=outcome.reason,
+        tested_at=now,
+    )
+
+
+# -- list_delivery_failures -----------------------------------------------------------------
+MAX_FAILURES_PAGE = 50
+
+
+class ListDeliveryFailuresInput(StrictInput):
+    channel_id: ChannelId
+    before: str | None = Field(
+        default=None,
+        max_length=200,
+        description="next_before of the previous page, for older failures.",
+    )
+    limit: int = Field(default=20, ge=1, le=MAX_FAILURES_PAGE)
+
+
+class DeliveryFailureView(Output):
+    event_id: str
+    event_type: NoticeType
+    failed_at: datetime
+    attempts: int = Field(description="Attempts made before it gave up (since a replay).")
+    status: int | None = Field(description="The last attempt's HTTP status; null if none came.")
+    reason: str
+
+
+class DeliveryFailures(Output):
+    channel_id: str
+    failures: list[DeliveryFailureView] = Field(description="Newest first.")
+    next_before: str | None = Field(description="Pass as before for older ones; null at the end.")
+
+
+def list_delivery_failures(ctx: Context, args: ListDeliveryFailuresInput) -> DeliveryFailures:
+    channel = service.channel(ctx.store, ctx.caller, args.channel_id)
+    found = ctx.store.list_failures(channel.namespace, channel.id, args.before, args.limit + 1)
+    page = found[: args.limit]
+    return DeliveryFailures(
+        channel_id=channel.id,
+        failures=[_failure_view(f) for f in page],
+        next_before=page[-1].position if len(found) > args.limit else None,
+    )
+
+
+def _failure_view(failure: DeliveryFailure) -> DeliveryFailureView:
+    return DeliveryFailureView(
+        event_id=failure.event_id,
+        event_type=failure.event_type,
+        failed_at=failure.failed_at,
+        attempts=failure.attempts,
+        status=failure.status,
+        reason=failure.reason,
+    )
+
+
+# -- replay_delivery ------------------------------------------------------------------------
+class ReplayDeliveryInput(StrictInput):
+    channel_id: ChannelId
+    event_id: str = Field(
+        min_length=1, max_length=64, description="The failed event's id, as listed."
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+class DeliveryReplayed(Output):
+    channel_id: str
+    event_id: str
+    next_attempt: int = Field(description="The number of the attempt made now.")
+    replayed_at: datetime
+
+
+def replay_delivery(ctx: Context, args: ReplayDeliveryInput) -> DeliveryReplayed:
+    channel = service.channel(ctx.store, ctx.caller, args.channel_id)
+    now = ctx.clock.now()
+
+    def audited(attempt: int) -> tuple[DeliveryReplayed, AuditEvent]:
+        result = DeliveryReplayed(
+            channel_id=channel.id, event_id=args.event_id, next_attempt=attempt, replayed_at=now
+        )
+        event = AuditEvent.of(
+            channel.namespace,
+            ctx.caller.principal_id,
+            "replay_delivery",
+            "channel",
+            channel.id,
+            channel.version,
+            channel.version,
+            now,
+        )
+        return result, event
+
+    replayed = replay(
+        ctx.store,
+        ctx.uow,
+        ctx.clock,
+        ctx.alarms,
+        channel.namespace,
+        channel.id,
+        args.event_id,
+        audited,
+    )
+    if replayed is None:
+        raise not_found("failed delivery")
+    return replayed
+
+
 _OVERLAP_HOURS = int(ROTATION_OVERLAP.total_seconds() // 3600)
 
 TOOLS: tuple[Tool, ...] = (
@@ -429,5 +597,46 @@ TOOLS: tuple[Tool, ...] = (
         run=delete_channel,
         roles=OPERATORS,
         destructive=True,
+    ),
+    Tool(
+        name="test_channel",
+        title="Send a test notification",
+        description=(
+            "Send a channel.test event to a channel now, once, exactly as a real event goes "
+            "(signed for a webhook, Block Kit for Slack, SES for email), and say what the "
+            "receiver answered. Nothing is retried or recorded. Works on a disabled channel too, "
+            "to check it before enabling it. Operators only."
+        ),
+        input_model=TestChannelInput,
+        output_model=ChannelTested,
+        run=test_channel,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="list_delivery_failures",
+        title="List a channel's failed deliveries",
+        description=(
+            "The events a channel did not receive, newest first: each gave up after "
+            f"{MAX_ATTEMPTS} attempts over some 11 hours, or at once on an answer a retry would "
+            "not change (a 4xx, a redirect, 410 Gone). Kept 30 days. Operators only."
+        ),
+        input_model=ListDeliveryFailuresInput,
+        output_model=DeliveryFailures,
+        run=list_delivery_failures,
+        roles=OPERATORS,
+        read_only=True,
+    ),
+    Tool(
+        name="replay_delivery",
+        title="Deliver a failed event again",
+        description=(
+            "Start a failed delivery again: an attempt now and, if it fails, the same retries "
+            "as the first time. The event keeps its id (a webhook's webhook-id), so a receiver "
+            "that did get it deduplicates it. Audited. Operators only."
+        ),
+        input_model=ReplayDeliveryInput,
+        output_model=DeliveryReplayed,
+        run=replay_delivery,
+        roles=OPERATORS,
     ),
 )

@@ -15,10 +15,11 @@ the same envelope, handed out once.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -51,6 +52,13 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound=BaseModel)
 
 TIMER_KIND = "request"
+RequestEventType = Literal[
+    "request.opened", "request.expiring", "request.answered", "request.expired"
+]
+# A request's channels are told it is expiring this long before it expires (or a fifth of its
+# lifetime before, when that is shorter); none for a request of less than EXPIRING_FROM.
+EXPIRING_LEAD = timedelta(minutes=10)
+EXPIRING_FROM = timedelta(minutes=5)
 # A request_status page, and how many places one call examines at most.
 STATUS_PAGE = 50
 STATUS_SCAN = 200
@@ -202,6 +210,7 @@ class Requests:
             # The alarm before the commit, once nothing but a lost race can refuse the request:
             # a crash in between leaves a stray alarm, never a request without one.
             self._arm(request)
+            writes += self._publish("request.opened", request)
             asked.append(request)
             return message.model_copy(update={"request_id": request.id}), writes
 
@@ -273,6 +282,7 @@ class Requests:
                 self.expire(request)
             replied = request.replied(caller.principal_id, outcome, answer, version, now)
             writes = [*self._closing(request), self.store.save_request(replied)]
+            writes += self._publish("request.answered", replied)
             shared = replied.shared_answer()
             if shared is not None:
                 writes.append(self.store.keep_shared_answer(shared))
@@ -305,7 +315,8 @@ class Requests:
             if current is None or current.state != "open" or not current.overdue(now):
                 return current or request
             expired = current.expired(now)
-            self.store.commit([*self._closing(current), self.store.save_request(expired)])
+            told = self._publish("request.expired", expired)
+            self.store.commit([*self._closing(current), self.store.save_request(expired), *told])
             return expired
 
         final = retry_on_conflict(attempt, "the request")
@@ -319,10 +330,35 @@ class Requests:
         request = self.store.get_request(timer.namespace, timer.key)
         if request is None:
             return
-        if request.state == "open":
+        if request.state == "open" and not request.overdue(self.clock.now()):
+            if timer.due_at < request.expires_at:
+                self._expiring(request)
+        elif request.state == "open":
             self.expire(request)
         elif request.state == "expired":
             self.respond(request)
+
+    def _expiring(self, request: Request) -> None:
+        """Tells the channels that ``request`` expires soon, once: a second run of its timer
+        finds the notification written."""
+        writes = self._publish("request.expiring", request)
+        if writes:
+            with contextlib.suppress(ConditionFailed):
+                self.store.commit(writes)
+
+    def _publish(self, event_type: RequestEventType, request: Request) -> list[Write]:
+        """The notification of ``event_type`` about ``request``, to commit with its change."""
+        from vigil.notifications.events import RequestData, make_event
+        from vigil.notifications.outbox import Outbox
+
+        event = make_event(
+            event_type,
+            RequestData.of(request),
+            namespace=request.namespace,
+            occurred_at=self.clock.now(),
+            console_base=None,
+        )
+        return Outbox(self.store, self.clock, self.alarms).publish(event)
 
     def respond(self, request: Request) -> None:
         """Queues the requester's envelope of kind response, if the requester is an agent."""
@@ -461,13 +497,19 @@ class Requests:
         )
 
     def _arm(self, request: Request) -> None:
+        """The request's expiry alarm, and the one that tells its channels it is expiring."""
+        now = self.clock.now()
         timer = Timer(
             kind=TIMER_KIND,
             namespace=request.namespace,
             key=request.id,
             due_at=request.expires_at,
         )
-        self.alarms.arm(timer, self.clock.now())
+        self.alarms.arm(timer, now)
+        lifetime = request.expires_at - request.asked_at
+        if lifetime >= EXPIRING_FROM:
+            lead = min(EXPIRING_LEAD, lifetime / 5)
+            self.alarms.arm(timer.model_copy(update={"due_at": request.expires_at - lead}), now)
 
     def _message_of(self, request: Request) -> Message | None:
         seq = number_in("msg", request.message_id)

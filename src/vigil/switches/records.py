@@ -32,6 +32,8 @@ from vigil.leases.records import Lease
 Action = Literal["release_leases", "mark_failed", "queue_alert"]
 # The alert is last so that it can say what was released.
 ACTION_ORDER: tuple[Action, ...] = ("release_leases", "mark_failed", "queue_alert")
+# A death's steps: its actions, then the notification of the channels whose rules want it.
+Step = Literal["release_leases", "mark_failed", "queue_alert", "notify"]
 SwitchState = Literal["armed", "disarmed", "fired"]
 # What callers are told: a fired switch is "failed" when its death marked the work failed.
 PublicState = Literal["armed", "disarmed", "failed", "expired"]
@@ -178,6 +180,7 @@ class Switch(Versioned):
             actions=ordered(self.on_expiry),
             notify_address=self.notify_address if "queue_alert" in self.on_expiry else None,
             done={},
+            notify=True,
             version=1,
         )
 
@@ -347,14 +350,19 @@ class Death(Versioned):
     actions: list[Action]  # in ACTION_ORDER
     notify_address: str | None
     release: Release = Field(default_factory=Release)
-    done: dict[str, dict[str, Any]]  # action -> its recorded outcome
+    done: dict[str, dict[str, Any]]  # step -> its recorded outcome
+    # Whether the channels are notified, last (deaths recorded before channels existed were not).
+    notify: bool = False
 
     @property
     def lateness_seconds(self) -> float:
         return round((self.fired_at - self.deadline).total_seconds(), 3)
 
-    def pending(self) -> list[Action]:
-        return [action for action in self.actions if action not in self.done]
+    def pending(self) -> list[Step]:
+        steps: list[Step] = [action for action in self.actions if action not in self.done]
+        if self.notify and "notify" not in self.done:
+            steps.append("notify")
+        return steps
 
     @property
     def position(self) -> str:
@@ -386,7 +394,7 @@ class Death(Versioned):
             leases=batch,
         )
 
-    def recorded(self, action: Action, outcome: dict[str, Any]) -> Death:
+    def recorded(self, action: Step, outcome: dict[str, Any]) -> Death:
         return self.changed(done={**self.done, action: outcome})
 
 

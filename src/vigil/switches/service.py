@@ -48,7 +48,6 @@ from vigil.switches.records import (
     MAX_PAUSE_SECONDS,
     MAX_PAUSES,
     RELEASE_BATCH,
-    Action,
     Beat,
     Death,
     HeldLease,
@@ -56,6 +55,7 @@ from vigil.switches.records import (
     PublicState,
     ReleasedPage,
     Reprieve,
+    Step,
     Switch,
 )
 
@@ -492,19 +492,37 @@ class Liveness:
             due_at=self.clock.now(),
         )
 
-    def _step(self, action: Action, death: Death) -> Death:
+    def _step(self, action: Step, death: Death) -> Death:
         """One step of ``action``, committed with the death's new version; ConditionFailed if
         the death or a lease changed since they were read."""
         if action == "release_leases":
             return self._release_batch(death)
+        if action == "notify":
+            return self._notify(death)
         if action == "mark_failed":
             return self._record(death, action, {"failed_at": iso(death.fired_at)})
         return self._record(death, action, self._alert(death))
 
-    def _record(self, death: Death, action: Action, outcome: dict[str, Any]) -> Death:
+    def _record(self, death: Death, action: Step, outcome: dict[str, Any], *also: Write) -> Death:
         recorded = death.recorded(action, outcome)
-        UnitOfWork(self.store).commit(self.store.save_death(recorded, death.version))
+        UnitOfWork(self.store).commit(*also, self.store.save_death(recorded, death.version))
         return recorded
+
+    def _notify(self, death: Death) -> Death:
+        """The switch.fired event, with what the actions did, written with the step: the
+        channels are told once, whichever run of the death gets here."""
+        from vigil.notifications.events import SwitchFired, make_event
+        from vigil.notifications.outbox import Outbox
+
+        event = make_event(
+            "switch.fired",
+            SwitchFired.of(death),
+            namespace=death.namespace,
+            occurred_at=death.fired_at,
+            console_base=None,
+        )
+        writes = Outbox(self.store, self.clock, self.alarms).publish(event)
+        return self._record(death, "notify", {"event_id": event.id}, *writes)
 
     def _release_batch(self, death: Death) -> Death:
         """Releases the next batch of the holder's leases of the scope, and records them as a

@@ -1,0 +1,71 @@
+"""Events written down first, in the commit of what they tell of.
+
+``Outbox.publish`` routes an event to the channels whose rules want it and returns the write of
+its notification, which the caller commits with what the event tells of (the death's step, the
+request's change): there is no event without its notification, nor a notification without its
+event. Before that commit, it arms each delivery's first attempt on the notify queue, arming
+first as every alarm here does: a crash between the two leaves timers that find no notification
+and stop; a timer that comes before the commit is visible waits for it, a few times, a little
+longer each time (``delivery.COMMIT_WAITS``). The sending is ``delivery``'s, in the notify
+function; this module is what the functions that publish load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from vigil.alarms.timers import Alarms, Timer
+from vigil.clock import Clock, to_ms
+from vigil.kit.uow import Write
+from vigil.notifications.events import Event
+from vigil.notifications.records import Delivery, Notification
+from vigil.store import Store
+
+TIMER_KIND = "notify"
+
+
+def timer_key(event_id: str, channel_id: str) -> str:
+    return f"{event_id}/{channel_id}"
+
+
+def attempt_timer(
+    namespace: str, event_id: str, channel_id: str, attempt: int, due: datetime
+) -> Timer:
+    """The timer of attempt number ``attempt`` of the event's delivery to the channel."""
+    return Timer(
+        kind=TIMER_KIND,
+        namespace=namespace,
+        key=timer_key(event_id, channel_id),
+        generation=attempt,
+        due_at=due,
+    )
+
+
+@dataclass
+class Outbox:
+    """Routes events to channels and writes them down, in the caller's commit."""
+
+    store: Store
+    clock: Clock
+    alarms: Alarms
+
+    def publish(self, event: Event) -> list[Write]:
+        """The write of ``event``'s notification, to commit with what it tells of; nothing if
+        no channel's rules want it. The first attempts are armed before it is returned."""
+        channels = self.store.list_channels(event.namespace)
+        routed = [c.id for c in channels if c.wants(event.type, event.scope)]
+        if not routed:
+            return []
+        now = to_ms(self.clock.now())
+        notification = Notification(
+            namespace=event.namespace,
+            event_id=event.id,
+            event_type=event.type,
+            event=event.model_dump(mode="json"),
+            deliveries={cid: Delivery(channel_id=cid, next_at=now) for cid in routed},
+            created_at=now,
+        )
+        for cid in routed:
+            self.alarms.arm(attempt_timer(event.namespace, event.id, cid, 1, now), now)
+        return [self.store.add_notification(notification)]
