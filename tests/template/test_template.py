@@ -619,6 +619,7 @@ def test_edge_protection_is_off_by_default(cfn: dict[str, Any], sam: dict[str, A
         "RestBaseUrl": "https://api123.execute-api.us-east-1.amazonaws.com/v1",
         "OpenApiUrl": "https://api123.execute-api.us-east-1.amazonaws.com/openapi.json",
         "ConsoleUrl": "https://api123.execute-api.us-east-1.amazonaws.com/console",
+        "ApiDocsUrl": "https://api123.execute-api.us-east-1.amazonaws.com/docs",
     }
 
 
@@ -680,6 +681,7 @@ def test_edge_distribution_forwards_every_request_uncached(cfn: dict[str, Any]) 
         "RestBaseUrl": "https://d111.cloudfront.net/v1",
         "OpenApiUrl": "https://d111.cloudfront.net/openapi.json",
         "ConsoleUrl": "https://d111.cloudfront.net/console",
+        "ApiDocsUrl": "https://d111.cloudfront.net/docs",
     }
 
 
@@ -737,6 +739,7 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         "RestBaseUrl",
         "OpenApiUrl",
         "ConsoleUrl",
+        "ApiDocsUrl",
         "TableName",
         "StackName",
     }
@@ -745,6 +748,7 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         ("RestBaseUrl", "/v1"),
         ("OpenApiUrl", "/openapi.json"),
         ("ConsoleUrl", "/console"),
+        ("ApiDocsUrl", "/docs"),
     ):
         edge, rest = outputs[name]["Value"]["Fn::If"][1:]
         custom, origin = rest["Fn::If"][1:]
@@ -811,6 +815,12 @@ def test_the_console_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
         assert "x-amazon-apigateway-any-method" in paths[path]
 
 
+def test_the_api_page_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
+    paths = cfn["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]
+    for path in ("/docs", "/docs/{proxy+}"):
+        assert set(paths[path]) - {"parameters"} == {"get"}
+
+
 def custom_domain_on(cfn: dict[str, Any], **parameters: str) -> Resolver:
     resolver = resolver_for(
         cfn,
@@ -856,6 +866,7 @@ def test_a_custom_domain_maps_the_api_and_names_every_url(cfn: dict[str, Any]) -
         "RestBaseUrl": "https://api.example.com/v1",
         "OpenApiUrl": "https://api.example.com/openapi.json",
         "ConsoleUrl": "https://api.example.com/console",
+        "ApiDocsUrl": "https://api.example.com/docs",
     }
     target = cfn["Outputs"]["CustomDomainTarget"]
     assert resolver.condition(target["Condition"])
