@@ -902,6 +902,23 @@ def test_the_build_ships_exactly_the_locked_versions(tmp_path: Path) -> None:
         assert not (artifact / "vigil" / laptop_only).exists(), laptop_only
 
 
+def test_the_api_artifact_ships_the_swagger_ui_files_the_page_serves_and_no_others(
+    tmp_path: Path,
+) -> None:
+    """Swagger UI's package holds every build of it with source maps; the artifact keeps the
+    files /docs serves, and the page's own initializer."""
+    from vigil.transports.docs import INITIALIZER, SWAGGER_UI_FILES
+
+    artifact = tmp_path / "ApiFunction"
+    result = run(["make", "build-ApiFunction", f"ARTIFACTS_DIR={artifact}"], cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    vendored = [path for path in (artifact / "swagger_ui_bundle").rglob("*") if path.is_file()]
+    assert sorted(path.name for path in vendored if path.suffix != ".py") == sorted(
+        name for name, _ in SWAGGER_UI_FILES
+    )
+    assert (artifact / "vigil" / "transports" / "assets" / INITIALIZER[0]).is_file()
+
+
 def test_every_alarm_notifies_the_encrypted_topic_when_it_fires_and_clears(
     cfn: dict[str, Any],
 ) -> None:
