@@ -140,6 +140,9 @@ define lambda_artifact
 	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --platform $(LAMBDA_PLATFORM) \
 		--implementation cp --python-version $(LAMBDA_PYTHON_VERSION) --only-binary=:all: \
 		--target "$(ARTIFACTS_DIR)" --require-hashes -r requirements/lambda.lock
+	# Swagger UI's package ships every build of it with source maps (11 MB); the API page
+	# serves two of its files (SWAGGER_UI_FILES in src/vigil/transports/docs.py), the rest stays out.
+	find "$(ARTIFACTS_DIR)/swagger_ui_bundle/vendor" -type f ! -name swagger-ui-bundle.js ! -name swagger-ui.css -delete
 	@if $(LAMBDA_PYTHON) -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$(LAMBDA_PYTHON_VERSION)")' 2>/dev/null; then \
 		echo "compiling bytecode with $(LAMBDA_PYTHON)"; \
 		$(LAMBDA_PYTHON) -m compileall -q -j0 --invalidation-mode unchecked-hash "$(ARTIFACTS_DIR)"; \

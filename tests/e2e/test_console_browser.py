@@ -2,7 +2,8 @@
 the local runtime. A person signs in; a switch an agent armed for 3 s fires on the overview
 without a reload; an instruction posted from the session page reaches the agent on its next
 beat and the page follows it from pending to delivered to acknowledged; an approval is granted
-with the bound action shown verbatim, and the agent redeems it.
+with the bound action shown verbatim, and the agent redeems it. The API page at /docs lists
+every operation of the OpenAPI document, from this origin alone.
 
 Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
 browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
@@ -259,3 +260,36 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     page.goto(f"{base}/console/sessions")
     expect(page.get_by_label("Your secret")).to_be_visible()
     assert errors == [], errors
+
+
+def test_the_api_page_renders_every_operation_from_this_origin_alone(
+    state: dict[str, Any], browser: Browser
+) -> None:
+    """/docs on the local runtime: Swagger UI from the pinned package lists the REST mirror's
+    operations, under the page's strict policy, with no error and no request to another origin."""
+    base = state["mcp_url"].removesuffix("/mcp")
+    page = browser.new_context().new_page()
+    errors: list[str] = []
+    requested: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requested.append(r.url))
+
+    page.goto(f"{base}/docs")
+    expect(page.locator(".opblock").first).to_be_visible()
+    expect(page.locator(".opblock-summary-path", has_text="/v1/register")).to_have_count(1)
+    expect(page.locator(".info .title")).to_contain_text("Vigil")
+    # Swagger UI reads the 3.1 document without a parse or resolver error.
+    expect(page.locator(".errors-wrapper")).to_have_count(0)
+    # Every operation of the document is listed, and one opens to show its request body.
+    document = json.loads(urllib.request.urlopen(f"{base}/openapi.json", timeout=30).read())
+    expect(page.locator(".opblock")).to_have_count(len(document["paths"]))
+    page.locator(".opblock-summary", has_text="/v1/register").click()
+    expect(page.locator(".opblock-body").first).to_contain_text("Request body")
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "api-docs.png"))
+    assert errors == []
+    assert requested
+    assert [url for url in requested if not url.startswith(f"{base}/")] == []
+    assert f"{base}/openapi.json" in requested

@@ -77,6 +77,8 @@ def test_routes_come_from_the_template(cfn: dict[str, Any]) -> None:
         "GET /openapi.json",
         "ANY /console",
         "ANY /console/{proxy+}",
+        "GET /docs",
+        "GET /docs/{proxy+}",
         "$default",
     }
 

@@ -622,6 +622,7 @@ def test_edge_protection_is_off_by_default(cfn: dict[str, Any], sam: dict[str, A
         "RestBaseUrl": "https://api123.execute-api.us-east-1.amazonaws.com/v1",
         "OpenApiUrl": "https://api123.execute-api.us-east-1.amazonaws.com/openapi.json",
         "ConsoleUrl": "https://api123.execute-api.us-east-1.amazonaws.com/console",
+        "ApiDocsUrl": "https://api123.execute-api.us-east-1.amazonaws.com/docs",
     }
 
 
@@ -683,6 +684,7 @@ def test_edge_distribution_forwards_every_request_uncached(cfn: dict[str, Any]) 
         "RestBaseUrl": "https://d111.cloudfront.net/v1",
         "OpenApiUrl": "https://d111.cloudfront.net/openapi.json",
         "ConsoleUrl": "https://d111.cloudfront.net/console",
+        "ApiDocsUrl": "https://d111.cloudfront.net/docs",
     }
 
 
@@ -740,6 +742,7 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         "RestBaseUrl",
         "OpenApiUrl",
         "ConsoleUrl",
+        "ApiDocsUrl",
         "TableName",
         "StackName",
     }
@@ -748,6 +751,7 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         ("RestBaseUrl", "/v1"),
         ("OpenApiUrl", "/openapi.json"),
         ("ConsoleUrl", "/console"),
+        ("ApiDocsUrl", "/docs"),
     ):
         edge, rest = outputs[name]["Value"]["Fn::If"][1:]
         custom, origin = rest["Fn::If"][1:]
@@ -814,6 +818,12 @@ def test_the_console_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
         assert "x-amazon-apigateway-any-method" in paths[path]
 
 
+def test_the_api_page_routes_reach_the_api_function(cfn: dict[str, Any]) -> None:
+    paths = cfn["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]
+    for path in ("/docs", "/docs/{proxy+}"):
+        assert set(paths[path]) - {"parameters"} == {"get"}
+
+
 def custom_domain_on(cfn: dict[str, Any], **parameters: str) -> Resolver:
     resolver = resolver_for(
         cfn,
@@ -859,6 +869,7 @@ def test_a_custom_domain_maps_the_api_and_names_every_url(cfn: dict[str, Any]) -
         "RestBaseUrl": "https://api.example.com/v1",
         "OpenApiUrl": "https://api.example.com/openapi.json",
         "ConsoleUrl": "https://api.example.com/console",
+        "ApiDocsUrl": "https://api.example.com/docs",
     }
     target = cfn["Outputs"]["CustomDomainTarget"]
     assert resolver.condition(target["Condition"])
@@ -892,6 +903,23 @@ def test_the_build_ships_exactly_the_locked_versions(tmp_path: Path) -> None:
     assert (artifact / "vigil" / "entrypoints" / "alarm.py").exists()
     for laptop_only in ("local", "infra", "people"):
         assert not (artifact / "vigil" / laptop_only).exists(), laptop_only
+
+
+def test_the_api_artifact_ships_the_swagger_ui_files_the_page_serves_and_no_others(
+    tmp_path: Path,
+) -> None:
+    """Swagger UI's package holds every build of it with source maps; the artifact keeps the
+    files /docs serves, and the page's own initializer."""
+    from vigil.transports.docs import INITIALIZER, SWAGGER_UI_FILES
+
+    artifact = tmp_path / "ApiFunction"
+    result = run(["make", "build-ApiFunction", f"ARTIFACTS_DIR={artifact}"], cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    vendored = [path for path in (artifact / "swagger_ui_bundle").rglob("*") if path.is_file()]
+    assert sorted(path.name for path in vendored if path.suffix != ".py") == sorted(
+        name for name, _ in SWAGGER_UI_FILES
+    )
+    assert (artifact / "vigil" / "transports" / "assets" / INITIALIZER[0]).is_file()
 
 
 def test_every_alarm_notifies_the_encrypted_topic_when_it_fires_and_clears(

@@ -131,6 +131,7 @@ def test_the_root_is_an_index_of_the_endpoints(tenant: Tenant) -> None:
         "mcp": "http://127.0.0.1:8080/mcp",
         "rest": "http://127.0.0.1:8080/v1/{tool}",
         "openapi": "http://127.0.0.1:8080/openapi.json",
+        "docs": "http://127.0.0.1:8080/docs",
         "console": "http://127.0.0.1:8080/console",
         "protected_resource_metadata": "http://127.0.0.1:8080/.well-known/oauth-protected-resource",
     }

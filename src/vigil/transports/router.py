@@ -1,4 +1,5 @@
-"""Routes one HTTP request to the MCP endpoint, the REST mirror or the OpenAPI document."""
+"""Routes one HTTP request to the MCP endpoint, the REST mirror, the OpenAPI document and its
+page, or the console."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from vigil.transports.rest import PREFIX, handle_rest
 
 if TYPE_CHECKING:
     from vigil.console.app import Console
+    from vigil.transports.docs import ApiDocs
 
 CONSOLE = "/console"
+DOCS = "/docs"
 
 _CORS_HEADERS = {
     "access-control-allow-methods": "POST, OPTIONS",
@@ -43,6 +46,7 @@ class Router:
         self.mcp = McpEndpoint(app)
         self._openapi: HttpResponse | None = None
         self._console: Console | None = None
+        self._docs: ApiDocs | None = None
 
     def console(self) -> Console:
         """The console, built on its first request: the MCP and REST paths never import it."""
@@ -51,6 +55,14 @@ class Router:
 
             self._console = Console(self.app)
         return self._console
+
+    def docs(self) -> ApiDocs:
+        """The API page, built on its first request: no other path reads Swagger UI's files."""
+        if self._docs is None:
+            from vigil.transports.docs import ApiDocs
+
+            self._docs = ApiDocs()
+        return self._docs
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.path == CONSOLE or request.path.startswith(f"{CONSOLE}/"):
@@ -81,6 +93,8 @@ class Router:
             return self.mcp.handle(request)
         if path.startswith(PREFIX):
             return handle_rest(self.app, request)
+        if path == DOCS or path.startswith(f"{DOCS}/"):
+            return self.docs().handle(request)
         read_only = {
             "/": self._index,
             "/openapi.json": self._openapi_document,
@@ -111,6 +125,7 @@ class Router:
                     "mcp": f"{base}/mcp",
                     "rest": f"{base}{PREFIX}{{tool}}",
                     "openapi": f"{base}/openapi.json",
+                    "docs": f"{base}{DOCS}",
                     "console": f"{base}{CONSOLE}",
                     "protected_resource_metadata": f"{base}{PROTECTED_RESOURCE_METADATA}",
                 },
