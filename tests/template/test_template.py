@@ -43,8 +43,7 @@ FUNCTION_ENV = frozenset(
         *REQUIRED,
         "ALLOWED_ORIGINS",
         "VIGIL_ENV",
-        "POWERTOOLS_SERVICE_NAME",
-        "POWERTOOLS_LOG_LEVEL",
+        "VIGIL_LOG_LEVEL",
     }
 )
 

@@ -49,7 +49,7 @@ from vigil.mailboxes.records import (
     parse_address,
     queue_name,
 )
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
 
@@ -101,6 +101,7 @@ def deliver(
             f"an envelope may take at most {MAX_MESSAGE_BYTES} bytes as JSON",
         )
     queues.send(queues.ensure(queue_name(queues.prefix, namespace, address)), body)
+    metrics.delivered()
     # How long the envelope waited to be queued; for an alert, since its switch fired.
     lag = clock.now() - envelope.sent_at
     log_event(
