@@ -100,7 +100,9 @@ NAMESPACE = "Vigil"
 Unit = Literal["Count", "Seconds"]
 DimensionSets = tuple[tuple[str, ...], ...]
 
-NO_DIMENSIONS: DimensionSets = ((),)
+# Each set is also keyed by the stack, so that two stacks in one account and region (a
+# staging one beside production) neither mix their metrics nor set off each other's alarms.
+BY_STACK: DimensionSets = ((),)
 BY_FUNCTION: DimensionSets = (("Function",),)
 # Errors in total, by code, and by tool: 1 + codes + tools metrics, not codes times tools.
 BY_CODE_AND_TOOL: DimensionSets = ((), ("Code",), ("Tool",))
@@ -109,32 +111,39 @@ BY_CODE_AND_TOOL: DimensionSets = ((), ("Code",), ("Tool",))
 class Metrics:
     """Writes each event's metrics as one EMF line through ``write``; with no ``write``
     (anywhere but Lambda: the local runtime and the tests have no CloudWatch to read them),
-    nothing. ``clock`` is the time in seconds the lines are stamped with."""
+    nothing. ``clock`` is the time in seconds the lines are stamped with; ``stack``, the value
+    of every metric's Stack dimension."""
 
     def __init__(
-        self, write: Callable[[str], object] | None, clock: Callable[[], float] = time.time
+        self,
+        write: Callable[[str], object] | None,
+        clock: Callable[[], float] = time.time,
+        stack: str = "vigil",
     ) -> None:
         self.write = write
         self.clock = clock
+        self.stack = stack
         self._started: set[str] = set()
 
     def emit(
         self,
         values: Mapping[str, tuple[float, Unit]],
         dimensions: Mapping[str, str] | None = None,
-        dimension_sets: DimensionSets = NO_DIMENSIONS,
+        dimension_sets: DimensionSets = BY_STACK,
     ) -> None:
         """One EMF document: ``values`` (name to value and unit) under each of
-        ``dimension_sets``, whose dimensions take their values from ``dimensions``."""
+        ``dimension_sets`` (each with the Stack dimension too), whose dimensions take their
+        values from ``dimensions``."""
         if self.write is None:
             return
         directive = {
             "Namespace": NAMESPACE,
-            "Dimensions": dimension_sets,
+            "Dimensions": [("Stack", *keys) for keys in dimension_sets],
             "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in values.items()],
         }
         document: dict[str, Any] = {
             "_aws": {"Timestamp": int(self.clock() * 1000), "CloudWatchMetrics": [directive]},
+            "Stack": self.stack,
             **(dimensions or {}),
         }
         document.update((name, value) for name, (value, _) in values.items())
@@ -147,6 +156,13 @@ class Metrics:
     def delivered(self) -> None:
         """An envelope was queued into a mailbox."""
         self.emit({"Deliveries": (1, "Count")})
+
+    def last_handout(self) -> None:
+        """An envelope was received from its mailbox's queue for the last time: unless this
+        hand-out is acknowledged, SQS moves it to the dead-letter queue on the next receive.
+        Every dead letter passes here once, so its sum alarms on dead letters in every
+        mailbox, whose queues are made at run time (template.yaml, MailboxDeadLettersAlarm)."""
+        self.emit({"LastHandouts": (1, "Count")})
 
     def version_conflict(self) -> None:
         """A conditional write lost a race, and its change is read and tried again."""
@@ -168,5 +184,9 @@ def _stderr(line: str) -> None:
     sys.stderr.write(line)  # looked up per line, so that a replaced stderr gets it
 
 
-# Lambda sets AWS_LAMBDA_FUNCTION_NAME in every function's environment.
-metrics = Metrics(_stderr if "AWS_LAMBDA_FUNCTION_NAME" in os.environ else None)
+# Lambda sets AWS_LAMBDA_FUNCTION_NAME in every function's environment; the template sets
+# STACK_NAME.
+metrics = Metrics(
+    _stderr if "AWS_LAMBDA_FUNCTION_NAME" in os.environ else None,
+    stack=os.environ.get("STACK_NAME") or "vigil",
+)

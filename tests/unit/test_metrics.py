@@ -18,11 +18,13 @@ from vigil.entrypoints import alarm, api
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.retry import ATTEMPTS, retry_on_conflict
 from vigil.kit.uow import ConditionFailed
+from vigil.mailboxes.records import MAX_HANDOUTS
 from vigil.observability import Metrics, metrics
 from vigil.transports.http import HttpResponse
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = 1_800_000_000.25  # seconds; EMF's Timestamp is in milliseconds
+STACK = "vigil-test"
 
 # The units the EMF specification allows (CloudWatch's StandardUnit).
 _SIZES = ("Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes")
@@ -81,9 +83,14 @@ def metric(document: dict[str, Any]) -> dict[str, Any]:
     """What the document says: each metric's value and unit, and its dimension sets with
     their values."""
     (directive,) = document["_aws"]["CloudWatchMetrics"]
+    for keys in directive["Dimensions"]:
+        assert keys[:1] == ["Stack"], "every metric is the stack's own"
+    assert document["Stack"] == STACK
     return {
         "metrics": {m["Name"]: (document[m["Name"]], m["Unit"]) for m in directive["Metrics"]},
-        "dimensions": [{key: document[key] for key in keys} for keys in directive["Dimensions"]],
+        "dimensions": [
+            {key: document[key] for key in keys[1:]} for keys in directive["Dimensions"]
+        ],
     }
 
 
@@ -93,6 +100,7 @@ def emitted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     lines: list[str] = []
     monkeypatch.setattr(metrics, "write", lines.append)
     monkeypatch.setattr(metrics, "clock", lambda: NOW)
+    monkeypatch.setattr(metrics, "stack", STACK)
     monkeypatch.setattr(metrics, "_started", set())
     return lines
 
@@ -106,9 +114,10 @@ def emitted_metrics(lines: list[str]) -> list[dict[str, Any]]:
 
 def test_each_metric_is_one_emf_line_in_the_vigil_namespace() -> None:
     lines: list[str] = []
-    emitter = Metrics(lines.append, clock=lambda: NOW)
+    emitter = Metrics(lines.append, clock=lambda: NOW, stack=STACK)
     emitter.switch_fired(1.25)
     emitter.delivered()
+    emitter.last_handout()
     emitter.version_conflict()
     emitter.error("heartbeat", "not_found")
     emitter.cold_start("api")
@@ -118,6 +127,7 @@ def test_each_metric_is_one_emf_line_in_the_vigil_namespace() -> None:
             "dimensions": [{}],
         },
         {"metrics": {"Deliveries": (1, "Count")}, "dimensions": [{}]},
+        {"metrics": {"LastHandouts": (1, "Count")}, "dimensions": [{}]},
         {"metrics": {"VersionConflicts": (1, "Count")}, "dimensions": [{}]},
         {
             "metrics": {"Errors": (1, "Count")},
@@ -130,7 +140,7 @@ def test_each_metric_is_one_emf_line_in_the_vigil_namespace() -> None:
 
 def test_a_cold_start_is_counted_once_per_function_and_sandbox() -> None:
     lines: list[str] = []
-    emitter = Metrics(lines.append, clock=lambda: NOW)
+    emitter = Metrics(lines.append, clock=lambda: NOW, stack=STACK)
     for function in ("api", "api", "alarm", "api", "alarm"):
         emitter.cold_start(function)
     started = [m["dimensions"] for m in emitted_metrics(lines)]
@@ -148,6 +158,7 @@ def test_the_process_writes_metrics_to_stderr_only_in_lambda(in_lambda: bool, li
     env = {k: v for k, v in os.environ.items() if k != "AWS_LAMBDA_FUNCTION_NAME"}
     if in_lambda:
         env["AWS_LAMBDA_FUNCTION_NAME"] = "vigil-api"
+    env["STACK_NAME"] = STACK
     code = "from vigil.observability import metrics; metrics.delivered()"
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -160,8 +171,10 @@ def test_the_process_writes_metrics_to_stderr_only_in_lambda(in_lambda: bool, li
     written = done.stderr.splitlines(keepends=True)
     assert len(written) == lines
     for line in written:
-        assert json.loads(line)["Deliveries"] == 1
-        assert json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Vigil"
+        document = json.loads(line)
+        assert document["Deliveries"] == 1
+        assert document["Stack"] == STACK
+        assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Vigil"
 
 
 # ---------------------------------------------------------------- where each is emitted
@@ -192,6 +205,32 @@ def test_a_fired_switch_counts_and_reports_its_lateness_and_its_alert_a_delivery
         },
         {"metrics": {"Deliveries": (1, "Count")}, "dimensions": [{}]},
     ]
+
+
+def test_the_last_hand_out_before_the_dead_letter_queue_is_counted_once(
+    clock: ManualClock, emitted: list[str]
+) -> None:
+    world = World(clock)
+    agent, watcher = world.tenant.register(name="worker"), world.tenant.register(name="boss")
+    world.call(
+        "heartbeat",
+        agent[1],
+        scope="job-1",
+        expect_within_seconds=3,
+        on_expiry=["queue_alert"],
+        notify_address=f"agent:{watcher[0]}",
+    )
+    world.advance(5)
+    emitted.clear()
+    for handout in range(1, MAX_HANDOUTS + 1):
+        (delivery,) = world.call("receive", watcher[1], lease_seconds=10)["deliveries"]
+        assert delivery["generation"] == handout
+        last = [{"metrics": {"LastHandouts": (1, "Count")}, "dimensions": [{}]}]
+        assert emitted_metrics(emitted) == (last if handout == MAX_HANDOUTS else [])
+        clock.advance(11)
+    assert world.call("receive", watcher[1])["deliveries"] == []
+    assert len(world.call("list_dead_letters", watcher[1])["dead_letters"]) == 1
+    assert len(emitted) == 1
 
 
 def test_a_lost_race_counts_a_version_conflict_per_retry(emitted: list[str]) -> None:

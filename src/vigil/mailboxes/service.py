@@ -41,6 +41,7 @@ from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
     MAX_BOXES_PER_AGENT,
+    MAX_HANDOUTS,
     Delivery,
     Envelope,
     Mailbox,
@@ -244,6 +245,8 @@ class Mailboxes:
         messages = self.queues.receive(ref, max_messages, wait_seconds, lease_seconds)
         handed: list[tuple[Envelope, Delivery]] = []
         for message in messages:
+            if message.receive_count >= MAX_HANDOUTS:
+                metrics.last_handout()
             try:
                 one = self._hand_out(ref, mailbox, message, lease_seconds)
             except VigilError as error:
