@@ -74,6 +74,7 @@ from vigil.observability import get_logger, metrics
 mark()
 logger = get_logger("vigil.api")
 mark()
+# (the emitter is built by the import: this step is empty)
 mark()
 metrics.cold_start("api")
 mark()
