@@ -233,7 +233,7 @@ def stand_in() -> tuple[dict[str, str], list[dict[str, Any]], Served]:
         "AWS_REGION": names.region,
         "AWS_CONFIG_FILE": os.devnull,
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "VIGIL_LOG_LEVEL": "WARNING",
     }
     os.environ.update(env)
     from vigil.bootstrap import bootstrap_operator

@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     for clients in (1, 8):
         for root in args.roots:
-            env = {**os.environ, "PYTHONPATH": f"{root}/src", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+            env = {**os.environ, "PYTHONPATH": f"{root}/src", "VIGIL_LOG_LEVEL": "WARNING"}
             done = subprocess.run(
                 [sys.executable, "-c", _CODE, root, str(args.seconds), str(clients)],
                 env=env,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
 SERVICE_NAMES = {"dynamodb": "DynamoDB", "sqs": "SQS", "scheduler": "Scheduler"}
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+os.environ["VIGIL_LOG_LEVEL"] = "WARNING"
 
 # Public on-demand prices, us-east-1, USD, without free tiers (AWS pricing pages, 2025):
 PRICE = {

@@ -34,7 +34,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 # One log line per call and per timer would swamp stderr; set before vigil is imported.
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
 
 MIN_WINDOW_SECONDS = 2
 GRACE_SECONDS = 60

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 # One log line per call would swamp stderr; set before vigil is imported.
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
 
 MAX_ROUNDS = 100_000  # per agent: a bound in count beside the bound in time
 LEASE_EVERY = 5

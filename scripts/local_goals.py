@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 # One log line per call would swamp stderr; set before vigil is imported.
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
 
 from bench import _for  # noqa: E402
 from load import Latencies, Rest  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"  # one log line per call would swamp the figures
+os.environ["VIGIL_LOG_LEVEL"] = "WARNING"  # one log line per call would swamp the figures
 RUNS = int(os.environ.get("MEASURE_RUNS", "15"))
 # The functions' handler modules. Their entry points (functions/*/app.py) also build the AWS
 # clients at import, in the init phase: scripts/ab_cold_start.py times that, to a first answer.

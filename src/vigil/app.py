@@ -21,7 +21,7 @@ from vigil.kit.keys import Keys
 from vigil.kit.tooling import Context, Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
 
@@ -119,7 +119,9 @@ class App:
         except Exception:
             # Whatever went wrong stays in our logs; the caller gets a retryable, typed error.
             log.exception("unexpected failure", extra={"fields": {"tool": tool.name}})
-            raise unavailable() from None
+            failure = unavailable()
+            _log_call(tool.name, caller, started, failure.code.value)
+            raise failure from None
         _log_call(tool.name, caller, started, "ok")
         return result
 
@@ -280,6 +282,9 @@ def _shorten(text: str) -> str:
 
 
 def _log_call(tool: str, caller: Caller | None, started: float, outcome: str) -> None:
+    """The call's log line; for an error (``outcome`` is its code), its metric too."""
+    if outcome != "ok":
+        metrics.error(tool, outcome)
     log_event(
         log,
         "tool call",

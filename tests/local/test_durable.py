@@ -148,7 +148,7 @@ def _vigil_local(state_dir: Path) -> tuple[subprocess.Popen[str], dict[str, Any]
     process = subprocess.Popen(
         [sys.executable, "-m", "vigil", "local", "--port", "0", "--state-dir", str(state_dir)],
         cwd=ROOT,
-        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING"},
+        env={**os.environ, "VIGIL_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

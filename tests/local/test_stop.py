@@ -18,7 +18,7 @@ def started(state_dir: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "vigil", "local", "--port", "0", "--state-dir", str(state_dir)],
         cwd=state_dir,
-        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING"},
+        env={**os.environ, "VIGIL_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

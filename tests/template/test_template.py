@@ -24,6 +24,7 @@ from vigil.config import REQUIRED
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.infra.template import load, translate
 from vigil.local.resources import LocalNames, Resolver
+from vigil.observability import Metrics
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
@@ -43,8 +44,7 @@ FUNCTION_ENV = frozenset(
         *REQUIRED,
         "ALLOWED_ORIGINS",
         "VIGIL_ENV",
-        "POWERTOOLS_SERVICE_NAME",
-        "POWERTOOLS_LOG_LEVEL",
+        "VIGIL_LOG_LEVEL",
     }
 )
 
@@ -937,7 +937,7 @@ def test_every_alarm_notifies_the_encrypted_topic_when_it_fires_and_clears(
     assert cloudwatch["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert set(cloudwatch["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
     alarms = {k: v for k, v in resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
-    assert len(alarms) >= 8
+    assert len(alarms) >= 10
     for logical_id, alarm in alarms.items():
         assert props(alarm)["AlarmActions"] == [{"Ref": "AlarmTopic"}], logical_id
         assert props(alarm)["OKActions"] == [{"Ref": "AlarmTopic"}], logical_id
@@ -993,3 +993,133 @@ def test_the_api_function_may_make_tag_and_delete_mailbox_queues_and_nothing_els
     assert "sqs:DeleteQueue" in granted["ApiFunctionRole"]
     assert "sqs:DeleteQueue" not in granted["AlarmFunctionRole"]
     assert "sqs:TagQueue" in granted["AlarmFunctionRole"]
+
+
+# ---------------------------------------------------------------- metrics and the dashboard
+
+
+def emitted_metric_names() -> set[str]:
+    """The names of every metric the code writes (src/vigil/observability.py)."""
+    lines: list[str] = []
+    emitter = Metrics(lines.append)
+    emitter.switch_fired(1.0)
+    emitter.delivered()
+    emitter.last_handout()
+    emitter.version_conflict()
+    emitter.error("heartbeat", "not_found")
+    emitter.notification_attempt("delivered")
+    emitter.cold_start("api")
+    return {
+        definition["Name"]
+        for line in lines
+        for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]
+        for definition in directive["Metrics"]
+    }
+
+
+def this_stacks(properties: dict[str, Any]) -> bool:
+    return properties["Dimensions"] == [{"Name": "Stack", "Value": {"Ref": "AWS::StackName"}}]
+
+
+def test_an_alarm_on_late_fires_at_the_99th_percentile(cfn: dict[str, Any]) -> None:
+    alarm = props(cfn["Resources"]["ExpiryLatenessAlarm"])
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("Vigil", "ExpiryLateness")
+    assert "ExpiryLateness" in emitted_metric_names()
+    assert this_stacks(alarm)
+    assert alarm["ExtendedStatistic"] == "p99"
+    assert "Statistic" not in alarm
+    # With a handful of fires in the period, each one counts: a single late fire alarms.
+    assert alarm["EvaluateLowSampleCountPercentile"] == "evaluate"
+    assert alarm["Threshold"] == {"Ref": "ExpiryLatenessThresholdSeconds"}
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Period"] * alarm["EvaluationPeriods"] == 300
+    parameter = cfn["Parameters"]["ExpiryLatenessThresholdSeconds"]
+    assert parameter["Type"] == "Number"
+    assert parameter["Default"] == 5
+    assert alarm["AlarmActions"] == alarm["OKActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_one_alarm_covers_the_dead_letters_of_every_mailbox(cfn: dict[str, Any]) -> None:
+    """Mailbox queues are made at run time, so the alarm watches the count the code keeps of
+    last hand-outs, which every dead letter passes, rather than any one queue."""
+    alarm = props(cfn["Resources"]["MailboxDeadLettersAlarm"])
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("Vigil", "LastHandouts")
+    assert "LastHandouts" in emitted_metric_names()
+    assert this_stacks(alarm)
+    assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 0)
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == alarm["OKActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def dashboard_body(cfn: dict[str, Any]) -> dict[str, Any]:
+    """The dashboard's JSON, with each ${Name} or ${Name.Attribute} in it replaced by that
+    text and the lateness threshold by its default."""
+    dashboard = props(cfn["Resources"]["Dashboard"])
+    assert dashboard["DashboardName"] == {"Ref": "AWS::StackName"}
+    text = dashboard["DashboardBody"]["Fn::Sub"]
+    assert isinstance(text, str)
+    text = text.replace("${ExpiryLatenessThresholdSeconds}", "5")
+    body: dict[str, Any] = json.loads(re.sub(r"\$\{([^}]+)\}", r"\1", text))
+    return body
+
+
+def test_the_dashboard_shows_every_alarm_and_what_the_issue_asks_for(cfn: dict[str, Any]) -> None:
+    widgets = dashboard_body(cfn)["widgets"]
+    (alarm_widget,) = [w for w in widgets if w["type"] == "alarm"]
+    alarms = resources_of(cfn, "AWS::CloudWatch::Alarm")
+    assert sorted(alarm_widget["properties"]["alarms"]) == sorted(f"{a}.Arn" for a in alarms)
+    shown: set[tuple[str, ...]] = set()
+    queries: list[str] = []
+    for widget in widgets:
+        if widget["type"] != "metric":
+            continue
+        properties = widget["properties"]
+        assert properties["region"] == "AWS::Region"
+        for line in properties["metrics"]:
+            options = line[-1] if isinstance(line[-1], dict) else {}
+            if "expression" in options:
+                queries.append(options["expression"])
+                continue
+            names = [item for item in line if isinstance(item, str)]
+            stat = options.get("stat", properties.get("stat"))
+            shown.add((*names, stat))
+    expected = {
+        # beats: the API's requests
+        ("AWS/ApiGateway", "Count", "ApiId", "HttpApi", "Stage", "$default", "Sum"),
+        # fires, and their lateness at p50 and p99
+        ("Vigil", "SwitchFired", "Stack", "AWS::StackName", "Sum"),
+        ("Vigil", "ExpiryLateness", "Stack", "AWS::StackName", "p50"),
+        ("Vigil", "ExpiryLateness", "Stack", "AWS::StackName", "p99"),
+        # errors
+        ("Vigil", "Errors", "Stack", "AWS::StackName", "Sum"),
+        ("AWS/Lambda", "Errors", "FunctionName", "ApiFunction", "Sum"),
+        ("AWS/Lambda", "Errors", "FunctionName", "AlarmFunction", "Sum"),
+        # cost drivers
+        ("AWS/Lambda", "Invocations", "FunctionName", "ApiFunction", "Sum"),
+        ("AWS/Lambda", "Invocations", "FunctionName", "AlarmFunction", "Sum"),
+        ("AWS/Lambda", "Duration", "FunctionName", "ApiFunction", "Sum"),
+        ("AWS/Lambda", "Duration", "FunctionName", "AlarmFunction", "Sum"),
+        ("AWS/DynamoDB", "ConsumedReadCapacityUnits", "TableName", "VigilTable", "Sum"),
+        ("AWS/DynamoDB", "ConsumedWriteCapacityUnits", "TableName", "VigilTable", "Sum"),
+        ("AWS/SQS", "NumberOfMessagesSent", "QueueName", "TimerQueue.QueueName", "Sum"),
+        ("AWS/Scheduler", "InvocationAttemptCount", "Sum"),
+    }
+    assert expected <= shown
+    # Every metric of ours that it shows is one the code writes, keyed by this stack.
+    ours = {names for names in shown if names[0] == "Vigil"}
+    assert {names[1] for names in ours} <= emitted_metric_names()
+    assert all(names[2:4] == ("Stack", "AWS::StackName") for names in ours)
+    # Errors by code and by tool, whichever have occurred, in this stack only.
+    assert sorted(queries) == sorted(
+        f"SELECT SUM(Errors) FROM SCHEMA(Vigil, Stack, {key}) "
+        f"WHERE Stack = 'AWS::StackName' GROUP BY {key} ORDER BY SUM() DESC{limit}"
+        for key, limit in (("Code", ""), ("Tool", " LIMIT 10"))
+    )
+
+
+def test_no_configuration_for_a_library_that_is_not_used(sam: dict[str, Any]) -> None:
+    variables = sam["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["VIGIL_LOG_LEVEL"] == {"Ref": "LogLevel"}
+    assert not [name for name in variables if name.startswith("POWERTOOLS_")]
+    assert "aws-lambda-powertools" not in (REPO / "requirements" / "lambda.lock").read_text()

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from vigil.alarms.timers import Timer, TimerHandler, deliver
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.switches.service import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
@@ -43,6 +43,7 @@ def handle_timer(timer: Timer, machinery: Liveness) -> None:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    metrics.cold_start("alarm")
     machinery = liveness()
     records = event.get("Records")
     if records is None:

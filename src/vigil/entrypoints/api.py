@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from vigil import catalog
 from vigil.errors import HTTP_STATUS, unavailable
-from vigil.observability import correlation_id, get_logger
+from vigil.observability import correlation_id, get_logger, metrics
 from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router
 
@@ -115,6 +115,7 @@ def event_from_response(response: HttpResponse, request_id: str | None) -> dict[
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    metrics.cold_start("api")
     request = request_from_event(event)
     token = correlation_id.set(request.headers.get("x-correlation-id") or request.request_id)
     try:

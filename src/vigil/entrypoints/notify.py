@@ -12,7 +12,7 @@ from typing import Any
 from vigil.alarms.timers import Timer, deliver
 from vigil.notifications.delivery import Notifier
 from vigil.notifications.outbox import TIMER_KIND
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 
 log = get_logger("vigil.notify")
 
@@ -30,6 +30,7 @@ def handle_timer(timer: Timer, worker: Notifier) -> None:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    metrics.cold_start("notify")
     worker = notifier()
     records = event.get("Records")
     if records is None:

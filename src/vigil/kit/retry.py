@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from vigil.errors import contended
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
+from vigil.observability import metrics
 
 
 class _Versioned(Protocol):
@@ -34,7 +35,7 @@ def retry_on_conflict(attempt: Callable[[], T], what: str) -> T:
         try:
             return attempt()
         except ConditionFailed:
-            continue
+            metrics.version_conflict()
     raise contended(f"{what} kept changing while this call ran; retry")
 
 

@@ -41,6 +41,7 @@ from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
     MAX_BOXES_PER_AGENT,
+    MAX_HANDOUTS,
     Delivery,
     Envelope,
     Mailbox,
@@ -49,7 +50,7 @@ from vigil.mailboxes.records import (
     parse_address,
     queue_name,
 )
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
 
@@ -101,6 +102,7 @@ def deliver(
             f"an envelope may take at most {MAX_MESSAGE_BYTES} bytes as JSON",
         )
     queues.send(queues.ensure(queue_name(queues.prefix, namespace, address)), body)
+    metrics.delivered()
     # How long the envelope waited to be queued; for an alert, since its switch fired.
     lag = clock.now() - envelope.sent_at
     log_event(
@@ -243,6 +245,8 @@ class Mailboxes:
         messages = self.queues.receive(ref, max_messages, wait_seconds, lease_seconds)
         handed: list[tuple[Envelope, Delivery]] = []
         for message in messages:
+            if message.receive_count >= MAX_HANDOUTS:
+                metrics.last_handout()
             try:
                 one = self._hand_out(ref, mailbox, message, lease_seconds)
             except VigilError as error:

@@ -48,7 +48,7 @@ from vigil.notifications.records import (
 from vigil.notifications.service import open_secrets, open_target
 from vigil.notifications.slack import slack_message
 from vigil.notifications.webhooks import webhook_request
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.store import Store
 
 log = get_logger("vigil.notifications")
@@ -220,6 +220,7 @@ class Notifier:
             self.store.commit(writes)
         except ConditionFailed:
             return  # another run recorded this attempt's end (only an interrupted one may race)
+        metrics.notification_attempt(kind)
         log_event(
             log,
             "notification attempt",

@@ -40,7 +40,7 @@ from vigil.leases.records import Lease
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for, queue_name
 from vigil.mailboxes.service import deliver, require_registered
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, metrics
 from vigil.progress.records import ProgressReport
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -457,6 +457,7 @@ class Liveness:
                 generation=switch.generation,
                 lateness_seconds=death.lateness_seconds,
             )
+            metrics.switch_fired(death.lateness_seconds)
         return self.finish(death, steps)
 
     def finish(self, death: Death, steps: int) -> Death:
