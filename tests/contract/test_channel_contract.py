@@ -11,7 +11,7 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.kit.limits import MAX_ITEM_BYTES
 from vigil.kit.sealing import seal
 from vigil.kit.uow import ConditionFailed
-from vigil.notifications.records import Channel, Rule
+from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification, Rule
 from vigil.store import Store
 
 OPERATOR = "per_aaaaaaaaaaaaaaaa"
@@ -110,3 +110,81 @@ def test_an_item_over_dynamodbs_limit_is_refused_by_both(store: Store, clock: Ma
         store.commit([store.add_channel(huge)])
     assert refused.value.code is ErrorCode.UNAVAILABLE
     assert store.get_channel("acme", huge.id) is None
+
+
+# -- notifications ------------------------------------------------------------------------------
+def notification(clock: ManualClock, namespace: str = "acme", *channels: str) -> Notification:
+    now = clock.now()
+    return Notification(
+        namespace=namespace,
+        event_id="evt_" + "a" * 26,
+        event_type="switch.fired",
+        event={"id": "evt_" + "a" * 26, "data": {"scope": "billing-nightly ✓"}},
+        deliveries={c: Delivery(channel_id=c, next_at=now) for c in channels or ("chn_1",)},
+        created_at=now,
+    )
+
+
+def test_a_notification_is_written_once_and_read_back_in_its_namespace(
+    store: Store, clock: ManualClock
+) -> None:
+    made = notification(clock, "acme", "chn_1", "chn_2")
+    store.commit([store.add_notification(made)])
+    assert store.get_notification("acme", made.event_id) == made
+    assert store.get_notification("globex", made.event_id) is None
+    with pytest.raises(ConditionFailed):
+        store.commit([store.add_notification(made)])
+
+
+def test_an_attempt_is_claimed_once_and_its_outcome_recorded_by_its_claimer_only(
+    store: Store, clock: ManualClock
+) -> None:
+    made = notification(clock, "acme", "chn_1", "chn_2")
+    store.commit([store.add_notification(made)])
+    pending = made.deliveries["chn_1"]
+    claimed = pending.claimed(clock.now())
+    store.commit([store.save_delivery("acme", made.event_id, claimed, pending)])
+    with pytest.raises(ConditionFailed):  # a second claim from the same state loses
+        store.commit([store.save_delivery("acme", made.event_id, claimed, pending)])
+    done = claimed.concluded("delivered", 204, "HTTP 204", clock.now(), None)
+    store.commit([store.save_delivery("acme", made.event_id, done, claimed)])
+    with pytest.raises(ConditionFailed):  # the outcome is recorded once
+        store.commit([store.save_delivery("acme", made.event_id, done, claimed)])
+    other = Delivery(channel_id="chn_9", next_at=clock.now())
+    unrouted = store.save_delivery("acme", made.event_id, other.claimed(clock.now()), other)
+    with pytest.raises(ConditionFailed):  # no delivery to a channel it was not routed to
+        store.commit([unrouted])
+    stored = store.get_notification("acme", made.event_id)
+    assert stored is not None
+    assert stored.deliveries == {"chn_1": done, "chn_2": made.deliveries["chn_2"]}
+
+
+def test_a_channels_failures_list_newest_first_a_page_at_a_time_and_are_removed_once(
+    store: Store, clock: ManualClock
+) -> None:
+    failures = []
+    for n in range(5):
+        failures.append(
+            DeliveryFailure(
+                namespace="acme",
+                channel_id="chn_1",
+                event_id=f"evt_{n:026d}",
+                event_type="request.opened",
+                failed_at=clock.now(),
+                attempts=8,
+                status=500,
+                reason="HTTP 500",
+            )
+        )
+        clock.advance(1)
+    other = failures[0].model_copy(update={"channel_id": "chn_2"})
+    store.commit([*(store.add_failure(f) for f in failures), store.add_failure(other)])
+    first = store.list_failures("acme", "chn_1", None, 2)
+    assert first == [failures[4], failures[3]]
+    assert store.list_failures("acme", "chn_1", first[-1].position, 10) == failures[2::-1]
+    assert store.list_failures("globex", "chn_1", None, 10) == []
+    store.commit([store.remove_failure(failures[4])])
+    with pytest.raises(ConditionFailed):
+        store.commit([store.remove_failure(failures[4])])
+    assert store.list_failures("acme", "chn_1", None, 10) == failures[3::-1]
+    assert store.list_failures("acme", "chn_2", None, 10) == [other]

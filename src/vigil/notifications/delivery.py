@@ -88,6 +88,7 @@ class Sender:
     email_sender: str | None = None
     ses: Any = None
     post: Post = field(default=post)
+    timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
 
     def send(self, channel: Channel, event: Event) -> Outcome:
         """One attempt to deliver ``event`` to ``channel``."""
@@ -106,7 +107,7 @@ class Sender:
             open_target(channel, self.keys),
             body,
             headers,
-            timeout_seconds=ATTEMPT_TIMEOUT_SECONDS,
+            timeout_seconds=self.timeout_seconds,
             allow_private=self.allow_private,
             clock=self.clock,
         )

@@ -197,13 +197,14 @@ class DeliveryDeadLettered(_Model):
 class ChannelTest(_Model):
     """Sent by test_channel: nothing happened; the channel is shown to work, or why not."""
 
+    test_id: str = Field(description="New for every test, so no two tests share an event id.")
     channel_id: str
     requested_by: str = Field(description="Principal id of the operator who asked for it.")
     requested_at: AwareDatetime
 
     def identity(self) -> tuple[str, ...]:
         # Every test is an event of its own: receivers must not deduplicate one against another.
-        return (self.channel_id, self.requested_at.isoformat())
+        return (self.channel_id, self.test_id)
 
 
 EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered | ChannelTest

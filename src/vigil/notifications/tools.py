@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from vigil.audit.records import AuditEvent
 from vigil.errors import invalid, not_found
+from vigil.identity.records import new_id
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
@@ -404,7 +405,10 @@ def test_channel(ctx: Context, args: TestChannelInput) -> ChannelTested:
     channel = service.channel(ctx.store, ctx.caller, args.id)
     now = ctx.clock.now()
     data = ChannelTest(
-        channel_id=channel.id, requested_by=ctx.caller.principal_id, requested_at=now
+        test_id=new_id("tst"),
+        channel_id=channel.id,
+        requested_by=ctx.caller.principal_id,
+        requested_at=now,
     )
     event = make_event(
         "channel.test", data, namespace=channel.namespace, occurred_at=now, console_base=None
