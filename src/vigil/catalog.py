@@ -98,6 +98,7 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "set_channel_state",
             "delete_channel",
             "test_channel",
+            "acknowledge_alert",
             "list_delivery_failures",
             "replay_delivery",
         ),

@@ -476,3 +476,29 @@ def test_without_a_profile_or_environment_the_local_runtime_is_used(cli: Cli, ru
         "waiting_requests",
         "pauses",
     }
+
+
+def test_a_person_acknowledges_an_alert_by_the_id_its_notification_carried(cli: Cli) -> None:
+    from vigil.notifications.events import event_id
+
+    person_id, person = cli.register("person", "cli-acknowledger")
+    _, agent = cli.register("agent", "cli-alerter")
+    namespace = rest(cli.base, person, "whoami")["principal"]["namespace"]
+    # Its receiver is nowhere: what matters is that the alert is written.
+    rest(
+        cli.base,
+        cli.secrets[0],
+        "create_channel",
+        name=f"ack-{uuid.uuid4().hex[:6]}",
+        kind="webhook",
+        url="http://127.0.0.1:9/nowhere",
+        rules=[{"events": ["request.opened"], "repeat_every_minutes": 5}],
+    )
+    asked = rest(cli.base, agent, "ask", target={"kind": "person", "id": person_id}, body="Deploy?")
+    alert = event_id(namespace, "request.opened", asked["id"])
+    acked = cli.run("ack", alert, env=cli.as_(person))
+    assert acked.returncode == 0, acked.stderr
+    assert acked.stdout.strip() == f"{alert} acknowledged by {person_id}."
+    unknown = cli.run("ack", "evt_" + "a" * 26, env=cli.as_(person))
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error: not_found: ")

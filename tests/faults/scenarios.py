@@ -615,6 +615,23 @@ def _delete_channel(world: World) -> dict[str, Any]:
     return keyed(world, "delete_channel", {"id": _channel(world), "version": 1})
 
 
+def _alert(world: World) -> dict[str, Any]:
+    """An alert written to a channel, as a switch's death writes one."""
+    channel_id = _channel(world)
+    now = world.clock.now()
+    event_id = "evt_" + "b" * 22 + world.unique("x").split("-")[1].rjust(4, "b")
+    notification = Notification(
+        namespace=NAMESPACE,
+        event_id=event_id,
+        event_type="switch.fired",
+        event={"id": event_id},
+        deliveries={channel_id: Delivery(channel_id=channel_id, next_at=now)},
+        created_at=now,
+    )
+    world.store.commit([world.store.add_notification(notification)])
+    return {"event_id": event_id}
+
+
 def _failed_delivery(world: World) -> dict[str, Any]:
     """A channel with a delivery that gave up, as the notify function leaves one."""
     channel_id = _channel(world)
@@ -802,6 +819,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "test_channel": [
         Scenario("test_channel", "a webhook", "operator", lambda w: {"id": _channel(w)})
     ],
+    "acknowledge_alert": [Scenario("acknowledge_alert", "a switch's alert", "operator", _alert)],
     "list_delivery_failures": [
         Scenario(
             "list_delivery_failures", "none yet", "operator", lambda w: {"channel_id": _channel(w)}

@@ -199,7 +199,15 @@ def test_a_slack_webhook_is_shown_by_its_host_only(tenant: Tenant) -> None:
     view = created["channel"]
     assert view["target"] == "hooks.slack.com"
     assert view["signing_secrets"] == []
-    assert view["rules"] == [{"events": ["switch.fired"], "scope_prefix": "prod-"}]
+    assert view["rules"] == [
+        {
+            "events": ["switch.fired"],
+            "scope_prefix": "prod-",
+            "repeat_every_minutes": None,
+            "escalate_after_minutes": None,
+            "escalate_to": None,
+        }
+    ]
     channel = stored(tenant, view["id"])
     assert "slacktoken" not in channel.model_dump_json()
     assert open_target(channel, TEST_KEYS) == SLACK_URL

@@ -30,7 +30,7 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.notifications.delivery import Notifier, Sender
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import TIMER_KIND
+from vigil.notifications.outbox import REMINDER_KIND, TIMER_KIND
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     BACKOFF_FACTOR,
@@ -145,7 +145,11 @@ class Notifying(World):
 
     def deliver(self, timer: Timer) -> bool:
         self.delivered.append(timer)
-        kinds = {**handlers(self.liveness), TIMER_KIND: self.notifier.on_timer}
+        kinds = {
+            **handlers(self.liveness),
+            TIMER_KIND: self.notifier.on_timer,
+            REMINDER_KIND: self.notifier.on_reminder,
+        }
         return deliver(timer, self.clock.now(), self.alarms, kinds)
 
     def channel(self, url: str, events: list[str], **more: Any) -> tuple[str, str]:
@@ -676,3 +680,91 @@ def test_email_without_a_sender_fails_with_a_reason_an_operator_can_act_on(
         "failures"
     ]
     assert "NotificationEmailSender" in failure["reason"]
+
+
+# -- repeats, escalation and acknowledgement ----------------------------------------------------
+def test_an_unacknowledged_alert_repeats_and_escalates_until_a_person_acknowledges_it(
+    world: Notifying, receiver: Receiver
+) -> None:
+    second = Receiver(world.clock)
+    try:
+        backup, backup_secret = world.channel(second.url, ["request.expired"])
+        _, secret = world.channel(
+            receiver.url,
+            ["switch.fired"],
+            repeat_every_minutes=10,
+            escalate_after_minutes=25,
+            escalate_to=backup,
+        )
+        arm_and_die(world)
+        world.advance(11)
+        alert = fired_event_id(world)
+        world.advance(10 * 60 - 1)
+        assert len(receiver.received) == 1  # not before ten minutes
+        world.advance(2)
+        first, repeat = receiver.verified(secret)
+        assert repeat["reminder"] == {"of": alert, "kind": "repeat", "number": 1}
+        assert repeat["id"] != alert  # its own id: a receiver deduplicating by id shows it
+        assert repeat["data"] == first["data"]
+        world.advance(10 * 60)
+        assert [e["reminder"]["number"] for e in receiver.verified(secret)[1:]] == [1, 2]
+        assert second.received == []
+        world.advance(5 * 60)  # 25 minutes: the backup channel is told, once
+        [escalated] = second.verified(backup_secret)
+        assert escalated["reminder"] == {"of": alert, "kind": "escalation", "number": 1}
+        assert escalated["type"] == "switch.fired"
+
+        person, person_secret = world.tenant.register(kind="person", name="pat")
+        _, worker_secret = world.tenant.register(name="bot")
+        with pytest.raises(VigilError) as refused:
+            world.call("acknowledge_alert", worker_secret, event_id=alert)
+        assert refused.value.code is ErrorCode.FORBIDDEN  # an agent is not a person
+        # Acknowledged by a repeat's id: the alert it repeats is the one acknowledged.
+        acked = world.call("acknowledge_alert", person_secret, event_id=repeat["id"])
+        assert (acked["event_id"], acked["acknowledged_by"]) == (alert, person)
+        again = world.call("acknowledge_alert", event_id=alert)  # the operator, later
+        assert again == acked  # the first acknowledgement stands
+        world.advance(24 * 3600)
+        assert len(receiver.received) == 3
+        assert len(second.received) == 1
+    finally:
+        second.close()
+
+
+def test_an_answered_request_stops_its_repeats(world: Notifying, receiver: Receiver) -> None:
+    world.channel(receiver.url, ["request.opened"], repeat_every_minutes=5)
+    _, asker = world.tenant.register(name="asker")
+    person, person_secret = world.tenant.register(kind="person", name="pat")
+    asked = world.call("ask", asker, target={"kind": "person", "id": person}, body="Which region?")
+    world.advance(5 * 60 + 1)
+    assert len(receiver.received) == 2
+    world.call("reply", person_secret, id=asked["id"], version=1, outcome="answered", answer="eu")
+    world.advance(3600)
+    assert len(receiver.received) == 2
+
+
+def test_a_switch_armed_again_stops_the_repeats_of_its_death(
+    world: Notifying, receiver: Receiver
+) -> None:
+    world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=5)
+    secret = arm_and_die(world)
+    world.advance(11)
+    world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=86400)
+    world.advance(3600)
+    assert len(receiver.received) == 1
+
+
+def test_escalation_needs_an_existing_channel_of_the_namespace(world: Notifying) -> None:
+    with pytest.raises(VigilError) as refused:
+        world.channel(
+            "http://127.0.0.1:9/x",
+            ["switch.fired"],
+            escalate_after_minutes=10,
+            escalate_to="chn_doesnotexist00",
+        )
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert refused.value.details["problems"][0]["field"] == "rules.0.escalate_to"
+    with pytest.raises(VigilError) as half:
+        world.channel("http://127.0.0.1:9/x", ["switch.fired"], escalate_after_minutes=10)
+    assert half.value.code is ErrorCode.INVALID_ARGUMENT
+    assert world.store.list_channels("acme") == []

@@ -9,9 +9,9 @@ import functools
 import json
 from typing import Any
 
-from vigil.alarms.timers import Timer, deliver
+from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.notifications.delivery import Notifier
-from vigil.notifications.outbox import TIMER_KIND
+from vigil.notifications.outbox import REMINDER_KIND, TIMER_KIND
 from vigil.observability import get_logger, log_event, metrics
 
 log = get_logger("vigil.notify")
@@ -25,7 +25,11 @@ def notifier() -> Notifier:
 
 
 def handle_timer(timer: Timer, worker: Notifier) -> None:
-    ran = deliver(timer, worker.clock.now(), worker.alarms, {TIMER_KIND: worker.on_timer})
+    kinds: dict[str, TimerHandler] = {
+        TIMER_KIND: worker.on_timer,
+        REMINDER_KIND: worker.on_reminder,
+    }
+    ran = deliver(timer, worker.clock.now(), worker.alarms, kinds)
     log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
 
 

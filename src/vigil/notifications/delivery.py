@@ -18,6 +18,7 @@ the channel.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -37,8 +38,9 @@ from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.email import send_email
 from vigil.notifications.events import Event, console_link, parse_event
 from vigil.notifications.outbound import Outcome, post
-from vigil.notifications.outbox import attempt_timer
+from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
+    MAX_REPEATS,
     Channel,
     Delivery,
     DeliveryFailure,
@@ -177,6 +179,57 @@ class Notifier:
         else:
             outcome = self.sender.send(channel, parse_event(json.dumps(notification.event)))
         self._conclude(notification, claimed, outcome, outcome.kind)
+
+    def on_reminder(self, timer: Timer) -> None:
+        """An alert's repeat (number ``timer.generation``) or escalation, unless a person has
+        acknowledged it or what it tells of is over: the request is no longer open, the switch
+        was armed again. A repeat arms the next one first; each is written once (its id is
+        derived from the alert's), whichever run of the timer gets there."""
+        event_id, channel_id, what = timer.key.split("/")
+        now = self.clock.now()
+        notification = self.store.get_notification(timer.namespace, event_id)
+        if notification is None:
+            self._wait_for_commit(timer, now)
+            return
+        if notification.acknowledged is not None or not self._still_open(notification):
+            return
+        channel = self.store.get_channel(timer.namespace, channel_id)
+        event = parse_event(json.dumps(notification.event))
+        rule = channel.follow_up(event.type, event.scope) if channel else None
+        if rule is None:
+            return  # the channel, or the rule that asked for reminders, is gone
+        if what == "repeat":
+            if rule.repeat_every is None or timer.generation > MAX_REPEATS:
+                return
+            following = timer.model_copy(
+                update={"generation": timer.generation + 1, "due_at": now + rule.repeat_every}
+            )
+            self.alarms.arm(following, now)
+            targets = [channel_id] if channel and channel.state == "enabled" else []
+            reminded = event.reminded("repeat", timer.generation, now)
+        else:
+            target = self.store.get_channel(timer.namespace, rule.escalate_to or "")
+            if target is None or target.state != "enabled":
+                log_event(log, "escalation has no channel", key=timer.key)
+                return
+            targets = [target.id]
+            reminded = event.reminded("escalation", 1, now)
+        writes = Outbox(self.store, self.clock, self.alarms).publish_to(reminded, targets)
+        with contextlib.suppress(ConditionFailed):  # written by another run of this timer
+            self.store.commit(writes)
+
+    def _still_open(self, notification: Notification) -> bool:
+        """Whether what the alert tells of still waits for a person."""
+        data = notification.event.get("data") or {}
+        if notification.event_type == "request.opened":
+            request = self.store.get_request(notification.namespace, str(data.get("request_id")))
+            return request is not None and request.state == "open"
+        switch = self.store.get_switch(notification.namespace, str(data.get("scope")))
+        return (
+            switch is not None
+            and switch.generation == data.get("generation")
+            and switch.state == "fired"
+        )
 
     def _wait_for_commit(self, timer: Timer, now: datetime) -> None:
         if timer.waits >= COMMIT_WAITS:

@@ -16,6 +16,7 @@ from typing import Any
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
 from vigil.notifications.records import (
     NOTIFICATION_RETENTION,
+    Acknowledgement,
     Channel,
     Delivery,
     DeliveryFailure,
@@ -105,7 +106,7 @@ class DynamoChannels(DynamoBase, ChannelStore):
 
     # -- notifications --------------------------------------------------------------------------
     def add_notification(self, notification: Notification) -> DynamoWrite:
-        doc = notification.model_dump_json(exclude={"deliveries"})
+        doc = notification.model_dump_json(exclude={"deliveries", "acknowledged"})
         item = {
             **_notice_key(notification.namespace, notification.event_id),
             "doc": attr_s(doc),
@@ -125,7 +126,20 @@ class DynamoChannels(DynamoBase, ChannelStore):
             cid: json.loads(value["M"]["doc"]["S"])
             for cid, value in item["deliveries"]["M"].items()
         }
+        if "ack" in item:
+            fields["acknowledged"] = json.loads(item["ack"]["S"])
         return Notification.model_validate(fields)
+
+    def acknowledge(
+        self, namespace: str, event_id: str, acknowledgement: Acknowledgement
+    ) -> DynamoWrite:
+        update = self._update(
+            _notice_key(namespace, event_id),
+            UpdateExpression="SET ack = :ack",
+            ConditionExpression="attribute_exists(pk) AND attribute_not_exists(ack)",
+            ExpressionAttributeValues={":ack": attr_s(acknowledgement.model_dump_json())},
+        )
+        return DynamoWrite([update])
 
     def save_delivery(
         self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery

@@ -213,6 +213,14 @@ EventData = SwitchFired | RequestData | SessionStale | DeliveryDeadLettered | Ch
 # -- the envelope -------------------------------------------------------------------------------
 
 
+class Reminder(_Model):
+    """What a repeated or escalated alert says of the alert it follows."""
+
+    of: str = Field(pattern=EVENT_ID_PATTERN, description="The id of the first alert.")
+    kind: Literal["repeat", "escalation"]
+    number: int = Field(ge=1, description="1 for the first repeat, 2 for the next, ...")
+
+
 class EventEnvelope(_Model):
     """What every event has; each type's model fixes ``type`` and types ``data``."""
 
@@ -227,6 +235,24 @@ class EventEnvelope(_Model):
         description="What a rule's scope_prefix matches: a switch's scope; null if none."
     )
     console_url: str | None = Field(description="The console's page about it; null if none.")
+    reminder: Reminder | None = Field(
+        default=None,
+        description=(
+            "Set when this is an alert repeated or escalated because nobody acknowledged the "
+            "first one (acknowledge_alert); its id is then its own, so receivers that "
+            "deduplicate by id still show it."
+        ),
+    )
+
+    def reminded(self, kind: Literal["repeat", "escalation"], number: int, now: datetime) -> Any:
+        """This alert again, as repeat or escalation ``number``, with an id of its own."""
+        return self.model_copy(
+            update={
+                "id": event_id(self.id, kind, str(number)),
+                "occurred_at": now,
+                "reminder": Reminder(of=self.id, kind=kind, number=number),
+            }
+        )
 
 
 class SwitchFiredEvent(EventEnvelope):

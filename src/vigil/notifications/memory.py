@@ -5,7 +5,13 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
-from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification
+from vigil.notifications.records import (
+    Acknowledgement,
+    Channel,
+    Delivery,
+    DeliveryFailure,
+    Notification,
+)
 from vigil.notifications.store import ChannelStore
 
 
@@ -88,6 +94,21 @@ class MemoryChannels(MemoryBase, ChannelStore):
             return item_bytes(key, current) if current is not None else item_bytes(key)
 
         return MemoryWrite(check, apply, (size(),))
+
+    def acknowledge(
+        self, namespace: str, event_id: str, acknowledgement: Acknowledgement
+    ) -> MemoryWrite:
+        key = (namespace, event_id)
+
+        def check() -> None:
+            current = self.notifications.get(key)
+            if current is None or current.acknowledged is not None:
+                raise ConditionFailed(str(key))
+
+        def apply() -> None:
+            self.notifications[key].acknowledged = acknowledgement.model_copy()
+
+        return MemoryWrite(check, apply, (item_bytes(key, acknowledgement),))
 
     def add_failure(self, failure: DeliveryFailure) -> MemoryWrite:
         key = (failure.namespace, failure.channel_id, failure.position)

@@ -23,6 +23,8 @@ from vigil.notifications.records import Delivery, Notification
 from vigil.store import Store
 
 TIMER_KIND = "notify"
+# An alert's repeats and escalation, until acknowledged: the notify function serves them too.
+REMINDER_KIND = "remind"
 
 
 def timer_key(event_id: str, channel_id: str) -> str:
@@ -52,9 +54,31 @@ class Outbox:
 
     def publish(self, event: Event) -> list[Write]:
         """The write of ``event``'s notification, to commit with what it tells of; nothing if
-        no channel's rules want it. The first attempts are armed before it is returned."""
+        no channel's rules want it. The first attempts are armed before it is returned, and
+        the reminders of an alert whose rules repeat or escalate it."""
         channels = self.store.list_channels(event.namespace)
-        routed = [c.id for c in channels if c.wants(event.type, event.scope)]
+        wanting = [c for c in channels if c.wants(event.type, event.scope)]
+        now = to_ms(self.clock.now())
+        for channel in wanting:
+            rule = channel.follow_up(event.type, event.scope)
+            if rule is None:
+                continue
+            for what, after in (("repeat", rule.repeat_every), ("escalation", rule.escalate_after)):
+                if after is not None:
+                    key = f"{event.id}/{channel.id}/{what}"
+                    timer = Timer(
+                        kind=REMINDER_KIND,
+                        namespace=event.namespace,
+                        key=key,
+                        generation=1,
+                        due_at=now + after,
+                    )
+                    self.alarms.arm(timer, now)
+        return self.publish_to(event, [c.id for c in wanting])
+
+    def publish_to(self, event: Event, routed: list[str]) -> list[Write]:
+        """The write of ``event``'s notification to the channels ``routed``, their first
+        attempts armed; nothing for no channel."""
         if not routed:
             return []
         now = to_ms(self.clock.now())

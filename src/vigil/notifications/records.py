@@ -46,12 +46,23 @@ ROTATION_OVERLAP = timedelta(hours=24)
 MAX_SIGNING_SECRETS = 3
 
 
+# The events that are alerts: a person is reminded of them until one acknowledges them.
+ALERTS: frozenset[str] = frozenset({"switch.fired", "request.opened"})
+# An alert is repeated at most this many times on one channel.
+MAX_REPEATS = 100
+
+
 class Rule(Record):
     """The events of ``events`` whose scope begins with ``scope_prefix`` ("" takes every
-    event, those without a scope included)."""
+    event, those without a scope included). An alert (ALERTS) it takes may be repeated every
+    ``repeat_every`` until acknowledged, and escalated to channel ``escalate_to`` once after
+    ``escalate_after`` unacknowledged."""
 
     events: list[EventType]
     scope_prefix: str = ""
+    repeat_every: timedelta | None = None
+    escalate_after: timedelta | None = None
+    escalate_to: str | None = None
 
     def matches(self, event_type: str, scope: str | None) -> bool:
         if event_type not in self.events:
@@ -119,6 +130,15 @@ class Channel(Versioned):
 
     def wants(self, event_type: str, scope: str | None) -> bool:
         return self.state == "enabled" and any(r.matches(event_type, scope) for r in self.rules)
+
+    def follow_up(self, event_type: str, scope: str | None) -> Rule | None:
+        """The first of its rules that takes this alert and repeats or escalates it."""
+        if event_type not in ALERTS:
+            return None
+        for rule in self.rules:
+            if rule.matches(event_type, scope) and (rule.repeat_every or rule.escalate_after):
+                return rule
+        return None
 
     def signing(self, now: datetime) -> list[SigningSecret]:
         """The secrets that sign now: the newest, and a replaced one within its overlap."""
@@ -259,9 +279,15 @@ class Delivery(Record):
         )
 
 
+class Acknowledgement(Record):
+    by: str
+    at: datetime
+
+
 class Notification(Record):
     """An event, written in the same commit as what it tells of, with its deliveries to the
-    channels its rules routed it to when it was written."""
+    channels its rules routed it to when it was written. An alert's acknowledgement is kept on
+    it (on the first alert's, for a repeat)."""
 
     namespace: str
     event_id: str
@@ -269,6 +295,13 @@ class Notification(Record):
     event: dict[str, Any]  # the event's JSON, as sent
     deliveries: dict[str, Delivery]
     created_at: datetime
+    acknowledged: Acknowledgement | None = None
+
+    @property
+    def alert_id(self) -> str:
+        """The id of the alert this notification is, or repeats."""
+        reminder = self.event.get("reminder") or {}
+        return str(reminder.get("of") or self.event_id)
 
 
 class DeliveryFailure(Record):

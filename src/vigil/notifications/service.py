@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from vigil.audit.records import AuditAction, AuditEvent
+from vigil.clock import to_ms
 from vigil.errors import (
     ErrorCode,
     VigilError,
@@ -29,15 +30,17 @@ from vigil.errors import (
     invalid,
     not_found,
 )
-from vigil.identity.records import Caller, new_id
+from vigil.identity.records import Caller, kind_of, new_id
 from vigil.kit.keys import Keys
 from vigil.kit.sealing import Sealed, seal, unseal
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.notifications.records import (
     MAX_CHANNELS,
+    Acknowledgement,
     Channel,
     ChannelKind,
     ChannelState,
+    Notification,
     Rule,
     seal_context,
 )
@@ -123,6 +126,12 @@ def create(
     email), presented with its webhook signing secret, which is shown once: the stored result
     (``present`` without it) never holds it."""
     _operator(caller)
+    for number, rule in enumerate(rules):
+        if rule.escalate_to and store.get_channel(caller.namespace, rule.escalate_to) is None:
+            raise invalid(
+                "the arguments do not match the tool's input schema",
+                problems=[{"field": f"rules.{number}.escalate_to", "problem": "no such channel"}],
+            )
     channel_id = new_id("chn")
     signing_secret = new_secret() if kind == "webhook" else None
     sealed_secret = None
@@ -248,6 +257,32 @@ def delete(
         store.count(caller.namespace, "channels", -1, MAX_CHANNELS),
     )
     return result
+
+
+def acknowledge(
+    store: Store, caller: Caller, event_id: str, now: datetime
+) -> tuple[Notification, Acknowledgement]:
+    """The caller, a person or an operator, acknowledges the alert ``event_id`` (or the alert
+    a repeat of that id repeats); the first acknowledgement stands, and is returned again."""
+    if kind_of(caller.principal_id) != "person" and not caller.is_operator:
+        raise forbidden("a person or an operator acknowledges alerts")
+    found = store.get_notification(caller.namespace, event_id)
+    if found is not None and found.alert_id != found.event_id:
+        found = store.get_notification(caller.namespace, found.alert_id)
+    if found is None:
+        raise not_found("alert")
+    if found.acknowledged is None:
+        ack = Acknowledgement(by=caller.principal_id, at=to_ms(now))
+        try:
+            store.commit([store.acknowledge(caller.namespace, found.event_id, ack)])
+        except ConditionFailed:
+            pass  # acknowledged meanwhile: that one stands
+        else:
+            return found, ack
+        found = store.get_notification(caller.namespace, found.event_id)
+    assert found is not None
+    assert found.acknowledged is not None
+    return found, found.acknowledged
 
 
 def channel(store: Store, caller: Caller, channel_id: str) -> Channel:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from vigil.kit.uow import Write
-from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification
+from vigil.notifications.records import (
+    Acknowledgement,
+    Channel,
+    Delivery,
+    DeliveryFailure,
+    Notification,
+)
 
 
 class ChannelStore(ABC):
@@ -47,6 +53,10 @@ class ChannelStore(ABC):
         """Replaces the notification's delivery to ``delivery.channel_id`` if it is still at
         ``expected``'s attempt and state: the claim of an attempt, and the record of its
         outcome, are each made by one run only."""
+
+    @abstractmethod
+    def acknowledge(self, namespace: str, event_id: str, acknowledgement: Acknowledgement) -> Write:
+        """Records who acknowledged the alert, if the notification exists and nobody did."""
 
     @abstractmethod
     def add_failure(self, failure: DeliveryFailure) -> Write:

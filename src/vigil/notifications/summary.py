@@ -5,7 +5,7 @@ this out; the values here are raw text, each format escapes them for its own mar
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -49,7 +49,20 @@ def when(moment: datetime) -> str:
 
 
 def summarise(event: Event, console_base: str | None) -> Summary:
-    """What ``event`` says; with links under ``console_base`` (none without it)."""
+    """What ``event`` says; with links under ``console_base`` (none without it). A repeated or
+    escalated alert says so first."""
+    summary = _summarise(event, console_base)
+    reminder = event.reminder
+    if reminder is None:
+        return summary
+    if reminder.kind == "repeat":
+        prefix = f"Not acknowledged (reminder {reminder.number})"
+    else:
+        prefix = "Escalated, not acknowledged"
+    return replace(summary, title=f"{prefix}: {summary.title}")
+
+
+def _summarise(event: Event, console_base: str | None) -> Summary:
     data = event.data
     url = console_link(console_base, data)
     footer = f"Vigil · namespace {event.namespace} · {event.type} · {event.id}"

@@ -6,7 +6,7 @@ are in vigil.notifications.service and vigil.notifications.delivery."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -24,6 +24,7 @@ from vigil.notifications.records import (
     EVENT_TYPES,
     MAX_ATTEMPTS,
     MAX_CHANNELS,
+    MAX_REPEATS,
     MAX_RULES,
     ROTATION_OVERLAP,
     Channel,
@@ -144,12 +145,71 @@ class RuleInput(StrictInput):
             "every event of these types, those that have no scope included."
         ),
     )
+    repeat_every_minutes: int | None = Field(
+        default=None,
+        ge=5,
+        le=1440,
+        description=(
+            "For the alerts this rule takes (switch.fired, request.opened): send the alert "
+            "again every so many minutes until a person acknowledges it (acknowledge_alert), "
+            f"the request is no longer open or the switch is armed again; at most {MAX_REPEATS} "
+            "times. Each repeat has an id of its own and says which alert it repeats."
+        ),
+    )
+    escalate_after_minutes: int | None = Field(
+        default=None,
+        ge=5,
+        le=10080,
+        description=(
+            "For the same alerts: if nobody has acknowledged one after so many minutes, send "
+            "it once to the channel escalate_to. Needs escalate_to."
+        ),
+    )
+    escalate_to: ChannelId | None = Field(
+        default=None,
+        description="The channel (of this namespace) an unacknowledged alert escalates to.",
+    )
+
+    @model_validator(mode="after")
+    def _escalation_whole(self) -> RuleInput:
+        if (self.escalate_after_minutes is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after_minutes and escalate_to go together")
+        return self
+
+    def rule(self) -> Rule:
+        return Rule(
+            events=self.events,
+            scope_prefix=self.scope_prefix or "",
+            repeat_every=_minutes(self.repeat_every_minutes),
+            escalate_after=_minutes(self.escalate_after_minutes),
+            escalate_to=self.escalate_to,
+        )
+
+
+def _minutes(value: int | None) -> timedelta | None:
+    return None if value is None else timedelta(minutes=value)
 
 
 # -- results --------------------------------------------------------------------------------
 class RuleView(Output):
     events: list[EventType]
     scope_prefix: str | None = Field(description="Null: events of any scope, or none.")
+    repeat_every_minutes: int | None
+    escalate_after_minutes: int | None
+    escalate_to: str | None
+
+    @classmethod
+    def of(cls, rule: Rule) -> RuleView:
+        def minutes(value: timedelta | None) -> int | None:
+            return None if value is None else int(value.total_seconds() // 60)
+
+        return cls(
+            events=rule.events,
+            scope_prefix=rule.scope_prefix or None,
+            repeat_every_minutes=minutes(rule.repeat_every),
+            escalate_after_minutes=minutes(rule.escalate_after),
+            escalate_to=rule.escalate_to,
+        )
 
 
 class SigningSecretView(Output):
@@ -192,10 +252,7 @@ class ChannelView(Output):
             name=channel.name,
             kind=channel.kind,
             target=channel.target,
-            rules=[
-                RuleView(events=r.events, scope_prefix=r.scope_prefix or None)
-                for r in channel.rules
-            ],
+            rules=[RuleView.of(r) for r in channel.rules],
             state=channel.state,
             disabled_reason=channel.disabled_reason,
             signing_secrets=[
@@ -303,7 +360,7 @@ def create_channel(ctx: Context, args: CreateChannelInput) -> ChannelIssued:
             "the arguments do not match the tool's input schema",
             problems=[{"field": "url", "problem": problem}],
         )
-    rules = [Rule(events=r.events, scope_prefix=r.scope_prefix or "") for r in args.rules]
+    rules = [r.rule() for r in args.rules]
     return service.create(
         ctx.store,
         ctx.uow,
@@ -527,6 +584,29 @@ def replay_delivery(ctx: Context, args: ReplayDeliveryInput) -> DeliveryReplayed
     return replayed
 
 
+# -- acknowledge_alert ----------------------------------------------------------------------
+class AcknowledgeAlertInput(StrictInput):
+    event_id: str = Field(
+        min_length=1,
+        max_length=64,
+        description="The alert's id (its webhook-id), or the id of one of its repeats.",
+    )
+
+
+class AlertAcknowledged(Output):
+    event_id: str = Field(description="The first alert's id: its repeats stop with it.")
+    acknowledged_by: str
+    acknowledged_at: datetime
+
+
+def acknowledge_alert(ctx: Context, args: AcknowledgeAlertInput) -> AlertAcknowledged:
+    acknowledgement = service.acknowledge(ctx.store, ctx.caller, args.event_id, ctx.clock.now())
+    notification, ack = acknowledgement
+    return AlertAcknowledged(
+        event_id=notification.event_id, acknowledged_by=ack.by, acknowledged_at=ack.at
+    )
+
+
 _OVERLAP_HOURS = int(ROTATION_OVERLAP.total_seconds() // 3600)
 
 TOOLS: tuple[Tool, ...] = (
@@ -615,6 +695,19 @@ TOOLS: tuple[Tool, ...] = (
         output_model=ChannelTested,
         run=test_channel,
         roles=OPERATORS,
+    ),
+    Tool(
+        name="acknowledge_alert",
+        title="Acknowledge an alert",
+        description=(
+            "Say that a person has seen an alert (a switch fired, a request opened): its "
+            "repeats stop, and it does not escalate. Takes the alert's id or a repeat's, as "
+            "notifications carry them (the webhook-id). Acknowledging again changes nothing "
+            "and tells who did first. People and operators."
+        ),
+        input_model=AcknowledgeAlertInput,
+        output_model=AlertAcknowledged,
+        run=acknowledge_alert,
     ),
     Tool(
         name="list_delivery_failures",

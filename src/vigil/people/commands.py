@@ -48,7 +48,7 @@ REQUEST_STATES = (
 
 EPILOG = """\
 The people's commands (status, watch, switches, deaths, sessions, post, requests, approve,
-deny, answer, send) call Vigil's REST mirror. Where, and with which secret: --profile NAME
+deny, answer, ack, send) call Vigil's REST mirror. Where, and with which secret: --profile NAME
 (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where VIGIL_ENDPOINT is the
 REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP URL ending in /mcp;
 else the local runtime's .vigil/local.json in this directory.
@@ -125,6 +125,13 @@ def add_commands(
     answer_ = command("answer", "answer a question", answer)
     answer_.add_argument("id", metavar="ID")
     answer_.add_argument("text", metavar="TEXT", help="with choices, one of them exactly")
+
+    ack_ = command("ack", "acknowledge an alert: its repeats stop, it does not escalate", ack)
+    ack_.add_argument(
+        "event",
+        metavar="EVENT",
+        help="the alert's id (evt_…, a webhook's webhook-id) or a repeat's",
+    )
 
     send_ = command("send", "send a message to a principal or a conversation", send)
     send_.add_argument(
@@ -460,6 +467,15 @@ def deny(args: argparse.Namespace, client: RestClient) -> Exit:
 def answer(args: argparse.Namespace, client: RestClient) -> Exit:
     request = client.call("get_request", {"id": args.id})
     return _reply(args, client, request, "answered", args.text)
+
+
+def ack(args: argparse.Namespace, client: RestClient) -> Exit:
+    acked = client.call("acknowledge_alert", {"event_id": args.event})
+    if args.json:
+        _print_json(acked)
+    else:
+        print(f"{acked['event_id']} acknowledged by {acked['acknowledged_by']}.")
+    return Exit.OK
 
 
 def _reply(
