@@ -115,8 +115,7 @@ def blobs(connect: Connect = aws_client) -> S3Blobs:
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:
     from vigil.alarms.aws import AwsAlarms, Destination
-    from vigil.notifications.outbox import REMINDER_KIND as REMIND
-    from vigil.notifications.outbox import TIMER_KIND as NOTIFY
+    from vigil.notifications.outbox import NOTIFY_KINDS
 
     config = settings()
     notify = Destination(config.notify_queue_url, config.notify_function_arn, config.notify_dlq_arn)
@@ -128,7 +127,7 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
         target_arn=config.alarm_function_arn,
         role_arn=config.scheduler_role_arn,
         dead_letter_arn=config.alarm_dlq_arn,
-        by_kind={NOTIFY: notify, REMIND: notify},
+        by_kind=dict.fromkeys(NOTIFY_KINDS, notify),
     )
 
 

@@ -31,8 +31,7 @@ from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
 from vigil.notifications.delivery import Sender
 from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import REMINDER_KIND as REMIND
-from vigil.notifications.outbox import TIMER_KIND as NOTIFY
+from vigil.notifications.outbox import NOTIFY_KINDS
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.service import Liveness
 
@@ -138,10 +137,9 @@ class World:
             f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:alarm",
             f"arn:aws:iam::{ACCOUNT}:role/scheduler",
             f"arn:aws:sqs:{REGION}:{ACCOUNT}:alarm-dlq",
-            by_kind={
-                kind: Destination(self.notify_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN)
-                for kind in (NOTIFY, REMIND)
-            },
+            by_kind=dict.fromkeys(
+                NOTIFY_KINDS, Destination(self.notify_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN)
+            ),
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
         self.app = App(

@@ -30,7 +30,7 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.notifications.delivery import Notifier, Sender
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import REMINDER_KIND, TIMER_KIND
+from vigil.notifications.outbox import DEAD_LETTER_KIND, REMINDER_KIND, STALE_KIND, TIMER_KIND
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     BACKOFF_FACTOR,
@@ -149,6 +149,8 @@ class Notifying(World):
             **handlers(self.liveness),
             TIMER_KIND: self.notifier.on_timer,
             REMINDER_KIND: self.notifier.on_reminder,
+            DEAD_LETTER_KIND: self.notifier.on_dead_letter,
+            STALE_KIND: self.notifier.on_stale,
         }
         return deliver(timer, self.clock.now(), self.alarms, kinds)
 
@@ -768,3 +770,74 @@ def test_escalation_needs_an_existing_channel_of_the_namespace(world: Notifying)
         world.channel("http://127.0.0.1:9/x", ["switch.fired"], escalate_after_minutes=10)
     assert half.value.code is ErrorCode.INVALID_ARGUMENT
     assert world.store.list_channels("acme") == []
+
+
+# -- sessions gone stale and dead letters -------------------------------------------------------
+def test_a_session_that_stops_beating_is_told_once_per_silence(
+    world: Notifying, receiver: Receiver
+) -> None:
+    _, secret = world.channel(receiver.url, ["session.stale"])
+    _, agent = world.tenant.register(name="worker")
+
+    def beat() -> None:
+        world.call(
+            "session_heartbeat",
+            agent,
+            sessionId="build-42",
+            status="active",
+            idempotencyKey=str(world.clock.now().timestamp()),
+        )
+
+    for _ in range(6):  # beaten every 60 s: never stale, and the watch only moves
+        beat()
+        world.advance(60)
+    assert receiver.received == []
+    world.advance(62)  # 122 s since the last beat
+    [stale] = receiver.verified(secret)
+    assert stale["type"] == "session.stale"
+    assert (stale["data"]["session_id"], stale["data"]["stale_after_seconds"]) == ("build-42", 120)
+    world.advance(3600)
+    assert len(receiver.received) == 1  # once per silence, and the watch stopped
+
+    beat()
+    world.advance(122)
+    first, second = receiver.verified(secret)
+    assert second["type"] == "session.stale"
+    assert second["id"] != first["id"]  # a new silence, a new event
+    assert [t for t in world.alarms.armed if t.kind == STALE_KIND] == []
+
+
+def test_an_envelope_never_acknowledged_is_told_as_a_dead_letter_once(
+    world: Notifying, receiver: Receiver
+) -> None:
+    _, secret = world.channel(receiver.url, ["delivery.dead_lettered"])
+    agent_id, agent = world.tenant.register(name="forgetful")
+    _, sender = world.tenant.register(name="sender")
+    world.call("send", sender, target={"kind": "agent", "id": agent_id}, body="please do X")
+    handed = []
+    for _ in range(5):
+        handed += world.call("receive", agent, lease_seconds=30)["deliveries"]
+        world.advance(31)  # the lease lapses unacknowledged
+    assert len(handed) == 5
+    [dead] = receiver.verified(secret)
+    assert dead["type"] == "delivery.dead_lettered"
+    assert dead["data"]["envelope_id"] == handed[0]["id"]
+    assert (dead["data"]["mailbox_owner"], dead["data"]["attempts"]) == (agent_id, 5)
+    world.advance(3600)
+    assert len(receiver.received) == 1
+
+
+def test_an_envelope_acknowledged_on_its_last_hand_out_is_no_dead_letter(
+    world: Notifying, receiver: Receiver
+) -> None:
+    world.channel(receiver.url, ["delivery.dead_lettered"])
+    agent_id, agent = world.tenant.register(name="late")
+    _, sender = world.tenant.register(name="sender")
+    world.call("send", sender, target={"kind": "agent", "id": agent_id}, body="please do X")
+    for _ in range(4):
+        world.call("receive", agent, lease_seconds=30)
+        world.advance(31)
+    [last] = world.call("receive", agent, lease_seconds=30)["deliveries"]
+    world.call("acknowledge", agent, id=last["id"], generation=last["generation"])
+    world.advance(3600)
+    assert receiver.received == []

@@ -11,7 +11,7 @@ from typing import Any
 
 from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.notifications.delivery import Notifier
-from vigil.notifications.outbox import REMINDER_KIND, TIMER_KIND
+from vigil.notifications.outbox import DEAD_LETTER_KIND, REMINDER_KIND, STALE_KIND, TIMER_KIND
 from vigil.observability import get_logger, log_event, metrics
 
 log = get_logger("vigil.notify")
@@ -28,6 +28,8 @@ def handle_timer(timer: Timer, worker: Notifier) -> None:
     kinds: dict[str, TimerHandler] = {
         TIMER_KIND: worker.on_timer,
         REMINDER_KIND: worker.on_reminder,
+        DEAD_LETTER_KIND: worker.on_dead_letter,
+        STALE_KIND: worker.on_stale,
     }
     ran = deliver(timer, worker.clock.now(), worker.alarms, kinds)
     log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)

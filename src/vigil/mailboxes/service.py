@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
@@ -40,6 +41,7 @@ from vigil.kit.paging import scan_page
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
+    DEAD_LETTER_TIMER,
     MAX_BOXES_PER_AGENT,
     MAX_HANDOUTS,
     Delivery,
@@ -124,12 +126,19 @@ class Mailboxes:
     """A mailbox owner's use cases, on the store and the queues."""
 
     def __init__(
-        self, store: Store, queues: MailboxQueues, clock: Clock, quotas: Quotas | None = None
+        self,
+        store: Store,
+        queues: MailboxQueues,
+        clock: Clock,
+        quotas: Quotas | None = None,
+        alarms: Alarms | None = None,
     ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
         self.quotas = quotas or Quotas()
+        # Where the end of an envelope's last hand-out is watched, for its channels.
+        self.alarms = alarms
 
     def remove_all(self, namespace: str, owner: str) -> None:
         """Deletes the queues of every mailbox of ``owner`` (a revoked agent): its own
@@ -290,6 +299,17 @@ class Mailboxes:
         # On every hand-out, not only at generation 1: a crash just before this write would
         # otherwise lose the event for good. The write is conditional, so it happens once.
         self.store.record_usage(delivery.usage(envelope))
+        if message.receive_count >= MAX_HANDOUTS and self.alarms is not None:
+            # Its last hand-out: unless acknowledged before its lease lapses, it is a dead
+            # letter, which the channels that want delivery.dead_lettered are told of.
+            watch = Timer(
+                kind=DEAD_LETTER_TIMER,
+                namespace=delivery.namespace,
+                key=f"{envelope.id}/{envelope.kind}",
+                generation=delivery.generation,
+                due_at=delivery.leased_until,
+            )
+            self.alarms.arm(watch, now)
         return envelope, delivery
 
     def acknowledge(self, caller: Caller, envelope_id: str, generation: int) -> None:

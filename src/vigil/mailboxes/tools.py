@@ -32,7 +32,7 @@ Address = Annotated[
 
 
 def _mailboxes(ctx: Context) -> Mailboxes:
-    return Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas)
+    return Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas, ctx.alarms)
 
 
 class MailboxView(Output):

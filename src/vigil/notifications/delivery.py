@@ -36,7 +36,15 @@ from vigil.kit.keys import Keys
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.email import send_email
-from vigil.notifications.events import Event, console_link, parse_event
+from vigil.notifications.events import (
+    DeliveryDeadLettered,
+    Event,
+    EventData,
+    SessionStale,
+    console_link,
+    make_event,
+    parse_event,
+)
 from vigil.notifications.outbound import Outcome, post
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
@@ -44,6 +52,7 @@ from vigil.notifications.records import (
     Channel,
     Delivery,
     DeliveryFailure,
+    NoticeType,
     Notification,
     backoff,
 )
@@ -59,6 +68,8 @@ R = TypeVar("R", bound=BaseModel)
 
 # A timer that finds no notification waits for its commit this many times, 1, 2, 4, 8 and 16 s.
 COMMIT_WAITS = 5
+# How often a session is looked at while no channel of its namespace wants session.stale.
+UNWATCHED = timedelta(hours=1)
 # Each attempt's limit: connect, TLS, send and answer together.
 ATTEMPT_TIMEOUT_SECONDS = 10
 # SES errors a later attempt may get past; any other is the message's or the account's.
@@ -216,6 +227,66 @@ class Notifier:
             reminded = event.reminded("escalation", 1, now)
         writes = Outbox(self.store, self.clock, self.alarms).publish_to(reminded, targets)
         with contextlib.suppress(ConditionFailed):  # written by another run of this timer
+            self.store.commit(writes)
+
+    def on_dead_letter(self, timer: Timer) -> None:
+        """The end of an envelope's last hand-out: unless it was acknowledged or handed out
+        again since, it is a dead letter, and the channels that want it are told, once."""
+        envelope_id, _, kind = timer.key.partition("/")
+        delivery = self.store.get_delivery(timer.namespace, envelope_id)
+        if (
+            delivery is None
+            or delivery.state == "acknowledged"
+            or delivery.generation != timer.generation
+            or delivery.leased(self.clock.now())
+        ):
+            return
+        data = DeliveryDeadLettered(
+            mailbox_owner=delivery.owner,
+            envelope_id=envelope_id,
+            kind=kind,
+            attempts=delivery.generation,
+            dead_lettered_at=delivery.leased_until,
+        )
+        self._publish_alone(timer.namespace, "delivery.dead_lettered", data, delivery.leased_until)
+
+    def on_stale(self, timer: Timer) -> None:
+        """A session's watch: the timer of the session's ``watch_due``, any other is a stale
+        copy. Beaten since, the watch moves to when the session would go stale (an hour on,
+        while no channel wants session.stale): armed first, then recorded. Stale, its channels
+        are told, once per silence, and the watch stops until the session's next beat."""
+        for _ in range(3):
+            now = self.clock.now()
+            session = self.store.get_session(timer.namespace, timer.key)
+            if session is None or session.watch_due != timer.due_at:
+                return
+            if session.stale(now):
+                self._publish_alone(
+                    timer.namespace, "session.stale", SessionStale.of(session), session.stale_at
+                )
+                moved = session.changed(watch_due=None)
+            else:
+                wanted = any(
+                    c.wants("session.stale", None)
+                    for c in self.store.list_channels(timer.namespace)
+                )
+                due = session.stale_at if wanted else max(session.stale_at, now + UNWATCHED)
+                self.alarms.arm(timer.model_copy(update={"due_at": due}), now)
+                moved = session.changed(watch_due=due)
+            try:
+                self.store.commit([self.store.save_beat(moved, [], [])])
+            except ConditionFailed:
+                continue  # beaten meanwhile: look again
+            return
+
+    def _publish_alone(
+        self, namespace: str, event_type: NoticeType, data: EventData, at: datetime
+    ) -> None:
+        """An event that is not part of another change, written once: a second run of its
+        timer finds it written."""
+        event = make_event(event_type, data, namespace=namespace, occurred_at=at, console_base=None)
+        writes = Outbox(self.store, self.clock, self.alarms).publish(event)
+        with contextlib.suppress(ConditionFailed):
             self.store.commit(writes)
 
     def _still_open(self, notification: Notification) -> bool:

@@ -22,6 +22,8 @@ InstructionState = Literal["pending", "delivered", "acknowledged"]
 PAGE_SIZE = 10
 # A session not beaten for longer than this is shown as stale to the people watching it.
 STALE_AFTER_SECONDS = 120
+# The timer that watches a session for staleness, for the channels that want session.stale.
+STALE_TIMER = "stale"
 MAX_BODY_BYTES = 8 * 1024
 
 
@@ -39,10 +41,19 @@ class Session(Versioned):
     beats: int
     acked_through: int  # every instruction numbered up to this one is acknowledged
     last_seq: int  # the number of the newest instruction; posting moves only this
-    # ``version`` is moved by beats only, so that posting never conflicts with a beat.
+    # ``version`` is moved by beats, and by the staleness watch when it moves (about once a
+    # stale-after period), never by posting, which so never conflicts with a beat.
+    # When the timer that watches it for staleness is due; None while none is armed (a beat
+    # then arms one).
+    watch_due: datetime | None = None
 
     def stale(self, now: datetime) -> bool:
         return now - self.last_beat_at > timedelta(seconds=STALE_AFTER_SECONDS)
+
+    @property
+    def stale_at(self) -> datetime:
+        """When it goes stale if it is not beaten again."""
+        return self.last_beat_at + timedelta(seconds=STALE_AFTER_SECONDS, milliseconds=1)
 
     @classmethod
     def begun(

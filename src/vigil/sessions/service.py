@@ -26,13 +26,20 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
+from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import UnitOfWork
-from vigil.sessions.records import PAGE_SIZE, Instruction, Session, instruction_seq
+from vigil.sessions.records import (
+    PAGE_SIZE,
+    STALE_TIMER,
+    Instruction,
+    Session,
+    instruction_seq,
+)
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
@@ -101,9 +108,11 @@ def beat(
     acknowledging: list[str],
     after: int,
     present: Callable[[BeatOutcome], R],
+    alarms: Alarms | None = None,
 ) -> R:
     """One beat of ``caller``'s session: what it ``reported`` (None keeps the last value),
-    the instructions it acknowledges, and the next page of its walk after ``after``."""
+    the instructions it acknowledges, and the next page of its walk after ``after``. A
+    session no timer watches (a new one, one that went stale) gets one, armed first."""
     namespace = caller.namespace
     ack_ids = list(dict.fromkeys(acknowledging))
 
@@ -122,6 +131,12 @@ def beat(
             )
         else:
             session = current.beaten(reported, acked_through, now)
+        if alarms is not None and session.watch_due is None:
+            session = session.model_copy(update={"watch_due": session.stale_at})
+            watch = Timer(
+                kind=STALE_TIMER, namespace=namespace, key=session_id, due_at=session.stale_at
+            )
+            alarms.arm(watch, now)
         outcome = BeatOutcome(
             session,
             delivered,

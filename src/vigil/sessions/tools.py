@@ -259,6 +259,7 @@ def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeart
         args.acknowledgedInstructionIds or [],
         after,
         present,
+        ctx.alarms,
     )
 
 
