@@ -304,7 +304,14 @@ def start(
         closer.callback(server.stop)
         server.start()
         # Links in notifications lead to this server's console; set before the first timer runs.
-        closer.enter_context(_environment({"CONSOLE_BASE_URL": server.url}, []))
+        # The API page (/docs) calls the API from the server's own origin, which is allowed
+        # with those the template names; a page of another origin, one rebinding a name of
+        # its own to this address included, is still refused.
+        origins = [o for o in os.environ.get("ALLOWED_ORIGINS", "").split(",") if o]
+        origins.append(server.url)
+        closer.enter_context(
+            _environment({"CONSOLE_BASE_URL": server.url, "ALLOWED_ORIGINS": ",".join(origins)}, [])
+        )
 
         pump = EventPump(deployment, clients, handlers, clock)
         pump.start()
@@ -405,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  MCP endpoint:  {runtime.mcp_url}")
             print(f"  REST base:     {runtime.rest_url}/{{tool}}")
             print(f"  OpenAPI:       {runtime.openapi_url}")
+            print(f"  API page:      {runtime.openapi_url.removesuffix('/openapi.json')}/docs")
             print(f"  Web console:   {runtime.console_url} (sign in with the secret below)")
             print(f"  Operator:      {runtime.operator_id} in namespace {runtime.namespace!r}")
             print(f"  Secret:        {runtime.operator_secret}")
