@@ -143,6 +143,9 @@ define lambda_artifact
 	# Swagger UI's package ships every build of it with source maps (11 MB); the API page
 	# serves two of its files (SWAGGER_UI_FILES in src/vigil/transports/docs.py), the rest stays out.
 	find "$(ARTIFACTS_DIR)/swagger_ui_bundle/vendor" -type f ! -name swagger-ui-bundle.js ! -name swagger-ui.css -delete
+	# It requires Jinja2 (and so MarkupSafe) for a template helper that nothing here calls:
+	# locked, so the install is the one tested, and left out of what the functions load.
+	rm -rf "$(ARTIFACTS_DIR)/jinja2" "$(ARTIFACTS_DIR)/markupsafe"
 	@if $(LAMBDA_PYTHON) -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$(LAMBDA_PYTHON_VERSION)")' 2>/dev/null; then \
 		echo "compiling bytecode with $(LAMBDA_PYTHON)"; \
 		$(LAMBDA_PYTHON) -m compileall -q -j0 --invalidation-mode unchecked-hash "$(ARTIFACTS_DIR)"; \

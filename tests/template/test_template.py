@@ -920,6 +920,17 @@ def test_the_api_artifact_ships_the_swagger_ui_files_the_page_serves_and_no_othe
         name for name, _ in SWAGGER_UI_FILES
     )
     assert (artifact / "vigil" / "transports" / "assets" / INITIALIZER[0]).is_file()
+    # Its package's template helper and what it needs are locked but not shipped.
+    assert not (artifact / "jinja2").exists()
+    assert not (artifact / "markupsafe").exists()
+    # Nothing shipped asks for them (the artifact's binaries are for Lambda: not imported here).
+    for module in [
+        *(artifact / "vigil").rglob("*.py"),
+        *(artifact / "swagger_ui_bundle").rglob("*.py"),
+    ]:
+        text = module.read_text(encoding="utf-8")
+        assert "jinja2" not in text, module
+        assert "markupsafe" not in text, module
 
 
 def test_every_alarm_notifies_the_encrypted_topic_when_it_fires_and_clears(
