@@ -48,6 +48,7 @@ from vigil.notifications.events import (
 from vigil.notifications.outbound import Outcome, post
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
+    ATTEMPT_LIMIT,
     MAX_REPEATS,
     Channel,
     Delivery,
@@ -169,6 +170,15 @@ class Notifier:
         if delivery.interrupted(attempt, now):
             interrupted = Outcome("retry", None, "the attempt stopped before its outcome was kept")
             self._conclude(notification, delivery, interrupted, "interrupted")
+            return
+        if delivery.state == "sending" and delivery.attempt == attempt:
+            # Being made, or its run stopped: look again when it would count as stopped, so
+            # that it is not left claimed if this was the timer's last delivery (a Scheduler
+            # invocation's retries are few and soon).
+            assert delivery.claimed_at is not None
+            self.alarms.arm(
+                timer.model_copy(update={"due_at": delivery.claimed_at + ATTEMPT_LIMIT}), now
+            )
             return
         if not delivery.due(attempt):
             return  # made already, or replaced by a replay: this timer is a stale copy
