@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, model_validator
@@ -18,7 +18,6 @@ from vigil.identity.records import new_id
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
-from vigil.notifications.delivery import Sender, replay
 from vigil.notifications.events import ChannelTest, make_event
 from vigil.notifications.records import (
     EVENT_TYPES,
@@ -36,6 +35,9 @@ from vigil.notifications.records import (
     Rule,
 )
 from vigil.switches.tools import ScopePrefix
+
+if TYPE_CHECKING:
+    from vigil.notifications.delivery import Sender
 
 MAX_URL = 2000
 MAX_EMAIL = 254  # RFC 5321's limit on a path, so on an address
@@ -344,7 +346,8 @@ class CreateChannelInput(StrictInput):
 
 
 def sender(ctx: Context) -> Sender:
-    """How this deployment's notifications leave: the context's, or as the settings say."""
+    """How this deployment's notifications leave: the context's, or as the settings say. The
+    sending code (TLS, HTTP, Slack's and email's formats) is loaded by the calls that send."""
     if ctx.sender is not None:
         return ctx.sender
     from vigil.wiring import sender as configured
@@ -568,6 +571,8 @@ def replay_delivery(ctx: Context, args: ReplayDeliveryInput) -> DeliveryReplayed
             now,
         )
         return result, event
+
+    from vigil.notifications.delivery import replay
 
     replayed = replay(
         ctx.store,
