@@ -115,7 +115,7 @@ def blobs(connect: Connect = aws_client) -> S3Blobs:
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:
     from vigil.alarms.aws import AwsAlarms, Destination
-    from vigil.notifications.outbox import NOTIFY_KINDS
+    from vigil.alarms.kinds import NOTIFY_KINDS
 
     config = settings()
     notify = Destination(config.notify_queue_url, config.notify_function_arn, config.notify_dlq_arn)

@@ -11,7 +11,14 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.kit.limits import MAX_ITEM_BYTES
 from vigil.kit.sealing import seal
 from vigil.kit.uow import ConditionFailed
-from vigil.notifications.records import Channel, Delivery, DeliveryFailure, Notification, Rule
+from vigil.notifications.records import (
+    Acknowledgement,
+    Channel,
+    Delivery,
+    DeliveryFailure,
+    Notification,
+    Rule,
+)
 from vigil.store import Store
 
 OPERATOR = "per_aaaaaaaaaaaaaaaa"
@@ -188,3 +195,23 @@ def test_a_channels_failures_list_newest_first_a_page_at_a_time_and_are_removed_
         store.commit([store.remove_failure(failures[4])])
     assert store.list_failures("acme", "chn_1", None, 10) == failures[3::-1]
     assert store.list_failures("acme", "chn_2", None, 10) == [other]
+
+
+def test_an_alert_is_acknowledged_once_and_only_if_it_exists(
+    store: Store, clock: ManualClock
+) -> None:
+    made = notification(clock)
+    first = Acknowledgement(by="per_aaaaaaaaaaaaaaaa", at=clock.now())
+    with pytest.raises(ConditionFailed):  # nothing to acknowledge yet
+        store.commit([store.acknowledge("acme", made.event_id, first)])
+    store.commit([store.add_notification(made)])
+    store.commit([store.acknowledge("acme", made.event_id, first)])
+    later = Acknowledgement(by="per_bbbbbbbbbbbbbbbb", at=clock.advance(5))
+    with pytest.raises(ConditionFailed):  # the first one stands
+        store.commit([store.acknowledge("acme", made.event_id, later)])
+    stored = store.get_notification("acme", made.event_id)
+    assert stored is not None
+    assert stored.acknowledged == first
+    assert stored.deliveries == made.deliveries
+    with pytest.raises(ConditionFailed):
+        store.commit([store.acknowledge("globex", made.event_id, first)])

@@ -462,6 +462,21 @@ def _pauses(world: World) -> dict[str, Any]:
 
 
 # -- sessions and runs ---------------------------------------------------------------------
+def _first_beat(world: World) -> dict[str, Any]:
+    return keyed(world, "session_heartbeat", {"sessionId": world.unique("session")})
+
+
+def _beat_on(world: World, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+    """The agent beats on: a watch its first beat could not arm is armed by this one."""
+    world.clock.advance(30)
+    world.call(
+        "session_heartbeat",
+        "worker",
+        sessionId=arguments["sessionId"],
+        idempotencyKey=world.unique("key"),
+    )
+
+
 def _live_session(world: World) -> str:
     session = world.unique("session")
     world.call("session_heartbeat", "worker", sessionId=session, idempotencyKey=world.unique("key"))
@@ -818,6 +833,9 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "delete_channel": [Scenario("delete_channel", "a webhook", "operator", _delete_channel)],
     "test_channel": [
         Scenario("test_channel", "a webhook", "operator", lambda w: {"id": _channel(w)})
+    ],
+    "session_heartbeat": [
+        Scenario("session_heartbeat", "a new session", "worker", _first_beat, settle=_beat_on)
     ],
     "acknowledge_alert": [Scenario("acknowledge_alert", "a switch's alert", "operator", _alert)],
     "list_delivery_failures": [

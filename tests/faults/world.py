@@ -21,6 +21,7 @@ from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
 from tests.support import TEST_KEYS
 from vigil.alarms.aws import AwsAlarms, Destination
+from vigil.alarms.kinds import NOTIFY_KINDS
 from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
@@ -31,7 +32,6 @@ from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
 from vigil.notifications.delivery import Sender
 from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import NOTIFY_KINDS
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.service import Liveness
 

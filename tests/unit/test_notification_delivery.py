@@ -230,6 +230,7 @@ def test_no_channel_wants_it_and_nothing_is_written_or_armed(
     assert death is not None
     assert death.pending() == []
     assert world.store.get_notification("acme", fired_event_id(world)) is None
+    assert [t for t in world.alarms.armed if t.kind != "switch"] == []
     assert receiver.received == []
 
 
@@ -414,8 +415,19 @@ def test_a_timer_delivered_twice_makes_its_attempt_once(
     world.run_alarms()  # the switch's alarm: it fires, the notification's timer is armed
     timers = world.alarms.take_due(world.clock.now())
     [timer] = [t for t in timers if t.kind == TIMER_KIND]
-    world.deliver(timer)
-    world.deliver(timer)  # the queue hands it out again
+    real_commit = world.store.commit
+    raced: list[bool] = []
+
+    def commit(writes: Any, completion: Any = None) -> None:
+        if not raced:
+            # Both runs have read the attempt as due: the other claims it first.
+            raced.append(True)
+            world.notifier.on_timer(timer)
+        real_commit(writes, completion)
+
+    world.store.commit = commit  # type: ignore[method-assign]
+    world.notifier.on_timer(timer)
+    assert raced
     assert len(receiver.received) == 1
 
 
@@ -476,8 +488,12 @@ def test_a_timer_that_comes_before_the_notification_is_visible_waits_for_it(
 
     world.alarms.arm = arm  # type: ignore[method-assign]
     arm_and_die(world)
-    world.advance(11)
+    world.clock.advance(11)
+    world.run_alarms()
     assert early, "the first attempt's timer was not armed before the commit"
+    # The queue handed that timer out already: only the copy that waits is left to deliver.
+    world.alarms.armed = [t for t in world.alarms.armed if t != early[0]]
+    world.advance(5)
     waiting = [t for t in world.delivered if t.kind == TIMER_KIND and t.waits == 1]
     assert waiting, "the early timer did not come back to wait"
     assert len(receiver.received) == 1
@@ -846,3 +862,82 @@ def test_an_envelope_acknowledged_on_its_last_hand_out_is_no_dead_letter(
     world.call("acknowledge", agent, id=last["id"], generation=last["generation"])
     world.advance(3600)
     assert receiver.received == []
+
+
+def test_every_channel_that_repeats_an_alert_gets_its_own_repeats(
+    world: Notifying, receiver: Receiver
+) -> None:
+    second = Receiver(world.clock)
+    try:
+        _, first_secret = world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=10)
+        _, second_secret = world.channel(second.url, ["switch.fired"], repeat_every_minutes=10)
+        arm_and_die(world)
+        world.advance(11 + 20 * 60 + 1)
+        firsts = receiver.verified(first_secret)
+        seconds = second.verified(second_secret)
+        assert [e.get("reminder", {}) and e["reminder"]["number"] for e in firsts] == [None, 1, 2]
+        assert [e.get("reminder", {}) and e["reminder"]["number"] for e in seconds] == [None, 1, 2]
+        assert firsts[0]["id"] == seconds[0]["id"]  # one alert
+        assert {e["id"] for e in firsts[1:]}.isdisjoint(e["id"] for e in seconds[1:])
+    finally:
+        second.close()
+
+
+def test_a_reminder_timer_delivered_twice_leaves_one_chain(
+    world: Notifying, receiver: Receiver
+) -> None:
+    world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=10)
+    arm_and_die(world)
+    world.advance(11)
+    [reminder] = [t for t in world.alarms.armed if t.kind == REMINDER_KIND]
+    world.alarms.armed.append(reminder)  # the queue hands it out twice
+    world.advance(10 * 60 + 1)
+    assert len(receiver.received) == 2  # one repeat
+    assert len([t for t in world.alarms.armed if t.kind == REMINDER_KIND]) == 1
+    world.advance(10 * 60)
+    assert len(receiver.received) == 3
+
+
+def test_a_replaced_request_is_announced_and_reminded_of(
+    world: Notifying, receiver: Receiver
+) -> None:
+    _, secret = world.channel(receiver.url, ["request.opened"], repeat_every_minutes=10)
+    _, asker = world.tenant.register(name="asker")
+    person, _ = world.tenant.register(kind="person", name="pat")
+    asked = world.call("ask", asker, target={"kind": "person", "id": person}, body="v1?")
+    replaced = world.call(
+        "replace_request", asker, id=asked["id"], version=1, body="v2?", idempotency_key="r1"
+    )
+    world.advance(10 * 60 + 2)
+    events = receiver.verified(secret)
+    opened = [(e["data"]["request_id"], e.get("reminder")) for e in events]
+    new_id = replaced["replacement"]["id"]
+    assert (asked["id"], None) in opened
+    assert (new_id, None) in opened
+    # The superseded request is not open any more: only the replacement is reminded of.
+    reminded = [request for request, reminder in opened if reminder]
+    assert reminded == [new_id]
+
+
+def test_a_lost_session_watch_is_armed_again_by_a_beat(
+    world: Notifying, receiver: Receiver
+) -> None:
+    _, secret = world.channel(receiver.url, ["session.stale"])
+    _, agent = world.tenant.register(name="worker")
+
+    def beat() -> None:
+        world.call(
+            "session_heartbeat",
+            agent,
+            sessionId="build-7",
+            idempotencyKey=str(world.clock.now().timestamp()),
+        )
+
+    beat()
+    world.alarms.armed = [t for t in world.alarms.armed if t.kind != STALE_KIND]  # lost
+    for _ in range(8):  # beaten every minute for eight minutes: the watch is long overdue
+        world.advance(60)
+        beat()
+    assert [t.kind for t in world.alarms.armed].count(STALE_KIND) == 1
+    world.advance(125)
+    assert [e["type"] for e in receiver.verified(secret)] == ["session.stale"]

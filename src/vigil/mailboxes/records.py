@@ -22,9 +22,6 @@ _ENVELOPE_ID_LENGTH = 26
 
 # Hand-outs of one envelope before SQS moves it to the mailbox's dead-letter queue.
 MAX_HANDOUTS = 5
-# The timer that comes at the end of an envelope's last hand-out: unless it was acknowledged,
-# the envelope is a dead letter, and the channels that want delivery.dead_lettered hear of it.
-DEAD_LETTER_TIMER = "deadletter"
 # Named boxes one agent may have, so that no caller can create queues without bound.
 MAX_BOXES_PER_AGENT = 20
 # The sender recorded on what Vigil itself queues, such as a dead-man switch's alert.

@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from vigil.alarms.kinds import DEAD_LETTER
 from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
@@ -41,7 +42,6 @@ from vigil.kit.paging import scan_page
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
-    DEAD_LETTER_TIMER,
     MAX_BOXES_PER_AGENT,
     MAX_HANDOUTS,
     Delivery,
@@ -291,6 +291,18 @@ class Mailboxes:
             lease_seconds,
             now,
         )
+        if message.receive_count >= MAX_HANDOUTS and self.alarms is not None:
+            # Its last hand-out: unless acknowledged before its lease lapses, it is a dead
+            # letter, which the channels that want delivery.dead_lettered are told of. Armed
+            # first: a lost race below leaves a timer that finds another generation.
+            watch = Timer(
+                kind=DEAD_LETTER,
+                namespace=delivery.namespace,
+                key=f"{envelope.id}/{envelope.kind}",
+                generation=delivery.generation,
+                due_at=delivery.leased_until,
+            )
+            self.alarms.arm(watch, now)
         try:
             self.store.lease_delivery(delivery, None if current is None else current.version)
         except ConditionFailed:
@@ -299,17 +311,6 @@ class Mailboxes:
         # On every hand-out, not only at generation 1: a crash just before this write would
         # otherwise lose the event for good. The write is conditional, so it happens once.
         self.store.record_usage(delivery.usage(envelope))
-        if message.receive_count >= MAX_HANDOUTS and self.alarms is not None:
-            # Its last hand-out: unless acknowledged before its lease lapses, it is a dead
-            # letter, which the channels that want delivery.dead_lettered are told of.
-            watch = Timer(
-                kind=DEAD_LETTER_TIMER,
-                namespace=delivery.namespace,
-                key=f"{envelope.id}/{envelope.kind}",
-                generation=delivery.generation,
-                due_at=delivery.leased_until,
-            )
-            self.alarms.arm(watch, now)
         return envelope, delivery
 
     def acknowledge(self, caller: Caller, envelope_id: str, generation: int) -> None:

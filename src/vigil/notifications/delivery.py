@@ -222,19 +222,25 @@ class Notifier:
         if what == "repeat":
             if rule.repeat_every is None or timer.generation > MAX_REPEATS:
                 return
+            reminded = event.reminded("repeat", channel_id, timer.generation, now)
+            if self.store.get_notification(timer.namespace, reminded.id) is not None:
+                return  # another copy of this timer did this round, and armed the next
+            # Due at the alert's time plus n periods, whichever run arms it.
             following = timer.model_copy(
-                update={"generation": timer.generation + 1, "due_at": now + rule.repeat_every}
+                update={
+                    "generation": timer.generation + 1,
+                    "due_at": notification.created_at + rule.repeat_every * (timer.generation + 1),
+                }
             )
             self.alarms.arm(following, now)
             targets = [channel_id] if channel and channel.state == "enabled" else []
-            reminded = event.reminded("repeat", timer.generation, now)
         else:
             target = self.store.get_channel(timer.namespace, rule.escalate_to or "")
             if target is None or target.state != "enabled":
                 log_event(log, "escalation has no channel", key=timer.key)
                 return
             targets = [target.id]
-            reminded = event.reminded("escalation", 1, now)
+            reminded = event.reminded("escalation", channel_id, 1, now)
         writes = Outbox(self.store, self.clock, self.alarms).publish_to(reminded, targets)
         with contextlib.suppress(ConditionFailed):  # written by another run of this timer
             self.store.commit(writes)
@@ -288,6 +294,8 @@ class Notifier:
             except ConditionFailed:
                 continue  # beaten meanwhile: look again
             return
+        # Lost to beats every time: failing hands the timer back to its queue, to try again.
+        raise contended("the session's watch lost to its beats; tried again later")
 
     def _publish_alone(
         self, namespace: str, event_type: NoticeType, data: EventData, at: datetime

@@ -244,11 +244,14 @@ class EventEnvelope(_Model):
         ),
     )
 
-    def reminded(self, kind: Literal["repeat", "escalation"], number: int, now: datetime) -> Any:
-        """This alert again, as repeat or escalation ``number``, with an id of its own."""
+    def reminded(
+        self, kind: Literal["repeat", "escalation"], channel_id: str, number: int, now: datetime
+    ) -> Any:
+        """This alert again, as repeat or escalation ``number`` of the rule of channel
+        ``channel_id``, with an id of its own (one per channel whose rule reminds)."""
         return self.model_copy(
             update={
-                "id": event_id(self.id, kind, str(number)),
+                "id": event_id(self.id, kind, channel_id, str(number)),
                 "occurred_at": now,
                 "reminder": Reminder(of=self.id, kind=kind, number=number),
             }

@@ -15,22 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.kit.uow import Write
-from vigil.mailboxes.records import DEAD_LETTER_TIMER
 from vigil.notifications.events import Event
 from vigil.notifications.records import Delivery, Notification
-from vigil.sessions.records import STALE_TIMER
 from vigil.store import Store
 
-TIMER_KIND = "notify"
-# An alert's repeats and escalation, until acknowledged: the notify function serves them too.
-REMINDER_KIND = "remind"
-DEAD_LETTER_KIND = DEAD_LETTER_TIMER
-STALE_KIND = STALE_TIMER
-# Every kind of timer the notify function serves.
-NOTIFY_KINDS = (TIMER_KIND, REMINDER_KIND, DEAD_LETTER_KIND, STALE_KIND)
+TIMER_KIND = kinds.NOTIFY
+REMINDER_KIND = kinds.REMIND
+DEAD_LETTER_KIND = kinds.DEAD_LETTER
+STALE_KIND = kinds.STALE
 
 
 def timer_key(event_id: str, channel_id: str) -> str:

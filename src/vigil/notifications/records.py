@@ -183,8 +183,9 @@ BACKOFF_FACTOR = 4
 MAX_BACKOFF = timedelta(hours=4)
 JITTER = 0.25
 # An attempt claimed this long ago and still without an outcome stopped before recording one
-# (its function crashed or timed out): it counts as failed, and the next is scheduled.
-ATTEMPT_LIMIT = timedelta(seconds=60)
+# (its function crashed or timed out): it counts as failed, and the next is scheduled. Longer
+# than the notify function's timeout (60 s), so no run is still making it.
+ATTEMPT_LIMIT = timedelta(seconds=90)
 # A notification, and a channel's record of a failed delivery, are kept this long.
 NOTIFICATION_RETENTION = timedelta(days=30)
 # How many of a delivery's latest attempts its record keeps.

@@ -355,9 +355,18 @@ def sender(ctx: Context) -> Sender:
     return configured(ctx.keys)
 
 
+def _local(ctx: Context) -> bool:
+    """Whether this is the local runtime, whose receivers may be on this machine."""
+    if ctx.sender is not None:
+        return ctx.sender.allow_private
+    from vigil.wiring import settings
+
+    return settings().local
+
+
 def create_channel(ctx: Context, args: CreateChannelInput) -> ChannelIssued:
     now = ctx.clock.now()
-    if args.url is not None and args.url.startswith("http://") and not sender(ctx).allow_private:
+    if args.url is not None and args.url.startswith("http://") and not _local(ctx):
         problem = "must be https:// (http:// is for the local runtime only)"
         raise invalid(
             "the arguments do not match the tool's input schema",

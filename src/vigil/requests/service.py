@@ -468,6 +468,7 @@ class Requests:
                 self.store.add_request(replacement),
             ]
             self._arm(replacement)
+            writes += self._publish("request.opened", replacement)
             done.append((superseded, replacement))
             recipients = [p for p in current.audience if kind_of(p) == "agent"]
             stored = message.model_copy(

@@ -22,8 +22,6 @@ InstructionState = Literal["pending", "delivered", "acknowledged"]
 PAGE_SIZE = 10
 # A session not beaten for longer than this is shown as stale to the people watching it.
 STALE_AFTER_SECONDS = 120
-# The timer that watches a session for staleness, for the channels that want session.stale.
-STALE_TIMER = "stale"
 MAX_BODY_BYTES = 8 * 1024
 
 

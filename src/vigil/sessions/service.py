@@ -21,21 +21,22 @@ count it was read with, each acknowledgment on the instruction still being deliv
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
+from vigil.alarms.kinds import STALE
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
-from vigil.errors import forbidden, not_found
+from vigil.errors import VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import UnitOfWork
+from vigil.observability import get_logger, log_event
 from vigil.sessions.records import (
     PAGE_SIZE,
-    STALE_TIMER,
     Instruction,
     Session,
     instruction_seq,
@@ -43,6 +44,8 @@ from vigil.sessions.records import (
 from vigil.store import Store
 
 R = TypeVar("R", bound=BaseModel)
+
+log = get_logger("vigil.sessions")
 
 INSTRUCTIONS_PAGE = 25
 SESSIONS_PAGE = 50
@@ -131,12 +134,15 @@ def beat(
             )
         else:
             session = current.beaten(reported, acked_through, now)
-        if alarms is not None and session.watch_due is None:
-            session = session.model_copy(update={"watch_due": session.stale_at})
-            watch = Timer(
-                kind=STALE_TIMER, namespace=namespace, key=session_id, due_at=session.stale_at
-            )
-            alarms.arm(watch, now)
+        if alarms is not None and _unwatched(session, now):
+            watch = Timer(kind=STALE, namespace=namespace, key=session_id, due_at=session.stale_at)
+            try:
+                alarms.arm(watch, now)
+            except VigilError as error:
+                # The beat matters more than its watch: the next beat arms one.
+                log_event(log, "session watch not armed", code=error.code.value)
+            else:
+                session = session.model_copy(update={"watch_due": watch.due_at})
         outcome = BeatOutcome(
             session,
             delivered,
@@ -149,6 +155,16 @@ def beat(
         return result
 
     return retry_on_conflict(attempt, "the session")
+
+
+# A watch this far past its time was lost (its timer failed for good): a beat arms another.
+WATCH_LOST_AFTER = timedelta(minutes=5)
+
+
+def _unwatched(session: Session, now: datetime) -> bool:
+    """Whether no timer watches ``session`` for staleness: none was armed since it went
+    stale (or began), or the one armed is long overdue."""
+    return session.watch_due is None or session.watch_due + WATCH_LOST_AFTER < now
 
 
 def post(
