@@ -310,10 +310,12 @@ class LogBytes(io.TextIOBase):
     def __init__(self) -> None:
         self.bytes = 0
         self.lines = 0
+        self.last = ""  # the latest line, to say why a step failed
 
     def write(self, text: str) -> int:
         self.bytes += len(text.encode())
         self.lines += text.count("\n")
+        self.last = text
         return len(text)
 
 
@@ -853,7 +855,7 @@ def delivered_to(kind: str) -> Callable[[Stack], Action]:
         def deliver() -> Any:
             before = sent()
             result = notify.handler(event)
-            assert result == {"batchItemFailures": []}, result
+            assert result == {"batchItemFailures": []}, stack.logs.last
             assert sent() == before + 1, f"the {kind} message was not sent"
             return result
 
