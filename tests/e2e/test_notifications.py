@@ -196,6 +196,47 @@ def test_test_channel_delivers_a_signed_channel_test(
     anyio.run(scenario)
 
 
+def test_after_a_rotation_a_receiver_knowing_either_secret_verifies(
+    state: dict[str, Any], receiver: WebhookReceiver
+) -> None:
+    path = _path("rotated")
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await open_session(stack, state["mcp_url"], state["operator_secret"])
+            rules = [{"events": ["session.stale"], "scope_prefix": path}]
+            issued = await operator.call(
+                "create_channel", name=path, kind="webhook", url=receiver.url(path), rules=rules
+            )
+            old, channel = issued["signing_secret"], issued["channel"]
+            rotated = await operator.call(
+                "rotate_channel_secret", id=channel["id"], version=channel["version"]
+            )
+            new = rotated["signing_secret"]
+            assert new.startswith("whsec_")
+            assert new != old
+            assert [s["until"] is None for s in rotated["channel"]["signing_secrets"]] == [
+                True,
+                False,
+            ]
+            # A receiver that still knows only the old secret accepts, and one that knows only
+            # the new one: each delivery carries both signatures.
+            for secret in (old, new):
+                receiver.expect(path, secret)
+                tested = await operator.call("test_channel", id=channel["id"])
+                assert tested["delivered"] is True, tested
+                [received] = [
+                    r for r in receiver.events(path) if r.webhook_id == tested["event_id"]
+                ]
+                signatures = received.headers["webhook-signature"].split(" ")
+                assert [s.split(",")[0] for s in signatures] == ["v1", "v1"]
+            await operator.call(
+                "delete_channel", id=channel["id"], version=rotated["channel"]["version"]
+            )
+
+    anyio.run(scenario)
+
+
 @pytest.mark.parametrize(
     ("answer", "outcome", "status"),
     [
