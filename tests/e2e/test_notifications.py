@@ -103,12 +103,12 @@ async def _arm_and_die(worker: Session, scope: str) -> dict[str, Any]:
     return lease
 
 
-async def _arrival(
-    receiver: WebhookReceiver, path: str, event_type: str, count: int = 1
-) -> list[Received]:
+async def _arrival(receiver: WebhookReceiver, path: str, event_type: str) -> list[Received]:
+    """The events of ``event_type`` received at ``path``, once there is one."""
+
     async def arrived() -> tuple[bool, dict[str, Any]]:
         found = receiver.events(path, event_type)
-        return len(found) >= count, {"events": found, "attempts": receiver.attempts_at(path)}
+        return bool(found), {"events": found, "attempts": receiver.attempts_at(path)}
 
     seen = await _poll(arrived, DELIVERY_DEADLINE_SECONDS)
     events: list[Received] = seen["events"]
