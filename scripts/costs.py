@@ -1,6 +1,6 @@
 """What the liveness path costs on AWS, measured through the two functions' handlers on moto,
-and priced. Usage:
-    .venv/bin/python scripts/costs.py [--repeats 25]
+and priced; and what a notification adds, through the notify function's. Usage:
+    .venv/bin/python scripts/costs.py [--repeats 25] [--notifications]
 
 Both entry points (``vigil.entrypoints.api.handler`` and ``vigil.entrypoints.alarm.handler``)
 run in-process on moto, built from the environment as on Lambda, with the clock moved by hand.
@@ -18,10 +18,18 @@ For each step (a tool call or an alarm delivery) the script measures, in one run
 3. the handler's duration (median of ``--repeats`` calls, after a warm-up), and the part of it
    spent inside AWS SDK calls, which is moto's work here and network time on AWS.
 
-Then it prices them: requests, Lambda duration at the memory and architecture template.yaml
-gives the functions, log ingestion, X-Ray traces at Lambda's sampling, one alarm re-arm per
-window of a switch, and idle agents long-polling their mailbox. The prices are inputs, listed
-below with their source; everything else is measured by this script.
+The notifications' section (6; ``--notifications`` measures it alone, with the expiry it is
+compared with) runs an expiry in a namespace with one channel of each kind (webhook, Slack,
+email) against one with none, and ``vigil.entrypoints.notify.handler`` on the notify queue's
+message that the expiry sent, as the event source mapping hands it over: the webhook's and
+Slack's HTTPS POST is answered 200 by an injected transport (nothing is sent), the email goes
+to moto's SES.
+
+Then it prices them: requests (SES's emails among them), Lambda duration at the memory and
+architecture template.yaml gives the functions, log ingestion, X-Ray traces at Lambda's
+sampling, one alarm re-arm per window of a switch, and idle agents long-polling their mailbox.
+The prices are inputs, listed below with their source; everything else is measured by this
+script.
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ PRICE = {
     # aws.amazon.com/lambda/pricing
     "lambda_request": 0.20 / 1e6,
     "lambda_arm64_gb_second": 0.0000133334,
+    # SES, outbound email, per message (each recipient counts): aws.amazon.com/ses/pricing
+    "ses_email": 0.10 / 1000,
     # S3 Standard: PUT, COPY, POST and LIST requests; GET and all others: aws.amazon.com/s3/pricing
     "s3_write_request": 5.00 / 1e6,
     "s3_read_request": 0.40 / 1e6,
@@ -103,6 +113,25 @@ MONTH_SECONDS = 30 * 86_400
 
 
 # -- 1. AWS calls and capacity units --------------------------------------------------------
+@dataclass(frozen=True)
+class Traced:
+    """One call as the meter counted it: ``partition`` is the key a DynamoDB call names (its
+    item's or its query's partition; empty for a transaction and other services')."""
+
+    call: str
+    partition: str
+    write_units: float
+    read_units: float
+
+
+def _partition(params: dict[str, Any]) -> str:
+    key = params.get("Key") or params.get("Item") or {}
+    if "pk" in key:
+        return str(key["pk"].get("S", ""))
+    value = params.get("ExpressionAttributeValues", {}).get(":pk", {})
+    return str(value.get("S", ""))
+
+
 class Meter:
     """Counts the AWS calls of the clients it hooks, and DynamoDB's capacity units for them."""
 
@@ -112,6 +141,8 @@ class Meter:
         self.write_units = 0.0
         self.largest_item = 0
         self.paused = False
+        # Each call counted, in order, with the units it was charged.
+        self.trace: list[Traced] = []
         self._readers: dict[int, Any] = {}
         self._key_names: dict[str, list[str]] = {}
 
@@ -137,12 +168,22 @@ class Meter:
                 return
             self.calls[f"{service}.{model.name}"] += 1
             if service != "dynamodb":
+                self.trace.append(Traced(f"{service}.{model.name}", "", 0.0, 0.0))
                 return
+            units = (self.write_units, self.read_units)
             if model.name in _WRITES:
                 after = self._sizes(client, model.name, params)
                 self._write(model.name, before.pop(model.name), after)
             else:
                 self._read(model.name, params, parsed)
+            self.trace.append(
+                Traced(
+                    f"{service}.{model.name}",
+                    _partition(params),
+                    self.write_units - units[0],
+                    self.read_units - units[1],
+                )
+            )
 
         client.meta.events.register("before-call.*.*", before_call)
         client.meta.events.register("after-call.*.*", after_call)
@@ -212,6 +253,7 @@ class Meter:
 
     def reset(self) -> None:
         self.calls.clear()
+        self.trace.clear()
         self.read_units = self.write_units = 0.0
         self.largest_item = 0
 
@@ -268,10 +310,12 @@ class LogBytes(io.TextIOBase):
     def __init__(self) -> None:
         self.bytes = 0
         self.lines = 0
+        self.last = ""  # the latest line, to say why a step failed
 
     def write(self, text: str) -> int:
         self.bytes += len(text.encode())
         self.lines += text.count("\n")
+        self.last = text
         return len(text)
 
 
@@ -319,6 +363,10 @@ class Stack:
     secrets: dict[str, str] = field(default_factory=dict)
     ids: dict[str, str] = field(default_factory=dict)
     counter: int = 0
+    # The notify function's handler state, once built (the notifications' steps only), and how
+    # many messages of each channel kind it has sent.
+    notifier: Any = None
+    sent: dict[str, Callable[[], int]] = field(default_factory=dict)
 
     @classmethod
     def up(cls, meter: Meter, sdk: SdkTime, logs: LogBytes, log_level: str) -> Stack:
@@ -490,7 +538,7 @@ Action = Callable[[], Any]
 class Step:
     key: str
     label: str
-    function: str  # "api" or "alarm"
+    function: str  # "api", "alarm" or "notify"
     prepare: Callable[[Stack], Action]  # arranges a fresh case, returns the call to measure
 
 
@@ -744,6 +792,147 @@ STEPS = [
     Step("expiry_again", "alarm, delivered again after the expiry", "alarm", expiry_again),
     Step("held", "alarm, past its deadline under a pause (held)", "alarm", held),
 ]
+
+# -- notifications: one event to one channel of each kind ------------------------------------
+NOTIFY_KINDS = ("webhook", "slack", "email")
+CHANNEL_TARGETS: dict[str, dict[str, str]] = {
+    "webhook": {"url": "https://hooks.example.com/vigil"},
+    "slack": {"url": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX"},
+    "email": {"email": "oncall@example.com"},
+}
+EMAIL_SENDER = "notifications@example.com"
+CONSOLE_BASE = "https://abcdef1234.execute-api.us-east-1.amazonaws.com"
+# The notify queue's event source mapping receives each message and deletes it once handled:
+# two SQS requests per event at one message a batch (fewer when batches fill), billed by SQS,
+# made by Lambda and so not counted by the meter.
+ESM_SQS_REQUESTS = 2
+
+
+def _channel(stack: Stack, kind: str) -> str:
+    """The namespace's one channel, of ``kind``, taking switch.fired; made on first use."""
+    if "channel" not in stack.ids:
+        made = stack.call(
+            "operator",
+            "create_channel",
+            name=f"cost {kind}",
+            kind=kind,
+            rules=[{"events": ["switch.fired"]}],
+            **CHANNEL_TARGETS[kind],
+        )
+        stack.ids["channel"] = made["channel"]["id"]
+    return stack.ids["channel"]
+
+
+def fired_to(kind: str) -> Callable[[Stack], Action]:
+    """The expiry of ``expiry``, in a namespace with one channel of ``kind``: the source's side
+    of the event (the channels query, the notification in the step's transaction, the notify
+    queue's message)."""
+
+    def prepare(stack: Stack) -> Action:
+        _channel(stack, kind)
+        return expiry(stack)
+
+    return prepare
+
+
+def delivered_to(kind: str) -> Callable[[Stack], Action]:
+    """The notify function's first attempt at an expiry's switch.fired, handed over by the
+    notify queue as its event source mapping would, and delivered: a webhook's or Slack's POST
+    answered 200 (the transport injected, no connection made), an email sent by moto's SES."""
+
+    def prepare(stack: Stack) -> Action:
+        from vigil.entrypoints import notify
+
+        _channel(stack, kind)
+        worker = stack.notifier or _notifier(stack)
+        sqs, url = worker.alarms.sqs, os.environ["NOTIFY_QUEUE_URL"]
+        _drain(sqs, url)
+        expiry(stack)()
+        [message] = _drain(sqs, url)
+        event = {"Records": [{"messageId": message["MessageId"], "body": message["Body"]}]}
+        sent = stack.sent[kind]
+
+        def deliver() -> Any:
+            before = sent()
+            result = notify.handler(event)
+            assert result == {"batchItemFailures": []}, stack.logs.last
+            assert sent() == before + 1, f"the {kind} message was not sent"
+            return result
+
+        return deliver
+
+    return prepare
+
+
+def _drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message on the queue, deleted (the meter is paused while a case is prepared)."""
+    found: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        for message in batch:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        found += batch
+    return found
+
+
+def _notifier(stack: Stack) -> Any:
+    """The notify function's handler state, built as on Lambda, its AWS clients metered and
+    its HTTP transport replaced by one that answers 200 and counts the POSTs."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ses.models import ses_backends
+
+    from vigil.entrypoints import notify
+    from vigil.notifications.outbound import Outcome
+
+    notify.notifier.cache_clear()
+    worker = notify.notifier()
+    posts: list[int] = []
+
+    def post(url: str, body: bytes, headers: Any, **_: Any) -> Outcome:
+        posts.append(len(body))
+        return Outcome("delivered", 200, "HTTP 200")
+
+    worker.sender.post = post
+    clients = [worker.store.client, worker.alarms.sqs, worker.alarms.scheduler]
+    if worker.sender.ses is not None:
+        clients.append(worker.sender.ses)
+    for client in clients:
+        stack.meter.hook(client)
+        stack.sdk.hook(client)
+    ses = ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    stack.sent.update(
+        webhook=lambda: len(posts), slack=lambda: len(posts), email=lambda: len(ses.sent_messages)
+    )
+    stack.notifier = worker
+    return worker
+
+
+def measure_notifications(repeats: int, log_level: str) -> dict[str, tuple[Measured, Measured]]:
+    """For each kind of channel: the source's expiry with one such channel, and the notify
+    function's delivery to it, each on a deployment of its own."""
+    import boto3
+    from moto import mock_aws
+
+    os.environ["CONSOLE_BASE_URL"] = CONSOLE_BASE
+    measured = {}
+    for kind in NOTIFY_KINDS:
+        steps = (
+            Step(f"fired_{kind}", f"alarm, expiry, one {kind} channel", "alarm", fired_to(kind)),
+            Step(f"sent_{kind}", f"notify, {kind} delivered", "notify", delivered_to(kind)),
+        )
+        rows = []
+        for step in steps:
+            if kind == "email":
+                os.environ["NOTIFY_EMAIL_SENDER"] = EMAIL_SENDER
+            with mock_aws():
+                if kind == "email":
+                    boto3.client("sesv2").create_email_identity(EmailIdentity=EMAIL_SENDER)
+                stack = Stack.up(Meter(), SdkTime(), LogBytes(), log_level)
+                rows.append(measure(stack, step, repeats))
+            os.environ.pop("NOTIFY_EMAIL_SENDER", None)
+        measured[kind] = (rows[0], rows[1])
+    return measured
+
+
 # A long poll is timed once: what it shows is that the handler waits out the wait.
 LONG_POLL_SECONDS = 2
 LONG_POLL = Step("long_poll", "`inbox_poll`, empty", "api", empty_poll(LONG_POLL_SECONDS))
@@ -762,6 +951,7 @@ class Measured:
     response_bytes: int
     median_ms: float
     sdk_ms: float
+    trace: list[Traced] = field(default_factory=list)
 
 
 def measure(stack: Stack, step: Step, repeats: int) -> Measured:
@@ -785,6 +975,7 @@ def measure(stack: Stack, step: Step, repeats: int) -> Measured:
         response_bytes=len(json.dumps(result).encode()),
         median_ms=0.0,
         sdk_ms=0.0,
+        trace=list(meter.trace),
     )
     meter.paused = True
     durations, in_sdk = [], []
@@ -833,6 +1024,11 @@ def xray_traced(calls_per_second: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=25, help="timed calls per step")
+    parser.add_argument(
+        "--notifications",
+        action="store_true",
+        help="measure only the notifications' section (and the expiry it is added to)",
+    )
     options = parser.parse_args()
 
     from moto import mock_aws
@@ -850,14 +1046,20 @@ def main() -> None:
         access_log_format=facts["access_log_format"],
     )
     rows: dict[str, Measured] = {}
-    for step in [*STEPS, LONG_POLL]:
+    chosen = [*STEPS, LONG_POLL]
+    if options.notifications:
+        chosen = [step for step in STEPS if step.key == "expiry"]
+    for step in chosen:
         # Each step on a deployment of its own: moto's transactions copy the whole table, so a
         # table grown by other steps would slow this one's.
         meter, sdk, logs = Meter(), SdkTime(), LogBytes()
         with mock_aws():
             stack = Stack.up(meter, sdk, logs, facts["log_level"])
             rows[step.key] = measure(stack, step, 1 if step is LONG_POLL else options.repeats)
-    report(rows, rows.pop(LONG_POLL.key), prices, facts, options.repeats)
+    if not options.notifications:
+        report(rows, rows.pop(LONG_POLL.key), prices, facts, options.repeats)
+    notified = measure_notifications(options.repeats, facts["log_level"])
+    report_notifications(rows["expiry"], notified, prices)
 
 
 def report(
@@ -962,6 +1164,101 @@ def report(
     for label, every, each in plans:
         polls = MONTH_SECONDS / every
         print(f"    {label:48} {polls:8.0f} polls  ${polls * each:.2f}")
+
+
+def _counted(row: Measured) -> Counter[str]:
+    return Counter(traced.call for traced in row.trace)
+
+
+def _own(row: Measured) -> float:
+    """The handler's milliseconds outside AWS calls (moto's work here)."""
+    return row.median_ms - row.sdk_ms
+
+
+def _calls(counts: Counter[str]) -> str:
+    return ", ".join(f"{name} {count:+d}" for name, count in sorted(counts.items()) if count)
+
+
+def report_notifications(
+    baseline: Measured, measured: dict[str, tuple[Measured, Measured]], prices: Prices
+) -> None:
+    """What one switch.fired event delivered to one channel adds, per kind, and its price."""
+    per_ms = prices.memory_gb * PRICE["lambda_arm64_gb_second"] / 1000
+    print(
+        "\n6. Notifications: one switch.fired event delivered to one channel (the expiry's extra "
+        "work over a namespace with no channel, and the notify function's attempt)"
+    )
+    print(f"{'':30} {'WRU':>5} {'RRU':>5} {'ms':>6} {'own':>5}   calls")
+    for kind, (fired, sent) in measured.items():
+        extra = _counted(fired)
+        extra.subtract(_counted(baseline))
+        print(
+            f"  source, {kind:21} {fired.write_units - baseline.write_units:5g} "
+            f"{fired.read_units - baseline.read_units:5g} "
+            f"{fired.median_ms - baseline.median_ms:6.1f} "
+            f"{_own(fired) - _own(baseline):5.1f}   {_calls(extra)}"
+        )
+        print(
+            f"  notify, {kind:21} {sent.write_units:5g} {sent.read_units:5g} "
+            f"{sent.median_ms:6.1f} {_own(sent):5.1f}   {sent.calls}"
+            + ("" if kind == "email" else ", and the HTTPS POST")
+        )
+    print(
+        f"\n   USD per million events (DynamoDB, SQS at ${PRICE['sqs_request'] * 1e6:.2f} per "
+        f"million requests with the event source mapping's {ESM_SQS_REQUESTS} per message, one "
+        f"Lambda request at ${PRICE['lambda_request'] * 1e6:.2f} per million, duration at "
+        f"{prices.memory_gb * 1024:.0f} MB arm64, logs, SES ${PRICE['ses_email'] * 1000:.2f} "
+        "per 1000 emails)"
+    )
+    print(
+        f"{'channel':10} {'source':>8} {'notify requests':>16} {'duration':>9} {'logs':>6} "
+        f"{'ESM SQS':>8} {'SES':>7} {'total':>8}"
+    )
+    for kind, (fired, sent) in measured.items():
+        source = (
+            fired.requests_usd
+            - baseline.requests_usd
+            + (fired.median_ms - baseline.median_ms) * per_ms
+            + prices.logs_usd(fired)
+            - prices.logs_usd(baseline)
+        )
+        esm = ESM_SQS_REQUESTS * PRICE["sqs_request"]
+        ses = PRICE["ses_email"] if kind == "email" else 0.0
+        parts = [
+            source,
+            sent.requests_usd,
+            prices.duration_usd(sent.median_ms),
+            prices.logs_usd(sent),
+            esm,
+            ses,
+        ]
+        cells = " ".join(
+            f"{value * 1e6:{width}.2f}"
+            for value, width in zip(parts, (8, 16, 9, 6, 8, 7), strict=True)
+        )
+        print(f"{kind:10} {cells} {sum(parts) * 1e6:8.2f}")
+
+    print(
+        "   The notify function's duration above leaves out the message's own time: the POST is "
+        "injected and moto's SES answers at once. On AWS Lambda bills that wait: each 100 ms a "
+        f"receiver or SES takes adds ${100 * per_ms * 1e6:.2f} per million."
+    )
+    # The channels query is the first call that reads their partition; what follows it is the
+    # notify step's.
+    first = next(i for i, t in enumerate(baseline.trace) if t.partition.endswith("#CHANNELS"))
+    paid = baseline.trace[first:]
+    usd = sum(
+        t.write_units * PRICE["dynamodb_write_unit"] + t.read_units * PRICE["dynamodb_read_unit"]
+        for t in paid
+    )
+    calls = "; ".join(
+        f"{t.call} of {t.partition or 'a transaction'}, {t.write_units:g} WRU {t.read_units:g} RRU"
+        for t in paid
+    )
+    print(
+        "\n   A namespace with no channel pays, per switch.fired event (the expiry's last calls): "
+        f"{calls}; ${usd * 1e6:.2f} per million"
+    )
 
 
 if __name__ == "__main__":
