@@ -190,7 +190,7 @@ class EventPump:
         self.poll_interval = poll_interval
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         # Keyed by (schedule ARN, last modification): an updated schedule is a new one.
         self._completed: set[tuple[str, str]] = set()
         self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
@@ -204,37 +204,58 @@ class EventPump:
     # ---------------------------------------------------------------- running
 
     def tick(self) -> None:
-        """One pass over every event source; the background thread repeats it."""
-        passes: list[Callable[[], None]] = [
-            functools.partial(self._poll, mapping)
-            for mapping in self.deployment.event_source_mappings
-            if mapping.enabled
-        ]
-        passes += [self._fire_schedules, self._run_async_invocations, self._sweep_expired]
+        """One pass over every event source, in turn; the background threads repeat them."""
+        for mapping in self.deployment.event_source_mappings:
+            if mapping.enabled:
+                self._poll_safely(mapping)
+        self._tick_rest()
+
+    def _tick_rest(self) -> None:
         with self._lock:
-            for one_pass in passes:
+            for one_pass in (
+                self._fire_schedules,
+                self._run_async_invocations,
+                self._sweep_expired,
+            ):
                 # One source failing (moto restarting, a bug here) must not starve the others.
                 try:
                     one_pass()
                 except Exception:
                     log.exception("event pump pass failed")
 
+    def _poll_safely(self, mapping: LocalEventSourceMapping) -> None:
+        try:
+            self._poll(mapping)
+        except Exception:
+            log.exception("event pump pass failed")
+
     def start(self) -> None:
-        if self._thread is not None:
+        """Polls each event source mapping on a thread of its own, as Lambda runs each
+        function in sandboxes of its own: a notification waiting on a slow receiver holds up
+        no switch's timer. Schedules, asynchronous invocations and TTL share one more thread."""
+        if self._threads:
             return
         self._stopping.clear()
-        self._thread = threading.Thread(target=self._loop, name="vigil-event-pump", daemon=True)
-        self._thread.start()
+        loops: list[tuple[str, Callable[[], None]]] = [
+            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_safely, m))
+            for m in self.deployment.event_source_mappings
+            if m.enabled
+        ]
+        loops.append(("vigil-event-pump", self._tick_rest))
+        for name, one_pass in loops:
+            thread = threading.Thread(target=self._loop, args=(one_pass,), name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
 
-    def _loop(self) -> None:
+    def _loop(self, one_pass: Callable[[], None]) -> None:
         while not self._stopping.wait(self.poll_interval):
-            self.tick()
+            one_pass()
 
     # ---------------------------------------------------------------- event source mappings
 
