@@ -352,7 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("\n".join(table(armed)))
     if args.write is not None:
-        args.write.write_text(report(armed, argv, poll_interval, args.max_window, took, load))
+        written = report(armed, argv, poll_interval, args.max_window, took, load)
+        # The file's later sections are other scripts' (scripts/notify_lateness.py): kept.
+        kept = args.write.read_text() if args.write.exists() else ""
+        start = kept.find("\n## ")
+        args.write.write_text(written + (kept[start:] if start >= 0 else ""))
         print(f"\nwritten to {args.write}")
     return 0
 
