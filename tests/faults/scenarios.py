@@ -27,6 +27,7 @@ from vigil.alarms.timers import Timer
 from vigil.clock import iso
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
+from vigil.notifications.events import event_id as make_event_id
 from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
@@ -634,7 +635,7 @@ def _alert(world: World) -> dict[str, Any]:
     """An alert written to a channel, as a switch's death writes one."""
     channel_id = _channel(world)
     now = world.clock.now()
-    event_id = "evt_" + "b" * 22 + world.unique("x").split("-")[1].rjust(4, "b")
+    event_id = make_event_id(NAMESPACE, "switch.fired", world.unique("alert"))
     notification = Notification(
         namespace=NAMESPACE,
         event_id=event_id,
@@ -651,7 +652,7 @@ def _failed_delivery(world: World) -> dict[str, Any]:
     """A channel with a delivery that gave up, as the notify function leaves one."""
     channel_id = _channel(world)
     now = world.clock.now()
-    event_id = "evt_" + "a" * 22 + world.unique("x").split("-")[1].rjust(4, "a")
+    event_id = make_event_id(NAMESPACE, "switch.fired", world.unique("failed"))
     failed = Delivery(
         channel_id=channel_id, state="failed", attempt=MAX_ATTEMPTS, next_at=now, finished_at=now
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.harness.probe import Doors, Outcome
 from tests.liveness_support import World
+from tests.support import TEST_KEYS
 from vigil.clock import ManualClock
 from vigil.identity.records import (
     Kind,
@@ -26,6 +27,8 @@ from vigil.identity.records import (
     parse_secret,
 )
 from vigil.mailboxes.records import parse_address, queue_name
+from vigil.notifications.delivery import Sender
+from vigil.notifications.outbound import Outcome as Sent
 
 _GONE = object()
 HOME = "acme"  # the namespace of World's tenant
@@ -147,10 +150,19 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
+def _refused(url: str, body: bytes, headers: Any, **options: Any) -> Sent:
+    return Sent("rejected", 400, "HTTP 400: refused by the harness's receivers")
+
+
 class HarnessWorld:
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.clock = clock or ManualClock()
         self.world = World(self.clock)
+        # As on the local runtime, a channel's URL may be http://; and every receiver refuses
+        # what it is sent, so each channel's failure log has something to list and replay.
+        self.world.use_sender(
+            Sender(keys=TEST_KEYS, clock=self.clock, allow_private=True, post=_refused)
+        )
         self.store = self.world.store
         self.doors = Doors(self.world.app)
         self.cast = Cast(self.world)

@@ -329,7 +329,7 @@ def test_only_a_webhook_at_its_current_version_is_rotated(tenant: Tenant) -> Non
     assert stale.code is ErrorCode.VERSION_CONFLICT
     assert stale.details == {"current_version": 2}
     assert not stale.retryable
-    missing = refused(tenant.call, "rotate_channel_secret", id="chn_nothinghere0000", version=1)
+    missing = refused(tenant.call, "rotate_channel_secret", id="chn_nothinghereaaaaa", version=1)
     assert missing.code is ErrorCode.NOT_FOUND
 
 
@@ -425,7 +425,7 @@ def test_another_namespace_never_sees_or_touches_a_channel(
     ):
         error = refused(other_tenant.call, tool, **arguments)
         assert error.code is ErrorCode.NOT_FOUND, tool
-        missing = refused(other_tenant.call, tool, **{**arguments, "id": "chn_nothinghere0000"})
+        missing = refused(other_tenant.call, tool, **{**arguments, "id": "chn_nothinghereaaaaa"})
         assert error.to_dict() == missing.to_dict()  # existence does not leak
     assert stored(tenant, channel_id) == before
     theirs = webhook(other_tenant)["channel"]["id"]

@@ -23,14 +23,13 @@ from standardwebhooks import Webhook
 
 from tests.liveness_support import World
 from tests.support import TEST_KEYS
-from vigil.alarms.timers import Timer, deliver
+from vigil.alarms.timers import Timer
 from vigil.clock import ManualClock
-from vigil.entrypoints.alarm import handlers
 from vigil.errors import ErrorCode, VigilError
-from vigil.notifications.delivery import Notifier, Sender
+from vigil.notifications.delivery import Sender
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import DEAD_LETTER_KIND, REMINDER_KIND, STALE_KIND, TIMER_KIND
+from vigil.notifications.outbox import REMINDER_KIND, STALE_KIND, TIMER_KIND
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     BACKOFF_FACTOR,
@@ -137,22 +136,9 @@ def receiver(clock: ManualClock) -> Iterator[Receiver]:
 class Notifying(World):
     def __init__(self, clock: ManualClock, timeout: float = 2.0) -> None:
         super().__init__(clock)
-        self.sender = Sender(
-            keys=TEST_KEYS, clock=clock, allow_private=True, timeout_seconds=timeout
+        self.use_sender(
+            Sender(keys=TEST_KEYS, clock=clock, allow_private=True, timeout_seconds=timeout)
         )
-        self.app.sender = self.sender
-        self.notifier = Notifier(self.store, clock, self.alarms, self.sender)
-
-    def deliver(self, timer: Timer) -> bool:
-        self.delivered.append(timer)
-        kinds = {
-            **handlers(self.liveness),
-            TIMER_KIND: self.notifier.on_timer,
-            REMINDER_KIND: self.notifier.on_reminder,
-            DEAD_LETTER_KIND: self.notifier.on_dead_letter,
-            STALE_KIND: self.notifier.on_stale,
-        }
-        return deliver(timer, self.clock.now(), self.alarms, kinds)
 
     def channel(self, url: str, events: list[str], **more: Any) -> tuple[str, str]:
         created = self.call(
@@ -396,7 +382,7 @@ def test_deployed_a_private_address_is_refused_before_connecting(
     world: Notifying, receiver: Receiver
 ) -> None:
     channel_id, _ = world.channel(receiver.url, ["switch.fired"])
-    world.notifier.sender = Sender(keys=TEST_KEYS, clock=world.clock)  # as deployed
+    world.use_sender(Sender(keys=TEST_KEYS, clock=world.clock))  # as deployed
     arm_and_die(world)
     world.advance(11)
     delivery = world.notification(fired_event_id(world)).deliveries[channel_id]
@@ -640,8 +626,10 @@ def test_slack_gets_block_kit_with_a_console_link_and_no_action(
         url=slack_url,
         rules=[{"events": ["switch.fired"]}],
     )
-    world.notifier.sender = Sender(
-        keys=TEST_KEYS, clock=world.clock, console_base="https://vigil.example.com", post=slack
+    world.use_sender(
+        Sender(
+            keys=TEST_KEYS, clock=world.clock, console_base="https://vigil.example.com", post=slack
+        )
     )
     arm_and_die(world)
     world.advance(11)
@@ -672,8 +660,8 @@ def test_email_goes_through_ses_and_moto_keeps_it(
         email="oncall@example.com",
         rules=[{"events": ["switch.fired"]}],
     )
-    world.notifier.sender = Sender(
-        keys=TEST_KEYS, clock=world.clock, email_sender="vigil@example.com", ses=ses
+    world.use_sender(
+        Sender(keys=TEST_KEYS, clock=world.clock, email_sender="vigil@example.com", ses=ses)
     )
     arm_and_die(world)
     world.advance(11)

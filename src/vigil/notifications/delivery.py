@@ -295,7 +295,7 @@ class Notifier:
                 continue  # beaten meanwhile: look again
             return
         # Lost to beats every time: failing hands the timer back to its queue, to try again.
-        raise contended("the session's watch lost to its beats; tried again later")
+        raise contended("the session's watch lost to its beats; retry later")
 
     def _publish_alone(
         self, namespace: str, event_type: NoticeType, data: EventData, at: datetime
@@ -447,5 +447,7 @@ def replay(
             result=result,
         )
     except ConditionFailed:
-        raise contended("the delivery changed concurrently; list the failures again") from None
+        raise contended(
+            "the delivery changed concurrently; list the failures again and retry"
+        ) from None
     return result

@@ -18,7 +18,7 @@ from vigil.identity.records import new_id
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
-from vigil.notifications.events import ChannelTest, make_event
+from vigil.notifications.events import EVENT_ID_PATTERN, ChannelTest, make_event
 from vigil.notifications.records import (
     EVENT_TYPES,
     MAX_ATTEMPTS,
@@ -89,8 +89,7 @@ Name = Annotated[
 ChannelId = Annotated[
     str,
     Field(
-        min_length=1,
-        max_length=64,
+        pattern=r"^chn_[a-z2-7]{16}$",
         description="A channel's id (chn_…), as create_channel or list_channels returned it.",
     ),
 ]
@@ -548,9 +547,7 @@ def _failure_view(failure: DeliveryFailure) -> DeliveryFailureView:
 # -- replay_delivery ------------------------------------------------------------------------
 class ReplayDeliveryInput(StrictInput):
     channel_id: ChannelId
-    event_id: str = Field(
-        min_length=1, max_length=64, description="The failed event's id, as listed."
-    )
+    event_id: str = Field(pattern=EVENT_ID_PATTERN, description="The failed event's id, as listed.")
     idempotency_key: IdempotencyKey | None = None
 
 
@@ -601,8 +598,7 @@ def replay_delivery(ctx: Context, args: ReplayDeliveryInput) -> DeliveryReplayed
 # -- acknowledge_alert ----------------------------------------------------------------------
 class AcknowledgeAlertInput(StrictInput):
     event_id: str = Field(
-        min_length=1,
-        max_length=64,
+        pattern=EVENT_ID_PATTERN,
         description="The alert's id (its webhook-id), or the id of one of its repeats.",
     )
 
