@@ -392,6 +392,7 @@ class Stack:
             "MAILBOX_QUEUE_PREFIX": "cost-mb",
             "ATTACHMENTS_BUCKET": "cost-attachments",
             "NOTIFY_QUEUE_URL": sqs.create_queue(QueueName="notify")["QueueUrl"],
+            "WATCH_QUEUE_URL": sqs.create_queue(QueueName="watch")["QueueUrl"],
             "NOTIFY_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:notify",
             "NOTIFY_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:notify-dlq",
             "SERVICE_KEY_ARN": boto3.client("secretsmanager").create_secret(

@@ -16,6 +16,7 @@ REQUIRED = (
     "MAILBOX_QUEUE_PREFIX",
     "ATTACHMENTS_BUCKET",
     "NOTIFY_QUEUE_URL",
+    "WATCH_QUEUE_URL",
     "NOTIFY_FUNCTION_ARN",
     "NOTIFY_DLQ_ARN",
 )
@@ -33,6 +34,7 @@ class Settings:
     attachments_bucket: str
     allowed_origins: frozenset[str]
     notify_queue_url: str = ""
+    watch_queue_url: str = ""
     notify_function_arn: str = ""
     notify_dlq_arn: str = ""
     stack_name: str = ""
@@ -61,6 +63,7 @@ class Settings:
             attachments_bucket=source["ATTACHMENTS_BUCKET"],
             allowed_origins=frozenset(o.strip() for o in origins.split(",") if o.strip()),
             notify_queue_url=source["NOTIFY_QUEUE_URL"],
+            watch_queue_url=source["WATCH_QUEUE_URL"],
             notify_function_arn=source["NOTIFY_FUNCTION_ARN"],
             notify_dlq_arn=source["NOTIFY_DLQ_ARN"],
             stack_name=source.get("STACK_NAME", ""),

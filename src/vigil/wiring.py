@@ -115,10 +115,11 @@ def blobs(connect: Connect = aws_client) -> S3Blobs:
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:
     from vigil.alarms.aws import AwsAlarms, Destination
-    from vigil.alarms.kinds import NOTIFY_KINDS
+    from vigil.alarms.kinds import NOTIFY, WATCH_KINDS
 
     config = settings()
     notify = Destination(config.notify_queue_url, config.notify_function_arn, config.notify_dlq_arn)
+    watch = Destination(config.watch_queue_url, config.notify_function_arn, config.notify_dlq_arn)
     return AwsAlarms(
         sqs=connect("sqs", 5),
         scheduler=connect("scheduler", 5),
@@ -127,7 +128,7 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
         target_arn=config.alarm_function_arn,
         role_arn=config.scheduler_role_arn,
         dead_letter_arn=config.alarm_dlq_arn,
-        by_kind=dict.fromkeys(NOTIFY_KINDS, notify),
+        by_kind={NOTIFY: notify, **dict.fromkeys(WATCH_KINDS, watch)},
     )
 
 

@@ -21,7 +21,7 @@ from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
 from tests.support import TEST_KEYS
 from vigil.alarms.aws import AwsAlarms, Destination
-from vigil.alarms.kinds import NOTIFY_KINDS
+from vigil.alarms.kinds import NOTIFY, WATCH_KINDS
 from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
@@ -42,6 +42,7 @@ GROUP = "alarms"
 PREFIX = "vigil-mb"
 TIMER_QUEUE = "timers"
 NOTIFY_QUEUE = "notify"
+WATCH_QUEUE = "watch"
 NOTIFY_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:notify"
 NOTIFY_DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:notify-dlq"
 BUCKET = "attachments"
@@ -108,6 +109,7 @@ class World:
         self.table = create_tables_from_template(self.dynamodb)["VigilTable"]
         self.timer_queue_url = self.sqs.create_queue(QueueName=TIMER_QUEUE)["QueueUrl"]
         self.notify_queue_url = self.sqs.create_queue(QueueName=NOTIFY_QUEUE)["QueueUrl"]
+        self.watch_queue_url = self.sqs.create_queue(QueueName=WATCH_QUEUE)["QueueUrl"]
         self.scheduler.create_schedule_group(Name=GROUP)
         self.labels: dict[str, str] = {}  # principal id -> label
         self.ids: dict[str, str] = {}  # label -> principal id
@@ -137,9 +139,12 @@ class World:
             f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:alarm",
             f"arn:aws:iam::{ACCOUNT}:role/scheduler",
             f"arn:aws:sqs:{REGION}:{ACCOUNT}:alarm-dlq",
-            by_kind=dict.fromkeys(
-                NOTIFY_KINDS, Destination(self.notify_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN)
-            ),
+            by_kind={
+                NOTIFY: Destination(self.notify_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN),
+                **dict.fromkeys(
+                    WATCH_KINDS, Destination(self.watch_queue_url, NOTIFY_ARN, NOTIFY_DLQ_ARN)
+                ),
+            },
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
         self.app = App(

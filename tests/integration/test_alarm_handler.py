@@ -64,6 +64,7 @@ def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
         "MAILBOX_QUEUE_PREFIX": "test-mb",
         "ATTACHMENTS_BUCKET": "test-attachments",
         "NOTIFY_QUEUE_URL": sqs.create_queue(QueueName="notify")["QueueUrl"],
+        "WATCH_QUEUE_URL": sqs.create_queue(QueueName="watch")["QueueUrl"],
         "NOTIFY_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:notify",
         "NOTIFY_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:notify-dlq",
     }
@@ -158,3 +159,21 @@ def test_aws_failures_arming_an_alarm_are_typed_and_retryable(
     assert raised.value.code.value == expected
     assert raised.value.to_dict()["retryable"] is True
     assert "AWS text" not in str(raised.value.to_dict())
+
+
+def test_timers_of_the_notify_function_go_to_its_queues_never_to_the_alarm_functions(
+    deployed: dict[str, str],
+) -> None:
+    """A notification's attempts on the notify queue; its reminders, a session's watch and an
+    envelope's last hand-out on the watch queue, behind no attempt that waits on a receiver."""
+    from vigil.alarms import kinds
+    from vigil.alarms.timers import Timer
+    from vigil.clock import SystemClock
+
+    now = SystemClock().now()
+    armed = wiring.alarms()
+    for kind in kinds.NOTIFY_KINDS:
+        armed.arm(Timer(kind=kind, namespace="acme", key="k", due_at=now), now)
+    assert queued(deployed["NOTIFY_QUEUE_URL"]) == 1
+    assert queued(deployed["WATCH_QUEUE_URL"]) == len(kinds.WATCH_KINDS) == 3
+    assert queued(deployed["TIMER_QUEUE_URL"]) == 0

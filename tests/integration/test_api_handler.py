@@ -48,6 +48,7 @@ def operator_secret(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "MAILBOX_QUEUE_PREFIX": "test-mb",
         "ATTACHMENTS_BUCKET": "test-attachments",
         "NOTIFY_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/notify",
+        "WATCH_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/watch",
         "NOTIFY_FUNCTION_ARN": "arn:aws:lambda:us-east-1:123456789012:function:notify",
         "NOTIFY_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:notify-dlq",
     }

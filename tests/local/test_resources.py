@@ -120,11 +120,15 @@ def test_functions_get_their_environment_resolved_against_local_resources(
 def test_the_event_source_mapping_and_what_is_not_played_are_collected(
     deployment: LocalDeployment,
 ) -> None:
-    mappings = {m.function: m for m in deployment.event_source_mappings}
-    assert sorted(mappings) == ["AlarmFunction", "NotifyFunction"]
-    alarm, notify = mappings["AlarmFunction"], mappings["NotifyFunction"]
-    assert (alarm.queue, alarm.batch_size) == ("TimerQueue", 10)
-    assert (notify.queue, notify.batch_size) == ("NotifyQueue", 5)
+    mappings = {m.queue: m for m in deployment.event_source_mappings}
+    assert sorted(mappings) == ["NotifyQueue", "TimerQueue", "WatchQueue"]
+    alarm, notify = mappings["TimerQueue"], mappings["NotifyQueue"]
+    assert (alarm.function, alarm.batch_size) == ("AlarmFunction", 10)
+    assert (notify.function, notify.batch_size) == ("NotifyFunction", 5)
+    assert (mappings["WatchQueue"].function, mappings["WatchQueue"].batch_size) == (
+        "NotifyFunction",
+        10,
+    )
     assert alarm.report_batch_item_failures
     assert notify.report_batch_item_failures
     assert "HttpApi (AWS::ApiGatewayV2::Api)" in deployment.ignored

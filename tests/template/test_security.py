@@ -27,7 +27,7 @@ CHECKOV = Path(os.environ.get("VIGIL_CHECKOV", str(REPO / ".venv-checkov" / "bin
 INTENDED: dict[str, tuple[str, frozenset[str]]] = {
     "CKV_AWS_27": (
         "queues use SSE-SQS (SqsManagedSseEnabled); checkov recognises only a KMS key",
-        frozenset({"TimerQueue", "TimerDLQ", "AlarmDLQ", "NotifyQueue", "NotifyDLQ"}),
+        frozenset({"TimerQueue", "TimerDLQ", "AlarmDLQ", "NotifyQueue", "NotifyDLQ", "WatchQueue"}),
     ),
     "CKV_AWS_119": (
         "the table is encrypted with the AWS-managed key aws/dynamodb; no customer managed key "

@@ -14,3 +14,6 @@ DEAD_LETTER = "deadletter"
 STALE = "stale"
 
 NOTIFY_KINDS = (NOTIFY, REMIND, DEAD_LETTER, STALE)
+# Those that never wait on a receiver: they have a queue of their own, so that none waits
+# behind an attempt that does.
+WATCH_KINDS = (REMIND, DEAD_LETTER, STALE)
