@@ -376,7 +376,7 @@ class Stack:
         from vigil import wiring
         from vigil.bootstrap import bootstrap_operator
         from vigil.clock import ManualClock, SystemClock, to_ms
-        from vigil.entrypoints import alarm, api
+        from vigil.entrypoints import alarm, api, notify
 
         dynamodb = boto3.client("dynamodb")
         sqs = boto3.client("sqs")
@@ -407,7 +407,12 @@ class Stack:
         alarm.liveness.cache_clear()
         app = api.router().app
         machinery = alarm.liveness()
+        notify.notifier.cache_clear()
+        worker = notify.notifier()
         clients = [
+            worker.store.client,
+            worker.alarms.sqs,
+            worker.alarms.scheduler,
             app.store.client,
             app.queues.client,
             app.alarms.sqs,
@@ -597,6 +602,37 @@ def session_beat(stack: Stack) -> Action:
     return lambda: stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
 
 
+def session_first_beat(stack: Stack) -> Action:
+    """A session's first beat: it creates the session and arms its staleness watch."""
+    session = stack.unique("session")
+    return lambda: stack.call(
+        "worker", "session_heartbeat", sessionId=session, idempotencyKey=session
+    )
+
+
+def session_watch(stack: Stack) -> Action:
+    """A beating session's watch arriving when it would have gone stale: it reads the session
+    and the namespace's channels, arms itself again and records that (no channel wants
+    session.stale here, so an hour on)."""
+    from vigil.alarms.kinds import STALE
+    from vigil.alarms.timers import Timer
+    from vigil.entrypoints import notify
+
+    session, key = _session(stack, 0, 0)
+    stack.clock.advance(60)
+    stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
+    found = notify.notifier().store.get_session("cost", session)
+    assert found is not None
+    assert found.watch_due is not None
+    watch = Timer(kind=STALE, namespace="cost", key=session, due_at=found.watch_due)
+    stack.advance_to(found.watch_due)
+
+    def deliver() -> Any:
+        return notify.handler(queued(watch))
+
+    return deliver
+
+
 def session_beat_instructed(stack: Stack) -> Action:
     session, key = _session(stack, 2, 4096)
     return lambda: stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=key)
@@ -750,6 +786,18 @@ STEPS = [
     ),
     Step("first_long", "`heartbeat`, first beat, window > 900 s", "api", first_long_beat),
     Step("session", "`session_heartbeat`, nothing to hand out", "api", session_beat),
+    Step(
+        "session_first",
+        "`session_heartbeat`, a new session (arms its watch)",
+        "api",
+        session_first_beat,
+    ),
+    Step(
+        "session_watch",
+        "notify, a beating session's watch (moves itself)",
+        "notify",
+        session_watch,
+    ),
     Step(
         "session_4k",
         "`session_heartbeat` handing out two 4 KB instructions",
