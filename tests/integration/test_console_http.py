@@ -1111,3 +1111,43 @@ def test_a_page_answers_405_to_a_post_and_a_form_to_a_get(scene: Scene) -> None:
     form = scene.router.handle(HttpRequest("GET", "/console/requests/reply", {}, b""))
     assert (page.status, page.headers["allow"]) == (405, "GET, HEAD")
     assert (form.status, form.headers["allow"]) == (405, "POST")
+
+
+def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene) -> None:
+    from vigil.switches.service import Liveness
+
+    app = scene.router.app
+    scene.acme.call(
+        "create_channel",
+        name="pager",
+        kind="webhook",
+        url="https://hooks.example.com/vigil",
+        rules=[{"events": ["switch.fired"], "repeat_every_minutes": 10}],
+    )
+    scene.clock.advance(601)
+    liveness = Liveness(app.store, scene.clock, app.alarms, app.queues)
+    for timer in app.alarms.take_due(scene.clock.now()):  # type: ignore[attr-defined]
+        if timer.kind == "switch":
+            liveness.on_timer(timer)
+    [death] = scene.acme.call("list_deaths")["deaths"]
+    alert = death["alert_id"]
+    assert alert is not None
+
+    pat = scene.signed_in(scene.pat)
+    page = pat.get("/console/switch", scope=scene.scope)
+    text = page.body.decode()
+    assert "Acknowledge the alert" in text
+    assert alert in text
+    done = pat.post(
+        "/console/alerts/acknowledge",
+        {"csrf": pat.csrf(), "event_id": alert, "scope": scene.scope},
+    )
+    assert done.status == 303
+    assert location(done) == f"/console/switch?scope={scene.scope}"
+    acked = scene.acme.call("acknowledge_alert", event_id=alert)
+    assert acked["acknowledged_by"] == scene.pat_id  # the person's, which stands
+
+    forged = scene.signed_in(scene.pat).post(
+        "/console/alerts/acknowledge", {"csrf": "forged", "event_id": alert, "scope": scene.scope}
+    )
+    assert forged.status == 403

@@ -111,6 +111,7 @@ class Console:
             f"{PREFIX}/sessions/instructions": self.post_instruction,
             f"{PREFIX}/requests/reply": self.reply,
             f"{PREFIX}/conversations/send": self.send,
+            f"{PREFIX}/alerts/acknowledge": self.acknowledge,
         }
 
     # -- the way in -----------------------------------------------------------------------------
@@ -596,8 +597,14 @@ class Console:
                 ),
             ]
         )
+        alert = death.get("alert_id") if death else None
+        acknowledge = (
+            p.section("Its alert", "alert", p.acknowledge_form(alert, scope, visit.csrf))
+            if alert
+            else Html("")
+        )
         return self._live_page(
-            request, scope, f"{PREFIX}/switches", live, Html(""), visit, p.REFRESH_LISTINGS_MS
+            request, scope, f"{PREFIX}/switches", live, acknowledge, visit, p.REFRESH_LISTINGS_MS
         )
 
     def sessions(self, request: HttpRequest, visit: Visit) -> HttpResponse:
@@ -654,6 +661,11 @@ class Console:
         return self._live_page(
             request, f"Session {session_id}", f"{PREFIX}/sessions", live, form, visit
         )
+
+    def acknowledge(self, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+        back = f"{PREFIX}/switch?{urlencode({'scope': form.get('scope', '')})}"
+        arguments = {"event_id": form.get("event_id", "")}
+        return self._act(visit, "acknowledge_alert", arguments, back)
 
     def post_instruction(self, form: Mapping[str, str], visit: Visit) -> HttpResponse:
         session_id = form.get("session_id", "")

@@ -457,6 +457,22 @@ def first_line(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def acknowledge_form(alert_id: str, scope: str, csrf: str) -> Html:
+    """Acknowledging a fired switch's alert: its repeats stop, and it does not escalate."""
+    return render(
+        '<form method="post" action="/console/alerts/acknowledge">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="event_id" value="{alert}">'
+        '<input type="hidden" name="scope" value="{scope}">'
+        "<p>Its alert ({alert}) repeats or escalates on the channels whose rules ask for it "
+        "until a person acknowledges it.</p>"
+        '<button type="submit">Acknowledge the alert</button></form>',
+        csrf=csrf,
+        alert=alert_id,
+        scope=scope,
+    )
+
+
 def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
     """The decision a person can make on an open request, bound to the version they read: if
     the request changes before they submit (replaced, answered by someone else), the reply is

@@ -162,6 +162,14 @@ class DeathView(Output):
     alert_envelope_id: str | None = Field(
         description="The alert queued into notify_address, once queue_alert is done."
     )
+    alert_id: str | None = Field(
+        default=None,
+        description=(
+            "The id of the switch.fired event the namespace's channels were sent (its "
+            "webhook-id), to stop its repeats with acknowledge_alert; null until they were "
+            "told, or if none wanted it."
+        ),
+    )
 
     @classmethod
     def of(cls, death: Death) -> DeathView:
@@ -183,6 +191,7 @@ class DeathView(Output):
             released_pages=death.release.pages if chosen else None,
             blind_spot=release["blind_spot"] if release else None,
             alert_envelope_id=alert.get("envelope_id") if alert else None,
+            alert_id=(death.done.get("notify") or {}).get("event_id"),
         )
 
 
