@@ -31,7 +31,7 @@ from vigil.notifications.events import event_id as make_event_id
 from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
-from vigil.switches.service import TIMER_KIND
+from vigil.switches.service import timer_for
 
 Prepare = Callable[[World], dict[str, Any]]
 Run = Callable[[World, "Scenario", dict[str, Any]], dict[str, Any]]
@@ -534,47 +534,22 @@ def _finish(world: World) -> dict[str, Any]:
 
 # -- the alarm function (not a tool: the same harness drives it) ---------------------------
 def _overdue_timer(world: World) -> dict[str, Any]:
-    arguments = _late(world)
-    switch = world.store.get_switch("acme", arguments["scope"])
-    assert switch is not None
-    timer = Timer(
-        kind=TIMER_KIND,
-        namespace="acme",
-        key=switch.scope,
-        generation=switch.generation,
-        due_at=switch.alarm_due,
-    )
-    return {"timer": timer.model_dump(mode="json")}
+    return _timer_of(world, _late(world)["scope"])
 
 
 def _beaten_timer(world: World) -> dict[str, Any]:
     arguments = _armed(world)
-    switch = world.store.get_switch("acme", arguments["scope"])
-    assert switch is not None
+    armed = _timer_of(world, arguments["scope"])  # the alarm armed before the beat moved it
     world.clock.advance(200)
     world.call("heartbeat", "worker", **arguments)
     world.clock.advance(101)
-    timer = Timer(
-        kind=TIMER_KIND,
-        namespace="acme",
-        key=switch.scope,
-        generation=switch.generation,
-        due_at=switch.alarm_due,
-    )
-    return {"timer": timer.model_dump(mode="json")}
+    return armed
 
 
 def _timer_of(world: World, scope: str) -> dict[str, Any]:
     switch = world.store.get_switch("acme", scope)
     assert switch is not None
-    timer = Timer(
-        kind=TIMER_KIND,
-        namespace="acme",
-        key=switch.scope,
-        generation=switch.generation,
-        due_at=switch.alarm_due,
-    )
-    return {"timer": timer.model_dump(mode="json")}
+    return {"timer": timer_for(switch, switch.alarm_due).model_dump(mode="json")}
 
 
 def _held_timer(world: World) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     MAX_REPEATS,
+    AttemptOutcome,
     Channel,
     Delivery,
     DeliveryFailure,
@@ -329,7 +330,11 @@ class Notifier:
         self.alarms.arm(timer.model_copy(update={"waits": timer.waits + 1, "due_at": later}), now)
 
     def _conclude(
-        self, notification: Notification, claimed: Delivery, outcome: Outcome, kind: Any
+        self,
+        notification: Notification,
+        claimed: Delivery,
+        outcome: Outcome,
+        kind: AttemptOutcome,
     ) -> None:
         """Records what the claimed attempt came to; the next attempt's timer first, if there
         is to be one, and the channel's failure with a delivery that gives up."""

@@ -17,7 +17,7 @@ import hashlib
 import json
 from datetime import datetime
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlencode
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
@@ -246,7 +246,7 @@ class EventEnvelope(_Model):
 
     def reminded(
         self, kind: Literal["repeat", "escalation"], channel_id: str, number: int, now: datetime
-    ) -> Any:
+    ) -> Self:
         """This alert again, as repeat or escalation ``number`` of the rule of channel
         ``channel_id``, with an id of its own (one per channel whose rule reminds)."""
         return self.model_copy(

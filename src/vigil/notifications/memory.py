@@ -89,11 +89,7 @@ class MemoryChannels(MemoryBase, ChannelStore):
         def apply() -> None:
             self.notifications[key].deliveries[delivery.channel_id] = delivery.model_copy(deep=True)
 
-        def size() -> int:
-            current = self.notifications.get(key)
-            return item_bytes(key, current) if current is not None else item_bytes(key)
-
-        return MemoryWrite(check, apply, (size(),))
+        return MemoryWrite(check, apply, (self._size_after(key, delivery=delivery),))
 
     def acknowledge(
         self, namespace: str, event_id: str, acknowledgement: Acknowledgement
@@ -108,7 +104,25 @@ class MemoryChannels(MemoryBase, ChannelStore):
         def apply() -> None:
             self.notifications[key].acknowledged = acknowledgement.model_copy()
 
-        return MemoryWrite(check, apply, (item_bytes(key, acknowledgement),))
+        return MemoryWrite(check, apply, (self._size_after(key, acknowledged=acknowledgement),))
+
+    def _size_after(
+        self,
+        key: tuple[str, str],
+        delivery: Delivery | None = None,
+        acknowledged: Acknowledgement | None = None,
+    ) -> int:
+        """The notification's item as an update leaves it: DynamoDB refuses it over 400 KB."""
+        with self._lock:
+            current = self.notifications.get(key)
+            if current is None:
+                return item_bytes(key)
+            after = current.model_copy(deep=True)
+        if delivery is not None:
+            after.deliveries[delivery.channel_id] = delivery
+        if acknowledged is not None:
+            after.acknowledged = acknowledged
+        return item_bytes(key, after)
 
     def add_failure(self, failure: DeliveryFailure) -> MemoryWrite:
         key = (failure.namespace, failure.channel_id, failure.position)
