@@ -5,18 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from vigil.notifications.events import (
-    EVENT_TYPES,
-    DeliveryDeadLettered,
-    Event,
-    EventType,
-    RequestData,
-    SessionStale,
-    SwitchFired,
-    make_event,
-)
+from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
+from vigil.requests.events import RequestData
 from vigil.requests.records import Request
+from vigil.sessions.events import SessionStale
 from vigil.sessions.records import Session
+from vigil.switches.events import SwitchFired
 from vigil.switches.records import Death, HeldLease, Release
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -18,7 +19,7 @@ from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavai
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
-from vigil.kit.tooling import Context, Tool
+from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event, metrics
@@ -34,6 +35,24 @@ log = get_logger("vigil.app")
 # tool's field for it is called), and a credential that may legitimately change (rotation)
 # between a call and its retry.
 _NOT_FINGERPRINTED = {"idempotency_key", "agent_key"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a tool needs for one call, and nothing ambient: each capability's tools read
+    the part of it that their own context protocol names."""
+
+    store: Store
+    clock: Clock
+    caller: Caller
+    queues: MailboxQueues
+    alarms: Alarms
+    uow: UnitOfWork
+    quotas: Quotas
+    blobs: Blobs
+    keys: Keys
+    # How notifications leave (test_channel sends one at once); None: as the settings say.
+    sender: Sender | None = None
 
 
 class App:
@@ -126,7 +145,11 @@ class App:
         return result
 
     def _handed_over(
-        self, tool: Tool, principal: Principal | None, secret: str, arguments: dict[str, Any]
+        self,
+        tool: Tool[Context],
+        principal: Principal | None,
+        secret: str,
+        arguments: dict[str, Any],
     ) -> dict[str, Any]:
         """A retry, made with the secret a call replaced (a rotation of one's own secret), of
         that very call, whose answer was lost: its full result, from the handover its
@@ -153,7 +176,7 @@ class App:
         return result
 
     def _run(
-        self, tool: Tool, caller: Caller, args: BaseModel, secret: str | None
+        self, tool: Tool[Context], caller: Caller, args: BaseModel, secret: str | None
     ) -> dict[str, Any]:
         pending = None
         key = getattr(args, tool.idempotency_field, None)
@@ -216,13 +239,13 @@ def credential(bearer: str | None, agent_key: str | None) -> str:
     return secret
 
 
-def _fingerprinted(tool: Tool, args: BaseModel) -> dict[str, Any]:
+def _fingerprinted(tool: Tool[Context], args: BaseModel) -> dict[str, Any]:
     """The arguments an idempotency key is bound to."""
     excluded = {*_NOT_FINGERPRINTED, tool.idempotency_field}
     return args.model_dump(mode="json", exclude=excluded)
 
 
-def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
+def parse_arguments(tool: Tool[Context], arguments: dict[str, Any]) -> BaseModel:
     try:
         return tool.input_model.model_validate(arguments)
     except ValidationError as error:

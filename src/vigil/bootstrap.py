@@ -20,8 +20,8 @@ from vigil.identity.records import (
     Principal,
     hash_secret,
     issue_secret,
-    new_principal_id,
 )
+from vigil.kit.principals import new_principal_id
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 

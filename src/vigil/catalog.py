@@ -10,8 +10,40 @@ that module for each tool; tests/unit/test_layout.py checks it against the modul
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from vigil.kit.tooling import Tool
+
+if TYPE_CHECKING:
+    from vigil import app
+    from vigil.attachments import tools as attachments
+    from vigil.audit import tools as audit
+    from vigil.conversations import tools as conversations
+    from vigil.identity import tools as identity
+    from vigil.leases import tools as leases
+    from vigil.mailboxes import tools as mailboxes
+    from vigil.notifications import tools as notifications
+    from vigil.progress import tools as progress
+    from vigil.requests import tools as requests
+    from vigil.runs import tools as runs
+    from vigil.sessions import tools as sessions
+    from vigil.switches import tools as switches
+
+    # Checked, not run: the app's context gives each capability's tools what they read.
+    _EVERY: tuple[Tool[app.Context], ...] = (
+        *attachments.TOOLS,
+        *audit.TOOLS,
+        *conversations.TOOLS,
+        *identity.TOOLS,
+        *leases.TOOLS,
+        *mailboxes.TOOLS,
+        *notifications.TOOLS,
+        *progress.TOOLS,
+        *requests.TOOLS,
+        *runs.TOOLS,
+        *sessions.TOOLS,
+        *switches.TOOLS,
+    )
 
 # Each tool module and the tools it declares, in the catalog's order.
 _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -111,14 +143,14 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Every tool's name and the module that declares it.
 DECLARED_IN: dict[str, str] = {name: module for module, names in _ORDER for name in names}
 
-_loaded: dict[str, Tool] = {}
+_loaded: dict[str, Tool[app.Context]] = {}
 
 
 class UnknownTool(Exception):
     """The transport reports this as a protocol error, not as a tool result."""
 
 
-def tool(name: str) -> Tool:
+def tool(name: str) -> Tool[app.Context]:
     """The tool called ``name``."""
     module = DECLARED_IN.get(name)
     if module is None:
@@ -128,6 +160,6 @@ def tool(name: str) -> Tool:
     return _loaded[name]
 
 
-def tools() -> tuple[Tool, ...]:
+def tools() -> tuple[Tool[app.Context], ...]:
     """Every tool, in the catalog's order (this imports every tool module)."""
     return tuple(tool(name) for name in DECLARED_IN)

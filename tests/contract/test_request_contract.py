@@ -7,7 +7,7 @@ import pytest
 
 from vigil.clock import ManualClock, to_ms
 from vigil.conversations.records import MAX_BODY_BYTES, MAX_PARTICIPANTS
-from vigil.identity.records import new_id
+from vigil.kit.principals import new_id
 from vigil.kit.uow import ConditionFailed
 from vigil.requests.records import (
     ACTION_BOUNDS,

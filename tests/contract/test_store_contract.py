@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 
 from vigil.clock import ManualClock
-from vigil.identity.records import Namespace, Principal, hash_secret, new_principal_id
+from vigil.identity.records import Namespace, Principal, hash_secret
 from vigil.kit.idempotency import IdempotencyRecord
+from vigil.kit.principals import new_principal_id
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 

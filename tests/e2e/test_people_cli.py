@@ -479,7 +479,7 @@ def test_without_a_profile_or_environment_the_local_runtime_is_used(cli: Cli, ru
 
 
 def test_a_person_acknowledges_an_alert_by_the_id_its_notification_carried(cli: Cli) -> None:
-    from vigil.notifications.events import event_id
+    from vigil.kit.events import event_id
 
     person_id, person = cli.register("person", "cli-acknowledger")
     _, agent = cli.register("agent", "cli-alerter")

@@ -25,9 +25,9 @@ from tests.faults.world import BUCKET, NAMESPACE, World
 from vigil import catalog
 from vigil.alarms.timers import Timer
 from vigil.clock import iso
+from vigil.kit.events import event_id as make_event_id
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
-from vigil.notifications.events import event_id as make_event_id
 from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests

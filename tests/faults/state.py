@@ -24,7 +24,7 @@ from typing import Any
 from tests.faults.world import ID, NAMESPACE, PREFIX, TIMER_QUEUE, Snapshot, World
 from vigil.conversations.records import Message
 from vigil.conversations.service import envelope_of
-from vigil.identity.records import kind_of
+from vigil.kit.principals import kind_of
 from vigil.mailboxes.records import queue_name
 from vigil.requests.records import Request
 from vigil.requests.service import response_envelope_id

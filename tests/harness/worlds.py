@@ -16,16 +16,8 @@ from tests.harness.probe import Doors, Outcome
 from tests.liveness_support import World
 from tests.support import TEST_KEYS
 from vigil.clock import ManualClock
-from vigil.identity.records import (
-    Kind,
-    Namespace,
-    Principal,
-    Role,
-    hash_secret,
-    issue_secret,
-    new_principal_id,
-    parse_secret,
-)
+from vigil.identity.records import Namespace, Principal, hash_secret, issue_secret, parse_secret
+from vigil.kit.principals import Kind, Role, new_principal_id
 from vigil.mailboxes.records import parse_address, queue_name
 from vigil.notifications.delivery import Sender
 from vigil.notifications.outbound import Outcome as Sent

@@ -13,7 +13,8 @@ from moto.ses.models import ses_backends
 
 from tests.notifications_support import CONSOLE, HOSTILE, NAMESPACE, T0, death, sample, samples
 from vigil.notifications.email import MAX_SUBJECT, email_message, send_email
-from vigil.notifications.events import EVENT_TYPES, Event, EventType, SwitchFired, make_event
+from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
+from vigil.switches.events import SwitchFired
 
 SENDER = "alerts@vigil.example.com"
 RECIPIENT = "oncall@example.com"

@@ -22,19 +22,11 @@ from tests.notifications_support import (
     samples,
     session,
 )
-from vigil.notifications.events import (
-    EVENT_ID_PATTERN,
-    EVENT_TYPES,
-    MAX_BODY,
-    Event,
-    RequestData,
-    SessionStale,
-    SwitchFired,
-    event_id,
-    event_schemas,
-    make_event,
-    parse_event,
-)
+from vigil.kit.events import EVENT_ID_PATTERN, event_id
+from vigil.notifications.events import EVENT_TYPES, Event, event_schemas, make_event, parse_event
+from vigil.requests.events import MAX_BODY, RequestData
+from vigil.sessions.events import SessionStale
+from vigil.switches.events import SwitchFired
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "events"
 REGENERATE = "PYTHONPATH=src .venv/bin/python scripts/event_schemas.py"

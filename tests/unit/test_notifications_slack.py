@@ -12,15 +12,10 @@ from typing import Any
 import pytest
 
 from tests.notifications_support import CONSOLE, HOSTILE, NAMESPACE, T0, death, sample, samples
-from vigil.notifications.events import (
-    EVENT_TYPES,
-    Event,
-    EventType,
-    RequestData,
-    SwitchFired,
-    make_event,
-)
+from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
 from vigil.notifications.slack import escape, fit, slack_message
+from vigil.requests.events import RequestData
+from vigil.switches.events import SwitchFired
 
 # -- Block Kit's rules, for the blocks, elements and text objects this format uses --------------
 

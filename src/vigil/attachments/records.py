@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from vigil.errors import ErrorCode, VigilError, invalid, not_found
-from vigil.identity.records import new_id, number_in
 from vigil.kit.names import REFUSED_CATEGORIES
+from vigil.kit.principals import new_id, number_in
 from vigil.kit.records import Versioned
 
 # Over MCP a file travels as base64 in one tool call: 64 KiB decoded at most (87,384 base64

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
@@ -23,13 +23,16 @@ from vigil.conversations.records import Participant
 from vigil.conversations.service import Conversations
 from vigil.errors import VigilError, unavailable
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
 
 DOWNLOAD_SECONDS = 300
 _BASE64 = (
     f"Base64-encoded file bytes. MCP transfers are limited to 64 KiB decoded "
     f"({MAX_BASE64_CHARS} characters)."
 )
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 
 class AttachmentView(Output):
@@ -268,7 +271,7 @@ def download_attachment(ctx: Context, args: DownloadAttachmentInput) -> Download
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="stage_attachment",
         title="Stage an attachment",

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from vigil.clock import to_ms
-from vigil.identity.records import new_id
+from vigil.kit.principals import new_id
 from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from vigil.audit.records import AuditAction, AuditEvent, TargetKind
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import OPERATORS, Context, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, Output, StrictInput, Tool
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 
 class ListAuditEventsInput(StrictInput):
@@ -73,7 +76,7 @@ def list_audit_events(ctx: Context, args: ListAuditEventsInput) -> AuditPage:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="list_audit_events",
         title="Read the audit trail",

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Literal
 
 from vigil.errors import ErrorCode, VigilError, invalid
-from vigil.identity.records import kind_of, new_id, numbered_id
+from vigil.kit.principals import kind_of, new_id, numbered_id
 from vigil.kit.records import Record, Versioned
 
 ConversationKind = Literal["direct", "chat"]

@@ -34,7 +34,8 @@ from vigil.conversations.records import (
     Participant,
 )
 from vigil.errors import ErrorCode, VigilError, conflict, forbidden, invalid, not_found
-from vigil.identity.records import Caller, Kind, Principal, new_id, number_in
+from vigil.identity.records import Caller, Principal
+from vigil.kit.principals import Kind, new_id, number_in
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues

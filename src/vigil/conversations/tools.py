@@ -5,7 +5,7 @@ mailboxes, are in vigil.conversations.service."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -20,11 +20,14 @@ from vigil.conversations.records import (
     Message,
 )
 from vigil.conversations.service import MESSAGES_PAGE, Conversations, Operation
-from vigil.identity.records import Kind, kind_of
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.principals import Kind, kind_of
+from vigil.kit.tooling import Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, MAX_CHOICE, MAX_CHOICES
 from vigil.requests.service import Requests
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 MAX_ATTACHMENTS = 5
 MAX_TARGETS = 100
@@ -449,7 +452,7 @@ def get_conversation(ctx: Context, args: GetConversationInput) -> ConversationVi
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="start_chat",
         title="Start a shared chat",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vigil.identity.records import KIND_PREFIX, Kind, Namespace, Principal
+from vigil.identity.records import Namespace, Principal
 from vigil.identity.store import IdentityStore
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
+from vigil.kit.principals import KIND_PREFIX, Kind
 
 
 def _principal_item(principal: Principal) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from vigil.identity.records import Kind, Namespace, Principal
+from vigil.identity.records import Namespace, Principal
 from vigil.identity.store import IdentityStore
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
+from vigil.kit.principals import Kind
 from vigil.kit.uow import ConditionFailed
 
 

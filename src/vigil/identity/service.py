@@ -11,17 +11,10 @@ from pydantic import BaseModel
 
 from vigil.audit.records import AuditAction, AuditEvent
 from vigil.errors import conflict, contended, forbidden, invalid, not_found
-from vigil.identity.records import (
-    Caller,
-    Kind,
-    Principal,
-    Role,
-    hash_secret,
-    issue_secret,
-    new_principal_id,
-)
+from vigil.identity.records import Caller, Principal, hash_secret, issue_secret
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.paging import scan_page
+from vigil.kit.principals import Kind, Role, new_principal_id
 from vigil.kit.uow import ConditionFailed, Retirement, UnitOfWork
 from vigil.store import Store
 

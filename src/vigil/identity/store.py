@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from vigil.identity.records import Kind, Namespace, Principal
+from vigil.identity.records import Namespace, Principal
+from vigil.kit.principals import Kind
 from vigil.kit.uow import Write
 
 

@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from vigil.identity import service
-from vigil.identity.records import (
-    PRINCIPAL_ID_PATTERN,
-    Kind,
-    Principal,
-    Role,
-    Status,
-)
+from vigil.identity.records import PRINCIPAL_ID_PATTERN, Principal, Status
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import (
-    OPERATORS,
-    Context,
-    IdempotencyKey,
-    Output,
-    StrictInput,
-    Tool,
-)
+from vigil.kit.principals import Kind, Role
+from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 Name = Annotated[
     str,
@@ -231,7 +222,7 @@ def list_directory(ctx: Context, args: ListDirectoryInput) -> DirectoryPage:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="register",
         title="Register a principal",

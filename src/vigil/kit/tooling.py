@@ -1,28 +1,21 @@
-"""What every tool is made of: strict input models, output models, the call context, and the
-declaration a capability lists its tools with (its ``TOOLS``)."""
+"""What every tool is made of: strict input models, output models, and the declaration a
+capability lists its tools with (its ``TOOLS``), typed by the context its functions read."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vigil.identity.records import Role
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.principals import Role
 
-if TYPE_CHECKING:
-    from vigil.alarms.timers import Alarms
-    from vigil.attachments.blobs import Blobs
-    from vigil.clock import Clock
-    from vigil.identity.records import Caller
-    from vigil.kit.keys import Keys
-    from vigil.kit.uow import UnitOfWork
-    from vigil.mailboxes.queues import MailboxQueues
-    from vigil.notifications.delivery import Sender
-    from vigil.quotas.records import Quotas
-    from vigil.store import Store
+# What a tool's functions are given for one call: each capability declares, as a protocol, the
+# part of the deployment its tools read (its store ports, the clock, the caller...); the app's
+# context provides every one of them.
+C = TypeVar("C", contravariant=True)
 
 ANYONE: frozenset[Role] = frozenset({"operator", "worker"})
 OPERATORS: frozenset[Role] = frozenset({"operator"})
@@ -80,24 +73,7 @@ class Output(BaseModel):
 
 
 @dataclass(frozen=True)
-class Context:
-    """Everything a tool needs for one call, and nothing ambient."""
-
-    store: Store
-    clock: Clock
-    caller: Caller
-    queues: MailboxQueues
-    alarms: Alarms
-    uow: UnitOfWork
-    quotas: Quotas
-    blobs: Blobs
-    keys: Keys
-    # How notifications leave (test_channel sends one at once); None: as the settings say.
-    sender: Sender | None = None
-
-
-@dataclass(frozen=True)
-class Replay:
+class Replay(Generic[C]):
     """How a tool whose result repeats what the store keeps for good (an instruction's body, a
     request's text) keeps its idempotency completion small: ``kept`` is the result without
     those parts, which is what the completion stores, and ``rebuilt`` puts them back from the
@@ -105,25 +81,25 @@ class Replay:
     Only parts that never change once stored may be left out: the rest stays as it was."""
 
     kept: Callable[[dict[str, Any]], dict[str, Any]]
-    rebuilt: Callable[[Context, dict[str, Any]], dict[str, Any]]
+    rebuilt: Callable[[C, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[C]):
     name: str
     title: str
     description: str
     input_model: type[StrictInput]
     output_model: type[BaseModel]
-    run: Callable[[Context, Any], BaseModel]
+    run: Callable[[C, Any], BaseModel]
     roles: frozenset[Role] = ANYONE
     read_only: bool = False
     destructive: bool = False
     # What a replay still owes before it returns the stored result: a call whose result is
     # committed before the rest of its work (a message's deliveries) has a retry finish it.
-    resume: Callable[[Context, dict[str, Any]], None] | None = None
+    resume: Callable[[C, dict[str, Any]], None] | None = None
     # What its completion leaves out and how a replay puts it back; None keeps the whole result.
-    replay: Replay | None = None
+    replay: Replay[C] | None = None
 
     @property
     def idempotency_field(self) -> str:

@@ -6,22 +6,17 @@ The use cases are vigil.leases.service; the rules, vigil.leases.records.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import (
-    AgentLabel,
-    Context,
-    IdempotencyKey,
-    Output,
-    Scope,
-    StrictInput,
-    Tool,
-)
+from vigil.kit.tooling import AgentLabel, IdempotencyKey, Output, Scope, StrictInput, Tool
 from vigil.leases import service
 from vigil.leases.records import Lease, LeaseState
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 Resource = Annotated[
     str,
@@ -159,7 +154,7 @@ def release_lease(ctx: Context, args: ReleaseInput) -> LeaseResult:
     return _present(released)
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="acquire_lease",
         title="Acquire a lease",

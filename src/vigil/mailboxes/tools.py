@@ -4,13 +4,13 @@ use cases, and how delivery is exactly once toward the consumer, are vigil.mailb
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from vigil.identity.records import PRINCIPAL_ID_PATTERN
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import OPERATORS, Context, Cursor, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
     BOX_PATTERN,
@@ -20,6 +20,9 @@ from vigil.mailboxes.records import (
     UsageDay,
 )
 from vigil.mailboxes.service import USAGE_PAGE, USAGE_SCAN_BUDGET, Mailboxes, usage_page
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 Address = Annotated[
     str,
@@ -283,7 +286,7 @@ def get_usage(ctx: Context, args: GetUsageInput) -> UsagePage:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="create_mailbox",
         title="Create a mailbox",

@@ -32,19 +32,13 @@ from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, to_ms
 from vigil.errors import contended
+from vigil.kit.events import EventData
 from vigil.kit.keys import Keys
 from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.mailboxes.events import DeliveryDeadLettered
 from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.email import send_email
-from vigil.notifications.events import (
-    DeliveryDeadLettered,
-    Event,
-    EventData,
-    SessionStale,
-    console_link,
-    make_event,
-    parse_event,
-)
+from vigil.notifications.events import Event, console_link, make_event, parse_event
 from vigil.notifications.outbound import Outcome, post
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
@@ -62,6 +56,7 @@ from vigil.notifications.service import open_secrets, open_target
 from vigil.notifications.slack import slack_message
 from vigil.notifications.webhooks import webhook_request
 from vigil.observability import get_logger, log_event, metrics
+from vigil.sessions.events import SessionStale
 from vigil.store import Store
 
 log = get_logger("vigil.notifications")

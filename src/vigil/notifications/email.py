@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from vigil.notifications.events import Event, cut
+from vigil.kit.events import cut
+from vigil.notifications.events import Event
 from vigil.notifications.summary import summarise
 
 MAX_SUBJECT = 200

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
+from vigil.kit.events import EventData, Published
 from vigil.kit.uow import Write
-from vigil.notifications.events import Event
+from vigil.notifications.events import Event, NoticeType, make_event
 from vigil.notifications.records import Delivery, Notification
 from vigil.store import Store
 
@@ -48,11 +50,26 @@ def attempt_timer(
 
 @dataclass
 class Outbox:
-    """Routes events to channels and writes them down, in the caller's commit."""
+    """Routes events to channels and writes them down, in the caller's commit: the
+    ``Publish`` port that the capabilities with news are given."""
 
     store: Store
     clock: Clock
     alarms: Alarms
+
+    def __call__(
+        self, event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
+    ) -> Published:
+        """The notifications' side of ``Publish``: the event, routed and written down."""
+        # The type is checked as the event is built: an unknown one is refused there.
+        event = make_event(
+            cast(NoticeType, event_type),
+            data,
+            namespace=namespace,
+            occurred_at=occurred_at,
+            console_base=None,
+        )
+        return Published(event.id, self.publish(event))
 
     def publish(self, event: Event) -> list[Write]:
         """The write of ``event``'s notification, to commit with what it tells of; nothing if

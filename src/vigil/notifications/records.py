@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field
 
 from vigil.clock import to_ms
-from vigil.identity.records import new_id
+from vigil.kit.principals import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.kit.sealing import Sealed
 

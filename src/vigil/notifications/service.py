@@ -30,8 +30,9 @@ from vigil.errors import (
     invalid,
     not_found,
 )
-from vigil.identity.records import Caller, kind_of, new_id
+from vigil.identity.records import Caller
 from vigil.kit.keys import Keys
+from vigil.kit.principals import kind_of, new_id
 from vigil.kit.sealing import Sealed, seal, unseal
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.notifications.records import (

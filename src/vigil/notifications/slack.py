@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vigil.notifications.events import ELLIPSIS, Event
+from vigil.kit.events import ELLIPSIS
+from vigil.notifications.events import Event
 from vigil.notifications.summary import summarise
 
 # Block Kit's limits for what is used here.

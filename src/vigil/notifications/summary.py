@@ -9,16 +9,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
-from vigil.notifications.events import (
-    ChannelTest,
-    DeliveryDeadLettered,
-    Event,
-    RequestData,
-    SessionStale,
-    SwitchFired,
-    console_link,
-    cut,
-)
+from vigil.kit.events import cut
+from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.notifications.events import ChannelTest, Event, console_link
+from vigil.requests.events import RequestData
+from vigil.sessions.events import SessionStale
+from vigil.switches.events import SwitchFired
 
 TITLE_EXCERPT = 80
 _KINDS = {"question": "Question", "approval": "Approval", "task": "Task"}

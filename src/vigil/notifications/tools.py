@@ -14,11 +14,12 @@ from pydantic import AfterValidator, Field, model_validator
 
 from vigil.audit.records import AuditEvent
 from vigil.errors import invalid, not_found
-from vigil.identity.records import new_id
+from vigil.kit.events import EVENT_ID_PATTERN
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import OPERATORS, Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.principals import new_id
+from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
-from vigil.notifications.events import EVENT_ID_PATTERN, ChannelTest, make_event
+from vigil.notifications.events import ChannelTest, make_event
 from vigil.notifications.records import (
     EVENT_TYPES,
     MAX_ATTEMPTS,
@@ -52,6 +53,9 @@ EMAIL_PATTERN = (
     r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
     rf"@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}$"
 )
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 
 def _port_in_range(url: str) -> str:
@@ -619,7 +623,7 @@ def acknowledge_alert(ctx: Context, args: AcknowledgeAlertInput) -> AlertAcknowl
 
 _OVERLAP_HOURS = int(ROTATION_OVERLAP.total_seconds() // 3600)
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="create_channel",
         title="Create a notification channel",

@@ -416,7 +416,7 @@ def _plain(text: str) -> str:
 
 
 def send(args: argparse.Namespace, client: RestClient) -> Exit:
-    from vigil.identity.records import kind_of
+    from vigil.kit.principals import kind_of
 
     arguments: dict[str, Any] = {"body": args.text, "idempotency_key": _idempotency_key()}
     if args.to.startswith("cnv_"):

@@ -9,14 +9,17 @@ per scope when the report names one. ``ok`` is returned only once the write has 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
 from vigil.identity.records import PRINCIPAL_ID_PATTERN
-from vigil.kit.tooling import Context, IdempotencyKey, Output, Scope, StrictInput, Tool
+from vigil.kit.tooling import IdempotencyKey, Output, Scope, StrictInput, Tool
 from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 PROGRESS_LIMITS = PROGRESS_BOUNDS.describe()
 ProgressDocument = Annotated[
@@ -120,7 +123,7 @@ def get_progress(ctx: Context, args: GetProgressInput) -> PrincipalProgress:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="report_progress",
         title="Report progress",

@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from vigil.errors import ErrorCode, VigilError, conflict, invalid
-from vigil.identity.records import kind_of
 from vigil.kit.bounds import JsonBounds
+from vigil.kit.principals import kind_of
 from vigil.kit.records import Record, Versioned
 
 RequestKind = Literal["question", "approval", "task"]

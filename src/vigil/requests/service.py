@@ -26,8 +26,9 @@ from pydantic import BaseModel
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.errors import ErrorCode, VigilError, not_found
-from vigil.identity.records import Caller, Kind, kind_of, new_id, number_in
+from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
+from vigil.kit.principals import Kind, kind_of, new_id, number_in
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
@@ -348,8 +349,9 @@ class Requests:
 
     def _publish(self, event_type: RequestEventType, request: Request) -> list[Write]:
         """The notification of ``event_type`` about ``request``, to commit with its change."""
-        from vigil.notifications.events import RequestData, make_event
+        from vigil.notifications.events import make_event
         from vigil.notifications.outbox import Outbox
+        from vigil.requests.events import RequestData
 
         event = make_event(
             event_type,

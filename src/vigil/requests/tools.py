@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
@@ -23,7 +23,7 @@ from vigil.conversations.tools import (
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
@@ -42,6 +42,9 @@ from vigil.requests.records import (
     RequestState,
 )
 from vigil.requests.service import STATUS_PAGE, Requests
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 RequestId = Annotated[
     str,
@@ -505,7 +508,7 @@ def report_execution(ctx: Context, args: ReportExecutionInput) -> ExecutionView:
 
 _KINDS = "; ".join(f"{kind}: {', '.join(outcomes)}" for kind, outcomes in OUTCOMES.items())
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="ask",
         title="Ask a question, an approval or a task",

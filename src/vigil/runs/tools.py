@@ -16,12 +16,12 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
-from vigil.kit.tooling import Context, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
 from vigil.runs import service
 from vigil.runs.records import (
     DEFAULT_LEASE_SECONDS,
@@ -32,6 +32,9 @@ from vigil.runs.records import (
     Run,
     RunState,
 )
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 _UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
@@ -204,7 +207,7 @@ def get_run(ctx: Context, args: GetRunInput) -> RunResult:
     return _presenter(ctx.clock.now())(service.read(ctx.store, ctx.caller, str(args.run_id)))
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="start_run",
         title="Start a run",

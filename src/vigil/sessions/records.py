@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from vigil.identity.records import number_in, numbered_id
+from vigil.kit.principals import number_in, numbered_id
 from vigil.kit.records import Record, Versioned
 
 SessionStatus = Literal["active", "waiting", "blocked"]

@@ -5,14 +5,14 @@ walk of instructions works, are in vigil.sessions.service."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.tooling import Context, Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -23,6 +23,9 @@ from vigil.sessions.records import (
     Session,
     SessionStatus,
 )
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 MAX_ACKNOWLEDGMENTS = 100
 
@@ -394,7 +397,7 @@ def list_sessions(ctx: Context, args: ListSessionsInput) -> SessionPage:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="session_heartbeat",
         title="Session heartbeat",

@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import Field
 
 from vigil.clock import to_ms
-from vigil.identity.records import new_id
+from vigil.kit.principals import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.leases.records import Lease
 

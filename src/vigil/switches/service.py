@@ -512,8 +512,9 @@ class Liveness:
     def _notify(self, death: Death) -> Death:
         """The switch.fired event, with what the actions did, written with the step: the
         channels are told once, whichever run of the death gets here."""
-        from vigil.notifications.events import SwitchFired, make_event
+        from vigil.notifications.events import make_event
         from vigil.notifications.outbox import Outbox
+        from vigil.switches.events import SwitchFired
 
         event = make_event(
             "switch.fired",

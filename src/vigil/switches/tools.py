@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
@@ -17,7 +17,6 @@ from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import (
     OPERATORS,
     AgentLabel,
-    Context,
     Cursor,
     IdempotencyKey,
     Output,
@@ -53,6 +52,9 @@ from vigil.switches.service import (
     resume_pause,
     switches_page,
 )
+
+if TYPE_CHECKING:
+    from vigil.app import Context
 
 AddressField = Annotated[
     str,
@@ -632,7 +634,7 @@ def list_pauses(ctx: Context, args: ListPausesInput) -> PausePage:
     )
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Context], ...] = (
     Tool(
         name="heartbeat",
         title="Dead-man switch",
