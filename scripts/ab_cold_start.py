@@ -208,12 +208,12 @@ def stand_in() -> tuple[dict[str, str], list[dict[str, Any]], Served]:
     server's clock of its own work."""
     from vigil.infra.template import translate
     from vigil.local.moto_server import LocalMotoServer
-    from vigil.local.resources import (
+    from vigil.local.provisioning import provision
+    from vigil.local.stack import (
         LOCAL_ACCESS_KEY_ID,
         LOCAL_SECRET_ACCESS_KEY,
         AwsClients,
         LocalNames,
-        provision,
     )
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise

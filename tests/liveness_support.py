@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support import TEST_KEYS, Tenant
-from vigil.alarms import kinds
 from vigil.alarms.memory import MemoryAlarms
-from vigil.alarms.timers import Timer, TimerHandler, deliver
+from vigil.alarms.timers import Timer, deliver
 from vigil.app import App
 from vigil.attachments.memory import MemoryBlobs
 from vigil.clock import ManualClock
-from vigil.entrypoints.alarm import handlers
+from vigil.entrypoints import alarm, notify
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.notifications.delivery import Notifier, Sender
 from vigil.notifications.outbound import Outcome
@@ -63,13 +62,8 @@ class World:
     def deliver(self, timer: Timer) -> bool:
         """One delivery of ``timer`` to the handler of the function that serves its kind."""
         self.delivered.append(timer)
-        notify: dict[str, TimerHandler] = {
-            kinds.NOTIFY: self.notifier.on_timer,
-            kinds.REMIND: self.notifier.on_reminder,
-            kinds.DEAD_LETTER: self.notifier.on_dead_letter,
-            kinds.STALE: self.notifier.on_stale,
-        }
-        return deliver(timer, self.clock.now(), self.alarms, {**handlers(self.liveness), **notify})
+        handlers = {**alarm.handlers(self.liveness), **notify.handlers(self.notifier)}
+        return deliver(timer, self.clock.now(), self.alarms, handlers)
 
     def run_alarms(self) -> int:
         """Delivers every due alarm once, as the queue would; returns how many ran."""

@@ -177,3 +177,15 @@ def test_timers_of_the_notify_function_go_to_its_queues_never_to_the_alarm_funct
     assert queued(deployed["NOTIFY_QUEUE_URL"]) == 1
     assert queued(deployed["WATCH_QUEUE_URL"]) == len(kinds.WATCH_KINDS) == 3
     assert queued(deployed["TIMER_QUEUE_URL"]) == 0
+
+
+def test_the_notify_function_serves_the_kinds_routed_to_it_and_the_alarm_function_none_of_them(
+    clock: ManualClock,
+) -> None:
+    from tests.liveness_support import World
+    from vigil.alarms import kinds
+    from vigil.entrypoints import notify
+
+    world = World(clock)
+    assert set(notify.handlers(world.notifier)) == set(kinds.NOTIFY_KINDS)
+    assert set(alarm.handlers(world.liveness)).isdisjoint(kinds.NOTIFY_KINDS)

@@ -16,7 +16,9 @@ from moto.server import ThreadedMotoServer
 
 from tests.conftest import translated_template
 from vigil.clock import ManualClock
-from vigil.local.resources import AwsClients, LocalDeployment, LocalNames, provision
+from vigil.local.deployment import LocalDeployment
+from vigil.local.provisioning import provision
+from vigil.local.stack import AwsClients, LocalNames
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from vigil.clock import ManualClock
+from vigil.local.deployment import LocalDeployment
 from vigil.local.pump import EventPump, fire_time
-from vigil.local.resources import AwsClients, LocalDeployment
+from vigil.local.stack import AwsClients
 
 
 class Recorder:

@@ -23,7 +23,8 @@ import pytest
 from vigil.config import REQUIRED
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.infra.template import load, translate
-from vigil.local.resources import LocalNames, Resolver
+from vigil.local.resolver import Resolver
+from vigil.local.stack import LocalNames
 from vigil.observability import Metrics
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,11 +4,11 @@ timer queue's event source mapping (batches, with partial batch failures)."""
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
-from vigil.alarms.timers import Timer, TimerHandler, deliver
-from vigil.observability import get_logger, log_event, metrics
+from vigil.alarms.timers import TimerHandler
+from vigil.entrypoints.timer_events import serve
+from vigil.observability import get_logger, metrics
 from vigil.switches.service import TIMER_KIND, Liveness
 
 log = get_logger("vigil.alarm")
@@ -37,25 +37,9 @@ def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
     return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
 
 
-def handle_timer(timer: Timer, machinery: Liveness) -> None:
-    ran = deliver(timer, machinery.clock.now(), machinery.alarms, handlers(machinery))
-    log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
-
-
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
     machinery = liveness()
-    records = event.get("Records")
-    if records is None:
-        # A Scheduler invocation: the event is the timer. Failing raises, so Lambda's retries
-        # for asynchronous invocations and then the dead-letter queue take over.
-        handle_timer(Timer.model_validate(event), machinery)
-        return {}
-    failures = []
-    for record in records:
-        try:
-            handle_timer(Timer.model_validate(json.loads(record["body"])), machinery)
-        except Exception:
-            log.exception("timer failed", extra={"fields": {"message_id": record.get("messageId")}})
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+    return serve(
+        event, machinery.clock, machinery.alarms, functools.partial(handlers, machinery), log
+    )

@@ -6,13 +6,13 @@ receiver that answers slowly holds up no switch's expiry."""
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
-from vigil.alarms.timers import Timer, TimerHandler, deliver
+from vigil.alarms import kinds
+from vigil.alarms.timers import TimerHandler
+from vigil.entrypoints.timer_events import serve
 from vigil.notifications.delivery import Notifier
-from vigil.notifications.outbox import DEAD_LETTER_KIND, REMINDER_KIND, STALE_KIND, TIMER_KIND
-from vigil.observability import get_logger, log_event, metrics
+from vigil.observability import get_logger, metrics
 
 log = get_logger("vigil.notify")
 
@@ -24,30 +24,17 @@ def notifier() -> Notifier:
     return aws_notifier()
 
 
-def handle_timer(timer: Timer, worker: Notifier) -> None:
-    kinds: dict[str, TimerHandler] = {
-        TIMER_KIND: worker.on_timer,
-        REMINDER_KIND: worker.on_reminder,
-        DEAD_LETTER_KIND: worker.on_dead_letter,
-        STALE_KIND: worker.on_stale,
+def handlers(worker: Notifier) -> dict[str, TimerHandler]:
+    """The kinds of timer routed to this function (``vigil.alarms.kinds``) and their handlers."""
+    return {
+        kinds.NOTIFY: worker.on_timer,
+        kinds.REMIND: worker.on_reminder,
+        kinds.DEAD_LETTER: worker.on_dead_letter,
+        kinds.STALE: worker.on_stale,
     }
-    ran = deliver(timer, worker.clock.now(), worker.alarms, kinds)
-    log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("notify")
     worker = notifier()
-    records = event.get("Records")
-    if records is None:
-        # A Scheduler invocation: failing raises, for Lambda's retries and the dead-letter queue.
-        handle_timer(Timer.model_validate(event), worker)
-        return {}
-    failures = []
-    for record in records:
-        try:
-            handle_timer(Timer.model_validate(json.loads(record["body"])), worker)
-        except Exception:
-            log.exception("timer failed", extra={"fields": {"message_id": record.get("messageId")}})
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+    return serve(event, worker.clock, worker.alarms, functools.partial(handlers, worker), log)

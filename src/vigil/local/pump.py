@@ -43,12 +43,8 @@ from zoneinfo import ZoneInfo
 
 from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
-from vigil.local.resources import (
-    AwsClients,
-    LocalDeployment,
-    LocalEventSourceMapping,
-    LocalFunction,
-)
+from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
+from vigil.local.stack import AwsClients
 from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.pump")

@@ -26,16 +26,11 @@ from types import FrameType, TracebackType
 
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
+from vigil.local.deployment import LocalDeployment
+from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
-from vigil.local.resources import (
-    DEFAULT_REGION,
-    LOCAL_SECRET_ACCESS_KEY,
-    AwsClients,
-    LocalDeployment,
-    LocalNames,
-    provision,
-)
 from vigil.local.server import LocalHttpServer, http_routes
+from vigil.local.stack import DEFAULT_REGION, LOCAL_SECRET_ACCESS_KEY, AwsClients, LocalNames
 from vigil.observability import get_logger, log_event
 from vigil.store import Store
 

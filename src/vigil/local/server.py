@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from vigil.clock import Clock, SystemClock
-from vigil.local.resources import DEFAULT_ACCOUNT_ID
+from vigil.local.stack import DEFAULT_ACCOUNT_ID
 from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.server")

@@ -7,15 +7,10 @@ from typing import Any
 
 import pytest
 
-from vigil.local.resources import (
-    NO_VALUE,
-    AwsClients,
-    LocalDeployment,
-    LocalNames,
-    Resolver,
-    TemplateError,
-    provision,
-)
+from vigil.local.deployment import LocalDeployment
+from vigil.local.provisioning import provision
+from vigil.local.resolver import NO_VALUE, Resolver, TemplateError
+from vigil.local.stack import AwsClients, LocalNames
 
 
 def of_type(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,47 @@
+"""The events of the functions that run timers (alarm and notify), served one way: the
+EventBridge Scheduler invokes a function with one timer as the event, and the function's queue's
+event source mapping with a batch of them, one a record, whose failures are reported one by one
+(partial batch failures). Each timer goes to the handler of its kind, or is armed again when it
+came early."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver
+from vigil.clock import Clock
+from vigil.observability import log_event
+
+
+def serve(
+    event: dict[str, Any],
+    clock: Clock,
+    alarms: Alarms,
+    handlers: Callable[[], dict[str, TimerHandler]],
+    log: logging.Logger,
+) -> dict[str, Any]:
+    """Runs the timers of ``event``, each with the handler of its kind. ``handlers`` builds them
+    for each timer, so that what they import is imported with the first timer, not with the
+    function's module."""
+
+    def run(timer: Timer) -> None:
+        ran = deliver(timer, clock.now(), alarms, handlers())
+        log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
+
+    records = event.get("Records")
+    if records is None:
+        # A Scheduler invocation: the event is the timer. Failing raises, so Lambda's retries
+        # for asynchronous invocations and then the dead-letter queue take over.
+        run(Timer.model_validate(event))
+        return {}
+    failures = []
+    for record in records:
+        try:
+            run(Timer.model_validate(json.loads(record["body"])))
+        except Exception:
+            log.exception("timer failed", extra={"fields": {"message_id": record.get("messageId")}})
+            failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
