@@ -21,7 +21,7 @@ import pytest
 from tests.integration import test_api_handler
 from tests.support import TEST_KEYS, Tenant, app_on
 from vigil.clock import ManualClock
-from vigil.console.app import MAX_FORM_BYTES
+from vigil.console.responder import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
 from vigil.entrypoints import api
 from vigil.observability import JsonFormatter

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from vigil.identity.records import Principal
@@ -106,14 +106,7 @@ class Signer:
         expires = min(at + IDLE_SECONDS, session.signed_in_at + MAX_SECONDS)
         if expires <= session.expires_at:
             return None
-        return ConsoleSession(
-            session.namespace,
-            session.principal_id,
-            session.fingerprint,
-            session.signed_in_at,
-            expires,
-            session.session_id,
-        )
+        return replace(session, expires_at=expires)
 
     def encode(self, session: ConsoleSession) -> str:
         payload = _b64(

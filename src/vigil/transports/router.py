@@ -19,7 +19,7 @@ from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
 
 if TYPE_CHECKING:
-    from vigil.console.app import Console
+    from vigil.console.routes import Console
     from vigil.transports.docs import ApiDocs
 
 CONSOLE = "/console"
@@ -51,7 +51,7 @@ class Router:
     def console(self) -> Console:
         """The console, built on its first request: the MCP and REST paths never import it."""
         if self._console is None:
-            from vigil.console.app import Console
+            from vigil.console.routes import Console
 
             self._console = Console(self.app)
         return self._console

@@ -1,0 +1,152 @@
+"""The pieces every console page is built of: times and countdowns, links, badges, tables,
+facts, sections, and a tool's result or the reason it could not be had.
+
+Each function takes what tools returned (JSON, as any client gets it) and returns ``Html``;
+none reads the store. Times are shown in UTC; a deadline carries its instant in
+``data-deadline``, from which the page's script keeps a countdown running between refreshes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from vigil.console.html import Html, esc, join, render
+
+READABLE_TIME = "%Y-%m-%d %H:%M:%S UTC"
+
+
+def parse_time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def when(value: str | None) -> Html:
+    """An instant, readable and machine-readable."""
+    at = parse_time(value)
+    if at is None:
+        return Html("—")
+    return render(
+        '<time datetime="{iso}">{text}</time>', iso=value, text=at.strftime(READABLE_TIME)
+    )
+
+
+def span(seconds: float) -> str:
+    """3 s, 2 min 5 s, 1 h 4 min, 2 d 3 h."""
+    whole = int(abs(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
+
+
+def countdown(deadline: str | None, now: datetime) -> Html:
+    """Time left until ``deadline``, kept running by the page's script."""
+    at = parse_time(deadline)
+    if at is None:
+        return Html("—")
+    left = (at - now).total_seconds()
+    text = f"in {span(left)}" if left > 0 else f"due {span(left)} ago"
+    return render(
+        '<span class="countdown" data-deadline="{iso}">{text}</span>', iso=deadline, text=text
+    )
+
+
+def ago(value: str | None, now: datetime) -> Html:
+    at = parse_time(value)
+    if at is None:
+        return Html("—")
+    return render(
+        '<time datetime="{iso}" title="{full}">{text} ago</time>',
+        iso=value,
+        full=at.strftime(READABLE_TIME),
+        text=span((now - at).total_seconds()),
+    )
+
+
+def link(path: str, text: Any, **query: str) -> Html:
+    href = f"{path}?{urlencode(query)}" if query else path
+    return render('<a href="{href}">{text}</a>', href=href, text=text)
+
+
+def next_page(path: str, query: Mapping[str, str]) -> Html:
+    """The line under a listing that leads to its next page (``query`` carries the cursor)."""
+    return render("<p>{a}</p>", a=link(path, "Next page", **query))
+
+
+def badge(state: str) -> Html:
+    return render('<span class="badge state-{state}">{state}</span>', state=state)
+
+
+def table(
+    caption: str,
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    empty: str,
+    table_id: str | None = None,
+) -> Html:
+    """A table labelled for screen readers (caption, column headers), or a line saying it is
+    empty."""
+    body = [
+        Html("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>") for row in rows
+    ]
+    if not body:
+        return render('<p class="empty">{empty}</p>', empty=empty)
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
+    return render(
+        "<table{ident}><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
+        "<tbody>{body}</tbody></table>",
+        ident=Html(f' id="{esc(table_id)}"') if table_id else Html(""),
+        caption=caption,
+        head=Html(head),
+        body=join(body),
+    )
+
+
+def facts(pairs: Iterable[tuple[str, Any]]) -> Html:
+    """A description list of name and value."""
+    return render(
+        '<dl class="facts">{f}</dl>',
+        f=join(render("<dt>{name}</dt><dd>{value}</dd>", name=n, value=v) for n, v in pairs),
+    )
+
+
+def verbatim(value: Any) -> Html:
+    """A JSON value exactly as stored: every key in its order, nothing summarised."""
+    return render(
+        '<pre class="verbatim">{text}</pre>', text=json.dumps(value, indent=2, ensure_ascii=False)
+    )
+
+
+def problem(message: str) -> Html:
+    return render('<p class="problem" role="alert">{message}</p>', message=message)
+
+
+def section(title: str, ident: str, body: Html) -> Html:
+    return render(
+        '<section aria-labelledby="{ident}-title" id="{ident}">'
+        '<h2 id="{ident}-title">{title}</h2>{body}</section>',
+        ident=ident,
+        title=title,
+        body=body,
+    )
+
+
+Outcome = Mapping[str, Any] | str  # a tool's result, or why it could not be had
+
+
+def shown(result: Outcome, draw: Callable[[Mapping[str, Any]], Html]) -> Html:
+    return problem(result) if isinstance(result, str) else draw(result)
+
+
+def listed(result: Outcome, key: str) -> list[Any]:
+    """The items a listing tool returned under ``key``, or none where it was refused."""
+    return [] if isinstance(result, str) else list(result[key])

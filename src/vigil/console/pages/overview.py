@@ -1,0 +1,143 @@
+"""The overview: what needs a person's eye across the namespace, at a glance."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from vigil.console.components import listed, section, shown, table
+from vigil.console.frame import REFRESH_LISTINGS_MS
+from vigil.console.html import Html, join, render
+from vigil.console.pages.requests import REQUEST_HEADERS, request_rows
+from vigil.console.pages.sessions import SESSION_HEADERS, session_rows
+from vigil.console.pages.switches import (
+    DEATH_HEADERS,
+    PAUSE_HEADERS,
+    SWITCH_HEADERS,
+    death_rows,
+    expiring,
+    pause_rows,
+    pausing,
+    switch_rows,
+)
+from vigil.console.responder import PREFIX, Responder, Visit
+from vigil.transports.http import HttpRequest, HttpResponse
+
+# The overview shows this many of the newest deaths.
+OVERVIEW_DEATHS = 20
+
+
+def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    """Five listings: the armed switches, the pauses in force, the newest deaths (what
+    fired), the stale sessions and the open requests; a switch that fired is shown by its
+    death, which says when, how late and what was released."""
+    now = responder.now()
+    armed = responder.call(visit, "list_switches", state="armed")
+    paused = responder.call(visit, "list_pauses")
+    deaths = responder.call(visit, "list_deaths", limit=OVERVIEW_DEATHS)
+    stale = responder.call(visit, "list_sessions", stale_only=True)
+    waiting = responder.call(visit, "request_status", state="open")
+    me = visit.principal.id
+
+    armed_list = listed(armed, "switches")
+    pause_list = listed(paused, "pauses")
+    soon = [s for s in armed_list if expiring(s, now) and not pausing(pause_list, s)]
+    death_list = listed(deaths, "deaths")
+    since = now - timedelta(days=1)
+    day = [d for d in death_list if datetime.fromisoformat(d["fired_at"]) > since]
+    fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
+    stale_list = listed(stale, "sessions")
+    mine = [r for r in listed(waiting, "requests") if me in r["audience"]]
+    counts = join(
+        render(
+            '<li><span class="count" id="count-{k}">{n}</span> {label}</li>',
+            k=k,
+            n=n,
+            label=label,
+        )
+        for k, n, label in (
+            ("armed", len(armed_list), "armed"),
+            ("soon", len(soon), "expiring soon"),
+            ("paused", len(pause_list), "pauses in force"),
+            ("fired", fired, "fired in 24 h"),
+            ("stale", len(stale_list), "stale sessions"),
+            ("waiting", len(mine), "requests waiting for you"),
+        )
+    )
+    live = join(
+        [
+            render('<ul class="summary" aria-label="At a glance">{c}</ul>', c=counts),
+            section(
+                "Requests waiting for you",
+                "waiting",
+                shown(
+                    waiting,
+                    lambda _: table(
+                        "Open requests you decide",
+                        REQUEST_HEADERS,
+                        request_rows(mine, me, now),
+                        "Nothing waits for you.",
+                    ),
+                ),
+            ),
+            section(
+                "Armed switches",
+                "armed",
+                shown(
+                    armed,
+                    lambda _: table(
+                        "Armed, soonest deadline first",
+                        SWITCH_HEADERS,
+                        switch_rows(
+                            sorted(armed_list, key=lambda s: s["deadline"]), now, pause_list
+                        ),
+                        "No switch is armed.",
+                        "armed-switches",
+                    ),
+                ),
+            ),
+            section(
+                "Pauses",
+                "pauses",
+                shown(
+                    paused,
+                    lambda _: table(
+                        "Pauses in force: a held switch does not fire or alert",
+                        PAUSE_HEADERS,
+                        pause_rows(pause_list, now),
+                        "No switch is paused.",
+                        "pauses-in-force",
+                    ),
+                ),
+            ),
+            section(
+                "Fired",
+                "fired",
+                shown(
+                    deaths,
+                    lambda _: table(
+                        "Switches that fired, newest first",
+                        DEATH_HEADERS,
+                        death_rows(death_list, now),
+                        "No switch has fired.",
+                        "fired-switches",
+                    ),
+                ),
+            ),
+            section(
+                "Stale sessions",
+                "stale",
+                shown(
+                    stale,
+                    lambda _: table(
+                        "Sessions with no recent beat",
+                        SESSION_HEADERS,
+                        session_rows(stale_list, now),
+                        "No session is stale.",
+                    ),
+                ),
+            ),
+        ]
+    )
+    return responder.live_page(
+        request, "Overview", PREFIX, live, Html(""), visit, REFRESH_LISTINGS_MS
+    )

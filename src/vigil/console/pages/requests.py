@@ -1,0 +1,220 @@
+"""The requests (approvals, questions, tasks) a person asked or decides: the listing, and one
+request with its history and the form that decides it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from vigil.console.components import (
+    ago,
+    badge,
+    countdown,
+    facts,
+    link,
+    next_page,
+    section,
+    shown,
+    table,
+    verbatim,
+    when,
+)
+from vigil.console.html import Html, join, render
+from vigil.console.responder import PREFIX, Responder, Visit, integer
+from vigil.transports.http import HttpRequest, HttpResponse
+
+REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "Yours to", "Expires")
+
+
+# -- handlers ----------------------------------------------------------------------------------
+def requests(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    state = request.query.get("state", "open") or None
+    arguments: dict[str, Any] = {"state": state} if state else {}
+    if request.query.get("cursor"):
+        arguments["cursor"] = request.query["cursor"]
+    found = responder.call(visit, "request_status", **arguments)
+    filters = render(
+        "<p>{open} · {all}</p>",
+        open=link("/console/requests", "Open"),
+        all=link("/console/requests", "All", state=""),
+    )
+
+    def draw(page: Mapping[str, Any]) -> Html:
+        rows = request_rows(page["requests"], visit.principal.id, now)
+        more = Html("")
+        if page["next_cursor"]:
+            more = next_page(
+                "/console/requests", {"state": state or "", "cursor": page["next_cursor"]}
+            )
+        listing = table(
+            "Requests you asked or decide, oldest first",
+            REQUEST_HEADERS,
+            rows,
+            "No requests.",
+            "requests",
+        )
+        return join([listing, more])
+
+    return responder.live_page(
+        request, "Requests", f"{PREFIX}/requests", shown(found, draw), filters, visit
+    )
+
+
+def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    request_id = request.query.get("id", "")
+    found = responder.call(visit, "get_request", id=request_id)
+    if isinstance(found, str):
+        return responder.not_found("Request", found, visit)
+    r = found
+    parts = [
+        facts(
+            [
+                ("State", badge(r["state"])),
+                ("Kind", r["kind"] + (" (blocking)" if r["blocking"] else "")),
+                ("Asked by", r["requester"]),
+                ("Decided by", ", ".join(r["audience"])),
+                ("Asked", when(r["asked_at"])),
+                (
+                    "Expires",
+                    countdown(r["expires_at"], now)
+                    if r["state"] == "open"
+                    else when(r["expires_at"]),
+                ),
+                (
+                    "Conversation",
+                    link("/console/conversation", r["conversation_id"], id=r["conversation_id"]),
+                ),
+                ("Response", verbatim(r["response"]) if r["response"] else "—"),
+            ]
+        ),
+        section("What is asked", "body", render('<p class="body">{b}</p>', b=r["body"])),
+    ]
+    if r["action"] is not None:
+        parts.append(
+            section("The action an approval binds, exactly", "action", verbatim(r["action"]))
+        )
+    if r["choices"]:
+        parts.append(
+            section(
+                "Choices",
+                "choices",
+                render(
+                    "<ul>{items}</ul>",
+                    items=join(render("<li>{c}</li>", c=c) for c in r["choices"]),
+                ),
+            )
+        )
+    parts.append(
+        section(
+            "History",
+            "history",
+            table(
+                "Every change, oldest first",
+                ("Change", "By", "When", "Version"),
+                history_rows(r["history"], now),
+                "No change yet.",
+            ),
+        )
+    )
+    decide = Html("")
+    if r["state"] == "open" and visit.principal.id in r["audience"]:
+        decide = section("Your decision", "decide", reply_form(r, visit.csrf))
+    title = f"{r['kind'].capitalize()} {r['id']}"
+    return responder.live_page(request, title, f"{PREFIX}/requests", join(parts), decide, visit)
+
+
+def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    request_id = form.get("id", "")
+    back = f"{PREFIX}/request?{urlencode({'id': request_id})}"
+    arguments: dict[str, Any] = {
+        "id": request_id,
+        "outcome": form.get("outcome", ""),
+        "version": integer(form.get("version")),
+    }
+    if form.get("answer"):
+        arguments["answer"] = form["answer"]
+    return responder.act(visit, "reply", arguments, back)
+
+
+# -- what they show ----------------------------------------------------------------------------
+def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) -> list[list[Any]]:
+    return [
+        [
+            link("/console/request", first_line(r["body"]), id=r["id"]),
+            r["kind"],
+            badge(r["state"]),
+            r["requester"],
+            "you decide" if me in r["audience"] else "you asked",
+            countdown(r["expires_at"], now) if r["state"] == "open" else ago(r["expires_at"], now),
+        ]
+        for r in requests
+    ]
+
+
+def first_line(text: str, limit: int = 80) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "(empty)"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def history_rows(history: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [[c["kind"], c["by"] or "(expiry)", ago(c["at"], now), c["version"]] for c in history]
+
+
+def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
+    """The decision a person can make on an open request, bound to the version they read: if
+    the request changes before they submit (replaced, answered by someone else), the reply is
+    refused instead of applied to something they did not see."""
+    hidden = render(
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="id" value="{id}">'
+        '<input type="hidden" name="version" value="{version}">',
+        csrf=csrf,
+        id=request["id"],
+        version=request["version"],
+    )
+    kind = request["kind"]
+    if kind == "approval":
+        controls = Html(
+            '<div class="decision">'
+            '<button type="submit" name="outcome" value="approved" class="approve">Approve</button>'
+            '<button type="submit" name="outcome" value="denied" class="deny">Deny</button></div>'
+        )
+    elif kind == "task":
+        controls = Html(
+            '<label for="answer">Result (optional)</label>'
+            '<textarea id="answer" name="answer" rows="3"></textarea><div class="decision">'
+            '<button type="submit" name="outcome" value="completed">Completed</button>'
+            '<button type="submit" name="outcome" value="failed">Failed</button>'
+            '<button type="submit" name="outcome" value="rejected">Reject</button></div>'
+        )
+    elif request.get("choices"):
+        options = join(
+            render(
+                '<div><input type="radio" name="answer" id="choice-{n}" value="{choice}" required>'
+                '<label for="choice-{n}">{choice}</label></div>',
+                n=n,
+                choice=choice,
+            )
+            for n, choice in enumerate(request["choices"])
+        )
+        controls = render(
+            "<fieldset><legend>Your answer</legend>{options}</fieldset>"
+            '<button type="submit" name="outcome" value="answered">Answer</button>',
+            options=options,
+        )
+    else:
+        controls = Html(
+            '<label for="answer">Your answer</label>'
+            '<textarea id="answer" name="answer" rows="4" required></textarea>'
+            '<button type="submit" name="outcome" value="answered">Answer</button>'
+        )
+    return render(
+        '<form method="post" action="/console/requests/reply" class="reply">{hidden}{controls}'
+        "</form>",
+        hidden=hidden,
+        controls=controls,
+    )

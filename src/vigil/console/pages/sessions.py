@@ -1,0 +1,119 @@
+"""The agents' sessions: the listing, and one session's instructions with the form that
+posts a new one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from vigil.console.components import ago, badge, link, next_page, shown, table
+from vigil.console.html import Html, join, render
+from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
+from vigil.transports.http import HttpRequest, HttpResponse
+
+SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Staleness")
+INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliveries", "Acknowledged")
+
+
+# -- handlers ----------------------------------------------------------------------------------
+def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    stale_only = request.query.get("stale") == "1"
+    arguments: dict[str, Any] = {"stale_only": stale_only}
+    if request.query.get("cursor"):
+        arguments["cursor"] = request.query["cursor"]
+    found = responder.call(visit, "list_sessions", **arguments)
+    filters = render(
+        "<p>{all} · {stale}</p>",
+        all=link("/console/sessions", "All sessions"),
+        stale=link("/console/sessions", "Stale only", stale="1"),
+    )
+
+    def draw(page: Mapping[str, Any]) -> Html:
+        more = Html("")
+        if page["next_cursor"]:
+            query = {"cursor": page["next_cursor"], **({"stale": "1"} if stale_only else {})}
+            more = next_page("/console/sessions", query)
+        rows = session_rows(page["sessions"], now)
+        return join([table("Sessions", SESSION_HEADERS, rows, "No sessions."), more])
+
+    return responder.live_page(
+        request, "Sessions", f"{PREFIX}/sessions", shown(found, draw), filters, visit
+    )
+
+
+def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    session_id = request.query.get("id", "")
+    found = responder.call(visit, "list_instructions", session_id=session_id)
+    if isinstance(found, str):
+        return responder.not_found("Session", found, visit)
+    live = table(
+        "Instructions, oldest first",
+        INSTRUCTION_HEADERS,
+        instruction_rows(found["instructions"], now),
+        "No instruction yet.",
+        "instructions",
+    )
+    form = render(
+        '<form method="post" action="/console/sessions/instructions" class="post">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="session_id" value="{session}">'
+        '<input type="hidden" name="idempotency_key" value="{key}">'
+        '<label for="body">New instruction</label>'
+        '<textarea id="body" name="body" rows="3" required maxlength="8192"></textarea>'
+        '<p class="hint">The agent receives it on its next session_heartbeat.</p>'
+        '<button type="submit">Post instruction</button></form>',
+        csrf=visit.csrf,
+        session=session_id,
+        key=idempotency_key(),
+    )
+    return responder.live_page(
+        request, f"Session {session_id}", f"{PREFIX}/sessions", live, form, visit
+    )
+
+
+def post_instruction(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    return responder.post_text(visit, form, "post_instruction", "session_id", "session")
+
+
+# -- what they show ----------------------------------------------------------------------------
+def session_rows(sessions: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            link("/console/session", s["session_id"], id=s["session_id"]),
+            s["owner"],
+            badge(s["status"]),
+            "—" if s["progress_percent"] is None else f"{s['progress_percent']:g} %",
+            _step(s),
+            ago(s["last_beat_at"], now),
+            badge("stale") if s["stale"] else "fresh",
+        ]
+        for s in sessions
+    ]
+
+
+def _step(session: Mapping[str, Any]) -> str:
+    step = session.get("current_step") or "—"
+    if session.get("step_index") is not None and session.get("step_count"):
+        return f"{step} ({session['step_index']}/{session['step_count']})"
+    return str(step)
+
+
+def instruction_rows(instructions: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            render('<span class="body">{body}</span>', body=i["body"]),
+            render(
+                '<span class="badge state-{state}" data-instruction="{id}">{state}</span>',
+                state=i["state"],
+                id=i["id"],
+            ),
+            i["posted_by"],
+            ago(i["posted_at"], now),
+            i["delivery_count"],
+            ago(i["acknowledged_at"], now) if i["acknowledged_at"] else "—",
+        ]
+        for i in instructions
+    ]

@@ -1,0 +1,320 @@
+"""The switches' pages: the listing, one switch with its pauses, leases and deaths, and the
+form that acknowledges a fired switch's alert; and the rows other pages show switches,
+pauses, deaths and leases in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from vigil.console.components import (
+    ago,
+    badge,
+    countdown,
+    facts,
+    link,
+    listed,
+    next_page,
+    parse_time,
+    section,
+    shown,
+    span,
+    table,
+    verbatim,
+    when,
+)
+from vigil.console.frame import REFRESH_LISTINGS_MS
+from vigil.console.html import Html, join, render
+from vigil.console.responder import PREFIX, Responder, Visit
+from vigil.switches.records import expiring_soon, pause_reaches
+from vigil.transports.http import HttpRequest, HttpResponse
+
+SWITCH_HEADERS = ("Scope", "State", "Fires", "Holder", "Generation", "Last beat")
+PAUSE_HEADERS = ("Scopes beginning with", "Ends", "Set by", "Set", "Reason")
+DEATH_HEADERS = ("Scope", "Generation", "Holder", "Fired", "Lateness", "Leases released", "Done")
+LEASE_HEADERS = ("Resource", "Holder", "Generation", "Expires")
+
+
+# -- handlers ----------------------------------------------------------------------------------
+def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    state = request.query.get("state") or None
+    prefix = request.query.get("scope_prefix") or None
+    arguments = {"state": state, "scope_prefix": prefix, "cursor": request.query.get("cursor")}
+    found = responder.call(visit, "list_switches", **{k: v for k, v in arguments.items() if v})
+    pause_list = listed(responder.call(visit, "list_pauses"), "pauses")
+    states = join(
+        render(
+            '<option value="{v}"{sel}>{t}</option>',
+            v=v,
+            t=t,
+            sel=Html(" selected") if v == (state or "") else Html(""),
+        )
+        for v, t in (
+            ("", "any"),
+            ("armed", "armed"),
+            ("disarmed", "disarmed"),
+            ("expired", "expired"),
+            ("failed", "failed"),
+        )
+    )
+    filters = render(
+        '<form method="get" action="/console/switches" class="filters">'
+        '<label for="state">State</label><select id="state" name="state">{states}</select>'
+        '<label for="scope_prefix">Scope starts with</label>'
+        '<input id="scope_prefix" name="scope_prefix" value="{prefix}">'
+        '<button type="submit">Show</button></form>',
+        states=states,
+        prefix=prefix or "",
+    )
+
+    def draw(page: Mapping[str, Any]) -> Html:
+        more = Html("")
+        if page["next_cursor"]:
+            query = {k: v for k, v in arguments.items() if v and k != "cursor"}
+            more = next_page("/console/switches", {**query, "cursor": page["next_cursor"]})
+        return join([switches_table("Switches", page["switches"], now, pause_list), more])
+
+    return responder.live_page(
+        request, "Switches", f"{PREFIX}/switches", shown(found, draw), filters, visit
+    )
+
+
+def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    now = responder.now()
+    scope = request.query.get("scope", "")
+    packet = responder.call(visit, "resume_packet", scope=scope)
+    deaths = responder.call(visit, "list_deaths")
+    paused = responder.call(visit, "list_pauses")
+    if isinstance(packet, str):
+        return responder.not_found(scope or "Switch", packet, visit)
+    over = pausing(listed(paused, "pauses"), packet)
+    history = [d for d in listed(deaths, "deaths") if d["scope"] == scope]
+    death = packet["death"]
+    progress = packet["last_progress"]
+    live = join(
+        [
+            facts(
+                [
+                    ("State", badge(packet["state"])),
+                    (
+                        "Fires",
+                        countdown(packet["deadline"], now) if packet["state"] == "armed" else "—",
+                    ),
+                    ("Paused", paused_by(over, now)),
+                    ("Holder", holder(packet)),
+                    ("Generation", packet["generation"]),
+                    ("Armed", when(packet["armed_at"])),
+                    ("Last beat", ago(packet["last_beat_at"], now)),
+                    ("Window", span(packet["expect_within_seconds"])),
+                    ("On expiry", ", ".join(packet["on_expiry"]) or "—"),
+                ]
+            ),
+            section(
+                "Pauses over this switch",
+                "paused",
+                table(
+                    "Pauses in force whose prefix begins this scope",
+                    PAUSE_HEADERS,
+                    pause_rows(over, now),
+                    "No pause covers this switch.",
+                ),
+            ),
+            section(
+                "Last progress",
+                "progress",
+                verbatim(progress)
+                if progress
+                else Html('<p class="empty">No progress reported.</p>'),
+            ),
+            section(
+                "Leases held now",
+                "held",
+                leases_table("Held leases of this scope", packet["held_leases"], now),
+            ),
+            section(
+                "Latest death",
+                "death",
+                verbatim(death)
+                if death
+                else Html('<p class="empty">This switch has not died.</p>'),
+            ),
+            section(
+                "Leases its death released",
+                "released",
+                table(
+                    "Released leases",
+                    ("Resource", "Generation"),
+                    [[r["resource"], r["generation"]] for r in packet["released_leases"] or []],
+                    "None released.",
+                ),
+            ),
+            section(
+                "Deaths",
+                "history",
+                table(
+                    "Recent deaths of this scope, newest first",
+                    DEATH_HEADERS,
+                    death_rows(history, now),
+                    "No recent death.",
+                ),
+            ),
+        ]
+    )
+    alert = death.get("alert_id") if death else None
+    acknowledge = (
+        section("Its alert", "alert", acknowledge_form(alert, scope, visit.csrf))
+        if alert
+        else Html("")
+    )
+    return responder.live_page(
+        request, scope, f"{PREFIX}/switches", live, acknowledge, visit, REFRESH_LISTINGS_MS
+    )
+
+
+def acknowledge(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    back = f"{PREFIX}/switch?{urlencode({'scope': form.get('scope', '')})}"
+    arguments = {"event_id": form.get("event_id", "")}
+    return responder.act(visit, "acknowledge_alert", arguments, back)
+
+
+# -- what they show ----------------------------------------------------------------------------
+def holder(switch: Mapping[str, Any]) -> str:
+    """Who holds a switch: its holder, and the agent it names if any."""
+    return str(switch["holder"]) + (f" ({switch['agent_id']})" if switch.get("agent_id") else "")
+
+
+def switch_rows(
+    switches: Iterable[Mapping[str, Any]],
+    now: datetime,
+    pauses: Sequence[Mapping[str, Any]] = (),
+) -> list[list[Any]]:
+    """A row per switch; an armed switch under a pause in ``pauses`` says so beside its
+    deadline (past it, the pause holds it)."""
+    return [
+        [
+            link("/console/switch", s["scope"], scope=s["scope"]),
+            badge(s["state"]),
+            _fires(s, now, pauses),
+            holder(s),
+            s["generation"],
+            ago(s["last_beat_at"], now),
+        ]
+        for s in switches
+    ]
+
+
+def _fires(switch: Mapping[str, Any], now: datetime, pauses: Sequence[Mapping[str, Any]]) -> Html:
+    if switch["state"] != "armed":
+        return Html("—")
+    if pausing(pauses, switch):
+        return join([countdown(switch["deadline"], now), badge("paused")], " ")
+    return countdown(switch["deadline"], now)
+
+
+def switches_table(
+    caption: str,
+    switches: Iterable[Mapping[str, Any]],
+    now: datetime,
+    pauses: Sequence[Mapping[str, Any]] = (),
+) -> Html:
+    return table(caption, SWITCH_HEADERS, switch_rows(switches, now, pauses), "None.")
+
+
+def pausing(
+    pauses: Iterable[Mapping[str, Any]], switch: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """The pauses of ``pauses`` (in force, as list_pauses returns them) whose prefix begins
+    the switch's scope; one until the next beat covers it only while it is not beaten since."""
+    return [pause for pause in pauses if pause_reaches(pause, switch)]
+
+
+def pause_rows(pauses: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            link("/console/switches", pause["scope_prefix"], scope_prefix=pause["scope_prefix"]),
+            _pause_end(pause, now),
+            pause["paused_by"],
+            ago(pause["paused_at"], now),
+            pause["reason"] or "—",
+        ]
+        for pause in pauses
+    ]
+
+
+def _pause_end(pause: Mapping[str, Any], now: datetime) -> Html:
+    parts = []
+    if pause["until"] is not None:
+        parts.append(countdown(pause["until"], now))
+    if pause["until_next_beat"]:
+        parts.append(Html("at each switch's next beat"))
+    return join(parts, " or ")
+
+
+def paused_by(pauses: Sequence[Mapping[str, Any]], now: datetime) -> Html:
+    """One line on a switch's page: which pause holds it, or that none does."""
+    if not pauses:
+        return Html("no")
+    return join(
+        (
+            render(
+                "{badge} under {prefix}, ending {end}",
+                badge=badge("paused"),
+                prefix=pause["scope_prefix"],
+                end=_pause_end(pause, now),
+            )
+            for pause in pauses
+        ),
+        "; ",
+    )
+
+
+def expiring(switch: Mapping[str, Any], now: datetime) -> bool:
+    deadline = parse_time(switch.get("deadline"))
+    return deadline is not None and expiring_soon(deadline, switch["expect_within_seconds"], now)
+
+
+def death_rows(deaths: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+    return [
+        [
+            link("/console/switch", d["scope"], scope=d["scope"]),
+            d["generation"],
+            d["holder"],
+            ago(d["fired_at"], now),
+            f"{d['lateness_seconds']:.3f} s",
+            "—" if d["released_count"] is None else d["released_count"],
+            ", ".join(d["completed"]) or "—",
+        ]
+        for d in deaths
+    ]
+
+
+def leases_table(caption: str, leases: Iterable[Mapping[str, Any]], now: datetime) -> Html:
+    rows = [
+        [
+            lease["resource"],
+            lease["holder"] + (f" ({lease['holder_label']})" if lease.get("holder_label") else ""),
+            lease["generation"],
+            countdown(lease["expires_at"], now),
+        ]
+        for lease in leases
+    ]
+    return table(caption, LEASE_HEADERS, rows, "This scope holds no lease.")
+
+
+def acknowledge_form(alert_id: str, scope: str, csrf: str) -> Html:
+    """Acknowledging a fired switch's alert: its repeats stop, and it does not escalate."""
+    return render(
+        '<form method="post" action="/console/alerts/acknowledge">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="event_id" value="{alert}">'
+        '<input type="hidden" name="scope" value="{scope}">'
+        "<p>Its alert ({alert}) repeats or escalates on the channels whose rules ask for it "
+        "until a person acknowledges it.</p>"
+        '<button type="submit">Acknowledge the alert</button></form>',
+        csrf=csrf,
+        alert=alert_id,
+        scope=scope,
+    )

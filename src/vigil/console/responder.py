@@ -1,0 +1,199 @@
+"""How every console handler answers: tool calls made as the signed-in person, whole pages
+in their frame or only their live part, refusals, and the redirect after a form.
+
+Also what a handler reads a request with: the signed-in ``Visit`` and the posted form."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from vigil.app import App
+from vigil.console.components import problem
+from vigil.console.frame import REFRESH_MS, frame, live
+from vigil.console.html import Html, join, render
+from vigil.console.session import ConsoleSession
+from vigil.errors import HTTP_STATUS, VigilError
+from vigil.identity.records import Principal
+from vigil.transports.http import HttpRequest, HttpResponse
+
+PREFIX = "/console"
+# A form body larger than this is refused unread: the largest field (an instruction, a
+# message) is 8 KiB of text, percent-encoded.
+MAX_FORM_BYTES = 64 * 1024
+
+# No inline script or style, nothing from another origin, no framing, forms post only here.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+PAGE_HEADERS = {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": CSP,
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+}
+_REFUSAL_TITLES = {401: "Sign in first", 403: "Refused", 404: "Not found", 413: "Too large"}
+
+
+@dataclass
+class Visit:
+    """One signed-in request: who, in which session, and the cookie to send back, if any."""
+
+    principal: Principal
+    session: ConsoleSession
+    csrf: str
+    cookies: list[str]
+
+
+class Responder:
+    """What every page and form handler is given: it calls tools as the visitor and frames
+    what they show."""
+
+    def __init__(self, app: App, asset_paths: Mapping[str, str]) -> None:
+        self.app = app
+        self._asset_paths = dict(asset_paths)
+
+    def now(self) -> datetime:
+        return self.app.clock.now()
+
+    # -- tool calls -----------------------------------------------------------------------------
+    def call(self, visit: Visit, tool: str, **arguments: Any) -> dict[str, Any] | str:
+        """A tool's result, or what refused it, in words for the page."""
+        try:
+            return self.app.call_as(tool, arguments, visit.principal)
+        except VigilError as error:
+            if error.code.value == "forbidden":
+                return "Your role may not see this."
+            return error.message
+
+    def act(self, visit: Visit, tool: str, arguments: dict[str, Any], back: str) -> HttpResponse:
+        """A form's tool call: back to ``back`` (303) when it is done, or a page saying why
+        it was not."""
+        try:
+            self.app.call_as(tool, arguments, visit.principal)
+        except VigilError as error:
+            return self._problem_page(
+                "Not done",
+                f"{error.code.value}: {error.message}",
+                render('<p><a href="{back}">Back</a></p>', back=back),
+                visit,
+                HTTP_STATUS[error.code],
+            )
+        return redirect(back)
+
+    def post_text(
+        self, visit: Visit, form: Mapping[str, str], tool: str, to: str, page: str
+    ) -> HttpResponse:
+        """A text form's ``body`` posted by ``tool`` to the thing its field ``to`` names, under
+        the idempotency key the form was rendered with; back to that thing's ``page``."""
+        target = form.get(to, "")
+        arguments = {
+            to: target,
+            "body": form.get("body", ""),
+            "idempotency_key": form.get("idempotency_key") or None,
+        }
+        return self.act(visit, tool, arguments, f"{PREFIX}/{page}?{urlencode({'id': target})}")
+
+    # -- pages ----------------------------------------------------------------------------------
+    def page(
+        self,
+        title: str,
+        body: Html,
+        visit: Visit | None,
+        *,
+        here: str = "",
+        status: int = 200,
+    ) -> HttpResponse:
+        who = None
+        if visit is not None:
+            principal = visit.principal
+            who = {
+                "name": principal.name,
+                "principal_id": principal.id,
+                "role": principal.role,
+                "namespace": principal.namespace,
+            }
+        html = frame(
+            title,
+            body,
+            assets=self._asset_paths,
+            who=who,
+            csrf=visit.csrf if visit else None,
+            here=here,
+            now=self.now(),
+        )
+        return HttpResponse(status, html.encode(), dict(PAGE_HEADERS))
+
+    def live_page(
+        self,
+        request: HttpRequest,
+        title: str,
+        here: str,
+        live_part: Html,
+        rest: Html,
+        visit: Visit,
+        every_ms: int = REFRESH_MS,
+    ) -> HttpResponse:
+        """A page whose ``live_part`` its script fetches again (``?fragment``) every few
+        seconds; ``rest`` (its forms) stays as the person left it."""
+        if "fragment" in request.query:
+            return HttpResponse(200, live_part.encode(), dict(PAGE_HEADERS))
+        return self.page(title, join([live(live_part, every_ms), rest]), visit, here=here)
+
+    def not_found(self, title: str, why: str, visit: Visit) -> HttpResponse:
+        """The page of a thing its tool would not give: what it said instead."""
+        return self.page(title, problem(why), visit, status=404)
+
+    def refused(self, status: int, message: str, visit: Visit | None = None) -> HttpResponse:
+        response = self._problem_page(
+            _REFUSAL_TITLES.get(status, "Refused"),
+            message,
+            Html('<p><a href="/console">Back to the overview</a></p>'),
+            visit,
+            status,
+        )
+        if visit is not None:
+            response.cookies += visit.cookies
+        return response
+
+    def _problem_page(
+        self, title: str, message: str, back: Html, visit: Visit | None, status: int
+    ) -> HttpResponse:
+        return self.page(title, join([problem(message), back]), visit, status=status)
+
+
+def redirect(location: str) -> HttpResponse:
+    # 303: the browser follows with a GET, so a reload never posts the form again.
+    return HttpResponse(303, b"", {"location": location, "cache-control": "no-store"})
+
+
+def read_form(request: HttpRequest) -> dict[str, str] | None:
+    """A url-encoded form's fields (the first of each name), or None if it is too large."""
+    if len(request.body) > MAX_FORM_BYTES:
+        return None
+    try:
+        text = request.body.decode()
+    except UnicodeDecodeError:
+        return {}
+    return {name: values[0] for name, values in parse_qs(text, keep_blank_values=True).items()}
+
+
+def integer(text: str | None) -> int | str:
+    """A form's number as a number; anything else as it was, for the tool to refuse."""
+    try:
+        return int(text or "")
+    except ValueError:
+        return text or ""
+
+
+def idempotency_key() -> str:
+    """A form's key, made as it is rendered, so that submitting it twice posts once."""
+    return f"console-{secrets.token_urlsafe(16)}"
