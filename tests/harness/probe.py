@@ -12,7 +12,7 @@ from tests.harness.mutations import MARKER
 from vigil.app import App
 from vigil.catalog import UnknownTool
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router
 
 DOORS = ("app", "mcp", "rest")

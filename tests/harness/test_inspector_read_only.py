@@ -24,8 +24,8 @@ from tests.harness.worlds import Actor, absorb
 from vigil import catalog
 from vigil.errors import ErrorCode
 from vigil.identity.records import parse_secret
+from vigil.kit.http import HttpResponse
 from vigil.kit.principals import Kind, Role
-from vigil.transports.http import HttpResponse
 
 pytestmark = pytest.mark.e2e
 

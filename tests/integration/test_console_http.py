@@ -24,9 +24,9 @@ from vigil.clock import ManualClock
 from vigil.console.responder import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
 from vigil.entrypoints import api
+from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.observability import JsonFormatter
 from vigil.store import Store
-from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router
 
 # The API function's environment on moto, with acme's operator, as its own tests set it up.

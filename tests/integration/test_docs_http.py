@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 from tests.integration import test_api_handler
 from tests.support import Tenant
 from vigil.entrypoints import api
-from vigil.transports.http import HttpRequest
+from vigil.kit.http import HttpRequest
 from vigil.transports.router import Router
 
 # The API function's environment on moto, as its own tests set it up.
@@ -205,7 +205,7 @@ import sys
 from tests.support import Tenant, app_on
 from vigil.clock import ManualClock
 from vigil.stores.memory import MemoryStore
-from vigil.transports.http import HttpRequest
+from vigil.kit.http import HttpRequest
 from vigil.transports.router import Router
 
 clock = ManualClock()

@@ -12,7 +12,7 @@ from tests.support import Tenant
 from vigil.bootstrap import rotate_operator
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
-from vigil.transports.http import HttpRequest
+from vigil.kit.http import HttpRequest
 from vigil.transports.router import Router
 
 

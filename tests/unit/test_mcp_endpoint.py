@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support import Tenant
-from vigil.transports.http import HttpRequest
+from vigil.kit.http import HttpRequest
 from vigil.transports.mcp import McpEndpoint
 from vigil.transports.router import Router
 

@@ -16,11 +16,11 @@ from tests.liveness_support import World
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm, api
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.http import HttpResponse
 from vigil.kit.retry import ATTEMPTS, retry_on_conflict
 from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.records import MAX_HANDOUTS
 from vigil.observability import Metrics, metrics
-from vigil.transports.http import HttpResponse
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = 1_800_000_000.25  # seconds; EMF's Timestamp is in milliseconds

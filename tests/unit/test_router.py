@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.support import Tenant
-from vigil.transports.http import HttpRequest
+from vigil.kit.http import HttpRequest
 from vigil.transports.router import Router
 
 ALLOWED = "https://console.example"

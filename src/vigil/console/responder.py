@@ -19,7 +19,7 @@ from vigil.console.html import Html, join, render
 from vigil.console.session import ConsoleSession
 from vigil.errors import HTTP_STATUS, VigilError
 from vigil.identity.records import Principal
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 PREFIX = "/console"
 # A form body larger than this is refused unread: the largest field (an instruction, a

@@ -20,7 +20,7 @@ from vigil.console.pages import (
 from vigil.console.responder import PREFIX, Responder, Visit, read_form, redirect
 from vigil.console.session import Signer
 from vigil.console.sign_in import SignIn, sign_out
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 Page = Callable[[Responder, HttpRequest, Visit], HttpResponse]
 Action = Callable[[Responder, Mapping[str, str], Visit], HttpResponse]

@@ -26,8 +26,8 @@ from vigil.console.session import (
     same,
 )
 from vigil.errors import VigilError
+from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.observability import get_logger, log_event
-from vigil.transports.http import HttpRequest, HttpResponse
 
 log = get_logger("vigil.console")
 

@@ -3,37 +3,25 @@ digest, so a browser keeps each copy for a year and a new deployment's pages nam
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from importlib import resources
 
 from vigil.console.responder import PREFIX
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import ASSET_CACHE_CONTROL, Asset, HttpRequest, HttpResponse, asset
 
 ASSETS = f"{PREFIX}/assets"
 
 
-@dataclass(frozen=True)
-class Asset:
-    path: str  # versioned by its content's digest
-    body: bytes
-    content_type: str
-
-
 def load_assets() -> dict[str, Asset]:
     """Each asset by its file's own name (console.css, console.js, icon.svg)."""
-    found = {}
     folder = resources.files("vigil.console") / "assets"
-    for name, content_type in (
-        ("console.css", "text/css; charset=utf-8"),
-        ("console.js", "text/javascript; charset=utf-8"),
-        ("icon.svg", "image/svg+xml"),
-    ):
-        body = (folder / name).read_bytes()
-        stem, ext = name.rsplit(".", 1)
-        digest = hashlib.sha256(body).hexdigest()[:12]
-        found[name] = Asset(f"{ASSETS}/{stem}.{digest}.{ext}", body, content_type)
-    return found
+    return {
+        name: asset(folder, name, content_type, ASSETS)
+        for name, content_type in (
+            ("console.css", "text/css; charset=utf-8"),
+            ("console.js", "text/javascript; charset=utf-8"),
+            ("icon.svg", "image/svg+xml"),
+        )
+    }
 
 
 def serve(asset: Asset | None, request: HttpRequest) -> HttpResponse:
@@ -51,8 +39,7 @@ def serve(asset: Asset | None, request: HttpRequest) -> HttpResponse:
         asset.body,
         {
             "content-type": asset.content_type,
-            # The name changes with the content, so a copy never needs checking again.
-            "cache-control": "public, max-age=31536000, immutable",
+            "cache-control": ASSET_CACHE_CONTROL,
             "x-content-type-options": "nosniff",
         },
     )

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from vigil import catalog
 from vigil.errors import HTTP_STATUS, unavailable
+from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.observability import correlation_id, get_logger, metrics
-from vigil.transports.http import HttpRequest, HttpResponse
 from vigil.transports.router import Router
 
 log = get_logger("vigil.api")

@@ -13,14 +13,19 @@ distribution, the local runtime.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
-from importlib.abc import Traversable
 
 from vigil.errors import not_found
-from vigil.transports.http import HttpRequest, HttpResponse, failure, method_not_allowed
+from vigil.kit.http import (
+    ASSET_CACHE_CONTROL,
+    Asset,
+    HttpRequest,
+    HttpResponse,
+    asset,
+    failure,
+    method_not_allowed,
+)
 
 PREFIX = "/docs"
 ASSETS = f"{PREFIX}/assets"
@@ -49,9 +54,6 @@ PAGE_HEADERS = {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
 }
-# An asset's name changes with its content, so a copy never needs checking again.
-ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable"
-
 _PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -70,26 +72,11 @@ _PAGE = """<!doctype html>
 """
 
 
-@dataclass(frozen=True)
-class Asset:
-    name: str  # the file's own name, e.g. swagger-ui.css
-    path: str  # where it is served, versioned by its content's digest
-    body: bytes
-    content_type: str
-
-
-def _asset(folder: Traversable, name: str, content_type: str) -> Asset:
-    body = (folder / name).read_bytes()
-    stem, ext = name.rsplit(".", 1)
-    digest = hashlib.sha256(body).hexdigest()[:12]
-    return Asset(name, f"{ASSETS}/{stem}.{digest}.{ext}", body, content_type)
-
-
 def _assets() -> dict[str, Asset]:
     from swagger_ui_bundle import swagger_ui_path
 
-    found = [_asset(swagger_ui_path, name, kind) for name, kind in SWAGGER_UI_FILES]
-    found.append(_asset(resources.files("vigil.transports") / "assets", *INITIALIZER))
+    found = [asset(swagger_ui_path, name, kind, ASSETS) for name, kind in SWAGGER_UI_FILES]
+    found.append(asset(resources.files("vigil.transports") / "assets", *INITIALIZER, ASSETS))
     return {asset.name: asset for asset in found}
 
 
@@ -116,14 +103,14 @@ class ApiDocs:
         if request.path == f"{PREFIX}/":
             # The page's relative addresses resolve from /docs, not /docs/.
             return HttpResponse(308, b"", {"location": f"../{PREFIX.lstrip('/')}"})
-        asset = self._by_path.get(request.path)
-        if asset is None:
+        found = self._by_path.get(request.path)
+        if found is None:
             return failure(not_found(f"route {request.path}"))
         return HttpResponse(
             200,
-            asset.body,
+            found.body,
             {
-                "content-type": asset.content_type,
+                "content-type": found.content_type,
                 "cache-control": ASSET_CACHE_CONTROL,
                 "x-content-type-options": "nosniff",
                 "cross-origin-resource-policy": "same-origin",

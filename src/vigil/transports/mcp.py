@@ -15,7 +15,7 @@ from vigil import __version__
 from vigil.app import App
 from vigil.catalog import UnknownTool, tools
 from vigil.errors import VigilError, limit_exceeded_body
-from vigil.transports.http import MAX_BODY_BYTES, HttpRequest, HttpResponse, method_not_allowed
+from vigil.kit.http import MAX_BODY_BYTES, HttpRequest, HttpResponse, method_not_allowed
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,

@@ -7,7 +7,7 @@ import json
 from vigil.app import App
 from vigil.catalog import UnknownTool
 from vigil.errors import ErrorCode, VigilError, invalid, not_found
-from vigil.transports.http import (
+from vigil.kit.http import (
     HttpRequest,
     HttpResponse,
     challenge,

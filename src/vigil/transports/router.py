@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from vigil.app import App
 from vigil.errors import forbidden, not_found
-from vigil.transports.http import (
+from vigil.kit.http import (
     PROTECTED_RESOURCE_METADATA,
     HttpRequest,
     HttpResponse,

@@ -10,7 +10,7 @@ from vigil.console.components import ago, badge, shown, table
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, render
 from vigil.console.responder import PREFIX, Responder, Visit
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 CHANNEL_HEADERS = ("Name", "Kind", "Sends to", "Events", "State", "Changed", "Version")
 

@@ -11,7 +11,7 @@ from vigil.console.components import ago, link, section, table
 from vigil.console.html import Html, join, render
 from vigil.console.pages.requests import first_line
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 
 # -- handlers ----------------------------------------------------------------------------------

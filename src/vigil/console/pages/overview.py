@@ -20,7 +20,7 @@ from vigil.console.pages.switches import (
     switch_rows,
 )
 from vigil.console.responder import PREFIX, Responder, Visit
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 # The overview shows this many of the newest deaths.
 OVERVIEW_DEATHS = 20

@@ -23,7 +23,7 @@ from vigil.console.components import (
 )
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, integer
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "Yours to", "Expires")
 

@@ -6,7 +6,7 @@ from vigil.console.components import badge, countdown, facts, section, shown, wh
 from vigil.console.html import join, render
 from vigil.console.pages.switches import leases_table, switches_table
 from vigil.console.responder import PREFIX, Responder, Visit
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 
 def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:

@@ -10,7 +10,7 @@ from typing import Any
 from vigil.console.components import ago, badge, link, next_page, shown, table
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
-from vigil.transports.http import HttpRequest, HttpResponse
+from vigil.kit.http import HttpRequest, HttpResponse
 
 SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Staleness")
 INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliveries", "Acknowledged")

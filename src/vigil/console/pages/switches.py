@@ -28,8 +28,8 @@ from vigil.console.components import (
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit
+from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.switches.records import expiring_soon, pause_reaches
-from vigil.transports.http import HttpRequest, HttpResponse
 
 SWITCH_HEADERS = ("Scope", "State", "Fires", "Holder", "Generation", "Last beat")
 PAUSE_HEADERS = ("Scopes beginning with", "Ends", "Set by", "Set", "Reason")

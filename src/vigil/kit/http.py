@@ -1,9 +1,13 @@
-"""HTTP primitives shared by the transports: a response type and header helpers."""
+"""HTTP primitives shared by the transports, the console and the local server: a request and
+a response type, header helpers, how an error becomes a status, and static files served
+under names that carry their content's digest."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from importlib.abc import Traversable
 from typing import Any
 
 from vigil.errors import HTTP_STATUS, VigilError, invalid, limit_exceeded_body
@@ -85,3 +89,23 @@ def too_large(request: HttpRequest) -> HttpResponse | None:
     if len(request.body) <= MAX_BODY_BYTES:
         return None
     return failure(limit_exceeded_body(MAX_BODY_BYTES))
+
+
+# An asset's name changes with its content, so a copy never needs checking again.
+ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable"
+
+
+@dataclass(frozen=True)
+class Asset:
+    name: str  # the file's own name, e.g. console.css
+    path: str  # where it is served, versioned by its content's digest
+    body: bytes
+    content_type: str
+
+
+def asset(folder: Traversable, name: str, content_type: str, under: str) -> Asset:
+    """The file ``name`` of ``folder``, served under ``under`` as ``stem.<digest>.ext``."""
+    body = (folder / name).read_bytes()
+    stem, ext = name.rsplit(".", 1)
+    digest = hashlib.sha256(body).hexdigest()[:12]
+    return Asset(name, f"{under}/{stem}.{digest}.{ext}", body, content_type)
