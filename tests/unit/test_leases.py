@@ -23,7 +23,7 @@ from vigil.stores.memory import MemoryStore
 def release_by_switch(store: Store, clock: ManualClock, holder: str) -> Lease:
     """What a fired switch of scope "build" does to the lease of "repo" at generation 1."""
     uow = UnitOfWork(store)
-    return release(store, uow, "acme", "repo", 1, holder, "expiry:build", clock.now())
+    return release("acme", "repo", 1, holder, "expiry:build", clock.now(), store=store, uow=uow)
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

@@ -6,31 +6,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
 
 from pydantic import BaseModel
 
 from vigil.identity.records import Caller
-from vigil.kit.retry import retry_on_conflict, update_versioned
+from vigil.kit.retry import R, retry_on_conflict, update_versioned
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.leases.records import Lease, granted, stale_lease
 from vigil.leases.store import LeaseStore
 from vigil.quotas.records import Quotas
 
-R = TypeVar("R", bound=BaseModel)
-
 
 def acquire(
-    store: LeaseStore,
-    uow: UnitOfWork,
     caller: Caller,
     resource: str,
     scope: str | None,
     label: str | None,
     ttl_seconds: int,
     now: datetime,
-    present: Callable[[Lease], R],
+    *,
+    store: LeaseStore,
+    uow: UnitOfWork,
     quotas: Quotas,
+    present: Callable[[Lease], R],
 ) -> R:
     """Grants ``resource`` to the caller. A lease that joins ``scope`` holds only while the
     scope has fewer than its quota of held leases, counted in the same transaction."""
@@ -55,13 +53,14 @@ def acquire(
 
 
 def renew(
-    store: LeaseStore,
-    uow: UnitOfWork,
     caller: Caller,
     resource: str,
     generation: int,
     ttl_seconds: int,
     now: datetime,
+    *,
+    store: LeaseStore,
+    uow: UnitOfWork,
     present: Callable[[Lease], R],
 ) -> R:
     def renewed(current: Lease | None) -> Lease:
@@ -80,14 +79,15 @@ def renew(
 
 
 def release(
-    store: LeaseStore,
-    uow: UnitOfWork,
     namespace: str,
     resource: str,
     generation: int,
     holder: str,
     released_by: str,
     now: datetime,
+    *,
+    store: LeaseStore,
+    uow: UnitOfWork,
     present: Callable[[Lease], BaseModel] | None = None,
 ) -> Lease:
     """Releases ``resource`` held by ``holder`` at ``generation``.
