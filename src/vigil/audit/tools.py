@@ -21,6 +21,8 @@ class Reader(Protocol):
 
 
 class AuditContext(Protocol):
+    """What the audit tool reads of a call."""
+
     @property
     def store(self) -> AuditStore: ...
 

@@ -20,8 +20,8 @@ from vigil.kit.uow import UnitOfWork
 
 
 class AgentMailboxes(Protocol):
-    """Where a revoked agent's mail goes: the mailboxes are above identity, and are reached
-    through the call's context."""
+    """The mailboxes of the agents, which a revocation empties. They are built on identity,
+    not part of it: the call's context hands them over."""
 
     def remove_all(self, namespace: str, owner: str) -> None:
         """Deletes the queues of every mailbox of the revoked agent ``owner``, with what they
@@ -29,6 +29,8 @@ class AgentMailboxes(Protocol):
 
 
 class IdentityContext(Protocol):
+    """What the identity tools read of a call."""
+
     @property
     def store(self) -> IdentityPorts: ...
 

@@ -22,6 +22,8 @@ from vigil.quotas.records import Quotas
 
 
 class LeaseContext(Protocol):
+    """What the lease tools read of a call."""
+
     @property
     def store(self) -> LeaseStore: ...
 
@@ -119,10 +121,7 @@ class AcquireInput(StrictInput):
 def acquire_lease(ctx: LeaseContext, args: AcquireInput) -> LeaseResult:
     return service.acquire(
         ctx.caller,
-        args.resource,
-        args.scope,
-        args.agent_id,
-        args.ttl_seconds,
+        service.AcquireLease(args.resource, args.scope, args.agent_id, args.ttl_seconds),
         ctx.clock.now(),
         store=ctx.store,
         uow=ctx.uow,
@@ -160,12 +159,11 @@ class ReleaseInput(StrictInput):
 
 
 def release_lease(ctx: LeaseContext, args: ReleaseInput) -> LeaseResult:
+    command = service.ReleaseLease(
+        ctx.caller.namespace, args.resource, args.generation, ctx.caller.principal_id, "holder"
+    )
     released = service.release(
-        ctx.caller.namespace,
-        args.resource,
-        args.generation,
-        ctx.caller.principal_id,
-        "holder",
+        command,
         ctx.clock.now(),
         store=ctx.store,
         uow=ctx.uow,

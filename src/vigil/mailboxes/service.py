@@ -382,12 +382,13 @@ USAGE_SCAN_BUDGET = 1_000
 
 
 def usage_page(
-    store: DeliveryPorts,
     namespace: str,
     first_day: str,
     last_day: str,
     principal: str | None,
     after: str | None,
+    *,
+    store: DeliveryPorts,
 ) -> tuple[list[UsageDay], str | None]:
     """A page of the namespace's usage days from ``first_day`` to ``last_day`` (of
     ``principal`` only, if named), in day then principal order, and the position to continue

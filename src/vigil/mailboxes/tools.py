@@ -34,6 +34,8 @@ Address = Annotated[
 
 
 class MailboxContext(Protocol):
+    """What the mailbox tools read of a call."""
+
     @property
     def store(self) -> DeliveryPorts: ...
 
@@ -290,7 +292,7 @@ def get_usage(ctx: MailboxContext, args: GetUsageInput) -> UsagePage:
     first, last = args.first_day or "0000-01-01", args.last_day or "9999-12-31"
     query = {"n": namespace, "p": args.principal, "f": first, "l": last}
     after = cursor_position(args.cursor, "usage", str, **query) if args.cursor else None
-    found, position = usage_page(ctx.store, namespace, first, last, args.principal, after)
+    found, position = usage_page(namespace, first, last, args.principal, after, store=ctx.store)
     return UsagePage(
         usage=[UsageDayView.of(day) for day in found],
         next_cursor=encode_cursor("usage", a=position, **query) if position is not None else None,

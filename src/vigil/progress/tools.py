@@ -23,6 +23,8 @@ from vigil.progress.store import ProgressPorts
 
 
 class ProgressContext(Protocol):
+    """What the progress tools read of a call."""
+
     @property
     def store(self) -> ProgressPorts: ...
 

@@ -5,6 +5,7 @@ conditionally on the version read."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -67,24 +68,34 @@ def change(
     )
 
 
+@dataclass(frozen=True)
+class FinishRun:
+    """The end of the run ``run_id``, by the holder of ``generation``: its ``outcome``, and
+    the ``result`` that sums it up, if any."""
+
+    run_id: str
+    generation: int
+    outcome: Outcome
+    result: dict[str, Any] | None
+
+
 def finish(
     caller: Caller,
-    run_id: str,
-    generation: int,
-    outcome: Outcome,
-    result: dict[str, Any] | None,
+    command: FinishRun,
     now: datetime,
     *,
     store: RunStore,
     uow: UnitOfWork,
     present: Callable[[Run], R],
 ) -> R:
-    if result is not None:
-        RESULT_BOUNDS.require_size(result, "the result")
+    if command.result is not None:
+        RESULT_BOUNDS.require_size(command.result, "the result")
     return change(
         caller,
-        run_id,
-        lambda run: run.finished(caller.principal_id, generation, outcome, result, now),
+        command.run_id,
+        lambda run: run.finished(
+            caller.principal_id, command.generation, command.outcome, command.result, now
+        ),
         store=store,
         uow=uow,
         present=present,

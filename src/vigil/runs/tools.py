@@ -39,6 +39,8 @@ from vigil.runs.store import RunStore
 
 
 class RunContext(Protocol):
+    """What the run tools read of a call."""
+
     @property
     def store(self) -> RunStore: ...
 
@@ -207,10 +209,7 @@ def finish_run(ctx: RunContext, args: FinishRunInput) -> RunResult:
     now = ctx.clock.now()
     return service.finish(
         ctx.caller,
-        str(args.run_id),
-        args.generation,
-        args.outcome,
-        args.result,
+        service.FinishRun(str(args.run_id), args.generation, args.outcome, args.result),
         now,
         store=ctx.store,
         uow=ctx.uow,

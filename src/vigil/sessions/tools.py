@@ -31,6 +31,8 @@ from vigil.sessions.store import SessionStore
 
 
 class SessionContext(Protocol):
+    """What the session tools read of a call."""
+
     @property
     def store(self) -> SessionStore: ...
 
