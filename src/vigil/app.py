@@ -22,6 +22,7 @@ from vigil.kit.keys import Keys
 from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
+from vigil.mailboxes.service import Mailboxes
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -53,6 +54,13 @@ class Context:
     keys: Keys
     # How notifications leave (test_channel sends one at once); None: as the settings say.
     sender: Sender | None = None
+
+    @property
+    def mailboxes(self) -> Mailboxes:
+        """The mailbox owners' use cases, on this call's store and queues."""
+        return Mailboxes(
+            self.store, queues=self.queues, clock=self.clock, quotas=self.quotas, alarms=self.alarms
+        )
 
 
 class App:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 # What template.yaml must set on every function (tests/template checks it does).
 REQUIRED = (
@@ -44,6 +45,9 @@ class Settings:
     console_base_url: str = ""
     # On the local runtime: notifications may go to private and loopback addresses.
     local: bool = False
+    # The per-namespace quotas set as QUOTA_<NAME> (template parameters), by lower-case name;
+    # vigil.quotas.records.Quotas takes those it knows, and its defaults for the others.
+    quota_limits: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -70,4 +74,16 @@ class Settings:
             email_sender=source.get("NOTIFY_EMAIL_SENDER", ""),
             console_base_url=source.get("CONSOLE_BASE_URL", ""),
             local=source.get("VIGIL_ENV") == "local",
+            quota_limits=_quota_limits(source),
         )
+
+
+def _quota_limits(source: Mapping[str, str]) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for name, raw in source.items():
+        if name.startswith("QUOTA_") and raw:
+            value = int(raw)
+            if value < 1:
+                raise RuntimeError(f"{name} must be at least 1")
+            limits[name.removeprefix("QUOTA_").lower()] = value
+    return limits

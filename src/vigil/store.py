@@ -10,13 +10,13 @@ from __future__ import annotations
 from vigil.attachments.store import AttachmentStore
 from vigil.audit.store import AuditStore
 from vigil.conversations.store import ConversationStore
-from vigil.identity.store import IdentityStore
+from vigil.identity.store import IdentityPorts, IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
-from vigil.mailboxes.store import MailboxStore
+from vigil.mailboxes.store import MailboxPorts, MailboxStore
 from vigil.notifications.store import ChannelStore
-from vigil.progress.store import ProgressStore
+from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestStore
 from vigil.runs.store import RunStore
@@ -25,6 +25,9 @@ from vigil.switches.store import SwitchStore
 
 
 class Store(
+    IdentityPorts,
+    MailboxPorts,
+    ProgressPorts,
     Committer,
     IdempotencyStore,
     AttachmentStore,

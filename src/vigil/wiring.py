@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.notifications.delivery import Notifier, Sender
+    from vigil.quotas.records import Quotas
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
 
@@ -154,8 +155,13 @@ def aws_notifier() -> Notifier:
     return Notifier(store(), clock(), alarms(), sender(Keys.from_env()))
 
 
-def aws_liveness() -> Liveness:
+def quotas() -> Quotas:
     from vigil.quotas.records import Quotas
+
+    return Quotas.of(settings().quota_limits)
+
+
+def aws_liveness() -> Liveness:
     from vigil.switches.service import Liveness
 
-    return Liveness(store(), clock(), alarms(), queues(), Quotas.from_env())
+    return Liveness(store(), clock(), alarms(), queues(), quotas())

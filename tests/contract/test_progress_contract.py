@@ -177,3 +177,18 @@ def test_a_scope_report_can_depend_on_holding_the_switch(store: Store, clock: Ma
         )
     assert store.latest_progress("acme", REPORTER) == mine
     assert store.scope_progress("acme", "job") == mine
+
+
+def test_a_scope_is_held_by_whoever_armed_its_switch_until_it_fires(
+    store: Store, clock: ManualClock
+) -> None:
+    assert store.scope_holder("acme", "job") is None
+    armed = armed_switch(clock, "job")
+    store.commit([store.save_switch(armed, None)])
+    assert store.scope_holder("acme", "job") == REPORTER
+    assert store.scope_holder("globex", "job") is None
+    disarmed = armed.changed(state="disarmed")
+    store.commit([store.save_switch(disarmed, armed.version)])
+    assert store.scope_holder("acme", "job") == REPORTER
+    store.commit([store.save_switch(disarmed.changed(state="fired"), disarmed.version)])
+    assert store.scope_holder("acme", "job") is None

@@ -15,7 +15,7 @@ from vigil.clock import ManualClock, iso, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.uow import UnitOfWork
 from vigil.leases.records import Lease
-from vigil.leases.service import release
+from vigil.leases.service import ReleaseLease, release
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
 
@@ -23,7 +23,8 @@ from vigil.stores.memory import MemoryStore
 def release_by_switch(store: Store, clock: ManualClock, holder: str) -> Lease:
     """What a fired switch of scope "build" does to the lease of "repo" at generation 1."""
     uow = UnitOfWork(store)
-    return release(store, uow, "acme", "repo", 1, holder, "expiry:build", clock.now())
+    command = ReleaseLease("acme", "repo", 1, holder, "expiry:build")
+    return release(command, clock.now(), store=store, uow=uow)
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import create_tables_from_template
 from tests.liveness_support import World
 from vigil.clock import ManualClock
+from vigil.config import REQUIRED, Settings
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.uow import ConditionFailed, Count
 from vigil.quotas.records import Quotas
@@ -195,9 +196,14 @@ def _counted(store: Store, count: Count) -> Any:
     return type(write)(**{**vars(write), "counts": (count,)})
 
 
+def _settings(quotas: dict[str, str]) -> Settings:
+    return Settings.from_env({**dict.fromkeys(REQUIRED, "set"), **quotas})
+
+
 def test_quotas_come_from_the_environment() -> None:
-    assert Quotas.from_env({}) == Quotas()
-    chosen = Quotas.from_env({"QUOTA_ARMED_SWITCHES": "5", "QUOTA_PENDING_DELIVERIES": "7"})
+    assert Quotas.of(_settings({}).quota_limits) == Quotas()
+    limits = _settings({"QUOTA_ARMED_SWITCHES": "5", "QUOTA_PENDING_DELIVERIES": "7"}).quota_limits
+    chosen = Quotas.of(limits)
     assert (chosen.armed_switches, chosen.pending_deliveries, chosen.mailboxes) == (5, 7, 1000)
     with pytest.raises(RuntimeError):
-        Quotas.from_env({"QUOTA_MAILBOXES": "0"})
+        _settings({"QUOTA_MAILBOXES": "0"})

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
 from vigil.audit.records import AuditAction, AuditEvent, TargetKind
+from vigil.audit.store import AuditStore
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import OPERATORS, Output, StrictInput, Tool
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class Reader(Protocol):
+    """Whoever reads the trail: it reads its own namespace's."""
+
+    @property
+    def namespace(self) -> str: ...
+
+
+class AuditContext(Protocol):
+    """What the audit tool reads of a call."""
+
+    @property
+    def store(self) -> AuditStore: ...
+
+    @property
+    def caller(self) -> Reader: ...
 
 
 class ListAuditEventsInput(StrictInput):
@@ -63,7 +78,7 @@ class AuditPage(Output):
     order: Literal["newest_first"] = "newest_first"
 
 
-def list_audit_events(ctx: Context, args: ListAuditEventsInput) -> AuditPage:
+def list_audit_events(ctx: AuditContext, args: ListAuditEventsInput) -> AuditPage:
     namespace = ctx.caller.namespace
     # A cursor names its namespace, so one namespace's place is never read in another's trail.
     before = cursor_position(args.cursor, "audit", str, n=namespace) if args.cursor else None
@@ -76,7 +91,7 @@ def list_audit_events(ctx: Context, args: ListAuditEventsInput) -> AuditPage:
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[AuditContext], ...] = (
     Tool(
         name="list_audit_events",
         title="Read the audit trail",

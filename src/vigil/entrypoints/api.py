@@ -42,8 +42,17 @@ def router() -> Router:
     otherwise on their first use, since a cold start would pay for them whether or not its
     first call needs them."""
     from vigil.app import App
-    from vigil.quotas.records import Quotas
-    from vigil.wiring import OnFirstUse, alarms, aws_client, blobs, clock, queues, settings, store
+    from vigil.wiring import (
+        OnFirstUse,
+        alarms,
+        aws_client,
+        blobs,
+        clock,
+        queues,
+        quotas,
+        settings,
+        store,
+    )
 
     connect = aws_client if _ahead_of_requests() else OnFirstUse
     app = App(
@@ -52,7 +61,7 @@ def router() -> Router:
         queues=queues(connect),
         alarms=alarms(connect),
         blobs=blobs(connect),
-        quotas=Quotas.from_env(),
+        quotas=quotas(),
     )
     return Router(app, settings().allowed_origins)
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TypeVar
 
 from pydantic import BaseModel
 
 from vigil.audit.records import AuditAction, AuditEvent
 from vigil.errors import conflict, contended, forbidden, invalid, not_found
 from vigil.identity.records import Caller, Principal, hash_secret, issue_secret
+from vigil.identity.store import IdentityPorts, IdentityStore
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import Kind, Role, new_principal_id
+from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, Retirement, UnitOfWork
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
 
 # One directory call examines at most this many records before it returns a page (possibly
 # short) and a place to continue, so a rare search term cannot scan a whole namespace.
@@ -26,13 +24,14 @@ DIRECTORY_SCAN_BUDGET = 1000
 
 
 def register(
-    store: Store,
-    uow: UnitOfWork,
     caller: Caller,
     kind: Kind,
     name: str,
     role: Role,
     now: datetime,
+    *,
+    store: IdentityPorts,
+    uow: UnitOfWork,
     present: Callable[[Principal, str | None], R],
 ) -> R:
     """A new principal of the caller's namespace, presented with its secret, shown once: the
@@ -65,7 +64,7 @@ def register(
     return present(principal, secret)
 
 
-def _target(store: Store, caller: Caller, principal_id: str, version: int) -> Principal:
+def _target(store: IdentityStore, caller: Caller, principal_id: str, version: int) -> Principal:
     """The principal ``caller`` may rotate or revoke: itself, or, for an operator, a worker.
     Another operator is out of reach (forbidden): no operator can take over or lock out another
     through the tools; that takes the deployer's AWS credentials (``vigil rotate-operator``)."""
@@ -85,13 +84,14 @@ def _target(store: Store, caller: Caller, principal_id: str, version: int) -> Pr
 
 
 def _save(
-    store: Store,
-    uow: UnitOfWork,
     caller: Caller,
     action: AuditAction,
     changed: Principal,
     result: BaseModel,
     retirement: Retirement | None = None,
+    *,
+    store: IdentityPorts,
+    uow: UnitOfWork,
 ) -> None:
     """Saves ``changed``; a change to another principal is an operator's power, audited."""
     writes = [store.save_principal(changed)]
@@ -114,12 +114,13 @@ def _save(
 
 
 def rotate(
-    store: Store,
-    uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
     version: int,
     now: datetime,
+    *,
+    store: IdentityPorts,
+    uow: UnitOfWork,
     present: Callable[[Principal, str | None], R],
 ) -> R:
     """Replaces the principal's secret; the old one stops working at once. The result shows
@@ -134,32 +135,42 @@ def rotate(
         # be made with it: the answer is kept for that retry, sealed under it, for a while.
         until = now + timedelta(seconds=HANDOVER_SECONDS)
         retirement = Retirement(issued, changed.secret_hash, until)
-    _save(store, uow, caller, "rotate_secret", changed, present(changed, None), retirement)
+    _save(
+        caller,
+        "rotate_secret",
+        changed,
+        present(changed, None),
+        retirement,
+        store=store,
+        uow=uow,
+    )
     return issued
 
 
 def revoke(
-    store: Store,
-    uow: UnitOfWork,
     caller: Caller,
     principal_id: str,
     version: int,
     now: datetime,
+    *,
+    store: IdentityPorts,
+    uow: UnitOfWork,
     present: Callable[[Principal], R],
 ) -> R:
     changed = _target(store, caller, principal_id, version).revoked(now)
     result = present(changed)
-    _save(store, uow, caller, "revoke_principal", changed, result)
+    _save(caller, "revoke_principal", changed, result, store=store, uow=uow)
     return result
 
 
 def directory_page(
-    store: Store,
     caller: Caller,
     kind: Kind,
     search: str | None,
     after: str | None,
     limit: int,
+    *,
+    store: IdentityStore,
 ) -> tuple[list[Principal], str | None]:
     """Up to ``limit`` principals of ``kind`` whose name or id contains ``search``, after the
     id ``after``; and the id to continue after, or None at the end."""

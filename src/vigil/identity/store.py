@@ -1,9 +1,10 @@
-"""Where namespaces and principals are kept."""
+"""Where namespaces and principals are kept, and what identity's use cases read and write."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from vigil.audit.store import AuditStore
 from vigil.identity.records import Namespace, Principal
 from vigil.kit.principals import Kind
 from vigil.kit.uow import Write
@@ -38,3 +39,8 @@ class IdentityStore(ABC):
         self, namespace: str, kind: Kind, start_after: str | None, limit: int
     ) -> list[Principal]:
         """Principals of one kind in id order, beginning after ``start_after``."""
+
+
+class IdentityPorts(AuditStore, IdentityStore, ABC):
+    """What identity's use cases use: the directory, and the audit trail that records an
+    operator's changes to other principals."""

@@ -3,20 +3,49 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field
 
+from vigil.clock import Clock
 from vigil.identity import service
-from vigil.identity.records import PRINCIPAL_ID_PATTERN, Principal, Status
+from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller, Principal, Status
+from vigil.identity.store import IdentityPorts
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import Kind, Role
 from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class AgentMailboxes(Protocol):
+    """The mailboxes of the agents, which a revocation empties. They are built on identity,
+    not part of it: the call's context hands them over."""
+
+    def remove_all(self, namespace: str, owner: str) -> None:
+        """Deletes the queues of every mailbox of the revoked agent ``owner``, with what they
+        hold; idempotent."""
+
+
+class IdentityContext(Protocol):
+    """What the identity tools read of a call."""
+
+    @property
+    def store(self) -> IdentityPorts: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
+    @property
+    def mailboxes(self) -> AgentMailboxes: ...
+
 
 Name = Annotated[
     str,
@@ -88,15 +117,15 @@ class RegisterInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def register(ctx: Context, args: RegisterInput) -> SecretIssued:
+def register(ctx: IdentityContext, args: RegisterInput) -> SecretIssued:
     return service.register(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
         args.kind,
         args.name,
         args.role,
         ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
         present=_issued,
     )
 
@@ -124,41 +153,38 @@ class PrincipalResult(Output):
     principal: PrincipalView
 
 
-def rotate_secret(ctx: Context, args: RotateSecretInput) -> SecretIssued:
+def rotate_secret(ctx: IdentityContext, args: RotateSecretInput) -> SecretIssued:
     return service.rotate(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
         args.principal_id or ctx.caller.principal_id,
         args.version,
         ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
         present=_issued,
     )
 
 
-def revoke_principal(ctx: Context, args: RevokeInput) -> PrincipalResult:
+def revoke_principal(ctx: IdentityContext, args: RevokeInput) -> PrincipalResult:
     result = service.revoke(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
         args.principal_id,
         args.version,
         ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
         present=lambda principal: PrincipalResult(principal=PrincipalView.of(principal)),
     )
     resume_revoke(ctx, result.model_dump(mode="json"))
     return result
 
 
-def resume_revoke(ctx: Context, result: dict[str, Any]) -> None:
+def resume_revoke(ctx: IdentityContext, result: dict[str, Any]) -> None:
     """After a revocation is committed, the revoked agent's mailbox queues are deleted, with
     what they hold: a replay of the call deletes what a crash left."""
-    from vigil.mailboxes.service import Mailboxes
-
     principal = result["principal"]
     if principal["kind"] == "agent":
-        mailboxes = Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas)
-        mailboxes.remove_all(ctx.caller.namespace, principal["id"])
+        ctx.mailboxes.remove_all(ctx.caller.namespace, principal["id"])
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -166,7 +192,7 @@ class NoInput(StrictInput):
     pass
 
 
-def whoami(ctx: Context, args: NoInput) -> PrincipalResult:
+def whoami(ctx: IdentityContext, args: NoInput) -> PrincipalResult:
     return PrincipalResult(principal=PrincipalView.of(ctx.caller.principal))
 
 
@@ -180,7 +206,7 @@ class AgentList(Output):
     )
 
 
-def list_agents(ctx: Context, args: NoInput) -> AgentList:
+def list_agents(ctx: IdentityContext, args: NoInput) -> AgentList:
     found = ctx.store.list_principals(ctx.caller.namespace, "agent", None, LIST_AGENTS_MAX + 1)
     return AgentList(
         agents=[PrincipalView.of(p) for p in found[:LIST_AGENTS_MAX]],
@@ -210,11 +236,11 @@ class DirectoryPage(Output):
     order: Literal["id_ascending"] = "id_ascending"
 
 
-def list_directory(ctx: Context, args: ListDirectoryInput) -> DirectoryPage:
+def list_directory(ctx: IdentityContext, args: ListDirectoryInput) -> DirectoryPage:
     query = {"kind": args.kind, "q": args.search}
     after = cursor_position(args.cursor, "directory", str, **query) if args.cursor else None
     found, last = service.directory_page(
-        ctx.store, ctx.caller, args.kind, args.search, after, args.limit
+        ctx.caller, args.kind, args.search, after, args.limit, store=ctx.store
     )
     return DirectoryPage(
         items=[PrincipalView.of(p) for p in found],
@@ -222,7 +248,7 @@ def list_directory(ctx: Context, args: ListDirectoryInput) -> DirectoryPage:
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[IdentityContext], ...] = (
     Tool(
         name="register",
         title="Register a principal",

@@ -5,41 +5,63 @@ time (vigil.switches.service)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
 
 from pydantic import BaseModel
 
 from vigil.identity.records import Caller
-from vigil.kit.retry import retry_on_conflict, update_versioned
+from vigil.kit.retry import R, retry_on_conflict, update_versioned
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.leases.records import Lease, granted, stale_lease
 from vigil.leases.store import LeaseStore
 from vigil.quotas.records import Quotas
 
-R = TypeVar("R", bound=BaseModel)
+
+@dataclass(frozen=True)
+class AcquireLease:
+    """A lease on ``resource`` for ``ttl_seconds``, tied to ``scope`` if one is given, taken by
+    the instance ``label`` names (if it names one)."""
+
+    resource: str
+    scope: str | None
+    label: str | None
+    ttl_seconds: int
+
+
+@dataclass(frozen=True)
+class ReleaseLease:
+    """The release of ``resource`` held by ``holder`` at ``generation``, in ``namespace``, on
+    behalf of ``released_by`` (the holder itself, or the switch of a scope that fired)."""
+
+    namespace: str
+    resource: str
+    generation: int
+    holder: str
+    released_by: str
 
 
 def acquire(
+    caller: Caller,
+    command: AcquireLease,
+    now: datetime,
+    *,
     store: LeaseStore,
     uow: UnitOfWork,
-    caller: Caller,
-    resource: str,
-    scope: str | None,
-    label: str | None,
-    ttl_seconds: int,
-    now: datetime,
-    present: Callable[[Lease], R],
     quotas: Quotas,
+    present: Callable[[Lease], R],
 ) -> R:
-    """Grants ``resource`` to the caller. A lease that joins ``scope`` holds only while the
+    """Grants the resource to the caller. A lease that joins a scope holds only while the
     scope has fewer than its quota of held leases, counted in the same transaction."""
     namespace, holder = caller.namespace, caller.principal_id
+    resource, scope = command.resource, command.scope
     limit = quotas.leases_per_scope
 
     def attempt() -> R:
         current = store.get_lease(namespace, resource)
-        lease = granted(current, namespace, resource, scope, holder, label, ttl_seconds, now)
+        lease = granted(
+            current, namespace, resource, scope, holder, command.label, command.ttl_seconds, now
+        )
         result = present(lease)
         version = current.version if current is not None else None
         try:
@@ -55,13 +77,14 @@ def acquire(
 
 
 def renew(
-    store: LeaseStore,
-    uow: UnitOfWork,
     caller: Caller,
     resource: str,
     generation: int,
     ttl_seconds: int,
     now: datetime,
+    *,
+    store: LeaseStore,
+    uow: UnitOfWork,
     present: Callable[[Lease], R],
 ) -> R:
     def renewed(current: Lease | None) -> Lease:
@@ -80,17 +103,14 @@ def renew(
 
 
 def release(
+    command: ReleaseLease,
+    now: datetime,
+    *,
     store: LeaseStore,
     uow: UnitOfWork,
-    namespace: str,
-    resource: str,
-    generation: int,
-    holder: str,
-    released_by: str,
-    now: datetime,
     present: Callable[[Lease], BaseModel] | None = None,
 ) -> Lease:
-    """Releases ``resource`` held by ``holder`` at ``generation``.
+    """Releases the resource held by the holder at the generation the command names.
 
     A lease past its expiry is still the holder's to release until someone else is granted
     it. Releasing again returns the released lease and writes nothing. ``present`` gives the
@@ -98,12 +118,12 @@ def release(
     """
 
     def attempt() -> Lease:
-        current = store.get_lease(namespace, resource)
-        if current is None or not current.held_by(holder, generation):
+        current = store.get_lease(command.namespace, command.resource)
+        if current is None or not current.held_by(command.holder, command.generation):
             raise stale_lease(current, now)
         if current.state == "released":
             return current
-        released = current.released(released_by, now)
+        released = current.released(command.released_by, now)
         uow.commit(
             store.save_lease(released, current.version),
             result=present(released) if present else None,

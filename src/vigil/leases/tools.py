@@ -6,17 +6,39 @@ The use cases are vigil.leases.service; the rules, vigil.leases.records.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Protocol
 
 from pydantic import Field
 
+from vigil.clock import Clock
+from vigil.identity.records import Caller
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import AgentLabel, IdempotencyKey, Output, Scope, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 from vigil.leases import service
 from vigil.leases.records import Lease, LeaseState
+from vigil.leases.store import LeaseStore
+from vigil.quotas.records import Quotas
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class LeaseContext(Protocol):
+    """What the lease tools read of a call."""
+
+    @property
+    def store(self) -> LeaseStore: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
+    @property
+    def quotas(self) -> Quotas: ...
+
 
 Resource = Annotated[
     str,
@@ -96,18 +118,15 @@ class AcquireInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def acquire_lease(ctx: Context, args: AcquireInput) -> LeaseResult:
+def acquire_lease(ctx: LeaseContext, args: AcquireInput) -> LeaseResult:
     return service.acquire(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
-        args.resource,
-        args.scope,
-        args.agent_id,
-        args.ttl_seconds,
+        service.AcquireLease(args.resource, args.scope, args.agent_id, args.ttl_seconds),
         ctx.clock.now(),
-        present=_present,
+        store=ctx.store,
+        uow=ctx.uow,
         quotas=ctx.quotas,
+        present=_present,
     )
 
 
@@ -119,15 +138,15 @@ class RenewInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def renew_lease(ctx: Context, args: RenewInput) -> LeaseResult:
+def renew_lease(ctx: LeaseContext, args: RenewInput) -> LeaseResult:
     return service.renew(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
         args.resource,
         args.generation,
         args.ttl_seconds,
         ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
         present=_present,
     )
 
@@ -139,22 +158,21 @@ class ReleaseInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def release_lease(ctx: Context, args: ReleaseInput) -> LeaseResult:
+def release_lease(ctx: LeaseContext, args: ReleaseInput) -> LeaseResult:
+    command = service.ReleaseLease(
+        ctx.caller.namespace, args.resource, args.generation, ctx.caller.principal_id, "holder"
+    )
     released = service.release(
-        ctx.store,
-        ctx.uow,
-        ctx.caller.namespace,
-        args.resource,
-        args.generation,
-        ctx.caller.principal_id,
-        released_by="holder",
-        now=ctx.clock.now(),
+        command,
+        ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
         present=_present,
     )
     return _present(released)
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[LeaseContext], ...] = (
     Tool(
         name="acquire_lease",
         title="Acquire a lease",

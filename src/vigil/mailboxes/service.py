@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from vigil.alarms.kinds import DEAD_LETTER
 from vigil.alarms.timers import Alarms, Timer
@@ -39,6 +38,7 @@ from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.limits import MAX_MESSAGE_BYTES
 from vigil.kit.paging import scan_page
+from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
@@ -52,16 +52,14 @@ from vigil.mailboxes.records import (
     parse_address,
     queue_name,
 )
+from vigil.mailboxes.store import DeliveryPorts, MailboxPorts
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
 
 log = get_logger("vigil.mailboxes")
 
 
-def require_registered(store: Store, namespace: str, address: str) -> str:
+def require_registered(store: DeliveryPorts, namespace: str, address: str) -> str:
     """The owner of the mailbox at ``address``; not_found unless the address is registered.
 
     An agent's own address is registered by the agent's principal record; a named box, by
@@ -81,7 +79,7 @@ def require_registered(store: Store, namespace: str, address: str) -> str:
 
 
 def deliver(
-    store: Store,
+    store: DeliveryPorts,
     queues: MailboxQueues,
     clock: Clock,
     namespace: str,
@@ -127,16 +125,17 @@ class Mailboxes:
 
     def __init__(
         self,
-        store: Store,
+        store: MailboxPorts,
+        *,
         queues: MailboxQueues,
         clock: Clock,
-        quotas: Quotas | None = None,
+        quotas: Quotas,
         alarms: Alarms | None = None,
     ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
-        self.quotas = quotas or Quotas()
+        self.quotas = quotas
         # Where the end of an envelope's last hand-out is watched, for its channels.
         self.alarms = alarms
 
@@ -173,10 +172,11 @@ class Mailboxes:
 
     def create(
         self,
-        uow: UnitOfWork,
         caller: Caller,
         box: str,
         agent_id: str | None,
+        *,
+        uow: UnitOfWork,
         present: Callable[[Mailbox, bool], R],
     ) -> R:
         """The named box ``box`` of ``agent_id`` (the caller when None), created unless it
@@ -382,12 +382,13 @@ USAGE_SCAN_BUDGET = 1_000
 
 
 def usage_page(
-    store: Store,
     namespace: str,
     first_day: str,
     last_day: str,
     principal: str | None,
     after: str | None,
+    *,
+    store: DeliveryPorts,
 ) -> tuple[list[UsageDay], str | None]:
     """A page of the namespace's usage days from ``first_day`` to ``last_day`` (of
     ``principal`` only, if named), in day then principal order, and the position to continue

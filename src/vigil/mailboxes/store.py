@@ -9,8 +9,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime
 
+from vigil.audit.store import AuditStore
+from vigil.identity.store import IdentityStore
 from vigil.kit.uow import Count, Write
 from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
+from vigil.quotas.store import QuotaStore
 
 
 def usage_pk(namespace: str) -> str:
@@ -67,3 +70,13 @@ class MailboxStore(ABC):
         """Up to ``limit`` usage days of the namespace from ``first_day`` to ``last_day``
         (inclusive), in day then principal order, beginning after the position ``after``
         (``<day>#<principal>``)."""
+
+
+class DeliveryPorts(IdentityStore, MailboxStore, ABC):
+    """What delivering reads to know that an address is registered: its agent in the
+    directory, and its named box."""
+
+
+class MailboxPorts(AuditStore, DeliveryPorts, QuotaStore, ABC):
+    """What a mailbox owner's use cases use: the mailboxes and the directory, the audit trail
+    of an operator's boxes for others, and the namespace's count of named boxes."""

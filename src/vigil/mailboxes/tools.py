@@ -4,13 +4,14 @@ use cases, and how delivery is exactly once toward the consumer, are vigil.mailb
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator, Field
 
-from vigil.identity.records import PRINCIPAL_ID_PATTERN
+from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
     BOX_PATTERN,
@@ -20,9 +21,7 @@ from vigil.mailboxes.records import (
     UsageDay,
 )
 from vigil.mailboxes.service import USAGE_PAGE, USAGE_SCAN_BUDGET, Mailboxes, usage_page
-
-if TYPE_CHECKING:
-    from vigil.app import Context
+from vigil.mailboxes.store import DeliveryPorts
 
 Address = Annotated[
     str,
@@ -34,8 +33,20 @@ Address = Annotated[
 ]
 
 
-def _mailboxes(ctx: Context) -> Mailboxes:
-    return Mailboxes(ctx.store, ctx.queues, ctx.clock, ctx.quotas, ctx.alarms)
+class MailboxContext(Protocol):
+    """What the mailbox tools read of a call."""
+
+    @property
+    def store(self) -> DeliveryPorts: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
+    @property
+    def mailboxes(self) -> Mailboxes: ...
 
 
 class MailboxView(Output):
@@ -73,13 +84,15 @@ class MailboxResult(Output):
     created: bool = Field(description="False if the box already existed; nothing changed.")
 
 
-def create_mailbox(ctx: Context, args: CreateMailboxInput) -> MailboxResult:
-    return _mailboxes(ctx).create(
-        ctx.uow,
+def create_mailbox(ctx: MailboxContext, args: CreateMailboxInput) -> MailboxResult:
+    return ctx.mailboxes.create(
         ctx.caller,
         args.box,
         args.agent_id,
-        lambda mailbox, created: MailboxResult(mailbox=MailboxView.of(mailbox), created=created),
+        uow=ctx.uow,
+        present=lambda mailbox, created: MailboxResult(
+            mailbox=MailboxView.of(mailbox), created=created
+        ),
     )
 
 
@@ -125,8 +138,8 @@ class ReceiveResult(Output):
     deliveries: list[DeliveryView]
 
 
-def receive(ctx: Context, args: ReceiveInput) -> ReceiveResult:
-    handed = _mailboxes(ctx).receive(
+def receive(ctx: MailboxContext, args: ReceiveInput) -> ReceiveResult:
+    handed = ctx.mailboxes.receive(
         ctx.caller, args.address, args.max_messages, args.wait_seconds, args.lease_seconds
     )
     return ReceiveResult(
@@ -163,8 +176,8 @@ class AcknowledgeResult(Output):
     received: bool = Field(description="True: the delivery is done and will not come back.")
 
 
-def acknowledge(ctx: Context, args: AcknowledgeInput) -> AcknowledgeResult:
-    _mailboxes(ctx).acknowledge(ctx.caller, args.id, args.generation)
+def acknowledge(ctx: MailboxContext, args: AcknowledgeInput) -> AcknowledgeResult:
+    ctx.mailboxes.acknowledge(ctx.caller, args.id, args.generation)
     return AcknowledgeResult(received=True)
 
 
@@ -191,8 +204,8 @@ class DeadLetters(Output):
     )
 
 
-def list_dead_letters(ctx: Context, args: ListDeadLettersInput) -> DeadLetters:
-    letters = _mailboxes(ctx).dead_letters(ctx.caller, args.address, args.max_messages)
+def list_dead_letters(ctx: MailboxContext, args: ListDeadLettersInput) -> DeadLetters:
+    letters = ctx.mailboxes.dead_letters(ctx.caller, args.address, args.max_messages)
     return DeadLetters(
         dead_letters=[
             DeadLetterView(
@@ -274,19 +287,19 @@ class UsagePage(Output):
     )
 
 
-def get_usage(ctx: Context, args: GetUsageInput) -> UsagePage:
+def get_usage(ctx: MailboxContext, args: GetUsageInput) -> UsagePage:
     namespace = ctx.caller.namespace
     first, last = args.first_day or "0000-01-01", args.last_day or "9999-12-31"
     query = {"n": namespace, "p": args.principal, "f": first, "l": last}
     after = cursor_position(args.cursor, "usage", str, **query) if args.cursor else None
-    found, position = usage_page(ctx.store, namespace, first, last, args.principal, after)
+    found, position = usage_page(namespace, first, last, args.principal, after, store=ctx.store)
     return UsagePage(
         usage=[UsageDayView.of(day) for day in found],
         next_cursor=encode_cursor("usage", a=position, **query) if position is not None else None,
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[MailboxContext], ...] = (
     Tool(
         name="create_mailbox",
         title="Create a mailbox",

@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from vigil.clock import Clock, to_ms
 from vigil.errors import not_found
 from vigil.identity.records import Caller
-from vigil.kit.retry import retry_on_conflict
+from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
+from vigil.progress.store import ProgressPorts
 
 
 def report(
-    store: Store,
-    uow: UnitOfWork,
-    clock: Clock,
     caller: Caller,
     scope: str | None,
     progress: dict[str, Any],
+    *,
+    store: ProgressPorts,
+    uow: UnitOfWork,
+    clock: Clock,
     present: Callable[[ProgressReport, bool], R],
 ) -> R:
     PROGRESS_BOUNDS.require_size(progress, "the progress")
@@ -41,9 +38,8 @@ def report(
         )
         # Only the report of the scope's holder becomes the scope's progress, and only while
         # it holds the switch: the write depends on that. Anyone else's stays the reporter's.
-        switch = store.get_switch(caller.namespace, scope) if scope is not None else None
         holds = (
-            switch is not None and switch.holder == caller.principal_id and switch.state != "fired"
+            scope is not None and store.scope_holder(caller.namespace, scope) == caller.principal_id
         )
         writes = [store.save_progress(made, for_scope=holds)]
         if holds and scope is not None:
@@ -55,7 +51,7 @@ def report(
     return retry_on_conflict(attempt, "the latest progress")
 
 
-def latest(store: Store, caller: Caller, principal_id: str) -> ProgressReport | None:
+def latest(caller: Caller, principal_id: str, *, store: ProgressPorts) -> ProgressReport | None:
     """``principal_id``'s latest report; not_found if no such principal exists."""
     namespace = caller.namespace
     found = store.latest_progress(namespace, principal_id)

@@ -9,17 +9,34 @@ per scope when the report names one. ``ok`` is returned only once the write has 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
-from vigil.identity.records import PRINCIPAL_ID_PATTERN
+from vigil.clock import Clock
+from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller
 from vigil.kit.tooling import IdempotencyKey, Output, Scope, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
+from vigil.progress.store import ProgressPorts
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class ProgressContext(Protocol):
+    """What the progress tools read of a call."""
+
+    @property
+    def store(self) -> ProgressPorts: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
 
 PROGRESS_LIMITS = PROGRESS_BOUNDS.describe()
 ProgressDocument = Annotated[
@@ -100,30 +117,30 @@ class PrincipalProgress(Output):
     )
 
 
-def report_progress(ctx: Context, args: ReportProgressInput) -> ReportProgressResult:
+def report_progress(ctx: ProgressContext, args: ReportProgressInput) -> ReportProgressResult:
     return service.report(
-        ctx.store,
-        ctx.uow,
-        ctx.clock,
         ctx.caller,
         args.scope,
         args.progress,
-        lambda made, for_scope: ReportProgressResult(
+        store=ctx.store,
+        uow=ctx.uow,
+        clock=ctx.clock,
+        present=lambda made, for_scope: ReportProgressResult(
             ok=True, recorded_at=made.reported_at, scope_progress=for_scope
         ),
     )
 
 
-def get_progress(ctx: Context, args: GetProgressInput) -> PrincipalProgress:
+def get_progress(ctx: ProgressContext, args: GetProgressInput) -> PrincipalProgress:
     principal_id = args.principal_id or ctx.caller.principal_id
-    found = service.latest(ctx.store, ctx.caller, principal_id)
+    found = service.latest(ctx.caller, principal_id, store=ctx.store)
     return PrincipalProgress(
         principal_id=principal_id,
         last_progress=ProgressView.of(found) if found is not None else None,
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[ProgressContext], ...] = (
     Tool(
         name="report_progress",
         title="Report progress",

@@ -1,17 +1,17 @@
 """Per-namespace quotas: what one tenant may hold at once, so that no tenant can grow the table,
 the queues or the alarms without bound.
 
-The limits come from the deployment (template parameters, through the environment) and are the
-same for every namespace of a stack. Counted quotas (armed switches, named mailboxes) are kept
-as counters in one item per namespace, changed in the same transaction as what they count and
-conditional on the limit, so two concurrent calls cannot both take the last place. The others
-are measured where they are enforced: the live leases of a scope by a bounded query, and a
-mailbox's pending deliveries by its queue's depth.
+The limits come from the deployment (template parameters, through the environment, read once
+into vigil.config.Settings) and are the same for every namespace of a stack. Counted quotas
+(armed switches, named mailboxes) are kept as counters in one item per namespace, changed in the
+same transaction as what they count and conditional on the limit, so two concurrent calls cannot
+both take the last place. The others are measured where they are enforced: the live leases of a
+scope by a bounded query, and a mailbox's pending deliveries by its queue's depth.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Literal
 
@@ -37,18 +37,12 @@ class Quotas:
     open_requests: int = 10_000
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Quotas:
-        """The limits set as ``QUOTA_<NAME>`` (template parameters); the defaults otherwise."""
-        source = os.environ if env is None else env
-        chosen: dict[str, int] = {}
-        for field in fields(cls):
-            raw = source.get(f"QUOTA_{field.name.upper()}")
-            if raw:
-                value = int(raw)
-                if value < 1:
-                    raise RuntimeError(f"QUOTA_{field.name.upper()} must be at least 1")
-                chosen[field.name] = value
-        return cls(**chosen)
+    def of(cls, limits: Mapping[str, int]) -> Quotas:
+        """The limits ``limits`` names (the deployment's, vigil.config.Settings.quota_limits);
+        the defaults for the others."""
+        return cls(
+            **{field.name: limits[field.name] for field in fields(cls) if field.name in limits}
+        )
 
     def exceeded(self, name: str) -> VigilError:
         limit: int = getattr(self, name)

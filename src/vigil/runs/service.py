@@ -1,26 +1,23 @@
-"""Run use cases: start, claim, renew, finish and read a run. Each change reads the run,
-applies one of its transitions (vigil.runs.records) and stores the outcome conditionally on the
-version read."""
+"""Run use cases: start, change and read a run. Each change reads the run, applies one of its
+transitions (vigil.runs.records: claimed_by, renewed, finished) and stores the outcome
+conditionally on the version read."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from vigil.errors import conflict, not_found
 from vigil.identity.records import Caller
-from vigil.kit.retry import update_versioned
+from vigil.kit.retry import R, update_versioned
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.runs.records import RESULT_BOUNDS, Outcome, Run
 from vigil.runs.store import RunStore
 
-R = TypeVar("R", bound=BaseModel)
 
-
-def read(store: RunStore, caller: Caller, run_id: str) -> Run:
+def read(caller: Caller, run_id: str, *, store: RunStore) -> Run:
     run = store.get_run(caller.namespace, run_id)
     if run is None:
         raise not_found("run")
@@ -28,12 +25,13 @@ def read(store: RunStore, caller: Caller, run_id: str) -> Run:
 
 
 def start(
-    store: RunStore,
-    uow: UnitOfWork,
     caller: Caller,
     run_id: str,
     lease_seconds: int,
     now: datetime,
+    *,
+    store: RunStore,
+    uow: UnitOfWork,
     present: Callable[[Run], R],
 ) -> R:
     run = Run.started(caller.namespace, run_id, caller.principal_id, lease_seconds, now)
@@ -45,84 +43,60 @@ def start(
     return result
 
 
-def _change(
-    store: RunStore,
-    uow: UnitOfWork,
+def change(
     caller: Caller,
     run_id: str,
     transition: Callable[[Run], Run],
+    *,
+    store: RunStore,
+    uow: UnitOfWork,
     present: Callable[[Run], R],
 ) -> R:
-    def change(run: Run | None) -> Run:
+    """The caller's run ``run_id`` after ``transition``; not_found if there is none."""
+
+    def changed(run: Run | None) -> Run:
         assert run is not None  # read() refuses a missing run
         return transition(run)
 
     return update_versioned(
         uow,
-        read=lambda: read(store, caller, run_id),
-        change=change,
+        read=lambda: read(caller, run_id, store=store),
+        change=changed,
         save=store.save_run,
         present=present,
         what="the run",
     )
 
 
-def claim(
-    store: RunStore,
-    uow: UnitOfWork,
-    caller: Caller,
-    run_id: str,
-    lease_seconds: int,
-    now: datetime,
-    present: Callable[[Run], R],
-) -> R:
-    return _change(
-        store,
-        uow,
-        caller,
-        run_id,
-        lambda run: run.claimed_by(caller.principal_id, lease_seconds, now),
-        present,
-    )
+@dataclass(frozen=True)
+class FinishRun:
+    """The end of the run ``run_id``, by the holder of ``generation``: its ``outcome``, and
+    the ``result`` that sums it up, if any."""
 
-
-def renew(
-    store: RunStore,
-    uow: UnitOfWork,
-    caller: Caller,
-    run_id: str,
-    lease_seconds: int,
-    now: datetime,
-    present: Callable[[Run], R],
-) -> R:
-    return _change(
-        store,
-        uow,
-        caller,
-        run_id,
-        lambda run: run.renewed(caller.principal_id, lease_seconds, now),
-        present,
-    )
+    run_id: str
+    generation: int
+    outcome: Outcome
+    result: dict[str, Any] | None
 
 
 def finish(
+    caller: Caller,
+    command: FinishRun,
+    now: datetime,
+    *,
     store: RunStore,
     uow: UnitOfWork,
-    caller: Caller,
-    run_id: str,
-    generation: int,
-    outcome: Outcome,
-    result: dict[str, Any] | None,
-    now: datetime,
     present: Callable[[Run], R],
 ) -> R:
-    if result is not None:
-        RESULT_BOUNDS.require_size(result, "the result")
-    return _change(
-        store,
-        uow,
+    if command.result is not None:
+        RESULT_BOUNDS.require_size(command.result, "the result")
+    return change(
         caller,
-        run_id,
-        lambda run: run.finished(caller.principal_id, generation, outcome, result, now),
-        present,
+        command.run_id,
+        lambda run: run.finished(
+            caller.principal_id, command.generation, command.outcome, command.result, now
+        ),
+        store=store,
+        uow=uow,
+        present=present,
     )

@@ -16,12 +16,15 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 from uuid import UUID
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
+from vigil.clock import Clock
+from vigil.identity.records import Caller
 from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 from vigil.runs import service
 from vigil.runs.records import (
     DEFAULT_LEASE_SECONDS,
@@ -32,9 +35,24 @@ from vigil.runs.records import (
     Run,
     RunState,
 )
+from vigil.runs.store import RunStore
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class RunContext(Protocol):
+    """What the run tools read of a call."""
+
+    @property
+    def store(self) -> RunStore: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
 
 _UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
@@ -119,11 +137,17 @@ class StartRunInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def start_run(ctx: Context, args: StartRunInput) -> RunResult:
+def start_run(ctx: RunContext, args: StartRunInput) -> RunResult:
     now = ctx.clock.now()
     run_id = str(args.run_id or uuid.uuid4())
     return service.start(
-        ctx.store, ctx.uow, ctx.caller, run_id, args.lease_duration_seconds, now, _presenter(now)
+        ctx.caller,
+        run_id,
+        args.lease_duration_seconds,
+        now,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=_presenter(now),
     )
 
 
@@ -134,16 +158,15 @@ class ClaimRunInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def claim_run(ctx: Context, args: ClaimRunInput) -> RunResult:
+def claim_run(ctx: RunContext, args: ClaimRunInput) -> RunResult:
     now = ctx.clock.now()
-    return service.claim(
-        ctx.store,
-        ctx.uow,
+    return service.change(
         ctx.caller,
         str(args.run_id),
-        args.lease_duration_seconds,
-        now,
-        _presenter(now),
+        lambda run: run.claimed_by(ctx.caller.principal_id, args.lease_duration_seconds, now),
+        store=ctx.store,
+        uow=ctx.uow,
+        present=_presenter(now),
     )
 
 
@@ -158,16 +181,15 @@ class RunHeartbeatResult(Output):
     expires_at: datetime = Field(description="When the renewed lease ends unless renewed again.")
 
 
-def create_run_heartbeat(ctx: Context, args: RunHeartbeatInput) -> RunHeartbeatResult:
+def create_run_heartbeat(ctx: RunContext, args: RunHeartbeatInput) -> RunHeartbeatResult:
     now = ctx.clock.now()
-    return service.renew(
-        ctx.store,
-        ctx.uow,
+    return service.change(
         ctx.caller,
         str(args.run_id),
-        args.lease_duration_seconds,
-        now,
-        lambda run: RunHeartbeatResult(run_id=args.run_id, expires_at=run.expires_at),
+        lambda run: run.renewed(ctx.caller.principal_id, args.lease_duration_seconds, now),
+        store=ctx.store,
+        uow=ctx.uow,
+        present=lambda run: RunHeartbeatResult(run_id=args.run_id, expires_at=run.expires_at),
     )
 
 
@@ -183,18 +205,15 @@ class FinishRunInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def finish_run(ctx: Context, args: FinishRunInput) -> RunResult:
+def finish_run(ctx: RunContext, args: FinishRunInput) -> RunResult:
     now = ctx.clock.now()
     return service.finish(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
-        str(args.run_id),
-        args.generation,
-        args.outcome,
-        args.result,
+        service.FinishRun(str(args.run_id), args.generation, args.outcome, args.result),
         now,
-        _presenter(now),
+        store=ctx.store,
+        uow=ctx.uow,
+        present=_presenter(now),
     )
 
 
@@ -203,11 +222,11 @@ class GetRunInput(StrictInput):
     run_id: RunId
 
 
-def get_run(ctx: Context, args: GetRunInput) -> RunResult:
-    return _presenter(ctx.clock.now())(service.read(ctx.store, ctx.caller, str(args.run_id)))
+def get_run(ctx: RunContext, args: GetRunInput) -> RunResult:
+    return _presenter(ctx.clock.now())(service.read(ctx.caller, str(args.run_id), store=ctx.store))
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[RunContext], ...] = (
     Tool(
         name="start_run",
         title="Start a run",

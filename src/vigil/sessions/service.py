@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple, TypeVar
-
-from pydantic import BaseModel
+from typing import Any, NamedTuple
 
 from vigil.alarms.kinds import STALE
 from vigil.alarms.timers import Alarms, Timer
@@ -32,7 +30,7 @@ from vigil.clock import Clock, to_ms
 from vigil.errors import VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
-from vigil.kit.retry import retry_on_conflict
+from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork
 from vigil.observability import get_logger, log_event
 from vigil.sessions.records import (
@@ -41,9 +39,7 @@ from vigil.sessions.records import (
     Session,
     instruction_seq,
 )
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
+from vigil.sessions.store import SessionStore
 
 log = get_logger("vigil.sessions")
 
@@ -68,19 +64,19 @@ class BeatOutcome(NamedTuple):
 
 
 def _received(
-    store: Store, namespace: str, current: Session | None, ids: list[str]
+    store: SessionStore, namespace: str, current: Session | None, ids: list[str]
 ) -> tuple[list[Instruction], list[str]]:
     """The instructions named by ``ids`` that this session has handed out, and the ids that
     name nothing it handed out: those are reported back, and the rest of the beat stands."""
     stored: dict[str, Instruction] = {}
     if current is not None and ids:
-        found = instructions_by_id(store, namespace, current.session_id, ids)
+        found = instructions_by_id(namespace, current.session_id, ids, store=store)
         stored = {id_: i for id_, i in found.items() if i.state != "pending"}
     return [stored[i] for i in ids if i in stored], [i for i in ids if i not in stored]
 
 
 def _page(
-    store: Store, current: Session | None, after: int, acknowledging: set[int]
+    store: SessionStore, current: Session | None, after: int, acknowledging: set[int]
 ) -> tuple[list[Instruction], bool, int]:
     """The next page of open instructions after ``after``, whether more follow, and how far
     every instruction is now known to be acknowledged."""
@@ -102,16 +98,17 @@ def _page(
 
 
 def beat(
-    store: Store,
-    uow: UnitOfWork,
-    clock: Clock,
     caller: Caller,
     session_id: str,
     reported: dict[str, Any],
     acknowledging: list[str],
     after: int,
+    *,
+    store: SessionStore,
+    uow: UnitOfWork,
+    clock: Clock,
+    alarms: Alarms,
     present: Callable[[BeatOutcome], R],
-    alarms: Alarms | None = None,
 ) -> R:
     """One beat of ``caller``'s session: what it ``reported`` (None keeps the last value),
     the instructions it acknowledges, and the next page of its walk after ``after``. A
@@ -134,7 +131,7 @@ def beat(
             )
         else:
             session = current.beaten(reported, acked_through, now)
-        if alarms is not None and _unwatched(session, now):
+        if _unwatched(session, now):
             watch = Timer(kind=STALE, namespace=namespace, key=session_id, due_at=session.stale_at)
             try:
                 alarms.arm(watch, now)
@@ -168,12 +165,13 @@ def _unwatched(session: Session, now: datetime) -> bool:
 
 
 def post(
-    store: Store,
-    uow: UnitOfWork,
     caller: Caller,
     session_id: str,
     body: str,
     now: datetime,
+    *,
+    store: SessionStore,
+    uow: UnitOfWork,
     present: Callable[[Instruction], R],
 ) -> R:
     if not may_steer(caller):
@@ -192,7 +190,7 @@ def post(
 
 
 def instructions_by_id(
-    store: Store, namespace: str, session_id: str, ids: list[str]
+    namespace: str, session_id: str, ids: list[str], *, store: SessionStore
 ) -> dict[str, Instruction]:
     """The session's stored instructions by id, among those ``ids`` may name (one batch read);
     an id that names none, or whose number names another instruction, is not among them."""
@@ -202,7 +200,7 @@ def instructions_by_id(
 
 
 def instructions_page(
-    store: Store, caller: Caller, session_id: str, after: int
+    caller: Caller, session_id: str, after: int, *, store: SessionStore
 ) -> tuple[Session, list[Instruction], int | None]:
     """The session, its instructions numbered after ``after`` in posting order, and the number
     to continue after (None at the end). For people, operators and the session's owner."""
@@ -217,7 +215,7 @@ def instructions_page(
 
 
 def sessions_page(
-    store: Store, caller: Caller, stale_only: bool, after: str | None, now: datetime
+    caller: Caller, stale_only: bool, after: str | None, now: datetime, *, store: SessionStore
 ) -> tuple[list[Session], str | None]:
     """A page of the namespace's sessions (only the stale ones, if asked) in session id
     order, and the id to continue after, or None at the end."""

@@ -5,14 +5,18 @@ walk of instructions works, are in vigil.sessions.service."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Protocol
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from vigil.alarms.timers import Alarms
+from vigil.clock import Clock
+from vigil.identity.records import Caller
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -23,9 +27,27 @@ from vigil.sessions.records import (
     Session,
     SessionStatus,
 )
+from vigil.sessions.store import SessionStore
 
-if TYPE_CHECKING:
-    from vigil.app import Context
+
+class SessionContext(Protocol):
+    """What the session tools read of a call."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
+    @property
+    def alarms(self) -> Alarms: ...
+
 
 MAX_ACKNOWLEDGMENTS = 100
 
@@ -209,7 +231,7 @@ class SessionHeartbeatResult(Output):
     )
 
 
-def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
+def session_heartbeat(ctx: SessionContext, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
     after = (
         cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
         if args.instructionCursor is not None
@@ -253,16 +275,16 @@ def session_heartbeat(ctx: Context, args: SessionHeartbeatInput) -> SessionHeart
         )
 
     return service.beat(
-        ctx.store,
-        ctx.uow,
-        ctx.clock,
         ctx.caller,
         args.sessionId,
         reported,
         args.acknowledgedInstructionIds or [],
         after,
-        present,
-        ctx.alarms,
+        store=ctx.store,
+        uow=ctx.uow,
+        clock=ctx.clock,
+        alarms=ctx.alarms,
+        present=present,
     )
 
 
@@ -277,9 +299,11 @@ def _beat_kept(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "instructions": handed}
 
 
-def _beat_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+def _beat_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
     ids = [i["id"] for i in kept["instructions"]]
-    stored = service.instructions_by_id(ctx.store, ctx.caller.namespace, kept["sessionId"], ids)
+    stored = service.instructions_by_id(
+        ctx.caller.namespace, kept["sessionId"], ids, store=ctx.store
+    )
     handed = [
         HandedInstruction(
             id=i["id"],
@@ -311,15 +335,15 @@ class PostInstructionInput(StrictInput):
         return body
 
 
-def post_instruction(ctx: Context, args: PostInstructionInput) -> InstructionView:
+def post_instruction(ctx: SessionContext, args: PostInstructionInput) -> InstructionView:
     return service.post(
-        ctx.store,
-        ctx.uow,
         ctx.caller,
         args.session_id,
         args.body,
         ctx.clock.now(),
-        InstructionView.of,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=InstructionView.of,
     )
 
 
@@ -327,9 +351,9 @@ def _post_kept(result: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in result.items() if name != "body"}
 
 
-def _post_rebuilt(ctx: Context, kept: dict[str, Any]) -> dict[str, Any]:
+def _post_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
     namespace, session_id = ctx.caller.namespace, kept["session_id"]
-    stored = service.instructions_by_id(ctx.store, namespace, session_id, [kept["id"]])
+    stored = service.instructions_by_id(namespace, session_id, [kept["id"]], store=ctx.store)
     rebuilt = {**kept, "body": stored[kept["id"]].body}
     return InstructionView.model_validate(rebuilt).model_dump(mode="json")
 
@@ -350,11 +374,13 @@ class InstructionPage(Output):
     )
 
 
-def list_instructions(ctx: Context, args: ListInstructionsInput) -> InstructionPage:
+def list_instructions(ctx: SessionContext, args: ListInstructionsInput) -> InstructionPage:
     after = (
         cursor_position(args.cursor, "instructions", int, s=args.session_id) if args.cursor else 0
     )
-    session, page, last = service.instructions_page(ctx.store, ctx.caller, args.session_id, after)
+    session, page, last = service.instructions_page(
+        ctx.caller, args.session_id, after, store=ctx.store
+    )
     return InstructionPage(
         session_id=session.session_id,
         instructions=[InstructionView.of(i) for i in page],
@@ -386,18 +412,18 @@ class SessionPage(Output):
     stale_after_seconds: int = STALE_AFTER_SECONDS
 
 
-def list_sessions(ctx: Context, args: ListSessionsInput) -> SessionPage:
+def list_sessions(ctx: SessionContext, args: ListSessionsInput) -> SessionPage:
     query = {"q": args.stale_only}
     after = cursor_position(args.cursor, "sessions", str, **query) if args.cursor else None
     now = ctx.clock.now()
-    found, last = service.sessions_page(ctx.store, ctx.caller, args.stale_only, after, now)
+    found, last = service.sessions_page(ctx.caller, args.stale_only, after, now, store=ctx.store)
     return SessionPage(
         sessions=[SessionView.of(session, now) for session in found],
         next_cursor=encode_cursor("sessions", a=last, **query) if last is not None else None,
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[SessionContext], ...] = (
     Tool(
         name="session_heartbeat",
         title="Session heartbeat",

@@ -11,12 +11,17 @@ from abc import ABC, abstractmethod
 from datetime import datetime
 
 from vigil.kit.uow import Write
+from vigil.progress.store import ScopeHolders
 from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
 
 
-class SwitchStore(ABC):
+class SwitchStore(ScopeHolders, ABC):
     @abstractmethod
     def get_switch(self, namespace: str, scope: str) -> Switch | None: ...
+
+    def scope_holder(self, namespace: str, scope: str) -> str | None:
+        switch = self.get_switch(namespace, scope)
+        return switch.holder if switch is not None and switch.state != "fired" else None
 
     @abstractmethod
     def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
@@ -37,12 +42,6 @@ class SwitchStore(ABC):
     ) -> list[Switch]:
         """Up to ``limit`` of the namespace's indexed switches whose scope begins with
         ``prefix``, in scope order, beginning after the scope ``after``."""
-
-    @abstractmethod
-    def require_holder(self, namespace: str, scope: str, holder: str) -> Write:
-        """Changes nothing, and holds only while ``scope``'s switch is held by ``holder``:
-        armed or disarmed by it, not fired. Committed with other writes, it makes them depend
-        on that."""
 
     @abstractmethod
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
