@@ -45,9 +45,9 @@ class Settings:
     console_base_url: str = ""
     # On the local runtime: notifications may go to private and loopback addresses.
     local: bool = False
-    # The per-namespace quotas set as QUOTA_<NAME> (template parameters), by lower-case name;
-    # vigil.quotas.records.Quotas takes those it knows, and its defaults for the others.
-    quota_limits: Mapping[str, int] = field(default_factory=dict)
+    # The per-namespace quotas set as QUOTA_<NAME> (template parameters), as set, by lower-case
+    # name: vigil.quotas.records.Quotas reads those it knows, its defaults for the others.
+    quota_limits: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -78,12 +78,9 @@ class Settings:
         )
 
 
-def _quota_limits(source: Mapping[str, str]) -> dict[str, int]:
-    limits: dict[str, int] = {}
-    for name, raw in source.items():
-        if name.startswith("QUOTA_") and raw:
-            value = int(raw)
-            if value < 1:
-                raise RuntimeError(f"{name} must be at least 1")
-            limits[name.removeprefix("QUOTA_").lower()] = value
-    return limits
+def _quota_limits(source: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name.removeprefix("QUOTA_").lower(): raw
+        for name, raw in source.items()
+        if name.startswith("QUOTA_") and raw
+    }

@@ -206,4 +206,4 @@ def test_quotas_come_from_the_environment() -> None:
     chosen = Quotas.of(limits)
     assert (chosen.armed_switches, chosen.pending_deliveries, chosen.mailboxes) == (5, 7, 1000)
     with pytest.raises(RuntimeError):
-        _settings({"QUOTA_MAILBOXES": "0"})
+        Quotas.of(_settings({"QUOTA_MAILBOXES": "0"}).quota_limits)

@@ -37,12 +37,18 @@ class Quotas:
     open_requests: int = 10_000
 
     @classmethod
-    def of(cls, limits: Mapping[str, int]) -> Quotas:
-        """The limits ``limits`` names (the deployment's, vigil.config.Settings.quota_limits);
+    def of(cls, limits: Mapping[str, str]) -> Quotas:
+        """The limits ``limits`` sets (the deployment's, vigil.config.Settings.quota_limits);
         the defaults for the others."""
-        return cls(
-            **{field.name: limits[field.name] for field in fields(cls) if field.name in limits}
-        )
+        chosen: dict[str, int] = {}
+        for field in fields(cls):
+            raw = limits.get(field.name)
+            if raw:
+                value = int(raw)
+                if value < 1:
+                    raise RuntimeError(f"QUOTA_{field.name.upper()} must be at least 1")
+                chosen[field.name] = value
+        return cls(**chosen)
 
     def exceeded(self, name: str) -> VigilError:
         limit: int = getattr(self, name)
