@@ -51,8 +51,8 @@ class Context:
     quotas: Quotas
     blobs: Blobs
     keys: Keys
-    # How notifications leave (test_channel sends one at once); None: as the settings say.
-    sender: Sender | None = None
+    # How notifications leave (test_channel sends one at once).
+    sender: Sender
 
 
 class App:
@@ -65,8 +65,8 @@ class App:
         alarms: Alarms,
         blobs: Blobs,
         quotas: Quotas | None = None,
-        keys: Keys | None = None,
-        sender: Sender | None = None,
+        keys: Keys,
+        sender: Sender,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -74,7 +74,7 @@ class App:
         self.alarms = alarms
         self.blobs = blobs
         self.quotas = quotas or Quotas()
-        self.keys = keys or Keys.from_env()
+        self.keys = keys
         self.sender = sender
 
     def _principal_of(self, secret: str) -> Principal | None:

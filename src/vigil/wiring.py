@@ -132,6 +132,21 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
     )
 
 
+def keys() -> Keys:
+    """The secret named by SERVICE_KEY_ARN, read from Secrets Manager on first use (once per
+    sandbox), not at init: only calls that need a key pay for the read."""
+    from vigil.kit.keys import Keys
+
+    def load() -> str:
+        arn = os.environ.get("SERVICE_KEY_ARN")
+        if not arn:
+            raise RuntimeError("missing configuration: SERVICE_KEY_ARN")
+        value: str = aws_client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+        return value
+
+    return Keys(load)
+
+
 def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
     """How notifications leave, as the settings say."""
     from vigil.notifications.delivery import Sender
@@ -148,10 +163,9 @@ def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
 
 
 def aws_notifier() -> Notifier:
-    from vigil.kit.keys import Keys
     from vigil.notifications.delivery import Notifier
 
-    return Notifier(store(), clock(), alarms(), sender(Keys.from_env()))
+    return Notifier(store(), clock(), alarms(), sender(keys()))
 
 
 def aws_liveness() -> Liveness:

@@ -43,9 +43,21 @@ def router() -> Router:
     first call needs them."""
     from vigil.app import App
     from vigil.quotas.records import Quotas
-    from vigil.wiring import OnFirstUse, alarms, aws_client, blobs, clock, queues, settings, store
+    from vigil.wiring import (
+        OnFirstUse,
+        alarms,
+        aws_client,
+        blobs,
+        clock,
+        keys,
+        queues,
+        sender,
+        settings,
+        store,
+    )
 
     connect = aws_client if _ahead_of_requests() else OnFirstUse
+    service_keys = keys()
     app = App(
         store(),
         clock(),
@@ -53,6 +65,8 @@ def router() -> Router:
         alarms=alarms(connect),
         blobs=blobs(connect),
         quotas=Quotas.from_env(),
+        keys=service_keys,
+        sender=sender(service_keys, connect),
     )
     return Router(app, settings().allowed_origins)
 

@@ -37,6 +37,7 @@ from vigil.kit.keys import Keys
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.events import DeliveryDeadLettered
 from vigil.mailboxes.records import SYSTEM_SENDER
+from vigil.notifications.channel_secrets import open_secrets, open_target
 from vigil.notifications.email import send_email
 from vigil.notifications.events import Event, console_link, make_event, parse_event
 from vigil.notifications.outbound import Outcome, post
@@ -52,7 +53,6 @@ from vigil.notifications.records import (
     Notification,
     backoff,
 )
-from vigil.notifications.service import open_secrets, open_target
 from vigil.notifications.slack import slack_message
 from vigil.notifications.webhooks import webhook_request
 from vigil.observability import get_logger, log_event, metrics

@@ -1,11 +1,9 @@
 """Channels' use cases: an operator creates, lists, rotates, disables, enables and deletes the
-channels of its namespace; the delivery side opens what a channel keeps sealed.
+channels of its namespace, and a person or an operator acknowledges an alert.
 
-A webhook's signing secrets and a Slack webhook's URL are sealed under the deployment's service
-key (``Keys.for_purpose("channel-secrets")``), each bound to its namespace, channel and part
-(``seal_context``), so a copy of the table reveals neither and a sealed part moved to another
-channel does not open. A new signing secret is shown once, in the result of the call that made
-it; the result its idempotency completion keeps does not hold it, so a replay shows it no more.
+A webhook's signing secrets and a Slack webhook's URL are kept sealed (``channel_secrets``). A
+new signing secret is shown once, in the result of the call that made it; the result its
+idempotency completion keeps does not hold it, so a replay shows it no more.
 Every change is an operator's power, audited in the same commit; a namespace holds at most
 MAX_CHANNELS channels, counted in that commit too.
 """
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
@@ -33,8 +30,9 @@ from vigil.errors import (
 from vigil.identity.records import Caller
 from vigil.kit.keys import Keys
 from vigil.kit.principals import kind_of, new_id
-from vigil.kit.sealing import Sealed, seal, unseal
+from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
+from vigil.notifications.channel_secrets import seal_part
 from vigil.notifications.records import (
     MAX_CHANNELS,
     Acknowledgement,
@@ -43,45 +41,9 @@ from vigil.notifications.records import (
     ChannelState,
     Notification,
     Rule,
-    seal_context,
 )
 from vigil.notifications.webhooks import new_secret
 from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
-
-# The purpose the sealing key is derived for: no other part of Vigil uses this key.
-SEALING_PURPOSE = "channel-secrets"
-
-
-def _sealing_key(keys: Keys) -> str:
-    return keys.for_purpose(SEALING_PURPOSE).hex()
-
-
-def _seal(keys: Keys, namespace: str, channel_id: str, what: str, text: str) -> Sealed:
-    return seal(_sealing_key(keys), text, seal_context(namespace, channel_id, what))
-
-
-def _open(keys: Keys, channel: Channel, what: str, sealed: Sealed) -> str:
-    text = unseal(_sealing_key(keys), sealed, seal_context(channel.namespace, channel.id, what))
-    if text is None:
-        # The service key is not the one it was sealed under, or the record was tampered with.
-        raise RuntimeError(f"channel {channel.id}: its sealed {what} does not open")
-    return text
-
-
-def open_secrets(channel: Channel, keys: Keys, now: datetime) -> list[str]:
-    """The signing secrets of ``channel`` that sign at ``now``, opened, newest first: the
-    current one, and those a rotation replaced while their overlap lasts."""
-    return [_open(keys, channel, "secret", s.sealed) for s in channel.signing(now)]
-
-
-def open_target(channel: Channel, keys: Keys) -> str:
-    """Where ``channel``'s deliveries go: the webhook's URL, the Slack webhook's URL (opened),
-    or the email address."""
-    if channel.sealed_target is not None:
-        return _open(keys, channel, "url", channel.sealed_target)
-    return channel.target
 
 
 def _operator(caller: Caller) -> None:
@@ -137,11 +99,11 @@ def create(
     signing_secret = new_secret() if kind == "webhook" else None
     sealed_secret = None
     if signing_secret is not None:
-        sealed_secret = _seal(keys, caller.namespace, channel_id, "secret", signing_secret)
+        sealed_secret = seal_part(keys, caller.namespace, channel_id, "secret", signing_secret)
     sealed_target = None
     if kind == "slack":
         # The path of a Slack webhook's URL is its credential: only the host stays readable.
-        sealed_target = _seal(keys, caller.namespace, channel_id, "url", target)
+        sealed_target = seal_part(keys, caller.namespace, channel_id, "url", target)
         target = urlsplit(target).hostname or ""
     channel = Channel.created(
         caller.namespace,
@@ -204,7 +166,7 @@ def rotate_secret(
     if channel.kind != "webhook":
         raise invalid("only a webhook channel has a signing secret")
     signing_secret = new_secret()
-    sealed = _seal(keys, channel.namespace, channel.id, "secret", signing_secret)
+    sealed = seal_part(keys, channel.namespace, channel.id, "secret", signing_secret)
     changed = channel.rotated(sealed, now)
     event = _audit(caller, "rotate_channel_secret", channel.id, version, changed.version, now)
     _commit(uow, present(changed, None), store.save_channel(changed), store.add_audit_event(event))

@@ -37,9 +37,6 @@ from vigil.notifications.records import (
 )
 from vigil.switches.tools import ScopePrefix
 
-if TYPE_CHECKING:
-    from vigil.notifications.delivery import Sender
-
 MAX_URL = 2000
 MAX_EMAIL = 254  # RFC 5321's limit on a path, so on an address
 MAX_LOCAL_PART = 64
@@ -348,28 +345,9 @@ class CreateChannelInput(StrictInput):
         return target
 
 
-def sender(ctx: Context) -> Sender:
-    """How this deployment's notifications leave: the context's, or as the settings say. The
-    sending code (TLS, HTTP, Slack's and email's formats) is loaded by the calls that send."""
-    if ctx.sender is not None:
-        return ctx.sender
-    from vigil.wiring import sender as configured
-
-    return configured(ctx.keys)
-
-
-def _local(ctx: Context) -> bool:
-    """Whether this is the local runtime, whose receivers may be on this machine."""
-    if ctx.sender is not None:
-        return ctx.sender.allow_private
-    from vigil.wiring import settings
-
-    return settings().local
-
-
 def create_channel(ctx: Context, args: CreateChannelInput) -> ChannelIssued:
     now = ctx.clock.now()
-    if args.url is not None and args.url.startswith("http://") and not _local(ctx):
+    if args.url is not None and args.url.startswith("http://") and not ctx.sender.allow_private:
         problem = "must be https:// (http:// is for the local runtime only)"
         raise invalid(
             "the arguments do not match the tool's input schema",
@@ -485,7 +463,7 @@ def test_channel(ctx: Context, args: TestChannelInput) -> ChannelTested:
     event = make_event(
         "channel.test", data, namespace=channel.namespace, occurred_at=now, console_base=None
     )
-    outcome = sender(ctx).send(channel, event)
+    outcome = ctx.sender.send(channel, event)
     return ChannelTested(
         channel_id=channel.id,
         event_id=event.id,
