@@ -8,16 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support import TEST_KEYS, Tenant
-from vigil.alarms import kinds
 from vigil.alarms.memory import MemoryAlarms
-from vigil.alarms.timers import Timer, TimerHandler, deliver
+from vigil.alarms.timers import Timer, deliver
 from vigil.app import App
 from vigil.attachments.memory import MemoryBlobs
 from vigil.clock import ManualClock
 from vigil.entrypoints.alarm import handlers
+from vigil.entrypoints.notify import Worker
+from vigil.entrypoints.notify import handlers as notify_handlers
 from vigil.mailboxes.memory import MemoryMailboxQueues
-from vigil.notifications.delivery import Notifier, Sender
+from vigil.notifications.deliverer import NotificationDeliverer
 from vigil.notifications.outbound import Outcome
+from vigil.notifications.sending import Sender
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
 from vigil.switches.service import Liveness
@@ -41,7 +43,7 @@ class World:
             keys=TEST_KEYS,
             sender=self.sender,
         )
-        self.notifier = Notifier(self.store, clock, self.alarms, self.sender)
+        self.deliverer = NotificationDeliverer(self.store, clock, self.alarms, self.sender)
         self.tenant = Tenant(self.app, clock, "acme")
         self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
         self.delivered: list[Timer] = []
@@ -58,17 +60,12 @@ class World:
 
     def use_sender(self, sender: Sender) -> None:
         """Notifications leave through ``sender`` from now on, test_channel's too."""
-        self.sender = self.app.sender = self.notifier.sender = sender
+        self.sender = self.app.sender = self.deliverer.sender = sender
 
     def deliver(self, timer: Timer) -> bool:
         """One delivery of ``timer`` to the handler of the function that serves its kind."""
         self.delivered.append(timer)
-        notify: dict[str, TimerHandler] = {
-            kinds.NOTIFY: self.notifier.on_timer,
-            kinds.REMIND: self.notifier.on_reminder,
-            kinds.DEAD_LETTER: self.notifier.on_dead_letter,
-            kinds.STALE: self.notifier.on_stale,
-        }
+        notify = notify_handlers(Worker(self.store, self.clock, self.alarms, self.sender))
         return deliver(timer, self.clock.now(), self.alarms, {**handlers(self.liveness), **notify})
 
     def run_alarms(self) -> int:

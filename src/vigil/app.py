@@ -27,7 +27,7 @@ from vigil.quotas.records import Quotas
 from vigil.store import Store
 
 if TYPE_CHECKING:
-    from vigil.notifications.delivery import Sender
+    from vigil.notifications.sending import Sender
 
 log = get_logger("vigil.app")
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from vigil.attachments.blobs import S3Blobs
     from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
-    from vigil.notifications.delivery import Notifier, Sender
+    from vigil.notifications.sending import Sender
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
 
@@ -149,7 +149,7 @@ def keys() -> Keys:
 
 def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
     """How notifications leave, as the settings say."""
-    from vigil.notifications.delivery import Sender
+    from vigil.notifications.sending import Sender
 
     config = settings()
     return Sender(
@@ -160,12 +160,6 @@ def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
         email_sender=config.email_sender or None,
         ses=connect("sesv2", 5) if config.email_sender else None,
     )
-
-
-def aws_notifier() -> Notifier:
-    from vigil.notifications.delivery import Notifier
-
-    return Notifier(store(), clock(), alarms(), sender(keys()))
 
 
 def aws_liveness() -> Liveness:

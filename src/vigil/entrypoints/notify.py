@@ -7,31 +7,53 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
-from vigil.alarms.timers import Timer, TimerHandler, deliver
-from vigil.notifications.delivery import Notifier
-from vigil.notifications.outbox import DEAD_LETTER_KIND, REMINDER_KIND, STALE_KIND, TIMER_KIND
+from vigil.alarms import kinds
+from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver
+from vigil.clock import Clock
+from vigil.mailboxes.dead_letters import DeadLetters
+from vigil.notifications.deliverer import NotificationDeliverer
+from vigil.notifications.outbox import Outbox
+from vigil.notifications.sending import Sender
 from vigil.observability import get_logger, log_event, metrics
+from vigil.sessions.watch import SessionWatch
+from vigil.store import Store
 
 log = get_logger("vigil.notify")
 
 
+class Worker(NamedTuple):
+    """What the notify function's handlers run on, built once per sandbox."""
+
+    store: Store
+    clock: Clock
+    alarms: Alarms
+    sender: Sender
+
+
 @functools.cache
-def notifier() -> Notifier:
-    from vigil.wiring import aws_notifier
+def notifier() -> Worker:
+    from vigil import wiring
 
-    return aws_notifier()
+    return Worker(wiring.store(), wiring.clock(), wiring.alarms(), wiring.sender(wiring.keys()))
 
 
-def handle_timer(timer: Timer, worker: Notifier) -> None:
-    kinds: dict[str, TimerHandler] = {
-        TIMER_KIND: worker.on_timer,
-        REMINDER_KIND: worker.on_reminder,
-        DEAD_LETTER_KIND: worker.on_dead_letter,
-        STALE_KIND: worker.on_stale,
+def handlers(worker: Worker) -> dict[str, TimerHandler]:
+    """The kinds of timer the notify function serves, and their handlers."""
+    store, clock, alarms = worker.store, worker.clock, worker.alarms
+    deliverer = NotificationDeliverer(store, clock, alarms, worker.sender)
+    outbox = Outbox(store, clock, alarms)
+    return {
+        kinds.NOTIFY: deliverer.on_attempt,
+        kinds.REMIND: deliverer.on_reminder,
+        kinds.DEAD_LETTER: DeadLetters(store, clock, publish=outbox).on_timer,
+        kinds.STALE: SessionWatch(store, clock, alarms, publish=outbox, audience=outbox).on_timer,
     }
-    ran = deliver(timer, worker.clock.now(), worker.alarms, kinds)
+
+
+def handle_timer(timer: Timer, worker: Worker) -> None:
+    ran = deliver(timer, worker.clock.now(), worker.alarms, handlers(worker))
     log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
 
 

@@ -35,6 +35,7 @@ from vigil.notifications.records import (
     NoticeType,
     Rule,
 )
+from vigil.notifications.replay import replay
 from vigil.switches.tools import ScopePrefix
 
 MAX_URL = 2000
@@ -559,8 +560,6 @@ def replay_delivery(ctx: Context, args: ReplayDeliveryInput) -> DeliveryReplayed
             now,
         )
         return result, event
-
-    from vigil.notifications.delivery import replay
 
     replayed = replay(
         ctx.store,
