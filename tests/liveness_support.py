@@ -18,7 +18,7 @@ from vigil.entrypoints.notify import Worker
 from vigil.entrypoints.notify import handlers as notify_handlers
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.notifications.deliverer import NotificationDeliverer
-from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbound import SendResult
 from vigil.notifications.sending import Sender
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
@@ -54,9 +54,9 @@ class World:
     def due_alarms(self) -> list[Timer]:
         return self.alarms.take_due(self.clock.now())
 
-    def _post(self, url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
+    def _post(self, url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
         self.posted.append((url, body))
-        return Outcome("delivered", 204, "HTTP 204")
+        return SendResult("delivered", 204, "HTTP 204")
 
     def use_sender(self, sender: Sender) -> None:
         """Notifications leave through ``sender`` from now on, test_channel's too."""

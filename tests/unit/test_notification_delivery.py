@@ -28,7 +28,7 @@ from vigil.alarms.timers import Timer
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.notifications.events import parse_event
-from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbound import SendResult
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     BACKOFF_FACTOR,
@@ -423,7 +423,7 @@ def test_a_crash_after_the_post_is_an_interrupted_attempt_retried_with_the_same_
     channel_id, secret = world.channel(receiver.url, ["switch.fired"])
     real_post = world.sender.post
 
-    def post_then_crash(*args: Any, **kwargs: Any) -> Outcome:
+    def post_then_crash(*args: Any, **kwargs: Any) -> SendResult:
         real_post(*args, **kwargs)
         raise RuntimeError("the function stopped after its POST")
 
@@ -614,9 +614,9 @@ def test_slack_gets_block_kit_with_a_console_link_and_no_action(
 ) -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
-    def slack(url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
+    def slack(url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
         sent.append((url, json.loads(body)))
-        return Outcome("delivered", 200, "HTTP 200: ok")
+        return SendResult("delivered", 200, "HTTP 200: ok")
 
     slack_url = "https://hooks.slack.com/services/T0001/B0001/slacktokenslacktoken"
     world.call(

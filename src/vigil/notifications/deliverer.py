@@ -31,7 +31,7 @@ from vigil.clock import Clock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.events import parse_event
-from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.ports import DeliveryPorts
 from vigil.notifications.records import (
@@ -81,7 +81,9 @@ class NotificationDeliverer:
             return
         attempt = timer.generation
         if delivery.interrupted(attempt, now):
-            interrupted = Outcome("retry", None, "the attempt stopped before its outcome was kept")
+            interrupted = SendResult(
+                "retry", None, "the attempt stopped before its outcome was kept"
+            )
             self._conclude(notification, delivery, interrupted, "interrupted")
             return
         if delivery.state == "sending" and delivery.attempt == attempt:
@@ -107,9 +109,9 @@ class NotificationDeliverer:
             return  # another run of this timer claimed it
         channel = self.store.get_channel(timer.namespace, channel_id)
         if channel is None:
-            outcome = Outcome("rejected", None, "the channel was deleted")
+            outcome = SendResult("rejected", None, "the channel was deleted")
         elif channel.state != "enabled":
-            outcome = Outcome("rejected", None, "the channel is disabled")
+            outcome = SendResult("rejected", None, "the channel is disabled")
         else:
             outcome = self.sender.send(channel, parse_event(json.dumps(notification.event)))
         self._conclude(notification, claimed, outcome, outcome.kind)
@@ -183,7 +185,7 @@ class NotificationDeliverer:
         self,
         notification: Notification,
         claimed: ChannelDelivery,
-        outcome: Outcome,
+        outcome: SendResult,
         kind: AttemptOutcome,
     ) -> None:
         """Records what the claimed attempt came to; the next attempt's timer first, if there

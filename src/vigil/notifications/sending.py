@@ -1,5 +1,5 @@
 """How one message leaves for a channel: a signed webhook, a Slack message, or an email sent
-through SES; each attempt's ``Outcome`` says what it came to. The deliverer sends a
+through SES; each attempt's ``SendResult`` says what it came to. The deliverer sends a
 notification's attempts through it, and ``test_channel`` its one test event.
 """
 
@@ -15,7 +15,7 @@ from vigil.kit.keys import Keys
 from vigil.notifications.channel_secrets import open_secrets, open_target
 from vigil.notifications.email import send_email
 from vigil.notifications.events import Event, console_link
-from vigil.notifications.outbound import Outcome, post
+from vigil.notifications.outbound import SendResult, post
 from vigil.notifications.records import Channel
 from vigil.notifications.slack import slack_message
 from vigil.notifications.webhooks import webhook_request
@@ -28,7 +28,7 @@ _SES_TRANSIENT = frozenset(
 )
 
 
-Post = Callable[..., Outcome]
+Post = Callable[..., SendResult]
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Sender:
     post: Post = field(default=post)
     timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
 
-    def send(self, channel: Channel, event: Event) -> Outcome:
+    def send(self, channel: Channel, event: Event) -> SendResult:
         """One attempt to deliver ``event`` to ``channel``."""
         now = self.clock.now()
         event = event.model_copy(
@@ -68,11 +68,11 @@ class Sender:
             clock=self.clock,
         )
 
-    def _email(self, channel: Channel, event: Event) -> Outcome:
+    def _email(self, channel: Channel, event: Event) -> SendResult:
         from vigil.kit.aws import error_code
 
         if not self.email_sender or self.ses is None:
-            return Outcome(
+            return SendResult(
                 "rejected", None, "no sender address is set for email (NotificationEmailSender)"
             )
         try:
@@ -84,6 +84,6 @@ class Sender:
             if code is None:
                 raise
             if code in _SES_TRANSIENT:
-                return Outcome("retry", None, f"SES refused it for now: {code}")
-            return Outcome("rejected", None, f"SES refused it: {code}")
-        return Outcome("delivered", None, f"sent by SES as {message_id}")
+                return SendResult("retry", None, f"SES refused it for now: {code}")
+            return SendResult("rejected", None, f"SES refused it: {code}")
+        return SendResult("delivered", None, f"sent by SES as {message_id}")
