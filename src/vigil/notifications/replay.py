@@ -17,13 +17,14 @@ from vigil.notifications.records import DeliveryFailure
 
 
 def replay(
+    namespace: str,
+    channel_id: str,
+    event_id: str,
+    *,
     store: ChannelPorts,
     uow: UnitOfWork,
     clock: Clock,
     alarms: Alarms,
-    namespace: str,
-    channel_id: str,
-    event_id: str,
     audited: Callable[[int], tuple[R, AuditEvent]],
 ) -> R | None:
     """Starts a failed delivery again, MAX_ATTEMPTS more, the first at once (its timer armed
