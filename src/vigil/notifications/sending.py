@@ -8,17 +8,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vigil.clock import Clock
 from vigil.kit.keys import Keys
 from vigil.notifications.channel_secrets import open_secrets, open_target
-from vigil.notifications.email import send_email
-from vigil.notifications.events import Event, console_link
 from vigil.notifications.outbound import SendResult, post
 from vigil.notifications.records import Channel
-from vigil.notifications.slack import slack_message
-from vigil.notifications.webhooks import webhook_request
+
+if TYPE_CHECKING:
+    from vigil.notifications.events import Event
 
 # Each attempt's limit: connect, TLS, send and answer together.
 ATTEMPT_TIMEOUT_SECONDS = 10
@@ -48,6 +47,12 @@ class Sender:
 
     def send(self, channel: Channel, event: Event) -> SendResult:
         """One attempt to deliver ``event`` to ``channel``."""
+        # The formats are loaded by the first send, not with the module: the API function
+        # builds its Sender at init, and few of its calls send.
+        from vigil.notifications.events import console_link
+        from vigil.notifications.slack import slack_message
+        from vigil.notifications.webhooks import webhook_request
+
         now = self.clock.now()
         event = event.model_copy(
             update={"console_url": console_link(self.console_base, event.data)}
@@ -70,6 +75,7 @@ class Sender:
 
     def _email(self, channel: Channel, event: Event) -> SendResult:
         from vigil.kit.aws import error_code
+        from vigil.notifications.email import send_email
 
         if not self.email_sender or self.ses is None:
             return SendResult(
