@@ -70,6 +70,8 @@ class NotificationDeliverer:
     sender: Sender
 
     def on_attempt(self, timer: Timer) -> None:
+        """Attempt number ``timer.generation`` of a notification's delivery to a channel, made
+        if it is the one the delivery waits for and is due."""
         event_id, _, channel_id = timer.key.partition("/")
         now = self.clock.now()
         notification = self.store.get_notification(timer.namespace, event_id)

@@ -94,7 +94,7 @@ def create(
     keys: Keys,
     present: Callable[[Channel, str | None], R],
 ) -> R:
-    """A new channel of the caller's namespace, sending to ``target`` (a URL, or an address for
+    """A new channel of the caller's namespace, sending to ``new.target`` (a URL, or an address for
     email), presented with its webhook signing secret, which is shown once: the stored result
     (``present`` without it) never holds it."""
     _operator(caller)
