@@ -15,8 +15,9 @@ from vigil.attachments.memory import MemoryBlobs
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm, notify
 from vigil.mailboxes.memory import MemoryMailboxQueues
-from vigil.notifications.delivery import Notifier, Sender
-from vigil.notifications.outbound import Outcome
+from vigil.notifications.deliverer import NotificationDeliverer
+from vigil.notifications.outbound import SendResult
+from vigil.notifications.sending import Sender
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
 from vigil.switches.service import Liveness
@@ -40,7 +41,7 @@ class World:
             keys=TEST_KEYS,
             sender=self.sender,
         )
-        self.notifier = Notifier(self.store, clock, self.alarms, self.sender)
+        self.deliverer = NotificationDeliverer(self.store, clock, self.alarms, self.sender)
         self.tenant = Tenant(self.app, clock, "acme")
         self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
         self.delivered: list[Timer] = []
@@ -51,18 +52,19 @@ class World:
     def due_alarms(self) -> list[Timer]:
         return self.alarms.take_due(self.clock.now())
 
-    def _post(self, url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
+    def _post(self, url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
         self.posted.append((url, body))
-        return Outcome("delivered", 204, "HTTP 204")
+        return SendResult("delivered", 204, "HTTP 204")
 
     def use_sender(self, sender: Sender) -> None:
         """Notifications leave through ``sender`` from now on, test_channel's too."""
-        self.sender = self.app.sender = self.notifier.sender = sender
+        self.sender = self.app.sender = self.deliverer.sender = sender
 
     def deliver(self, timer: Timer) -> bool:
         """One delivery of ``timer`` to the handler of the function that serves its kind."""
         self.delivered.append(timer)
-        handlers = {**alarm.handlers(self.liveness), **notify.handlers(self.notifier)}
+        worker = notify.Worker(self.store, self.clock, self.alarms, self.sender)
+        handlers = {**alarm.handlers(self.liveness), **notify.handlers(worker)}
         return deliver(timer, self.clock.now(), self.alarms, handlers)
 
     def run_alarms(self) -> int:

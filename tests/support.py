@@ -17,7 +17,7 @@ from vigil.clock import ManualClock
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 from vigil.kit.keys import Keys
 from vigil.mailboxes.memory import MemoryMailboxQueues
-from vigil.notifications.delivery import Sender
+from vigil.notifications.sending import Sender
 from vigil.store import Store
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"

@@ -28,7 +28,7 @@ from vigil.quotas.records import Quotas
 from vigil.store import Store
 
 if TYPE_CHECKING:
-    from vigil.notifications.delivery import Sender
+    from vigil.notifications.sending import Sender
 
 log = get_logger("vigil.app")
 
@@ -52,8 +52,8 @@ class Context:
     quotas: Quotas
     blobs: Blobs
     keys: Keys
-    # How notifications leave (test_channel sends one at once); None: as the settings say.
-    sender: Sender | None = None
+    # How notifications leave (test_channel sends one at once).
+    sender: Sender
 
     @property
     def mailboxes(self) -> Mailboxes:
@@ -73,8 +73,8 @@ class App:
         alarms: Alarms,
         blobs: Blobs,
         quotas: Quotas | None = None,
-        keys: Keys | None = None,
-        sender: Sender | None = None,
+        keys: Keys,
+        sender: Sender,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -82,7 +82,7 @@ class App:
         self.alarms = alarms
         self.blobs = blobs
         self.quotas = quotas or Quotas()
-        self.keys = keys or Keys.from_env()
+        self.keys = keys
         self.sender = sender
 
     def _principal_of(self, secret: str) -> Principal | None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from vigil.attachments.blobs import S3Blobs
     from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
-    from vigil.notifications.delivery import Notifier, Sender
+    from vigil.notifications.sending import Sender
     from vigil.quotas.records import Quotas
     from vigil.stores.dynamo import DynamoStore
     from vigil.switches.service import Liveness
@@ -133,9 +133,24 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
     )
 
 
+def keys() -> Keys:
+    """The secret named by SERVICE_KEY_ARN, read from Secrets Manager on first use (once per
+    sandbox), not at init: only calls that need a key pay for the read."""
+    from vigil.kit.keys import Keys
+
+    def load() -> str:
+        arn = os.environ.get("SERVICE_KEY_ARN")
+        if not arn:
+            raise RuntimeError("missing configuration: SERVICE_KEY_ARN")
+        value: str = aws_client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+        return value
+
+    return Keys(load)
+
+
 def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
     """How notifications leave, as the settings say."""
-    from vigil.notifications.delivery import Sender
+    from vigil.notifications.sending import Sender
 
     config = settings()
     return Sender(
@@ -146,13 +161,6 @@ def sender(keys: Keys, connect: Connect = aws_client) -> Sender:
         email_sender=config.email_sender or None,
         ses=connect("sesv2", 5) if config.email_sender else None,
     )
-
-
-def aws_notifier() -> Notifier:
-    from vigil.kit.keys import Keys
-    from vigil.notifications.delivery import Notifier
-
-    return Notifier(store(), clock(), alarms(), sender(Keys.from_env()))
 
 
 def quotas() -> Quotas:

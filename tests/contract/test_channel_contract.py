@@ -14,7 +14,7 @@ from vigil.kit.uow import ConditionFailed
 from vigil.notifications.records import (
     Acknowledgement,
     Channel,
-    Delivery,
+    ChannelDelivery,
     DeliveryFailure,
     Notification,
     Rule,
@@ -127,7 +127,7 @@ def notification(clock: ManualClock, namespace: str = "acme", *channels: str) ->
         event_id="evt_" + "a" * 26,
         event_type="switch.fired",
         event={"id": "evt_" + "a" * 26, "data": {"scope": "billing-nightly ✓"}},
-        deliveries={c: Delivery(channel_id=c, next_at=now) for c in channels or ("chn_1",)},
+        deliveries={c: ChannelDelivery(channel_id=c, next_at=now) for c in channels or ("chn_1",)},
         created_at=now,
     )
 
@@ -150,15 +150,15 @@ def test_an_attempt_is_claimed_once_and_its_outcome_recorded_by_its_claimer_only
     store.commit([store.add_notification(made)])
     pending = made.deliveries["chn_1"]
     claimed = pending.claimed(clock.now())
-    store.commit([store.save_delivery("acme", made.event_id, claimed, pending)])
+    store.commit([store.save_channel_delivery("acme", made.event_id, claimed, pending)])
     with pytest.raises(ConditionFailed):  # a second claim from the same state loses
-        store.commit([store.save_delivery("acme", made.event_id, claimed, pending)])
+        store.commit([store.save_channel_delivery("acme", made.event_id, claimed, pending)])
     done = claimed.concluded("delivered", 204, "HTTP 204", clock.now(), None)
-    store.commit([store.save_delivery("acme", made.event_id, done, claimed)])
+    store.commit([store.save_channel_delivery("acme", made.event_id, done, claimed)])
     with pytest.raises(ConditionFailed):  # the outcome is recorded once
-        store.commit([store.save_delivery("acme", made.event_id, done, claimed)])
-    other = Delivery(channel_id="chn_9", next_at=clock.now())
-    unrouted = store.save_delivery("acme", made.event_id, other.claimed(clock.now()), other)
+        store.commit([store.save_channel_delivery("acme", made.event_id, done, claimed)])
+    other = ChannelDelivery(channel_id="chn_9", next_at=clock.now())
+    unrouted = store.save_channel_delivery("acme", made.event_id, other.claimed(clock.now()), other)
     with pytest.raises(ConditionFailed):  # no delivery to a channel it was not routed to
         store.commit([unrouted])
     stored = store.get_notification("acme", made.event_id)

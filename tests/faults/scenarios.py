@@ -28,7 +28,7 @@ from vigil.clock import iso
 from vigil.kit.events import event_id as make_event_id
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
-from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
+from vigil.notifications.records import MAX_ATTEMPTS, ChannelDelivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
 from vigil.switches.service import timer_for
@@ -616,7 +616,7 @@ def _alert(world: World) -> dict[str, Any]:
         event_id=event_id,
         event_type="switch.fired",
         event={"id": event_id},
-        deliveries={channel_id: Delivery(channel_id=channel_id, next_at=now)},
+        deliveries={channel_id: ChannelDelivery(channel_id=channel_id, next_at=now)},
         created_at=now,
     )
     world.store.commit([world.store.add_notification(notification)])
@@ -628,7 +628,7 @@ def _failed_delivery(world: World) -> dict[str, Any]:
     channel_id = _channel(world)
     now = world.clock.now()
     event_id = make_event_id(NAMESPACE, "switch.fired", world.unique("failed"))
-    failed = Delivery(
+    failed = ChannelDelivery(
         channel_id=channel_id, state="failed", attempt=MAX_ATTEMPTS, next_at=now, finished_at=now
     )
     notification = Notification(

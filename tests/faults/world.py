@@ -30,8 +30,8 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for, queue_name
 from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
-from vigil.notifications.delivery import Sender
-from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbound import SendResult
+from vigil.notifications.sending import Sender
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.service import Liveness
 
@@ -86,8 +86,8 @@ class Snapshot:
     schedules: list[dict[str, Any]]
 
 
-def _delivered(url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
-    return Outcome("delivered", 204, "HTTP 204")
+def _delivered(url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
+    return SendResult("delivered", 204, "HTTP 204")
 
 
 @dataclass

@@ -19,8 +19,8 @@ from vigil.clock import ManualClock
 from vigil.identity.records import Namespace, Principal, hash_secret, issue_secret, parse_secret
 from vigil.kit.principals import Kind, Role, new_principal_id
 from vigil.mailboxes.records import parse_address, queue_name
-from vigil.notifications.delivery import Sender
-from vigil.notifications.outbound import Outcome as Sent
+from vigil.notifications.outbound import SendResult
+from vigil.notifications.sending import Sender
 
 _GONE = object()
 HOME = "acme"  # the namespace of World's tenant
@@ -142,8 +142,8 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
-def _refused(url: str, body: bytes, headers: Any, **options: Any) -> Sent:
-    return Sent("rejected", 400, "HTTP 400: refused by the harness's receivers")
+def _refused(url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
+    return SendResult("rejected", 400, "HTTP 400: refused by the harness's receivers")
 
 
 class HarnessWorld:

@@ -19,6 +19,8 @@ from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.keys import Keys
 from vigil.kit.sealing import seal
+from vigil.notifications.channel_arguments import SLACK_PREFIX
+from vigil.notifications.channel_secrets import open_secrets, open_target
 from vigil.notifications.records import (
     EVENT_TYPES,
     MAX_CHANNELS,
@@ -28,8 +30,6 @@ from vigil.notifications.records import (
     Channel,
     Rule,
 )
-from vigil.notifications.service import open_secrets, open_target
-from vigil.notifications.tools import SLACK_PREFIX
 from vigil.notifications.webhooks import sign
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore

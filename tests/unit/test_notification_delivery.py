@@ -23,13 +23,12 @@ from standardwebhooks import Webhook
 
 from tests.liveness_support import World
 from tests.support import TEST_KEYS
+from vigil.alarms import kinds
 from vigil.alarms.timers import Timer
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
-from vigil.notifications.delivery import Sender
 from vigil.notifications.events import parse_event
-from vigil.notifications.outbound import Outcome
-from vigil.notifications.outbox import REMINDER_KIND, STALE_KIND, TIMER_KIND
+from vigil.notifications.outbound import SendResult
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     BACKOFF_FACTOR,
@@ -40,6 +39,7 @@ from vigil.notifications.records import (
     Notification,
     backoff,
 )
+from vigil.notifications.sending import Sender
 
 SCOPE = "job-nightly"
 
@@ -156,7 +156,7 @@ class Notifying(World):
         return found
 
     def notify_timers(self) -> list[Timer]:
-        return [t for t in self.alarms.armed if t.kind == TIMER_KIND]
+        return [t for t in self.alarms.armed if t.kind == kinds.NOTIFY]
 
 
 @pytest.fixture
@@ -400,7 +400,7 @@ def test_a_timer_delivered_twice_makes_its_attempt_once(
     world.clock.advance(11)
     world.run_alarms()  # the switch's alarm: it fires, the notification's timer is armed
     timers = world.alarms.take_due(world.clock.now())
-    [timer] = [t for t in timers if t.kind == TIMER_KIND]
+    [timer] = [t for t in timers if t.kind == kinds.NOTIFY]
     real_commit = world.store.commit
     raced: list[bool] = []
 
@@ -408,11 +408,11 @@ def test_a_timer_delivered_twice_makes_its_attempt_once(
         if not raced:
             # Both runs have read the attempt as due: the other claims it first.
             raced.append(True)
-            world.notifier.on_timer(timer)
+            world.deliverer.on_attempt(timer)
         real_commit(writes, completion)
 
     world.store.commit = commit  # type: ignore[method-assign]
-    world.notifier.on_timer(timer)
+    world.deliverer.on_attempt(timer)
     assert raced
     assert len(receiver.received) == 1
 
@@ -423,7 +423,7 @@ def test_a_crash_after_the_post_is_an_interrupted_attempt_retried_with_the_same_
     channel_id, secret = world.channel(receiver.url, ["switch.fired"])
     real_post = world.sender.post
 
-    def post_then_crash(*args: Any, **kwargs: Any) -> Outcome:
+    def post_then_crash(*args: Any, **kwargs: Any) -> SendResult:
         real_post(*args, **kwargs)
         raise RuntimeError("the function stopped after its POST")
 
@@ -431,7 +431,7 @@ def test_a_crash_after_the_post_is_an_interrupted_attempt_retried_with_the_same_
     arm_and_die(world)
     world.clock.advance(11)
     world.run_alarms()
-    [timer] = [t for t in world.alarms.take_due(world.clock.now()) if t.kind == TIMER_KIND]
+    [timer] = [t for t in world.alarms.take_due(world.clock.now()) if t.kind == kinds.NOTIFY]
     with pytest.raises(RuntimeError):
         world.deliver(timer)
     world.sender.post = real_post
@@ -443,7 +443,7 @@ def test_a_crash_after_the_post_is_an_interrupted_attempt_retried_with_the_same_
     assert len(receiver.received) == 1
     # Not dropped: it comes back when the attempt would count as stopped, in case this was
     # its last delivery.
-    [again] = [t for t in world.alarms.armed if t.kind == TIMER_KIND]
+    [again] = [t for t in world.alarms.armed if t.kind == kinds.NOTIFY]
     assert again.due_at == claimed.claimed_at + ATTEMPT_LIMIT  # type: ignore[operator]
     world.alarms.armed.remove(again)
     world.clock.advance(ATTEMPT_LIMIT.total_seconds())
@@ -467,10 +467,10 @@ def test_a_timer_that_comes_before_the_notification_is_visible_waits_for_it(
 
     def arm(timer: Timer, now: Any) -> None:
         real_arm(timer, now)
-        if timer.kind == TIMER_KIND and timer.waits == 0 and not early:
+        if timer.kind == kinds.NOTIFY and timer.waits == 0 and not early:
             # The queue hands the timer out at once, before the death's step has committed.
             early.append(timer)
-            world.notifier.on_timer(timer)
+            world.deliverer.on_attempt(timer)
 
     world.alarms.arm = arm  # type: ignore[method-assign]
     arm_and_die(world)
@@ -480,7 +480,7 @@ def test_a_timer_that_comes_before_the_notification_is_visible_waits_for_it(
     # The queue handed that timer out already: only the copy that waits is left to deliver.
     world.alarms.armed = [t for t in world.alarms.armed if t != early[0]]
     world.advance(5)
-    waiting = [t for t in world.delivered if t.kind == TIMER_KIND and t.waits == 1]
+    waiting = [t for t in world.delivered if t.kind == kinds.NOTIFY and t.waits == 1]
     assert waiting, "the early timer did not come back to wait"
     assert len(receiver.received) == 1
 
@@ -614,9 +614,9 @@ def test_slack_gets_block_kit_with_a_console_link_and_no_action(
 ) -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
-    def slack(url: str, body: bytes, headers: Any, **options: Any) -> Outcome:
+    def slack(url: str, body: bytes, headers: Any, **options: Any) -> SendResult:
         sent.append((url, json.loads(body)))
-        return Outcome("delivered", 200, "HTTP 200: ok")
+        return SendResult("delivered", 200, "HTTP 200: ok")
 
     slack_url = "https://hooks.slack.com/services/T0001/B0001/slacktokenslacktoken"
     world.call(
@@ -813,7 +813,7 @@ def test_a_session_that_stops_beating_is_told_once_per_silence(
     first, second = receiver.verified(secret)
     assert second["type"] == "session.stale"
     assert second["id"] != first["id"]  # a new silence, a new event
-    assert [t for t in world.alarms.armed if t.kind == STALE_KIND] == []
+    assert [t for t in world.alarms.armed if t.kind == kinds.STALE] == []
 
 
 def test_an_envelope_never_acknowledged_is_told_as_a_dead_letter_once(
@@ -877,11 +877,11 @@ def test_a_reminder_timer_delivered_twice_leaves_one_chain(
     world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=10)
     arm_and_die(world)
     world.advance(11)
-    [reminder] = [t for t in world.alarms.armed if t.kind == REMINDER_KIND]
+    [reminder] = [t for t in world.alarms.armed if t.kind == kinds.REMIND]
     world.alarms.armed.append(reminder)  # the queue hands it out twice
     world.advance(10 * 60 + 1)
     assert len(receiver.received) == 2  # one repeat
-    assert len([t for t in world.alarms.armed if t.kind == REMINDER_KIND]) == 1
+    assert len([t for t in world.alarms.armed if t.kind == kinds.REMIND]) == 1
     world.advance(10 * 60)
     assert len(receiver.received) == 3
 
@@ -922,10 +922,10 @@ def test_a_lost_session_watch_is_armed_again_by_a_beat(
         )
 
     beat()
-    world.alarms.armed = [t for t in world.alarms.armed if t.kind != STALE_KIND]  # lost
+    world.alarms.armed = [t for t in world.alarms.armed if t.kind != kinds.STALE]  # lost
     for _ in range(8):  # beaten every minute for eight minutes: the watch is long overdue
         world.advance(60)
         beat()
-    assert [t.kind for t in world.alarms.armed].count(STALE_KIND) == 1
+    assert [t.kind for t in world.alarms.armed].count(kinds.STALE) == 1
     world.advance(125)
     assert [e["type"] for e in receiver.verified(secret)] == ["session.stale"]

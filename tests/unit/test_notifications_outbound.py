@@ -1,5 +1,5 @@
 """The guarded POST, against real receivers on loopback (with allow_private, as the local
-runtime sends): each answer's Outcome, the time limit, no redirect followed, and the address
+runtime sends): each answer's SendResult, the time limit, no redirect followed, and the address
 guard refusing before any connection is attempted."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cryptography.x509.oid import NameOID
 from vigil.clock import ManualClock
 from vigil.notifications.outbound import (
     MAX_RETRY_AFTER_SECONDS,
-    Outcome,
+    SendResult,
     is_public,
     post,
     retry_after_seconds,
@@ -175,7 +175,7 @@ def resolutions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return resolved
 
 
-def send(url: str, **kwargs: Any) -> Outcome:
+def send(url: str, **kwargs: Any) -> SendResult:
     kwargs.setdefault("allow_private", True)
     kwargs.setdefault("clock", ManualClock(NOW))
     return post(url, BODY, {"content-type": "application/json"}, **kwargs)
@@ -191,7 +191,7 @@ def test_a_2xx_is_delivered_with_the_body_and_headers_sent(receiver: Receiver) -
         {"content-type": "application/json", "Host": "spoofed.example", "webhook-id": "evt_1"},
         allow_private=True,
     )
-    assert outcome == Outcome("delivered", 200, "HTTP 200: thanks")
+    assert outcome == SendResult("delivered", 200, "HTTP 200: thanks")
     assert send(receiver.url("/accepted")).kind == "delivered"
     first = receiver.seen[0]
     assert first.path == "/ok?x=1"
@@ -229,7 +229,7 @@ def test_busy_answers_are_retried_after_what_the_receiver_asks(
 
 
 def test_a_410_means_the_channel_is_gone(receiver: Receiver) -> None:
-    assert send(receiver.url("/gone")) == Outcome("gone", 410, "HTTP 410: channel_is_archived")
+    assert send(receiver.url("/gone")) == SendResult("gone", 410, "HTTP 410: channel_is_archived")
 
 
 def test_a_redirect_is_rejected_and_not_followed(receiver: Receiver) -> None:
@@ -321,7 +321,7 @@ def test_a_private_or_reserved_destination_is_refused_without_connecting(
     receiver: Receiver, connects: list[Any], host: str
 ) -> None:
     outcome = send(receiver.url("/ok", host=host), allow_private=False)
-    assert outcome == Outcome(
+    assert outcome == SendResult(
         "rejected", None, "the host resolves to a private or reserved address"
     )
     assert connects == []
@@ -485,7 +485,7 @@ def test_https_names_the_host_in_sni_and_checks_it_against_the_certificate(
     receiver, trusting = tls_receiver
     url = receiver.url("/ok", host="hooks.example", scheme="https")
     outcome = send(url, tls_context=trusting)
-    assert outcome == Outcome("delivered", 200, "HTTP 200: thanks")
+    assert outcome == SendResult("delivered", 200, "HTTP 200: thanks")
     assert receiver.sni == ["hooks.example"]
     assert receiver.seen[0].headers["host"] == f"hooks.example:{receiver.port}"
 
@@ -496,7 +496,7 @@ def test_https_to_a_name_the_certificate_does_not_hold_is_not_sent(
 ) -> None:
     receiver, trusting = tls_receiver
     outcome = send(receiver.url("/ok", host=host, scheme="https"), tls_context=trusting)
-    assert outcome == Outcome("retry", None, "the TLS certificate was not accepted")
+    assert outcome == SendResult("retry", None, "the TLS certificate was not accepted")
     assert receiver.seen == []
 
 

@@ -100,7 +100,13 @@ def test_a_reply_landing_between_the_expirys_read_and_write_wins(
     earlier = ManualClock(clock.now())
     earlier.advance(59.999)
     in_time = App(
-        racing, earlier, queues=pair.world.queues, alarms=pair.world.alarms, blobs=pair.world.blobs
+        racing,
+        earlier,
+        queues=pair.world.queues,
+        alarms=pair.world.alarms,
+        blobs=pair.world.blobs,
+        keys=pair.world.app.keys,
+        sender=pair.world.sender,
     )
     replied: list[dict[str, Any]] = []
 

@@ -48,7 +48,15 @@ def alerts(world: World, secret: str) -> list[dict[str, Any]]:
 
 def app_at(world: World, moment: ManualClock) -> App:
     """Another Lambda invocation sharing the store, whose request began at another moment."""
-    return App(world.store, moment, queues=world.queues, alarms=world.alarms, blobs=world.blobs)
+    return App(
+        world.store,
+        moment,
+        queues=world.queues,
+        alarms=world.alarms,
+        blobs=world.blobs,
+        keys=world.app.keys,
+        sender=world.sender,
+    )
 
 
 class InterleavingStore(MemoryStore):

@@ -48,13 +48,16 @@ def router() -> Router:
         aws_client,
         blobs,
         clock,
+        keys,
         queues,
         quotas,
+        sender,
         settings,
         store,
     )
 
     connect = aws_client if _ahead_of_requests() else OnFirstUse
+    service_keys = keys()
     app = App(
         store(),
         clock(),
@@ -62,6 +65,8 @@ def router() -> Router:
         alarms=alarms(connect),
         blobs=blobs(connect),
         quotas=quotas(),
+        keys=service_keys,
+        sender=sender(service_keys, connect),
     )
     return Router(app, settings().allowed_origins)
 

@@ -6,32 +6,51 @@ receiver that answers slowly holds up no switch's expiry."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 from vigil.alarms import kinds
-from vigil.alarms.timers import TimerHandler
+from vigil.alarms.timers import Alarms, TimerHandler
+from vigil.clock import Clock
 from vigil.entrypoints.timer_events import serve
-from vigil.notifications.delivery import Notifier
+from vigil.mailboxes.dead_letters import DeadLetters
+from vigil.notifications.deliverer import NotificationDeliverer
+from vigil.notifications.outbox import Outbox
+from vigil.notifications.sending import Sender
 from vigil.observability import get_logger, metrics
+from vigil.sessions.watch import SessionWatch
+from vigil.store import Store
 
 log = get_logger("vigil.notify")
 
 
+class Worker(NamedTuple):
+    """What the notify function's handlers run on, built once per sandbox."""
+
+    store: Store
+    clock: Clock
+    alarms: Alarms
+    sender: Sender
+
+
 @functools.cache
-def notifier() -> Notifier:
-    from vigil.wiring import aws_notifier
+def notifier() -> Worker:
+    from vigil import wiring
 
-    return aws_notifier()
+    return Worker(wiring.store(), wiring.clock(), wiring.alarms(), wiring.sender(wiring.keys()))
 
 
-def handlers(worker: Notifier) -> dict[str, TimerHandler]:
-    """The kinds of timer routed to this function (``vigil.alarms.kinds``) and their handlers."""
+def handlers(worker: Worker) -> dict[str, TimerHandler]:
+    """The kinds of timer the notify function serves, and their handlers."""
+    store, clock, alarms = worker.store, worker.clock, worker.alarms
+    deliverer = NotificationDeliverer(store, clock, alarms, worker.sender)
+    outbox = Outbox(store, clock, alarms)
     return {
-        kinds.NOTIFY: worker.on_timer,
-        kinds.REMIND: worker.on_reminder,
-        kinds.DEAD_LETTER: worker.on_dead_letter,
-        kinds.STALE: worker.on_stale,
+        kinds.NOTIFY: deliverer.on_attempt,
+        kinds.REMIND: deliverer.on_reminder,
+        kinds.DEAD_LETTER: DeadLetters(store, clock, publish=outbox).on_timer,
+        kinds.STALE: SessionWatch(store, clock, alarms, publish=outbox, audience=outbox).on_timer,
     }
+
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

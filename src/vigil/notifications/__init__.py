@@ -7,4 +7,8 @@ from Slack itself), or an email sent through SES; and webhooks and Slack are sen
 HTTP POST that never follows a redirect nor reaches a private address, and says whether a
 failure is worth retrying. Channels (``records.py``) are where a namespace's events go, and
 which of them.
+
+An event is written down by ``outbox`` in the commit of what it tells of, delivered by the
+notify function (``deliverer``, sending through ``sending``), and its failures replayed by an
+operator (``replay``); the tools are gathered in ``tools``.
 """

@@ -18,7 +18,7 @@ from vigil.notifications.records import (
     NOTIFICATION_RETENTION,
     Acknowledgement,
     Channel,
-    Delivery,
+    ChannelDelivery,
     DeliveryFailure,
     Notification,
 )
@@ -58,7 +58,7 @@ def _failures_pk(namespace: str, channel_id: str) -> str:
     return f"NS#{namespace}#CHANNEL#{channel_id}#FAILURES"
 
 
-def _delivery_value(delivery: Delivery) -> dict[str, Any]:
+def _delivery_value(delivery: ChannelDelivery) -> dict[str, Any]:
     return {
         "M": {
             "attempt": attr_n(delivery.attempt),
@@ -141,8 +141,8 @@ class DynamoChannels(DynamoBase, ChannelStore):
         )
         return DynamoWrite([update])
 
-    def save_delivery(
-        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    def save_channel_delivery(
+        self, namespace: str, event_id: str, delivery: ChannelDelivery, expected: ChannelDelivery
     ) -> DynamoWrite:
         update = self._update(
             _notice_key(namespace, event_id),

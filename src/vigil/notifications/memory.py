@@ -8,7 +8,7 @@ from vigil.kit.uow import ConditionFailed
 from vigil.notifications.records import (
     Acknowledgement,
     Channel,
-    Delivery,
+    ChannelDelivery,
     DeliveryFailure,
     Notification,
 )
@@ -71,8 +71,8 @@ class MemoryChannels(MemoryBase, ChannelStore):
             found = self.notifications.get((namespace, event_id))
             return found.model_copy(deep=True) if found else None
 
-    def save_delivery(
-        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    def save_channel_delivery(
+        self, namespace: str, event_id: str, delivery: ChannelDelivery, expected: ChannelDelivery
     ) -> MemoryWrite:
         key = (namespace, event_id)
 
@@ -109,7 +109,7 @@ class MemoryChannels(MemoryBase, ChannelStore):
     def _size_after(
         self,
         key: tuple[str, str],
-        delivery: Delivery | None = None,
+        delivery: ChannelDelivery | None = None,
         acknowledged: Acknowledgement | None = None,
     ) -> int:
         """The notification's item as an update leaves it: DynamoDB refuses it over 400 KB."""

@@ -12,7 +12,7 @@
 - A redirect is a failure, never followed; the whole attempt (connect, TLS, send, response) has
   one time limit; at most 64 KiB of the response is read.
 
-The result is an ``Outcome``: delivered, worth a retry (and when), gone for good, or rejected.
+The result is a ``SendResult``: delivered, worth a retry (and when), gone for good, or rejected.
 Its reason never holds the URL (a Slack webhook's URL is its secret), a header, or more than
 200 characters of what the receiver answered.
 """
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from vigil.clock import Clock, SystemClock
 
-OutcomeKind = Literal["delivered", "retry", "gone", "rejected"]
+SendResultKind = Literal["delivered", "retry", "gone", "rejected"]
 
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_REASON_BODY = 200
@@ -48,7 +48,7 @@ _SYSTEM_CLOCK = SystemClock()
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SendResult:
     """What one POST came to.
 
     ``delivered``: a 2xx. ``retry``: a 5xx, 429 or 408, a timeout or a connection failure;
@@ -57,7 +57,7 @@ class Outcome:
     ``rejected``: any other answer (a 3xx, a 4xx) or a URL refused before connecting; a retry
     would fare no better."""
 
-    kind: OutcomeKind
+    kind: SendResultKind
     status: int | None  # the HTTP status; None when no response came
     reason: str
     retry_after_seconds: int | None = None
@@ -133,7 +133,7 @@ def post(
     allow_private: bool = False,
     tls_context: ssl.SSLContext | None = None,
     clock: Clock = _SYSTEM_CLOCK,
-) -> Outcome:
+) -> SendResult:
     """POST ``body`` with ``headers`` to ``url``, once, within ``timeout_seconds`` (connect, TLS,
     send and response together; the name resolution is the resolver's own). ``tls_context``
     replaces the system's trust (tests, a private CA); ``clock`` dates an HTTP-date
@@ -148,15 +148,15 @@ def post(
         finally:
             sock.close()
     except _Refused as refused:
-        return Outcome("rejected", None, str(refused))
+        return SendResult("rejected", None, str(refused))
     except TimeoutError:
-        return Outcome("retry", None, f"no answer within {timeout_seconds:g} s")
+        return SendResult("retry", None, f"no answer within {timeout_seconds:g} s")
     except ssl.SSLCertVerificationError:
-        return Outcome("retry", None, "the TLS certificate was not accepted")
+        return SendResult("retry", None, "the TLS certificate was not accepted")
     except socket.gaierror:
-        return Outcome("retry", None, "the host name did not resolve")
+        return SendResult("retry", None, "the host name did not resolve")
     except (OSError, http.client.HTTPException) as error:
-        return Outcome("retry", None, f"the connection failed ({type(error).__name__})")
+        return SendResult("retry", None, f"the connection failed ({type(error).__name__})")
     return _judged(status, retry_after, excerpt, clock.now())
 
 
@@ -288,17 +288,17 @@ def _excerpt(content: bytes) -> str:
     return text[:MAX_REASON_BODY]
 
 
-def _judged(status: int, retry_after: str | None, excerpt: str, now: datetime) -> Outcome:
+def _judged(status: int, retry_after: str | None, excerpt: str, now: datetime) -> SendResult:
     reason = f"HTTP {status}" + (f": {excerpt}" if excerpt else "")
     if 200 <= status < 300:
-        return Outcome("delivered", status, reason)
+        return SendResult("delivered", status, reason)
     if status == 410:
-        return Outcome("gone", status, reason)
+        return SendResult("gone", status, reason)
     if status in (408, 429) or status >= 500:
-        return Outcome("retry", status, reason, retry_after_seconds(retry_after, now))
+        return SendResult("retry", status, reason, retry_after_seconds(retry_after, now))
     if 300 <= status < 400:
-        return Outcome("rejected", status, f"HTTP {status}: a redirect, not followed")
-    return Outcome("rejected", status, reason)
+        return SendResult("rejected", status, f"HTTP {status}: a redirect, not followed")
+    return SendResult("rejected", status, reason)
 
 
 def retry_after_seconds(value: str | None, now: datetime) -> int | None:

@@ -6,7 +6,7 @@ request's change): there is no event without its notification, nor a notificatio
 event. Before that commit, it arms each delivery's first attempt on the notify queue, arming
 first as every alarm here does: a crash between the two leaves timers that find no notification
 and stop; a timer that comes before the commit is visible waits for it, a few times, a little
-longer each time (``delivery.COMMIT_WAITS``). The sending is ``delivery``'s, in the notify
+longer each time (``deliverer.COMMIT_WAITS``). The sending is ``deliverer``'s, in the notify
 function; this module is what the functions that publish load.
 """
 
@@ -22,13 +22,8 @@ from vigil.clock import Clock, to_ms
 from vigil.kit.events import EventData, Published
 from vigil.kit.uow import Write
 from vigil.notifications.events import Event, NoticeType, make_event
-from vigil.notifications.records import Delivery, Notification
-from vigil.store import Store
-
-TIMER_KIND = kinds.NOTIFY
-REMINDER_KIND = kinds.REMIND
-DEAD_LETTER_KIND = kinds.DEAD_LETTER
-STALE_KIND = kinds.STALE
+from vigil.notifications.records import ChannelDelivery, Notification
+from vigil.notifications.store import ChannelStore
 
 
 def timer_key(event_id: str, channel_id: str) -> str:
@@ -40,7 +35,7 @@ def attempt_timer(
 ) -> Timer:
     """The timer of attempt number ``attempt`` of the event's delivery to the channel."""
     return Timer(
-        kind=TIMER_KIND,
+        kind=kinds.NOTIFY,
         namespace=namespace,
         key=timer_key(event_id, channel_id),
         generation=attempt,
@@ -53,7 +48,7 @@ class Outbox:
     """Routes events to channels and writes them down, in the caller's commit: the
     ``Publish`` port that the capabilities with news are given."""
 
-    store: Store
+    store: ChannelStore
     clock: Clock
     alarms: Alarms
 
@@ -71,6 +66,11 @@ class Outbox:
         )
         return Published(event.id, self.publish(event))
 
+    def wanted(self, namespace: str, event_type: str) -> bool:
+        """Whether a channel of ``namespace`` takes its events of ``event_type`` that have no
+        scope: the audience of a session's watch."""
+        return any(c.wants(event_type, None) for c in self.store.list_channels(namespace))
+
     def publish(self, event: Event) -> list[Write]:
         """The write of ``event``'s notification, to commit with what it tells of; nothing if
         no channel's rules want it. The first attempts are armed before it is returned, and
@@ -86,7 +86,7 @@ class Outbox:
                 if after is not None:
                     key = f"{event.id}/{channel.id}/{what}"
                     timer = Timer(
-                        kind=REMINDER_KIND,
+                        kind=kinds.REMIND,
                         namespace=event.namespace,
                         key=key,
                         generation=1,
@@ -106,7 +106,7 @@ class Outbox:
             event_id=event.id,
             event_type=event.type,
             event=event.model_dump(mode="json"),
-            deliveries={cid: Delivery(channel_id=cid, next_at=now) for cid in routed},
+            deliveries={cid: ChannelDelivery(channel_id=cid, next_at=now) for cid in routed},
             created_at=now,
         )
         for cid in routed:

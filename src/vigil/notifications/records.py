@@ -170,7 +170,7 @@ def seal_context(namespace: str, channel_id: str, what: str) -> str:
 
 # -- notifications: an event on its way to the channels it was routed to -------------------------
 
-DeliveryState = Literal["pending", "sending", "delivered", "failed"]
+ChannelDeliveryState = Literal["pending", "sending", "delivered", "failed"]
 AttemptOutcome = Literal["delivered", "retry", "gone", "rejected", "interrupted"]
 
 # Attempts of one delivery, the first at once and each next one after a backoff that grows
@@ -207,13 +207,13 @@ class Attempt(Record):
     reason: str
 
 
-class Delivery(Record):
+class ChannelDelivery(Record):
     """One notification's way to one channel. ``attempt`` counts the attempts started; each is
     claimed by a conditional write from the number before it, so two runs never make the same
     attempt, and an outcome is recorded only by the run that claimed it."""
 
     channel_id: str
-    state: DeliveryState = "pending"
+    state: ChannelDeliveryState = "pending"
     attempt: int = 0
     # Attempts made before the latest replay: each replay gives MAX_ATTEMPTS more.
     replayed_after: int = 0
@@ -235,7 +235,7 @@ class Delivery(Record):
             and self.claimed_at + ATTEMPT_LIMIT <= now
         )
 
-    def claimed(self, now: datetime) -> Delivery:
+    def claimed(self, now: datetime) -> ChannelDelivery:
         return self.model_copy(
             update={"state": "sending", "attempt": self.attempt + 1, "claimed_at": to_ms(now)}
         )
@@ -251,7 +251,7 @@ class Delivery(Record):
         reason: str,
         now: datetime,
         retry_at: datetime | None,
-    ) -> Delivery:
+    ) -> ChannelDelivery:
         """After the claimed attempt came to ``outcome``: delivered, pending again until
         ``retry_at``, or failed (when ``retry_at`` is None and it was not delivered)."""
         at = to_ms(now)
@@ -267,7 +267,7 @@ class Delivery(Record):
             )
         return self.model_copy(update={"state": "failed", "finished_at": at, "attempts": kept})
 
-    def replayed(self, now: datetime) -> Delivery:
+    def replayed(self, now: datetime) -> ChannelDelivery:
         """A failed delivery started again: MAX_ATTEMPTS more, the first at once."""
         return self.model_copy(
             update={
@@ -294,7 +294,7 @@ class Notification(Record):
     event_id: str
     event_type: NoticeType
     event: dict[str, Any]  # the event's JSON, as sent
-    deliveries: dict[str, Delivery]
+    deliveries: dict[str, ChannelDelivery]
     created_at: datetime
     acknowledged: Acknowledgement | None = None
 

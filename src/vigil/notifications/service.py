@@ -1,11 +1,9 @@
 """Channels' use cases: an operator creates, lists, rotates, disables, enables and deletes the
-channels of its namespace; the delivery side opens what a channel keeps sealed.
+channels of its namespace, and a person or an operator acknowledges an alert.
 
-A webhook's signing secrets and a Slack webhook's URL are sealed under the deployment's service
-key (``Keys.for_purpose("channel-secrets")``), each bound to its namespace, channel and part
-(``seal_context``), so a copy of the table reveals neither and a sealed part moved to another
-channel does not open. A new signing secret is shown once, in the result of the call that made
-it; the result its idempotency completion keeps does not hold it, so a replay shows it no more.
+A webhook's signing secrets and a Slack webhook's URL are kept sealed (``channel_secrets``). A
+new signing secret is shown once, in the result of the call that made it; the result its
+idempotency completion keeps does not hold it, so a replay shows it no more.
 Every change is an operator's power, audited in the same commit; a namespace holds at most
 MAX_CHANNELS channels, counted in that commit too.
 """
@@ -13,8 +11,8 @@ MAX_CHANNELS channels, counted in that commit too.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
@@ -33,8 +31,10 @@ from vigil.errors import (
 from vigil.identity.records import Caller
 from vigil.kit.keys import Keys
 from vigil.kit.principals import kind_of, new_id
-from vigil.kit.sealing import Sealed, seal, unseal
+from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
+from vigil.notifications.channel_secrets import seal_part
+from vigil.notifications.ports import ChannelPorts
 from vigil.notifications.records import (
     MAX_CHANNELS,
     Acknowledgement,
@@ -43,45 +43,8 @@ from vigil.notifications.records import (
     ChannelState,
     Notification,
     Rule,
-    seal_context,
 )
 from vigil.notifications.webhooks import new_secret
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
-
-# The purpose the sealing key is derived for: no other part of Vigil uses this key.
-SEALING_PURPOSE = "channel-secrets"
-
-
-def _sealing_key(keys: Keys) -> str:
-    return keys.for_purpose(SEALING_PURPOSE).hex()
-
-
-def _seal(keys: Keys, namespace: str, channel_id: str, what: str, text: str) -> Sealed:
-    return seal(_sealing_key(keys), text, seal_context(namespace, channel_id, what))
-
-
-def _open(keys: Keys, channel: Channel, what: str, sealed: Sealed) -> str:
-    text = unseal(_sealing_key(keys), sealed, seal_context(channel.namespace, channel.id, what))
-    if text is None:
-        # The service key is not the one it was sealed under, or the record was tampered with.
-        raise RuntimeError(f"channel {channel.id}: its sealed {what} does not open")
-    return text
-
-
-def open_secrets(channel: Channel, keys: Keys, now: datetime) -> list[str]:
-    """The signing secrets of ``channel`` that sign at ``now``, opened, newest first: the
-    current one, and those a rotation replaced while their overlap lasts."""
-    return [_open(keys, channel, "secret", s.sealed) for s in channel.signing(now)]
-
-
-def open_target(channel: Channel, keys: Keys) -> str:
-    """Where ``channel``'s deliveries go: the webhook's URL, the Slack webhook's URL (opened),
-    or the email address."""
-    if channel.sealed_target is not None:
-        return _open(keys, channel, "url", channel.sealed_target)
-    return channel.target
 
 
 def _operator(caller: Caller) -> None:
@@ -111,44 +74,52 @@ def _audit(
     )
 
 
+@dataclass(frozen=True)
+class NewChannel:
+    """What an operator asks of a new channel."""
+
+    name: str
+    kind: ChannelKind
+    target: str  # a URL, or an address for email
+    rules: list[Rule]
+
+
 def create(
-    store: Store,
-    uow: UnitOfWork,
+    new: NewChannel,
+    *,
     caller: Caller,
-    keys: Keys,
-    name: str,
-    kind: ChannelKind,
-    target: str,
-    rules: list[Rule],
     now: datetime,
+    store: ChannelPorts,
+    uow: UnitOfWork,
+    keys: Keys,
     present: Callable[[Channel, str | None], R],
 ) -> R:
-    """A new channel of the caller's namespace, sending to ``target`` (a URL, or an address for
+    """A new channel of the caller's namespace, sending to ``new.target`` (a URL, or an address for
     email), presented with its webhook signing secret, which is shown once: the stored result
     (``present`` without it) never holds it."""
     _operator(caller)
-    for number, rule in enumerate(rules):
+    for number, rule in enumerate(new.rules):
         if rule.escalate_to and store.get_channel(caller.namespace, rule.escalate_to) is None:
             raise invalid(
                 "the arguments do not match the tool's input schema",
                 problems=[{"field": f"rules.{number}.escalate_to", "problem": "no such channel"}],
             )
     channel_id = new_id("chn")
-    signing_secret = new_secret() if kind == "webhook" else None
+    signing_secret = new_secret() if new.kind == "webhook" else None
     sealed_secret = None
     if signing_secret is not None:
-        sealed_secret = _seal(keys, caller.namespace, channel_id, "secret", signing_secret)
-    sealed_target = None
-    if kind == "slack":
+        sealed_secret = seal_part(keys, caller.namespace, channel_id, "secret", signing_secret)
+    target, sealed_target = new.target, None
+    if new.kind == "slack":
         # The path of a Slack webhook's URL is its credential: only the host stays readable.
-        sealed_target = _seal(keys, caller.namespace, channel_id, "url", target)
+        sealed_target = seal_part(keys, caller.namespace, channel_id, "url", target)
         target = urlsplit(target).hostname or ""
     channel = Channel.created(
         caller.namespace,
-        name,
-        kind,
+        new.name,
+        new.kind,
         target,
-        rules,
+        new.rules,
         caller.principal_id,
         now,
         sealed_target=sealed_target,
@@ -169,7 +140,7 @@ def create(
     return present(channel, signing_secret)
 
 
-def _current(store: Store, caller: Caller, channel_id: str, version: int) -> Channel:
+def _current(store: ChannelPorts, caller: Caller, channel_id: str, version: int) -> Channel:
     """The caller's channel ``channel_id`` at ``version``: not_found for a channel of another
     namespace as for one that does not exist, version_conflict if it has changed."""
     _operator(caller)
@@ -189,13 +160,14 @@ def _commit(uow: UnitOfWork, result: BaseModel, *writes: Write) -> None:
 
 
 def rotate_secret(
-    store: Store,
-    uow: UnitOfWork,
-    caller: Caller,
-    keys: Keys,
     channel_id: str,
     version: int,
+    *,
+    caller: Caller,
     now: datetime,
+    store: ChannelPorts,
+    uow: UnitOfWork,
+    keys: Keys,
     present: Callable[[Channel, str | None], R],
 ) -> R:
     """A new signing secret for a webhook channel, shown once (the stored result does not hold
@@ -204,7 +176,7 @@ def rotate_secret(
     if channel.kind != "webhook":
         raise invalid("only a webhook channel has a signing secret")
     signing_secret = new_secret()
-    sealed = _seal(keys, channel.namespace, channel.id, "secret", signing_secret)
+    sealed = seal_part(keys, channel.namespace, channel.id, "secret", signing_secret)
     changed = channel.rotated(sealed, now)
     event = _audit(caller, "rotate_channel_secret", channel.id, version, changed.version, now)
     _commit(uow, present(changed, None), store.save_channel(changed), store.add_audit_event(event))
@@ -212,13 +184,14 @@ def rotate_secret(
 
 
 def set_state(
-    store: Store,
-    uow: UnitOfWork,
-    caller: Caller,
     channel_id: str,
     version: int,
     state: ChannelState,
+    *,
+    caller: Caller,
     now: datetime,
+    store: ChannelPorts,
+    uow: UnitOfWork,
     present: Callable[[Channel], R],
 ) -> R:
     """The channel enabled or disabled by its operator; a channel already so is left as it
@@ -238,12 +211,13 @@ def set_state(
 
 
 def delete(
-    store: Store,
-    uow: UnitOfWork,
-    caller: Caller,
     channel_id: str,
     version: int,
+    *,
+    caller: Caller,
     now: datetime,
+    store: ChannelPorts,
+    uow: UnitOfWork,
     present: Callable[[Channel], R],
 ) -> R:
     """The channel deleted, if it is still at ``version``; its place in the quota is freed."""
@@ -261,7 +235,7 @@ def delete(
 
 
 def acknowledge(
-    store: Store, caller: Caller, event_id: str, now: datetime
+    event_id: str, *, caller: Caller, now: datetime, store: ChannelPorts, uow: UnitOfWork
 ) -> tuple[Notification, Acknowledgement]:
     """The caller, a person or an operator, acknowledges the alert ``event_id`` (or the alert
     a repeat of that id repeats); the first acknowledgement stands, and is returned again."""
@@ -275,7 +249,7 @@ def acknowledge(
     if found.acknowledged is None:
         ack = Acknowledgement(by=caller.principal_id, at=to_ms(now))
         try:
-            store.commit([store.acknowledge(caller.namespace, found.event_id, ack)])
+            uow.commit(store.acknowledge(caller.namespace, found.event_id, ack))
         except ConditionFailed:
             pass  # acknowledged meanwhile: that one stands
         else:
@@ -286,7 +260,7 @@ def acknowledge(
     return found, found.acknowledged
 
 
-def channel(store: Store, caller: Caller, channel_id: str) -> Channel:
+def channel(channel_id: str, *, caller: Caller, store: ChannelPorts) -> Channel:
     """The caller's channel ``channel_id``: not_found for another namespace's as for none."""
     _operator(caller)
     found = store.get_channel(caller.namespace, channel_id)
@@ -295,7 +269,7 @@ def channel(store: Store, caller: Caller, channel_id: str) -> Channel:
     return found
 
 
-def channels(store: Store, caller: Caller) -> list[Channel]:
+def channels(*, caller: Caller, store: ChannelPorts) -> list[Channel]:
     """Every channel of the caller's namespace, in id order."""
     _operator(caller)
     return store.list_channels(caller.namespace)

@@ -8,7 +8,7 @@ from vigil.kit.uow import Write
 from vigil.notifications.records import (
     Acknowledgement,
     Channel,
-    Delivery,
+    ChannelDelivery,
     DeliveryFailure,
     Notification,
 )
@@ -47,8 +47,8 @@ class ChannelStore(ABC):
         """The notification, read consistently; None if there is none of that id."""
 
     @abstractmethod
-    def save_delivery(
-        self, namespace: str, event_id: str, delivery: Delivery, expected: Delivery
+    def save_channel_delivery(
+        self, namespace: str, event_id: str, delivery: ChannelDelivery, expected: ChannelDelivery
     ) -> Write:
         """Replaces the notification's delivery to ``delivery.channel_id`` if it is still at
         ``expected``'s attempt and state: the claim of an attempt, and the record of its

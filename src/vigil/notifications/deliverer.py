@@ -1,8 +1,9 @@
-"""A notification's way to the people on its channels, after ``outbox`` wrote it down.
+"""A notification's way to the people on its channels, after ``outbox`` wrote it down: the
+notify function's attempts of each delivery, and an alert's reminders.
 
 **Delivered at least once, claimed once.** A delivery's attempt ``n`` is claimed by a conditional
-write from ``n - 1`` (``Delivery.claimed``), so two deliveries of one timer never make the same
-attempt; only the run that claimed it records its outcome. A run that stops between the two
+write from ``n - 1`` (``ChannelDelivery.claimed``), so two deliveries of one timer never make the
+same attempt; only the run that claimed it records its outcome. A run that stops between the two
 (a crash, a timeout) leaves the attempt claimed: the timer, delivered again by its queue, finds
 it older than ATTEMPT_LIMIT and counts it as failed. The receiver deduplicates on the event's
 id, the ``webhook-id`` of every attempt, so an attempt that reached it before the crash is not
@@ -12,8 +13,8 @@ seen twice.
 jittered backoff (``records.backoff``), or after the receiver's Retry-After when it asks for
 longer; its timer is armed before the outcome is recorded. After MAX_ATTEMPTS, or at once for an
 answer that a retry would not change (a 4xx, a redirect, a refused address), the delivery fails
-and is added to its channel's failures, which an operator lists and replays. A 410 also disables
-the channel.
+and is added to its channel's failures, which an operator lists and replays (``replay``). A 410
+also disables the channel.
 """
 
 from __future__ import annotations
@@ -21,58 +22,34 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
 
 from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, to_ms
-from vigil.errors import contended
-from vigil.kit.events import EventData
-from vigil.kit.keys import Keys
-from vigil.kit.uow import ConditionFailed, UnitOfWork
-from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.records import SYSTEM_SENDER
-from vigil.notifications.email import send_email
-from vigil.notifications.events import Event, console_link, make_event, parse_event
-from vigil.notifications.outbound import Outcome, post
+from vigil.notifications.events import parse_event
+from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
+from vigil.notifications.ports import DeliveryPorts
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     MAX_REPEATS,
     AttemptOutcome,
-    Channel,
-    Delivery,
+    ChannelDelivery,
     DeliveryFailure,
-    NoticeType,
     Notification,
     backoff,
 )
-from vigil.notifications.service import open_secrets, open_target
-from vigil.notifications.slack import slack_message
-from vigil.notifications.webhooks import webhook_request
+from vigil.notifications.sending import Sender
 from vigil.observability import get_logger, log_event, metrics
-from vigil.sessions.events import SessionStale
-from vigil.store import Store
 
 log = get_logger("vigil.notifications")
 
-R = TypeVar("R", bound=BaseModel)
-
 # A timer that finds no notification waits for its commit this many times, 1, 2, 4, 8 and 16 s.
 COMMIT_WAITS = 5
-# How often a session is looked at while no channel of its namespace wants session.stale.
-UNWATCHED = timedelta(hours=1)
-# Each attempt's limit: connect, TLS, send and answer together.
-ATTEMPT_TIMEOUT_SECONDS = 10
-# SES errors a later attempt may get past; any other is the message's or the account's.
-_SES_TRANSIENT = frozenset(
-    {"TooManyRequestsException", "Throttling", "ThrottlingException", "ServiceUnavailable"}
-)
 
 
 def jitter(event_id: str, channel_id: str, attempt: int) -> float:
@@ -82,77 +59,19 @@ def jitter(event_id: str, channel_id: str, attempt: int) -> float:
     return int.from_bytes(digest[:8]) / 2**63 - 1
 
 
-Post = Callable[..., Outcome]
-
-
 @dataclass
-class Sender:
-    """How one message leaves for a channel: a signed webhook, a Slack message, an email."""
+class NotificationDeliverer:
+    """The notify function's handler of notifications: one attempt of one delivery per timer,
+    and an alert's reminders."""
 
-    keys: Keys
-    clock: Clock
-    # Where the console's pages hang from, for the links in messages; None for no links.
-    console_base: str | None = None
-    # The local runtime's receivers are on the same machine; deployed, such targets are refused.
-    allow_private: bool = False
-    email_sender: str | None = None
-    ses: Any = None
-    post: Post = field(default=post)
-    timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
-
-    def send(self, channel: Channel, event: Event) -> Outcome:
-        """One attempt to deliver ``event`` to ``channel``."""
-        now = self.clock.now()
-        event = event.model_copy(
-            update={"console_url": console_link(self.console_base, event.data)}
-        )
-        if channel.kind == "email":
-            return self._email(channel, event)
-        if channel.kind == "webhook":
-            body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
-        else:
-            body = json.dumps(slack_message(event, self.console_base)).encode()
-            headers = {"content-type": "application/json"}
-        return self.post(
-            open_target(channel, self.keys),
-            body,
-            headers,
-            timeout_seconds=self.timeout_seconds,
-            allow_private=self.allow_private,
-            clock=self.clock,
-        )
-
-    def _email(self, channel: Channel, event: Event) -> Outcome:
-        from vigil.kit.aws import error_code
-
-        if not self.email_sender or self.ses is None:
-            return Outcome(
-                "rejected", None, "no sender address is set for email (NotificationEmailSender)"
-            )
-        try:
-            message_id = send_email(
-                self.ses, self.email_sender, channel.target, event, self.console_base
-            )
-        except Exception as error:
-            code = error_code(error)
-            if code is None:
-                raise
-            if code in _SES_TRANSIENT:
-                return Outcome("retry", None, f"SES refused it for now: {code}")
-            return Outcome("rejected", None, f"SES refused it: {code}")
-        return Outcome("delivered", None, f"sent by SES as {message_id}")
-
-
-@dataclass
-class Notifier:
-    """The notify function's handler: one attempt of one delivery per timer."""
-
-    store: Store
+    store: DeliveryPorts
     clock: Clock
     alarms: Alarms
     sender: Sender
 
-    def on_timer(self, timer: Timer) -> None:
+    def on_attempt(self, timer: Timer) -> None:
+        """Attempt number ``timer.generation`` of a notification's delivery to a channel, made
+        if it is the one the delivery waits for and is due."""
         event_id, _, channel_id = timer.key.partition("/")
         now = self.clock.now()
         notification = self.store.get_notification(timer.namespace, event_id)
@@ -164,7 +83,9 @@ class Notifier:
             return
         attempt = timer.generation
         if delivery.interrupted(attempt, now):
-            interrupted = Outcome("retry", None, "the attempt stopped before its outcome was kept")
+            interrupted = SendResult(
+                "retry", None, "the attempt stopped before its outcome was kept"
+            )
             self._conclude(notification, delivery, interrupted, "interrupted")
             return
         if delivery.state == "sending" and delivery.attempt == attempt:
@@ -184,15 +105,15 @@ class Notifier:
         claimed = delivery.claimed(now)
         try:
             self.store.commit(
-                [self.store.save_delivery(timer.namespace, event_id, claimed, delivery)]
+                [self.store.save_channel_delivery(timer.namespace, event_id, claimed, delivery)]
             )
         except ConditionFailed:
             return  # another run of this timer claimed it
         channel = self.store.get_channel(timer.namespace, channel_id)
         if channel is None:
-            outcome = Outcome("rejected", None, "the channel was deleted")
+            outcome = SendResult("rejected", None, "the channel was deleted")
         elif channel.state != "enabled":
-            outcome = Outcome("rejected", None, "the channel is disabled")
+            outcome = SendResult("rejected", None, "the channel is disabled")
         else:
             outcome = self.sender.send(channel, parse_event(json.dumps(notification.event)))
         self._conclude(notification, claimed, outcome, outcome.kind)
@@ -241,68 +162,6 @@ class Notifier:
         with contextlib.suppress(ConditionFailed):  # written by another run of this timer
             self.store.commit(writes)
 
-    def on_dead_letter(self, timer: Timer) -> None:
-        """The end of an envelope's last hand-out: unless it was acknowledged or handed out
-        again since, it is a dead letter, and the channels that want it are told, once."""
-        envelope_id, _, kind = timer.key.partition("/")
-        delivery = self.store.get_delivery(timer.namespace, envelope_id)
-        if (
-            delivery is None
-            or delivery.state == "acknowledged"
-            or delivery.generation != timer.generation
-            or delivery.leased(self.clock.now())
-        ):
-            return
-        data = DeliveryDeadLettered(
-            mailbox_owner=delivery.owner,
-            envelope_id=envelope_id,
-            kind=kind,
-            attempts=delivery.generation,
-            dead_lettered_at=delivery.leased_until,
-        )
-        self._publish_alone(timer.namespace, "delivery.dead_lettered", data, delivery.leased_until)
-
-    def on_stale(self, timer: Timer) -> None:
-        """A session's watch: the timer of the session's ``watch_due``, any other is a stale
-        copy. Beaten since, the watch moves to when the session would go stale (an hour on,
-        while no channel wants session.stale): armed first, then recorded. Stale, its channels
-        are told, once per silence, and the watch stops until the session's next beat."""
-        for _ in range(3):
-            now = self.clock.now()
-            session = self.store.get_session(timer.namespace, timer.key)
-            if session is None or session.watch_due != timer.due_at:
-                return
-            if session.stale(now):
-                self._publish_alone(
-                    timer.namespace, "session.stale", SessionStale.of(session), session.stale_at
-                )
-                moved = session.changed(watch_due=None)
-            else:
-                wanted = any(
-                    c.wants("session.stale", None)
-                    for c in self.store.list_channels(timer.namespace)
-                )
-                due = session.stale_at if wanted else max(session.stale_at, now + UNWATCHED)
-                self.alarms.arm(timer.model_copy(update={"due_at": due}), now)
-                moved = session.changed(watch_due=due)
-            try:
-                self.store.commit([self.store.save_beat(moved, [], [])])
-            except ConditionFailed:
-                continue  # beaten meanwhile: look again
-            return
-        # Lost to beats every time: failing hands the timer back to its queue, to try again.
-        raise contended("the session's watch lost to its beats; retry later")
-
-    def _publish_alone(
-        self, namespace: str, event_type: NoticeType, data: EventData, at: datetime
-    ) -> None:
-        """An event that is not part of another change, written once: a second run of its
-        timer finds it written."""
-        event = make_event(event_type, data, namespace=namespace, occurred_at=at, console_base=None)
-        writes = Outbox(self.store, self.clock, self.alarms).publish(event)
-        with contextlib.suppress(ConditionFailed):
-            self.store.commit(writes)
-
     def _still_open(self, notification: Notification) -> bool:
         """Whether what the alert tells of still waits for a person."""
         data = notification.event.get("data") or {}
@@ -327,8 +186,8 @@ class Notifier:
     def _conclude(
         self,
         notification: Notification,
-        claimed: Delivery,
-        outcome: Outcome,
+        claimed: ChannelDelivery,
+        outcome: SendResult,
         kind: AttemptOutcome,
     ) -> None:
         """Records what the claimed attempt came to; the next attempt's timer first, if there
@@ -346,7 +205,7 @@ class Notifier:
             )
             self.alarms.arm(timer, now)
         concluded = claimed.concluded(kind, outcome.status, outcome.reason, now, retry_at)
-        writes = [self.store.save_delivery(namespace, event_id, concluded, claimed)]
+        writes = [self.store.save_channel_delivery(namespace, event_id, concluded, claimed)]
         if concluded.state == "failed":
             failure = DeliveryFailure(
                 namespace=namespace,
@@ -404,50 +263,3 @@ class Notifier:
                 continue
             log_event(log, "channel disabled", namespace=namespace, channel_id=channel_id)
             return
-
-
-def replay(
-    store: Store,
-    uow: UnitOfWork,
-    clock: Clock,
-    alarms: Alarms,
-    namespace: str,
-    channel_id: str,
-    event_id: str,
-    audited: Callable[[int], tuple[R, AuditEvent]],
-) -> R | None:
-    """Starts a failed delivery again, MAX_ATTEMPTS more, the first at once (its timer armed
-    first), and takes it off its channel's failures, with the audit event and result that
-    ``audited`` makes of the attempt's number; None if there is no such failed delivery."""
-    notification = store.get_notification(namespace, event_id)
-    delivery = notification.deliveries.get(channel_id) if notification else None
-    if notification is None or delivery is None or delivery.state != "failed":
-        return None
-    assert delivery.finished_at is not None
-    now = to_ms(clock.now())
-    replayed = delivery.replayed(now)
-    failure = DeliveryFailure(
-        namespace=namespace,
-        channel_id=channel_id,
-        event_id=event_id,
-        event_type=notification.event_type,
-        failed_at=delivery.finished_at,
-        attempts=0,
-        status=None,
-        reason="",
-    )
-    attempt = delivery.attempt + 1
-    result, audit = audited(attempt)
-    alarms.arm(attempt_timer(namespace, event_id, channel_id, attempt, now), now)
-    try:
-        uow.commit(
-            store.save_delivery(namespace, event_id, replayed, delivery),
-            store.remove_failure(failure),
-            store.add_audit_event(audit),
-            result=result,
-        )
-    except ConditionFailed:
-        raise contended(
-            "the delivery changed concurrently; list the failures again and retry"
-        ) from None
-    return result

@@ -1,0 +1,166 @@
+"""The arguments an operator describes a channel with: its name, its target (a webhook's or
+Slack's URL, an email address), its rules, and the id and version that name one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field, model_validator
+
+from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.tooling import StrictInput
+from vigil.notifications.records import EVENT_TYPES, MAX_REPEATS, EventType, Rule
+from vigil.switches.tools import ScopePrefix
+
+MAX_URL = 2000
+MAX_EMAIL = 254  # RFC 5321's limit on a path, so on an address
+MAX_LOCAL_PART = 64
+SLACK_PREFIX = "https://hooks.slack.com/"
+
+# A host name: dot-separated labels of letters, digits and inner hyphens (an international
+# name in its xn-- form).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+URL_PATTERN = rf"^https?://{_LABEL}(?:\.{_LABEL})*(?::[0-9]{{1,5}})?(?:[/?#][!-~]*)?$"
+EMAIL_PATTERN = (
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    rf"@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}$"
+)
+
+
+def _port_in_range(url: str) -> str:
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError("the url's port must be 1-65535")
+    return url
+
+
+def _local_part_fits(address: str) -> str:
+    if len(address.rsplit("@", 1)[0]) > MAX_LOCAL_PART:
+        raise ValueError(f"the part before @ is at most {MAX_LOCAL_PART} characters")
+    return address
+
+
+def _each_once(events: list[EventType]) -> list[EventType]:
+    if len(set(events)) != len(events):
+        raise ValueError("name each event type once")
+    return events
+
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=PRINTABLE,
+        description="What operators call the channel, 1-100 printable characters.",
+    ),
+    normalised(100),
+]
+ChannelId = Annotated[
+    str,
+    Field(
+        pattern=r"^chn_[a-z2-7]{16}$",
+        description="A channel's id (chn_…), as create_channel or list_channels returned it.",
+    ),
+]
+Version = Annotated[
+    int,
+    Field(ge=1, description="The channel's current version, as listed; a stale one conflicts."),
+]
+Url = Annotated[
+    str,
+    Field(
+        min_length=len("https://x"),
+        max_length=MAX_URL,
+        pattern=URL_PATTERN,
+        description=(
+            f"For a webhook or Slack channel: where events are POSTed, an https:// URL of at "
+            f"most {MAX_URL} characters (printable ASCII; http:// on the local runtime only). "
+            f"A Slack channel's is the incoming webhook's URL, {SLACK_PREFIX}…; it is kept "
+            "sealed and only its host is ever shown."
+        ),
+    ),
+    AfterValidator(_port_in_range),
+]
+EmailAddress = Annotated[
+    str,
+    Field(
+        min_length=len("a@b.cc"),
+        max_length=MAX_EMAIL,
+        pattern=EMAIL_PATTERN,
+        description=(
+            f"For an email channel: the address events are mailed to, at most {MAX_EMAIL} "
+            f"characters, {MAX_LOCAL_PART} of them before the @."
+        ),
+    ),
+    AfterValidator(_local_part_fits),
+]
+Events = Annotated[
+    list[EventType],
+    Field(
+        min_length=1,
+        max_length=len(EVENT_TYPES),
+        json_schema_extra={"uniqueItems": True},
+        description="The event types this rule takes, each once.",
+    ),
+    AfterValidator(_each_once),
+]
+
+
+class RuleInput(StrictInput):
+    events: Events
+    scope_prefix: ScopePrefix | None = Field(
+        default=None,
+        description=(
+            "Only events whose scope (a switch's, a session's) begins with this text. Omitted: "
+            "every event of these types, those that have no scope included."
+        ),
+    )
+    repeat_every_minutes: int | None = Field(
+        default=None,
+        ge=5,
+        le=1440,
+        description=(
+            "For the alerts this rule takes (switch.fired, request.opened): send the alert "
+            "again every so many minutes until a person acknowledges it (acknowledge_alert), "
+            f"the request is no longer open or the switch is armed again; at most {MAX_REPEATS} "
+            "times. Each repeat has an id of its own and says which alert it repeats."
+        ),
+    )
+    escalate_after_minutes: int | None = Field(
+        default=None,
+        ge=5,
+        le=10080,
+        description=(
+            "For the same alerts: if nobody has acknowledged one after so many minutes, send "
+            "it once to the channel escalate_to. Needs escalate_to."
+        ),
+    )
+    escalate_to: ChannelId | None = Field(
+        default=None,
+        description="The channel (of this namespace) an unacknowledged alert escalates to.",
+    )
+
+    @model_validator(mode="after")
+    def _escalation_whole(self) -> RuleInput:
+        if (self.escalate_after_minutes is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after_minutes and escalate_to go together")
+        return self
+
+    def rule(self) -> Rule:
+        return Rule(
+            events=self.events,
+            scope_prefix=self.scope_prefix or "",
+            repeat_every=_minutes(self.repeat_every_minutes),
+            escalate_after=_minutes(self.escalate_after_minutes),
+            escalate_to=self.escalate_to,
+        )
+
+
+def _minutes(value: int | None) -> timedelta | None:
+    return None if value is None else timedelta(minutes=value)

@@ -1,0 +1,50 @@
+"""What a channel keeps sealed, sealed and opened: a webhook's signing secrets and a Slack
+webhook's URL.
+
+Each is sealed under the deployment's service key (``Keys.for_purpose("channel-secrets")``),
+bound to its namespace, channel and part (``seal_context``), so a copy of the table reveals
+neither and a sealed part moved to another channel does not open. The operators' tools seal
+them; the sending of a notification opens them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from vigil.kit.keys import Keys
+from vigil.kit.sealing import Sealed, seal, unseal
+from vigil.notifications.records import Channel, seal_context
+
+# The purpose the sealing key is derived for: no other part of Vigil uses this key.
+SEALING_PURPOSE = "channel-secrets"
+
+
+def _sealing_key(keys: Keys) -> str:
+    return keys.for_purpose(SEALING_PURPOSE).hex()
+
+
+def seal_part(keys: Keys, namespace: str, channel_id: str, what: str, text: str) -> Sealed:
+    """``text``, the channel's part ``what`` ("secret" or "url"), sealed for that channel."""
+    return seal(_sealing_key(keys), text, seal_context(namespace, channel_id, what))
+
+
+def _open(keys: Keys, channel: Channel, what: str, sealed: Sealed) -> str:
+    text = unseal(_sealing_key(keys), sealed, seal_context(channel.namespace, channel.id, what))
+    if text is None:
+        # The service key is not the one it was sealed under, or the record was tampered with.
+        raise RuntimeError(f"channel {channel.id}: its sealed {what} does not open")
+    return text
+
+
+def open_secrets(channel: Channel, keys: Keys, now: datetime) -> list[str]:
+    """The signing secrets of ``channel`` that sign at ``now``, opened, newest first: the
+    current one, and those a rotation replaced while their overlap lasts."""
+    return [_open(keys, channel, "secret", s.sealed) for s in channel.signing(now)]
+
+
+def open_target(channel: Channel, keys: Keys) -> str:
+    """Where ``channel``'s deliveries go: the webhook's URL, the Slack webhook's URL (opened),
+    or the email address."""
+    if channel.sealed_target is not None:
+        return _open(keys, channel, "url", channel.sealed_target)
+    return channel.target

@@ -1,0 +1,78 @@
+"""``test_channel``, for operators: a channel.test event sent to a channel at once, exactly as
+a real event goes, and what the receiver answered; nothing retried or recorded."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from vigil.kit.principals import new_id
+from vigil.kit.tooling import OPERATORS, Output, StrictInput, Tool
+from vigil.notifications import service
+from vigil.notifications.channel_arguments import ChannelId
+from vigil.notifications.context import NotificationContext
+from vigil.notifications.events import ChannelTest, make_event
+
+
+class TestChannelInput(StrictInput):
+    id: ChannelId
+
+
+class ChannelTested(Output):
+    channel_id: str
+    event_id: str = Field(description="The test event's id: its webhook-id, for a webhook.")
+    delivered: bool
+    outcome: Literal["delivered", "retry", "gone", "rejected"] = Field(
+        description=(
+            "delivered; retry (the receiver failed or timed out: a real event would be tried "
+            "again); gone (it answered 410: a real event would disable the channel); rejected "
+            "(any other answer, or a target refused before connecting)."
+        )
+    )
+    status: int | None = Field(description="The receiver's HTTP status; null if none came.")
+    reason: str = Field(description="What the attempt came to, in a line (never a secret).")
+    tested_at: datetime
+
+
+def test_channel(ctx: NotificationContext, args: TestChannelInput) -> ChannelTested:
+    channel = service.channel(args.id, caller=ctx.caller, store=ctx.store)
+    now = ctx.clock.now()
+    data = ChannelTest(
+        test_id=new_id("tst"),
+        channel_id=channel.id,
+        requested_by=ctx.caller.principal_id,
+        requested_at=now,
+    )
+    event = make_event(
+        "channel.test", data, namespace=channel.namespace, occurred_at=now, console_base=None
+    )
+    outcome = ctx.sender.send(channel, event)
+    return ChannelTested(
+        channel_id=channel.id,
+        event_id=event.id,
+        delivered=outcome.kind == "delivered",
+        outcome=outcome.kind,
+        status=outcome.status,
+        reason=outcome.reason,
+        tested_at=now,
+    )
+
+
+TOOLS: tuple[Tool[NotificationContext], ...] = (
+    Tool(
+        name="test_channel",
+        title="Send a test notification",
+        description=(
+            "Send a channel.test event to a channel now, once, exactly as a real event goes "
+            "(signed for a webhook, Block Kit for Slack, SES for email), and say what the "
+            "receiver answered. Nothing is retried or recorded. Works on a disabled channel too, "
+            "to check it before enabling it. Operators only."
+        ),
+        input_model=TestChannelInput,
+        output_model=ChannelTested,
+        run=test_channel,
+        roles=OPERATORS,
+    ),
+)

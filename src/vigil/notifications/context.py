@@ -1,0 +1,44 @@
+"""What the notifications' tools read of a call's context (``vigil.app.Context`` gives it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from vigil.alarms.timers import Alarms
+from vigil.clock import Clock
+from vigil.identity.records import Caller
+from vigil.kit.keys import Keys
+from vigil.kit.uow import UnitOfWork
+from vigil.notifications.ports import ChannelPorts
+
+if TYPE_CHECKING:
+    from vigil.notifications.sending import Sender
+
+
+class NotificationContext(Protocol):
+    @property
+    def store(self) -> ChannelPorts: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def caller(self) -> Caller: ...
+
+    @property
+    def uow(self) -> UnitOfWork: ...
+
+    @property
+    def alarms(self) -> Alarms:
+        """Where a replayed delivery's first attempt is armed."""
+        ...
+
+    @property
+    def keys(self) -> Keys:
+        """The service key, that a channel's secrets are sealed under."""
+        ...
+
+    @property
+    def sender(self) -> Sender:
+        """How notifications leave: ``test_channel`` sends one at once."""
+        ...

@@ -1,0 +1,95 @@
+"""How one message leaves for a channel: a signed webhook, a Slack message, or an email sent
+through SES; each attempt's ``SendResult`` says what it came to. The deliverer sends a
+notification's attempts through it, and ``test_channel`` its one test event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vigil.clock import Clock
+from vigil.kit.keys import Keys
+from vigil.notifications.channel_secrets import open_secrets, open_target
+from vigil.notifications.outbound import SendResult, post
+from vigil.notifications.records import Channel
+
+if TYPE_CHECKING:
+    from vigil.notifications.events import Event
+
+# Each attempt's limit: connect, TLS, send and answer together.
+ATTEMPT_TIMEOUT_SECONDS = 10
+# SES errors a later attempt may get past; any other is the message's or the account's.
+_SES_TRANSIENT = frozenset(
+    {"TooManyRequestsException", "Throttling", "ThrottlingException", "ServiceUnavailable"}
+)
+
+
+Post = Callable[..., SendResult]
+
+
+@dataclass
+class Sender:
+    """How one message leaves for a channel: a signed webhook, a Slack message, an email."""
+
+    keys: Keys
+    clock: Clock
+    # Where the console's pages hang from, for the links in messages; None for no links.
+    console_base: str | None = None
+    # The local runtime's receivers are on the same machine; deployed, such targets are refused.
+    allow_private: bool = False
+    email_sender: str | None = None
+    ses: Any = None
+    post: Post = field(default=post)
+    timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
+
+    def send(self, channel: Channel, event: Event) -> SendResult:
+        """One attempt to deliver ``event`` to ``channel``."""
+        # The formats are loaded by the first send, not with the module: the API function
+        # builds its Sender at init, and few of its calls send.
+        from vigil.notifications.events import console_link
+        from vigil.notifications.slack import slack_message
+        from vigil.notifications.webhooks import webhook_request
+
+        now = self.clock.now()
+        event = event.model_copy(
+            update={"console_url": console_link(self.console_base, event.data)}
+        )
+        if channel.kind == "email":
+            return self._email(channel, event)
+        if channel.kind == "webhook":
+            body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
+        else:
+            body = json.dumps(slack_message(event, self.console_base)).encode()
+            headers = {"content-type": "application/json"}
+        return self.post(
+            open_target(channel, self.keys),
+            body,
+            headers,
+            timeout_seconds=self.timeout_seconds,
+            allow_private=self.allow_private,
+            clock=self.clock,
+        )
+
+    def _email(self, channel: Channel, event: Event) -> SendResult:
+        from vigil.kit.aws import error_code
+        from vigil.notifications.email import send_email
+
+        if not self.email_sender or self.ses is None:
+            return SendResult(
+                "rejected", None, "no sender address is set for email (NotificationEmailSender)"
+            )
+        try:
+            message_id = send_email(
+                self.ses, self.email_sender, channel.target, event, self.console_base
+            )
+        except Exception as error:
+            code = error_code(error)
+            if code is None:
+                raise
+            if code in _SES_TRANSIENT:
+                return SendResult("retry", None, f"SES refused it for now: {code}")
+            return SendResult("rejected", None, f"SES refused it: {code}")
+        return SendResult("delivered", None, f"sent by SES as {message_id}")

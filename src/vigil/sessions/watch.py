@@ -1,0 +1,81 @@
+"""A session's watch: the timer, served by the notify function, that tells the people watching
+a namespace that one of its sessions has gone stale (``session.stale``), once per silence.
+
+A beat arms the watch when the session has none (``watch_due``, the due time of its one live
+timer); the watch moves itself while the session is beaten, and stops once it has told.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from vigil.alarms.timers import Alarms, Timer
+from vigil.clock import Clock
+from vigil.errors import contended
+from vigil.kit.events import Publish
+from vigil.kit.uow import Committer, ConditionFailed
+from vigil.sessions.events import SessionStale
+from vigil.sessions.store import SessionStore
+
+# How often a session is looked at while no channel of its namespace wants session.stale.
+UNWATCHED = timedelta(hours=1)
+
+
+class WatchPorts(Committer, SessionStore, ABC):
+    """What a session's watch reads and writes: the session, and its moved watch."""
+
+
+class Audience(Protocol):
+    def wanted(self, namespace: str, event_type: str) -> bool:
+        """Whether anyone is told of ``namespace``'s events of ``event_type`` that have no
+        scope."""
+        ...
+
+
+@dataclass
+class SessionWatch:
+    """The handler of a session's watch timer."""
+
+    store: WatchPorts
+    clock: Clock
+    alarms: Alarms
+    publish: Publish
+    audience: Audience
+
+    def on_timer(self, timer: Timer) -> None:
+        """A session's watch: the timer of the session's ``watch_due``, any other is a stale
+        copy. Beaten since, the watch moves to when the session would go stale (an hour on,
+        while no channel wants session.stale): armed first, then recorded. Stale, its channels
+        are told, once per silence, and the watch stops until the session's next beat."""
+        for _ in range(3):
+            now = self.clock.now()
+            session = self.store.get_session(timer.namespace, timer.key)
+            if session is None or session.watch_due != timer.due_at:
+                return
+            if session.stale(now):
+                published = self.publish(
+                    "session.stale",
+                    SessionStale.of(session),
+                    namespace=timer.namespace,
+                    occurred_at=session.stale_at,
+                )
+                # Written once: a second run of this timer finds it written.
+                with contextlib.suppress(ConditionFailed):
+                    self.store.commit(published.writes)
+                moved = session.changed(watch_due=None)
+            else:
+                wanted = self.audience.wanted(timer.namespace, "session.stale")
+                due = session.stale_at if wanted else max(session.stale_at, now + UNWATCHED)
+                self.alarms.arm(timer.model_copy(update={"due_at": due}), now)
+                moved = session.changed(watch_due=due)
+            try:
+                self.store.commit([self.store.save_beat(moved, [], [])])
+            except ConditionFailed:
+                continue  # beaten meanwhile: look again
+            return
+        # Lost to beats every time: failing hands the timer back to its queue, to try again.
+        raise contended("the session's watch lost to its beats; retry later")
