@@ -52,7 +52,6 @@ def handlers(worker: Worker) -> dict[str, TimerHandler]:
     }
 
 
-
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("notify")
     worker = notifier()
