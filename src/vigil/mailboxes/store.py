@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
+from typing import Protocol
 
+from vigil.identity.records import Principal
 from vigil.kit.uow import Count, Write
 from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
 
@@ -67,3 +69,12 @@ class MailboxStore(ABC):
         """Up to ``limit`` usage days of the namespace from ``first_day`` to ``last_day``
         (inclusive), in day then principal order, beginning after the position ``after``
         (``<day>#<principal>``)."""
+
+
+class AddressRegistry(Protocol):
+    """Where mailbox addresses are registered: an agent's own by its principal record, a named
+    box by its mailbox record. What ``require_registered`` reads, and so whoever delivers."""
+
+    def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
+
+    def get_mailbox(self, namespace: str, address: str) -> Mailbox | None: ...
