@@ -513,7 +513,7 @@ class Stack:
     def timer_of(self, scope: str) -> Any:
         from vigil.alarms.timers import Timer
         from vigil.entrypoints import alarm
-        from vigil.switches.service import TIMER_KIND
+        from vigil.switches.timers import TIMER_KIND
 
         switch = alarm.liveness().store.get_switch("cost", scope)
         assert switch is not None

@@ -18,9 +18,10 @@ from vigil.entrypoints.alarm import handlers
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.notifications.delivery import Notifier, Sender
 from vigil.notifications.outbound import Outcome
+from vigil.notifications.outbox import Outbox
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
-from vigil.switches.service import Liveness
+from vigil.switches.engine import SwitchEngine
 
 
 class World:
@@ -43,7 +44,13 @@ class World:
         )
         self.notifier = Notifier(self.store, clock, self.alarms, self.sender)
         self.tenant = Tenant(self.app, clock, "acme")
-        self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
+        self.liveness = SwitchEngine(
+            store=self.store,
+            clock=clock,
+            alarms=self.alarms,
+            queues=self.queues,
+            publish=Outbox(self.store, clock, self.alarms),
+        )
         self.delivered: list[Timer] = []
 
     def call(self, tool: str, secret: str | None = None, **arguments: Any) -> dict[str, Any]:

@@ -21,10 +21,12 @@ from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
+from vigil.switches.ports import SwitchPorts
 from vigil.switches.store import SwitchStore
 
 
 class Store(
+    SwitchPorts,
     Committer,
     IdempotencyStore,
     AttachmentStore,

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.notifications.delivery import Notifier, Sender
+    from vigil.store import Store
     from vigil.stores.dynamo import DynamoStore
-    from vigil.switches.service import Liveness
+    from vigil.switches.engine import SwitchEngine
 
 
 _clock: Clock = SystemClock()
@@ -154,8 +155,17 @@ def aws_notifier() -> Notifier:
     return Notifier(store(), clock(), alarms(), sender(Keys.from_env()))
 
 
-def aws_liveness() -> Liveness:
+def aws_switch_engine() -> SwitchEngine[Store]:
+    from vigil.notifications.outbox import Outbox
     from vigil.quotas.records import Quotas
-    from vigil.switches.service import Liveness
+    from vigil.switches.engine import SwitchEngine
 
-    return Liveness(store(), clock(), alarms(), queues(), Quotas.from_env())
+    table, timers = store(), alarms()
+    return SwitchEngine(
+        store=table,
+        clock=clock(),
+        alarms=timers,
+        queues=queues(),
+        publish=Outbox(table, clock(), timers),
+        quotas=Quotas.from_env(),
+    )

@@ -31,7 +31,7 @@ from vigil.kit.tooling import Tool
 from vigil.notifications.records import MAX_ATTEMPTS, Delivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
-from vigil.switches.service import timer_for
+from vigil.switches.timers import timer_for
 
 Prepare = Callable[[World], dict[str, Any]]
 Run = Callable[[World, "Scenario", dict[str, Any]], dict[str, Any]]

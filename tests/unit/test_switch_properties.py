@@ -44,8 +44,8 @@ from vigil.leases.records import Lease
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.mailboxes.queues import QueueRef
 from vigil.stores.memory import MemoryStore
+from vigil.switches.engine import REPEAT_DEATH_BEATS
 from vigil.switches.records import ACTION_ORDER, Action, Death, Switch
-from vigil.switches.service import REPEAT_DEATH_BEATS
 
 SCOPE = "job-1"
 RESOURCE = "repo:main"

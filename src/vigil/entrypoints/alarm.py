@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vigil.alarms.timers import Timer, TimerHandler, deliver
 from vigil.observability import get_logger, log_event, metrics
-from vigil.switches.service import TIMER_KIND, Liveness
+from vigil.switches.engine import SwitchEngine
+from vigil.switches.timers import TIMER_KIND
+
+if TYPE_CHECKING:
+    from vigil.store import Store
 
 log = get_logger("vigil.alarm")
 
 
 @functools.cache
-def liveness() -> Liveness:
-    from vigil.wiring import aws_liveness
+def liveness() -> SwitchEngine[Store]:
+    from vigil.wiring import aws_switch_engine
 
-    return aws_liveness()
+    return aws_switch_engine()
 
 
-def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
+def handlers(machinery: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own. The
     requests' are imported with the first timer, not with the handler module."""
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
@@ -37,7 +41,7 @@ def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
     return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
 
 
-def handle_timer(timer: Timer, machinery: Liveness) -> None:
+def handle_timer(timer: Timer, machinery: SwitchEngine[Store]) -> None:
     ran = deliver(timer, machinery.clock.now(), machinery.alarms, handlers(machinery))
     log_event(log, "timer delivered", kind=timer.kind, key=timer.key, ran=ran)
 
