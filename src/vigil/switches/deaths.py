@@ -36,7 +36,7 @@ class DeathActions:
     queues: MailboxQueues
     publish: Publish
 
-    def finish(self, death: Death, steps: int, uow: UnitOfWork) -> Death:
+    def finish(self, death: Death, steps: int, *, uow: UnitOfWork) -> Death:
         """Runs up to ``steps`` steps of ``death``'s pending actions, in order, and returns the
         death as recorded. A step is one batch of release_leases, or one other action; a step
         lost to a concurrent run of the same death counts too, so every run is bounded. When

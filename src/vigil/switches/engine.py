@@ -132,7 +132,7 @@ class SwitchEngine(Generic[S]):
             # actions, exactly as the alarm would, before anything else.
             pauses = self.store.pauses(namespace)
             if switch.reprieve(pauses, now) is None:
-                death = self.expire(switch, now, BEAT_STEPS, uow, switch.missed(pauses))
+                death = self.expire(switch, now, BEAT_STEPS, switch.missed(pauses), uow=uow)
                 switch = self.store.get_switch(namespace, scope)
                 assert switch is not None
         if (
@@ -146,7 +146,7 @@ class SwitchEngine(Generic[S]):
             # Fired before this beat: help finish the death, a bounded step or few.
             death = self.store.get_death(namespace, scope, switch.generation)
             if death is not None and death.pending():
-                death = self.deaths.finish(death, BEAT_STEPS, uow)
+                death = self.deaths.finish(death, BEAT_STEPS, uow=uow)
 
         if disarm:
             if switch is None:
@@ -257,8 +257,9 @@ class SwitchEngine(Generic[S]):
         switch: Switch,
         now: datetime,
         steps: int,
-        uow: UnitOfWork,
         missed: datetime | None = None,
+        *,
+        uow: UnitOfWork,
     ) -> Death | None:
         """Fires ``switch`` if it is still armed at its generation and overdue, then runs up
         to ``steps`` steps of the death's actions. ``missed`` is the deadline the death
@@ -282,7 +283,7 @@ class SwitchEngine(Generic[S]):
                 lateness_seconds=death.lateness_seconds,
             )
             metrics.switch_fired(death.lateness_seconds)
-        return self.deaths.finish(death, steps, uow)
+        return self.deaths.finish(death, steps, uow=uow)
 
     # -- alarms ----------------------------------------------------------------------------
     def on_timer(self, timer: Timer) -> None:
@@ -296,7 +297,7 @@ class SwitchEngine(Generic[S]):
                 pauses = self.store.pauses(switch.namespace)
                 reprieve = switch.reprieve(pauses, now)
                 if reprieve is None:
-                    self.expire(switch, now, ALARM_STEPS, uow, switch.missed(pauses))
+                    self.expire(switch, now, ALARM_STEPS, switch.missed(pauses), uow=uow)
                 elif switch.alarm_due == timer.due_at:
                     # The newest alarm keeps the hold going; an older one finds nothing to do.
                     self._hold(switch, reprieve, timer, now)
@@ -310,7 +311,7 @@ class SwitchEngine(Generic[S]):
             return
         death = self.store.get_death(timer.namespace, timer.key, timer.generation)
         if death is not None and death.pending():
-            self.deaths.finish(death, ALARM_STEPS, uow)
+            self.deaths.finish(death, ALARM_STEPS, uow=uow)
 
     def _hold(self, switch: Switch, reprieve: Reprieve, timer: Timer, now: datetime) -> None:
         """Keeps ``switch`` from firing: its alarm comes back at ``reprieve.until`` (armed
