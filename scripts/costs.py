@@ -404,9 +404,9 @@ class Stack:
         wiring.use_clock(clock)
         wiring.settings.cache_clear()
         api.router.cache_clear()
-        alarm.liveness.cache_clear()
+        alarm.switch_engine.cache_clear()
         app = api.router().app
-        machinery = alarm.liveness()
+        machinery = alarm.switch_engine()
         notify.notifier.cache_clear()
         worker = notify.notifier()
         clients = [
@@ -515,7 +515,7 @@ class Stack:
         from vigil.entrypoints import alarm
         from vigil.switches.timers import TIMER_KIND
 
-        switch = alarm.liveness().store.get_switch("cost", scope)
+        switch = alarm.switch_engine().store.get_switch("cost", scope)
         assert switch is not None
         return Timer(
             kind=TIMER_KIND,

@@ -44,7 +44,7 @@ class World:
         )
         self.notifier = Notifier(self.store, clock, self.alarms, self.sender)
         self.tenant = Tenant(self.app, clock, "acme")
-        self.liveness = SwitchEngine(
+        self.switch_engine = SwitchEngine(
             store=self.store,
             clock=clock,
             alarms=self.alarms,
@@ -76,7 +76,9 @@ class World:
             kinds.DEAD_LETTER: self.notifier.on_dead_letter,
             kinds.STALE: self.notifier.on_stale,
         }
-        return deliver(timer, self.clock.now(), self.alarms, {**handlers(self.liveness), **notify})
+        return deliver(
+            timer, self.clock.now(), self.alarms, {**handlers(self.switch_engine), **notify}
+        )
 
     def run_alarms(self) -> int:
         """Delivers every due alarm once, as the queue would; returns how many ran."""

@@ -158,7 +158,7 @@ class World:
             # Receivers answer at once, and nothing leaves the machine.
             sender=Sender(keys=TEST_KEYS, clock=self.clock, post=_delivered),
         )
-        self.liveness = SwitchEngine(
+        self.switch_engine = SwitchEngine(
             store=self.store,
             clock=self.clock,
             alarms=self.alarms,

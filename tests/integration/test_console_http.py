@@ -1126,7 +1126,7 @@ def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene)
         rules=[{"events": ["switch.fired"], "repeat_every_minutes": 10}],
     )
     scene.clock.advance(601)
-    liveness = SwitchEngine(
+    engine = SwitchEngine(
         store=app.store,
         clock=scene.clock,
         alarms=app.alarms,
@@ -1135,7 +1135,7 @@ def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene)
     )
     for timer in app.alarms.take_due(scene.clock.now()):  # type: ignore[attr-defined]
         if timer.kind == "switch":
-            liveness.on_timer(timer)
+            engine.on_timer(timer)
     [death] = scene.acme.call("list_deaths")["deaths"]
     alert = death["alert_id"]
     assert alert is not None

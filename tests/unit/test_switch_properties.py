@@ -154,7 +154,7 @@ class SwitchMachine(RuleBasedStateMachine):
         queues = FaultyQueues(self.clock, self.faults)
         self.world.queues = queues
         self.world.app.queues = queues
-        self.world.liveness.queues = queues
+        self.world.switch_engine.queues = queues
         self.agent, self.agent_secret = self.world.tenant.register(name="worker")
         self.supervisor, self.supervisor_secret = self.world.tenant.register(name="supervisor")
         self.notify = f"agent:{self.supervisor}"

@@ -19,7 +19,7 @@ log = get_logger("vigil.alarm")
 
 
 @functools.cache
-def liveness() -> SwitchEngine[Store]:
+def switch_engine() -> SwitchEngine[Store]:
     from vigil.wiring import aws_switch_engine
 
     return aws_switch_engine()
@@ -48,7 +48,7 @@ def handle_timer(timer: Timer, machinery: SwitchEngine[Store]) -> None:
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
-    machinery = liveness()
+    machinery = switch_engine()
     records = event.get("Records")
     if records is None:
         # A Scheduler invocation: the event is the timer. Failing raises, so Lambda's retries
