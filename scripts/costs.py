@@ -404,9 +404,9 @@ class Stack:
         wiring.use_clock(clock)
         wiring.settings.cache_clear()
         api.router.cache_clear()
-        alarm.liveness.cache_clear()
+        alarm.switch_engine.cache_clear()
         app = api.router().app
-        machinery = alarm.liveness()
+        engine = alarm.switch_engine()
         notify.notifier.cache_clear()
         worker = notify.notifier()
         clients = [
@@ -417,10 +417,10 @@ class Stack:
             app.queues.client,
             app.alarms.sqs,
             app.alarms.scheduler,
-            machinery.store.client,
-            machinery.queues.client,
-            machinery.alarms.sqs,
-            machinery.alarms.scheduler,
+            engine.store.client,
+            engine.queues.client,
+            engine.alarms.sqs,
+            engine.alarms.scheduler,
         ]
         for client in clients:
             meter.hook(client)
@@ -513,9 +513,9 @@ class Stack:
     def timer_of(self, scope: str) -> Any:
         from vigil.alarms.timers import Timer
         from vigil.entrypoints import alarm
-        from vigil.switches.service import TIMER_KIND
+        from vigil.switches.timers import TIMER_KIND
 
-        switch = alarm.liveness().store.get_switch("cost", scope)
+        switch = alarm.switch_engine().store.get_switch("cost", scope)
         assert switch is not None
         return Timer(
             kind=TIMER_KIND,

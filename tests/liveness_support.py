@@ -17,10 +17,11 @@ from vigil.entrypoints import alarm, notify
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.notifications.deliverer import NotificationDeliverer
 from vigil.notifications.outbound import SendResult
+from vigil.notifications.outbox import Outbox
 from vigil.notifications.sending import Sender
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
-from vigil.switches.service import Liveness
+from vigil.switches.engine import SwitchEngine
 
 
 class World:
@@ -43,7 +44,13 @@ class World:
         )
         self.deliverer = NotificationDeliverer(self.store, clock, self.alarms, self.sender)
         self.tenant = Tenant(self.app, clock, "acme")
-        self.liveness = Liveness(self.store, clock, self.alarms, self.queues)
+        self.switch_engine = SwitchEngine(
+            store=self.store,
+            clock=clock,
+            alarms=self.alarms,
+            queues=self.queues,
+            publish=Outbox(self.store, clock, self.alarms),
+        )
         self.delivered: list[Timer] = []
 
     def call(self, tool: str, secret: str | None = None, **arguments: Any) -> dict[str, Any]:
@@ -64,7 +71,7 @@ class World:
         """One delivery of ``timer`` to the handler of the function that serves its kind."""
         self.delivered.append(timer)
         worker = notify.Worker(self.store, self.clock, self.alarms, self.sender)
-        handlers = {**alarm.handlers(self.liveness), **notify.handlers(worker)}
+        handlers = {**alarm.handlers(self.switch_engine), **notify.handlers(worker)}
         return deliver(timer, self.clock.now(), self.alarms, handlers)
 
     def run_alarms(self) -> int:

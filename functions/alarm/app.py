@@ -8,9 +8,9 @@ import gc
 
 gc.disable()
 
-from vigil.entrypoints.alarm import handler, liveness  # noqa: E402
+from vigil.entrypoints.alarm import handler, switch_engine  # noqa: E402
 
-liveness()
+switch_engine()
 gc.freeze()
 gc.enable()
 

@@ -17,6 +17,7 @@ from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
+from vigil.kit.events import Publish
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
 from vigil.kit.tooling import Tool
@@ -61,6 +62,14 @@ class Context:
         return Mailboxes(
             self.store, queues=self.queues, clock=self.clock, quotas=self.quotas, alarms=self.alarms
         )
+
+    @property
+    def publish(self) -> Publish:
+        """Where the call's news goes: the notifications' outbox, loaded by the calls that
+        have news to tell."""
+        from vigil.notifications.outbox import Outbox
+
+        return Outbox(self.store, self.clock, self.alarms)
 
 
 class App:

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from vigil.requests import tools as requests
     from vigil.runs import tools as runs
     from vigil.sessions import tools as sessions
+    from vigil.switches import pause_tools as switch_pauses
     from vigil.switches import tools as switches
+    from vigil.switches import watch_tools as switch_watches
 
     # Checked, not run: the app's context gives each capability's tools what they read.
     _EVERY: tuple[Tool[app.Context], ...] = (
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
         *runs.TOOLS,
         *sessions.TOOLS,
         *switches.TOOLS,
+        *switch_watches.TOOLS,
+        *switch_pauses.TOOLS,
     )
 
 # Each tool module and the tools it declares, in the catalog's order.
@@ -100,18 +104,9 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("vigil.conversations.tools", ("change_chat_membership",)),
-    (
-        "vigil.switches.tools",
-        (
-            "heartbeat",
-            "resume_packet",
-            "list_switches",
-            "list_deaths",
-            "pause_switches",
-            "resume_switches",
-            "list_pauses",
-        ),
-    ),
+    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
+    ("vigil.switches.watch_tools", ("list_switches", "list_deaths")),
+    ("vigil.switches.pause_tools", ("pause_switches", "resume_switches", "list_pauses")),
     (
         "vigil.sessions.tools",
         ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),

@@ -24,10 +24,12 @@ from vigil.requests.store import RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
 from vigil.sessions.watch import WatchPorts
+from vigil.switches.ports import SwitchPorts
 from vigil.switches.store import SwitchStore
 
 
 class Store(
+    SwitchPorts,
     ChannelPorts,
     DeliveryPorts,
     DeadLetterPorts,

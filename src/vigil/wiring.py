@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.notifications.sending import Sender
     from vigil.quotas.records import Quotas
+    from vigil.store import Store
     from vigil.stores.dynamo import DynamoStore
-    from vigil.switches.service import Liveness
+    from vigil.switches.engine import SwitchEngine
 
 
 _clock: Clock = SystemClock()
@@ -169,7 +170,16 @@ def quotas() -> Quotas:
     return Quotas.of(settings().quota_limits)
 
 
-def aws_liveness() -> Liveness:
-    from vigil.switches.service import Liveness
+def aws_switch_engine() -> SwitchEngine[Store]:
+    from vigil.notifications.outbox import Outbox
+    from vigil.switches.engine import SwitchEngine
 
-    return Liveness(store(), clock(), alarms(), queues(), quotas())
+    table, timers = store(), alarms()
+    return SwitchEngine(
+        store=table,
+        clock=clock(),
+        alarms=timers,
+        queues=queues(),
+        publish=Outbox(table, clock(), timers),
+        quotas=quotas(),
+    )

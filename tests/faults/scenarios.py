@@ -31,7 +31,7 @@ from vigil.kit.tooling import Tool
 from vigil.notifications.records import MAX_ATTEMPTS, ChannelDelivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
-from vigil.switches.service import timer_for
+from vigil.switches.timers import timer_for
 
 Prepare = Callable[[World], dict[str, Any]]
 Run = Callable[[World, "Scenario", dict[str, Any]], dict[str, Any]]
@@ -566,7 +566,7 @@ def _graced_timer(world: World) -> dict[str, Any]:
 
 
 def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
-    world.liveness.on_timer(Timer.model_validate(arguments["timer"]))
+    world.switch_engine.on_timer(Timer.model_validate(arguments["timer"]))
     return {}
 
 

@@ -31,9 +31,10 @@ from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for, qu
 from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
 from vigil.notifications.outbound import SendResult
+from vigil.notifications.outbox import Outbox
 from vigil.notifications.sending import Sender
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.service import Liveness
+from vigil.switches.engine import SwitchEngine
 
 ACCOUNT = "123456789012"  # moto's
 REGION = "us-east-1"
@@ -157,7 +158,13 @@ class World:
             # Receivers answer at once, and nothing leaves the machine.
             sender=Sender(keys=TEST_KEYS, clock=self.clock, post=_delivered),
         )
-        self.liveness = Liveness(self.store, self.clock, self.alarms, self.queues)
+        self.switch_engine = SwitchEngine(
+            store=self.store,
+            clock=self.clock,
+            alarms=self.alarms,
+            queues=self.queues,
+            publish=Outbox(self.store, self.clock, self.alarms),
+        )
 
     # -- principals and calls -----------------------------------------------------------------
     def unique(self, stem: str) -> str:

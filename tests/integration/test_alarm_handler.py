@@ -71,10 +71,10 @@ def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     wiring.settings.cache_clear()
-    alarm.liveness.cache_clear()
+    alarm.switch_engine.cache_clear()
     yield env
     wiring.settings.cache_clear()
-    alarm.liveness.cache_clear()
+    alarm.switch_engine.cache_clear()
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def test_the_entry_points_import_builds_what_timers_run_on(
     entry = import_entry_point("alarm")
     monkeypatch.setattr(wiring, "aws_client", refuse_aws_clients)
     assert entry.handler(sample("timer_sqs.json")) == {"batchItemFailures": []}
-    assert alarm.liveness.cache_info().currsize == 1
+    assert alarm.switch_engine.cache_info().currsize == 1
 
 
 def queued(url: str) -> int:

@@ -173,7 +173,7 @@ def test_an_on_demand_init_builds_the_dynamodb_client_and_the_others_on_first_us
 def test_the_entry_points_keep_what_init_made_out_of_garbage_collection(
     operator_secret: str, monkeypatch: pytest.MonkeyPatch, function: str
 ) -> None:
-    built = {"api": api.router, "alarm": alarm.liveness}[function]
+    built = {"api": api.router, "alarm": alarm.switch_engine}[function]
     built.cache_clear()
     seen = []
     monkeypatch.setattr(gc, "freeze", lambda: seen.append((gc.isenabled(), built.cache_info())))

@@ -1114,7 +1114,8 @@ def test_a_page_answers_405_to_a_post_and_a_form_to_a_get(scene: Scene) -> None:
 
 
 def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene) -> None:
-    from vigil.switches.service import Liveness
+    from vigil.notifications.outbox import Outbox
+    from vigil.switches.engine import SwitchEngine
 
     app = scene.router.app
     scene.acme.call(
@@ -1125,10 +1126,16 @@ def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene)
         rules=[{"events": ["switch.fired"], "repeat_every_minutes": 10}],
     )
     scene.clock.advance(601)
-    liveness = Liveness(app.store, scene.clock, app.alarms, app.queues)
+    engine = SwitchEngine(
+        store=app.store,
+        clock=scene.clock,
+        alarms=app.alarms,
+        queues=app.queues,
+        publish=Outbox(app.store, scene.clock, app.alarms),
+    )
     for timer in app.alarms.take_due(scene.clock.now()):  # type: ignore[attr-defined]
         if timer.kind == "switch":
-            liveness.on_timer(timer)
+            engine.on_timer(timer)
     [death] = scene.acme.call("list_deaths")["deaths"]
     alert = death["alert_id"]
     assert alert is not None

@@ -17,8 +17,8 @@ from vigil.kit.limits import MAX_ITEM_BYTES, MAX_MESSAGE_BYTES, item_bytes
 from vigil.leases.records import granted
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
+from vigil.switches.engine import BEAT_STEPS
 from vigil.switches.records import NAMED_RELEASES, RELEASE_BATCH
-from vigil.switches.service import BEAT_STEPS
 
 # 200 characters of four UTF-8 bytes each: the longest names, at the most bytes per character.
 SCOPE = "作業-" + "\U0001d516" * 197

@@ -34,7 +34,7 @@ CAPABILITIES = (
 # Modules that are not the rules: tools, transports, and anything that talks to a backend.
 NOT_RULES = re.compile(
     r"^vigil\.(app|catalog|wiring|stores|transports|entrypoints|local)(\.|$)"
-    r"|^vigil\.\w+\.(tools|dynamo|memory|sqs|aws)$"
+    r"|^vigil\.\w+\.((\w+_)?tools|dynamo|memory|sqs|aws)$"
     r"|^vigil\.kit\.(dynamo|memory|aws|tooling)$"
     r"|^(boto3|botocore|moto)(\.|$)"
 )
@@ -113,11 +113,13 @@ def test_the_rules_import_no_tools_transports_or_adapters(capability: str) -> No
 
 def test_the_alarm_function_loads_no_tool_or_transport() -> None:
     loaded = reachable("vigil.entrypoints.alarm")
-    assert "vigil.switches.service" in loaded  # the walk does see what the handler runs
+    assert "vigil.switches.engine" in loaded  # the walk does see what the handler runs
     offending = sorted(
         name
         for name in loaded
-        if re.match(r"^vigil\.(\w+\.tools|catalog|app|transports(\..*)?|kit\.tooling)$", name)
+        if re.match(
+            r"^vigil\.(\w+\.(\w+_)?tools|catalog|app|transports(\..*)?|kit\.tooling)$", name
+        )
         or name == "mcp"
     )
     assert offending == []
@@ -125,7 +127,8 @@ def test_the_alarm_function_loads_no_tool_or_transport() -> None:
 
 def test_the_catalog_names_every_tool_module_and_what_it_declares() -> None:
     declared = {}
-    for path in sorted(SRC.glob("vigil/*/tools.py")):
+    # A capability's tools.py, and the modules of its other tool families (watch_tools.py...).
+    for path in sorted(SRC.glob("vigil/*/*tools.py")):
         module = module_name(path)
         declared |= {tool.name: module for tool in importlib.import_module(module).TOOLS}
     assert declared == catalog.DECLARED_IN
@@ -135,7 +138,7 @@ def test_the_catalog_names_every_tool_module_and_what_it_declares() -> None:
 def test_the_api_function_imports_a_tool_module_only_when_one_of_its_tools_is_called() -> None:
     loaded = reachable("vigil.entrypoints.api")
     assert {"vigil.app", "vigil.catalog", "vigil.transports.mcp"} <= loaded
-    assert sorted(name for name in loaded if re.match(r"^vigil\.\w+\.tools$", name)) == []
+    assert sorted(name for name in loaded if re.match(r"^vigil\.\w+\.(\w+_)?tools$", name)) == []
 
 
 # -- naming -------------------------------------------------------------------------------

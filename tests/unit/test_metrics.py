@@ -293,7 +293,7 @@ def test_each_function_counts_its_first_invocation_as_a_cold_start(
 
     world = World(clock)
     monkeypatch.setattr(api, "router", Answering)
-    monkeypatch.setattr(alarm, "liveness", lambda: world.liveness)
+    monkeypatch.setattr(alarm, "switch_engine", lambda: world.switch_engine)
     event = {"requestContext": {"http": {"method": "GET", "path": "/"}}, "rawPath": "/"}
     for _ in range(3):
         assert api.handler(event)["statusCode"] == 200

@@ -27,7 +27,7 @@ SMALL = Quotas(armed_switches=2, leases_per_scope=2, mailboxes=2, pending_delive
 def world(clock: ManualClock) -> World:
     world = World(clock)
     world.app.quotas = SMALL
-    world.liveness.quotas = SMALL
+    world.switch_engine.quotas = SMALL
     return world
 
 

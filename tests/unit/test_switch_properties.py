@@ -44,8 +44,8 @@ from vigil.leases.records import Lease
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.mailboxes.queues import QueueRef
 from vigil.stores.memory import MemoryStore
+from vigil.switches.engine import REPEAT_DEATH_BEATS
 from vigil.switches.records import ACTION_ORDER, Action, Death, Switch
-from vigil.switches.service import REPEAT_DEATH_BEATS
 
 SCOPE = "job-1"
 RESOURCE = "repo:main"
@@ -154,7 +154,7 @@ class SwitchMachine(RuleBasedStateMachine):
         queues = FaultyQueues(self.clock, self.faults)
         self.world.queues = queues
         self.world.app.queues = queues
-        self.world.liveness.queues = queues
+        self.world.switch_engine.queues = queues
         self.agent, self.agent_secret = self.world.tenant.register(name="worker")
         self.supervisor, self.supervisor_secret = self.world.tenant.register(name="supervisor")
         self.notify = f"agent:{self.supervisor}"

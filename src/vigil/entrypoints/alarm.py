@@ -4,42 +4,44 @@ timer queue's event source mapping (batches, with partial batch failures)."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vigil.alarms.timers import TimerHandler
 from vigil.entrypoints.timer_events import serve
 from vigil.observability import get_logger, metrics
-from vigil.switches.service import TIMER_KIND, Liveness
+from vigil.switches.engine import SwitchEngine
+from vigil.switches.timers import TIMER_KIND
+
+if TYPE_CHECKING:
+    from vigil.store import Store
 
 log = get_logger("vigil.alarm")
 
 
 @functools.cache
-def liveness() -> Liveness:
-    from vigil.wiring import aws_liveness
+def switch_engine() -> SwitchEngine[Store]:
+    from vigil.wiring import aws_switch_engine
 
-    return aws_liveness()
+    return aws_switch_engine()
 
 
-def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
+def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own. The
     requests' are imported with the first timer, not with the handler module."""
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
     from vigil.requests.service import Requests
 
     requests = Requests(
-        machinery.store,
-        machinery.queues,
-        machinery.clock,
-        machinery.alarms,
-        quotas=machinery.quotas,
+        engine.store,
+        engine.queues,
+        engine.clock,
+        engine.alarms,
+        quotas=engine.quotas,
     )
-    return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
+    return {TIMER_KIND: engine.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
-    machinery = liveness()
-    return serve(
-        event, machinery.clock, machinery.alarms, functools.partial(handlers, machinery), log
-    )
+    engine = switch_engine()
+    return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)

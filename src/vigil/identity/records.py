@@ -86,6 +86,12 @@ class Caller:
     def is_operator(self) -> bool:
         return self.role == "operator"
 
+    @property
+    def is_overseer(self) -> bool:
+        """People and operators oversee the namespace's agents: they watch its switches and
+        deaths, and steer its sessions; agents and services see and work only their own."""
+        return self.kind == "person" or self.is_operator
+
 
 def issue_secret(namespace: str, principal_id: str) -> str:
     """A bearer secret that names its principal, so checking it costs one keyed read.

@@ -1,6 +1,6 @@
 """Lease use cases: acquiring, renewing and releasing. A dead-man switch that fired frees its
 holder's leases with the same rule (``Lease.released``) and the same store write, a batch at a
-time (vigil.switches.service)."""
+time (vigil.switches.deaths)."""
 
 from __future__ import annotations
 

@@ -52,14 +52,14 @@ from vigil.mailboxes.records import (
     parse_address,
     queue_name,
 )
-from vigil.mailboxes.store import DeliveryPorts, MailboxPorts
+from vigil.mailboxes.store import AddressRegistry, MailboxPorts, MailboxReadPorts
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 
 log = get_logger("vigil.mailboxes")
 
 
-def require_registered(store: DeliveryPorts, namespace: str, address: str) -> str:
+def require_registered(store: AddressRegistry, namespace: str, address: str) -> str:
     """The owner of the mailbox at ``address``; not_found unless the address is registered.
 
     An agent's own address is registered by the agent's principal record; a named box, by
@@ -79,7 +79,7 @@ def require_registered(store: DeliveryPorts, namespace: str, address: str) -> st
 
 
 def deliver(
-    store: DeliveryPorts,
+    store: AddressRegistry,
     queues: MailboxQueues,
     clock: Clock,
     namespace: str,
@@ -388,7 +388,7 @@ def usage_page(
     principal: str | None,
     after: str | None,
     *,
-    store: DeliveryPorts,
+    store: MailboxReadPorts,
 ) -> tuple[list[UsageDay], str | None]:
     """A page of the namespace's usage days from ``first_day`` to ``last_day`` (of
     ``principal`` only, if named), in day then principal order, and the position to continue

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
+from typing import Protocol
 
 from vigil.audit.store import AuditStore
+from vigil.identity.records import Principal
 from vigil.identity.store import IdentityStore
 from vigil.kit.uow import Count, Write
 from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
@@ -72,11 +74,20 @@ class MailboxStore(ABC):
         (``<day>#<principal>``)."""
 
 
-class DeliveryPorts(IdentityStore, MailboxStore, ABC):
-    """What delivering reads to know that an address is registered: its agent in the
-    directory, and its named box."""
+class MailboxReadPorts(IdentityStore, MailboxStore, ABC):
+    """What reading mailboxes and their usage takes: the mailboxes, and the directory that
+    says whose an address is."""
 
 
-class MailboxPorts(AuditStore, DeliveryPorts, QuotaStore, ABC):
+class MailboxPorts(AuditStore, MailboxReadPorts, QuotaStore, ABC):
     """What a mailbox owner's use cases use: the mailboxes and the directory, the audit trail
     of an operator's boxes for others, and the namespace's count of named boxes."""
+
+
+class AddressRegistry(Protocol):
+    """Where mailbox addresses are registered: an agent's own by its principal record, a named
+    box by its mailbox record. What ``require_registered`` reads, and so whoever delivers."""
+
+    def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
+
+    def get_mailbox(self, namespace: str, address: str) -> Mailbox | None: ...

@@ -21,7 +21,7 @@ from vigil.mailboxes.records import (
     UsageDay,
 )
 from vigil.mailboxes.service import USAGE_PAGE, USAGE_SCAN_BUDGET, Mailboxes, usage_page
-from vigil.mailboxes.store import DeliveryPorts
+from vigil.mailboxes.store import MailboxReadPorts
 
 Address = Annotated[
     str,
@@ -37,7 +37,7 @@ class MailboxContext(Protocol):
     """What the mailbox tools read of a call."""
 
     @property
-    def store(self) -> DeliveryPorts: ...
+    def store(self) -> MailboxReadPorts: ...
 
     @property
     def uow(self) -> UnitOfWork: ...

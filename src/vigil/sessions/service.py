@@ -50,11 +50,6 @@ SESSIONS_PAGE = 50
 SESSIONS_SCAN_BUDGET = 500
 
 
-def may_steer(caller: Caller) -> bool:
-    """People and operators steer sessions; agents and services only work them."""
-    return caller.kind == "person" or caller.is_operator
-
-
 class BeatOutcome(NamedTuple):
     session: Session
     delivered: list[Instruction]  # handed out by this beat, as recorded
@@ -174,7 +169,7 @@ def post(
     uow: UnitOfWork,
     present: Callable[[Instruction], R],
 ) -> R:
-    if not may_steer(caller):
+    if not caller.is_overseer:
         raise forbidden("only people and operators may post instructions")
 
     def attempt() -> R:
@@ -205,7 +200,7 @@ def instructions_page(
     """The session, its instructions numbered after ``after`` in posting order, and the number
     to continue after (None at the end). For people, operators and the session's owner."""
     session = store.get_session(caller.namespace, session_id)
-    if session is None or not (may_steer(caller) or session.owner == caller.principal_id):
+    if session is None or not (caller.is_overseer or session.owner == caller.principal_id):
         raise not_found("session")
     found = store.list_instructions(
         session.namespace, session.session_id, after, INSTRUCTIONS_PAGE + 1
@@ -219,7 +214,7 @@ def sessions_page(
 ) -> tuple[list[Session], str | None]:
     """A page of the namespace's sessions (only the stale ones, if asked) in session id
     order, and the id to continue after, or None at the end."""
-    if not may_steer(caller):
+    if not caller.is_overseer:
         raise forbidden("only people and operators may list sessions")
     return scan_page(
         lambda start, size: store.list_sessions(caller.namespace, start, size),

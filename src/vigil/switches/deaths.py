@@ -1,0 +1,171 @@
+"""A dead switch's actions, run in bounded steps.
+
+Each action is recorded as done as it completes, so a repeated or late run of the same death
+finishes what is missing and repeats nothing. A step is one batch of leases released, or one
+other action, committed in one transaction with the death's new version; a run takes a bounded
+number of steps, so no run outgrows a function's timeout and no item, transaction or alert
+outgrows its limit, however many leases the holder had.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vigil.alarms.timers import Alarms
+from vigil.clock import Clock, iso
+from vigil.errors import ErrorCode, VigilError
+from vigil.kit.events import Publish
+from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
+from vigil.mailboxes.queues import MailboxQueues
+from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
+from vigil.mailboxes.service import deliver
+from vigil.switches.events import SwitchFired
+from vigil.switches.ports import SwitchPorts
+from vigil.switches.records import RELEASE_BATCH, Death, HeldLease, Step
+from vigil.switches.timers import continuation
+
+
+@dataclass(kw_only=True)
+class DeathActions:
+    """Runs a death's pending actions; each step commits in the unit of work it is given."""
+
+    store: SwitchPorts
+    clock: Clock
+    alarms: Alarms
+    queues: MailboxQueues
+    publish: Publish
+
+    def finish(self, death: Death, steps: int, *, uow: UnitOfWork) -> Death:
+        """Runs up to ``steps`` steps of ``death``'s pending actions, in order, and returns the
+        death as recorded. A step is one batch of release_leases, or one other action; a step
+        lost to a concurrent run of the same death counts too, so every run is bounded. When
+        actions remain, a timer is armed for now, and the alarm function goes on with them.
+
+        Should this caller stop before that timer is armed, the death is still finished: an
+        alarm's run is delivered again until it succeeds, and a beat's run leaves the switch
+        fired (the new generation is written after), so the beat's retry, or the alarm of the
+        deadline that this beat came after, runs it again."""
+        for _ in range(steps):
+            pending = death.pending()
+            if not pending:
+                return death
+            try:
+                death = self._step(pending[0], death, uow)
+            except ConditionFailed:
+                fresh = self.store.get_death(death.namespace, death.scope, death.generation)
+                assert fresh is not None
+                death = fresh
+        if death.pending():
+            now = self.clock.now()
+            self.alarms.arm(continuation(death, now), now)
+        return death
+
+    def _step(self, action: Step, death: Death, uow: UnitOfWork) -> Death:
+        """One step of ``action``, committed with the death's new version; ConditionFailed if
+        the death or a lease changed since they were read."""
+        if action == "release_leases":
+            return self._release_batch(death, uow)
+        if action == "notify":
+            return self._notify(death, uow)
+        if action == "mark_failed":
+            return self._record(uow, death, action, {"failed_at": iso(death.fired_at)})
+        return self._record(uow, death, action, self._alert(death))
+
+    def _record(
+        self, uow: UnitOfWork, death: Death, action: Step, outcome: dict[str, Any], *also: Write
+    ) -> Death:
+        recorded = death.recorded(action, outcome)
+        uow.commit(*also, self.store.save_death(recorded, death.version))
+        return recorded
+
+    def _notify(self, death: Death, uow: UnitOfWork) -> Death:
+        """The switch.fired event, with what the actions did, written with the step: the
+        channels are told once, whichever run of the death gets here."""
+        published = self.publish(
+            "switch.fired",
+            SwitchFired.of(death),
+            namespace=death.namespace,
+            occurred_at=death.fired_at,
+        )
+        return self._record(
+            uow, death, "notify", {"event_id": published.event_id}, *published.writes
+        )
+
+    def _release_batch(self, death: Death, uow: UnitOfWork) -> Death:
+        """Releases the next batch of the holder's leases of the scope, and records them as a
+        page, all in one transaction with the death's progress: a lease is released exactly
+        once, and a crash between batches loses nothing."""
+        looked_at = self.store.scope_leases(
+            death.namespace, death.scope, after=death.release.after, limit=RELEASE_BATCH
+        )
+        now = self.clock.now()
+        ours = [lease for lease in looked_at if death.releases(lease)]
+        writes = [
+            self.store.save_lease(lease.released(f"expiry:{death.scope}", now), lease.version)
+            for lease in ours
+        ]
+        batch = [HeldLease(resource=lease.resource, generation=lease.generation) for lease in ours]
+        if batch:
+            writes.append(self.store.add_released_page(death.page(batch)))
+        after = looked_at[-1].resource if looked_at else death.release.after
+        advanced = death.released_batch(batch, after)
+        if len(looked_at) < RELEASE_BATCH:
+            # The whole scope was walked: the action is done.
+            advanced = advanced.recorded("release_leases", self._blind_spot(death))
+        uow.commit(*writes, self.store.save_death(advanced, death.version))
+        return advanced
+
+    def _blind_spot(self, death: Death) -> dict[str, Any]:
+        unscoped = self.store.unscoped_leases_held_by(death.namespace, death.holder)
+        return {
+            "blind_spot": {
+                "unscoped_leases_held": unscoped,
+                "explanation": (
+                    "release_leases reaches only leases taken with this scope; the holder's "
+                    "leases without a scope are counted here and left alone"
+                ),
+            }
+        }
+
+    def _alert(self, death: Death) -> dict[str, Any]:
+        assert death.notify_address is not None
+        release_outcome = death.done.get("release_leases")
+        released = death.release
+        envelope = Envelope(
+            # Derived from the death, so a resend after a crash is the same envelope, which the
+            # mailbox hands out once.
+            id=envelope_id_for(f"{death.namespace}/{death.scope}/{death.generation}"),
+            namespace=death.namespace,
+            address=death.notify_address,
+            sender=SYSTEM_SENDER,
+            kind="alert",
+            payload={
+                "event": "switch_fired",
+                "scope": death.scope,
+                "generation": death.generation,
+                "agent_id": death.agent_id,
+                "holder": death.holder,
+                "deadline": iso(death.deadline),
+                "fired_at": iso(death.fired_at),
+                "lateness_seconds": death.lateness_seconds,
+                # Counts and the first few names keep the alert small whatever was held; the
+                # whole list is in resume_packet, a page at a time.
+                "released_count": released.released if release_outcome else None,
+                "released_first": (
+                    [held.model_dump() for held in released.first] if release_outcome else None
+                ),
+                "released_pages": released.pages if release_outcome else None,
+                "blind_spot": release_outcome["blind_spot"] if release_outcome else None,
+            },
+            sent_at=death.fired_at,
+        )
+        try:
+            deliver(
+                self.store, self.queues, self.clock, death.namespace, death.notify_address, envelope
+            )
+        except VigilError as error:
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
+            return {"undeliverable": "the notify address is no longer registered"}
+        return {"envelope_id": envelope.id, "address": death.notify_address}

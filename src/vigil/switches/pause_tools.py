@@ -1,0 +1,252 @@
+"""Dead-man switch tools for operators' maintenance: ``pause_switches`` and ``resume_switches``;
+and ``list_pauses`` for the people watching."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+
+from vigil.clock import to_ms
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.names import PRINTABLE
+from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
+from vigil.switches.pauses import PauseOrder, pause, pauses_page, resume_pause
+from vigil.switches.records import (
+    HOLD_CHECK_MAX_SECONDS,
+    HOLD_CHECK_MIN_SECONDS,
+    MAX_PAUSE_SECONDS,
+    MAX_PAUSES,
+    Pause,
+)
+from vigil.switches.tools import ScopePrefix, SwitchContext
+from vigil.switches.watching import LIST_PAGE
+
+# RFC 3339 with its offset (Z or ±hh:mm), as every time Vigil returns; t and z may be lower case.
+_MOMENT = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+
+
+def _moment(value: object) -> datetime:
+    """A time given as RFC 3339 text, never as a number or without its offset."""
+    if not isinstance(value, str) or re.fullmatch(_MOMENT, value) is None:
+        raise ValueError("expected an RFC 3339 time with its offset, e.g. 2026-08-01T14:00:00Z")
+    try:
+        return to_ms(datetime.fromisoformat(value.upper()).astimezone(UTC))
+    except ValueError:
+        raise ValueError("not a valid time") from None
+
+
+Moment = Annotated[
+    datetime,
+    BeforeValidator(_moment),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": _MOMENT}),
+]
+PauseId = Annotated[
+    str,
+    Field(
+        min_length=20,
+        max_length=20,
+        pattern=r"^pau_[a-z2-7]{16}$",
+        description="A pause's id, as pause_switches and list_pauses return it.",
+    ),
+]
+PauseReason = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=PRINTABLE,
+        description="Why, for the people watching: one line, up to 200 characters.",
+    ),
+]
+
+
+class PauseSwitchesInput(StrictInput):
+    scope_prefix: ScopePrefix = Field(
+        description=(
+            "Pause every switch whose scope begins with this text (1-200 characters). A whole "
+            "scope pauses that scope's switch, and any whose scope extends it (job-1 also "
+            "covers job-10: end a prefix with a separator, job-1/, to keep to one family). "
+            "There is no namespace-wide pause."
+        )
+    )
+    until: Moment | None = Field(
+        default=None,
+        description=(
+            "When the pause ends for every switch it covers: an RFC 3339 time with its "
+            f"offset, after now and at most {MAX_PAUSE_SECONDS} s (30 days) ahead."
+        ),
+    )
+    until_next_beat: bool = Field(
+        default=False,
+        description=(
+            "End the pause for each switch at that switch's next beat: it holds only switches "
+            "not beaten since it began, until their agents come back. With until, whichever "
+            "comes first. Give until, until_next_beat or both."
+        ),
+    )
+    reason: PauseReason | None = None
+    idempotency_key: IdempotencyKey | None = None
+
+    @model_validator(mode="after")
+    def _ends(self) -> PauseSwitchesInput:
+        if self.until is None and not self.until_next_beat:
+            raise ValueError("a pause needs an end: give until, until_next_beat or both")
+        return self
+
+
+class ResumeSwitchesInput(StrictInput):
+    id: PauseId | None = None
+    scope_prefix: ScopePrefix | None = Field(
+        default=None, description="Instead of id: the scope prefix of the pause to end."
+    )
+    version: int = Field(
+        ge=1, le=1_000_000_000, description="The pause's current version; a stale one conflicts."
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> ResumeSwitchesInput:
+        if (self.id is None) == (self.scope_prefix is None):
+            raise ValueError("name the pause by id or by scope_prefix, not both")
+        return self
+
+
+class PauseView(Output):
+    id: str
+    scope_prefix: str = Field(description="It covers the switches whose scope begins with this.")
+    state: Literal["active", "ended"] = Field(
+        description="active while in force; ended once until has passed or it was resumed."
+    )
+    paused_by: str = Field(description="Principal id of the operator who set it.")
+    paused_at: datetime
+    until: datetime | None = Field(description="When it ends for every switch; null if unset.")
+    until_next_beat: bool = Field(
+        description="Whether it ends for each switch at that switch's next beat."
+    )
+    reason: str | None
+    resumed_at: datetime | None = Field(description="When an operator ended it early.")
+    resumed_by: str | None = Field(description="Principal id of the operator who ended it.")
+    version: int
+
+    @classmethod
+    def of(cls, pause: Pause, now: datetime) -> PauseView:
+        return cls(
+            state="active" if pause.in_force(now) else "ended",
+            **pause.model_dump(exclude={"namespace"}),
+        )
+
+
+def pause_switches(ctx: SwitchContext, args: PauseSwitchesInput) -> PauseView:
+    now = to_ms(ctx.clock.now())
+    order = PauseOrder(
+        scope_prefix=args.scope_prefix,
+        until=args.until,
+        until_next_beat=args.until_next_beat,
+        reason=args.reason,
+    )
+    return pause(
+        order,
+        ctx.caller,
+        now,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=lambda found: PauseView.of(found, now),
+    )
+
+
+def resume_switches(ctx: SwitchContext, args: ResumeSwitchesInput) -> PauseView:
+    now = to_ms(ctx.clock.now())
+    return resume_pause(
+        ctx.caller,
+        args.id,
+        args.scope_prefix,
+        args.version,
+        now,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=lambda found: PauseView.of(found, now),
+    )
+
+
+class ListPausesInput(StrictInput):
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+
+
+class PausePage(Output):
+    pauses: list[PauseView] = Field(
+        description=(
+            "The pauses in force, in scope prefix order; a list in an object, because MCP "
+            "structured output is one."
+        )
+    )
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page; null at the end."
+    )
+
+
+def list_pauses(ctx: SwitchContext, args: ListPausesInput) -> PausePage:
+    now = ctx.clock.now()
+    query = {"n": ctx.caller.namespace}
+    after = cursor_position(args.cursor, "pauses", str, **query) if args.cursor else None
+    found, last = pauses_page(ctx.caller, after, now, store=ctx.store)
+    return PausePage(
+        pauses=[PauseView.of(found_pause, now) for found_pause in found],
+        next_cursor=encode_cursor("pauses", a=last, **query) if last is not None else None,
+    )
+
+
+TOOLS: tuple[Tool[SwitchContext], ...] = (
+    Tool(
+        name="pause_switches",
+        title="Pause dead-man switches",
+        description=(
+            "For maintenance: pause every dead-man switch whose scope begins with scope_prefix, "
+            "until a time (until), until each switch's next beat (until_next_beat), or the first "
+            "of both. While a pause covers a switch, a missed deadline neither fires it nor "
+            "alerts: the switch is held, armed, and beats keep working. When the pause ends, a "
+            "held switch gets its own window again from that moment, and fires only if it is "
+            "not beaten by then. One pause per prefix; the pause and who set it go to the "
+            f"audit trail. At most {MAX_PAUSES} pauses in force per namespace. Operators only."
+        ),
+        input_model=PauseSwitchesInput,
+        output_model=PauseView,
+        run=pause_switches,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="resume_switches",
+        title="End a pause",
+        description=(
+            "End a pause early, named by its id or its scope_prefix, with its current version. "
+            "Each switch it held learns of the end at its next hold check (every window of its "
+            f"own, at least {HOLD_CHECK_MIN_SECONDS} s and at most {HOLD_CHECK_MAX_SECONDS} s "
+            "apart) and then has its own window counted from now: it fires only if not beaten "
+            "by then (a switch with a window under a minute, as soon as it learns). A pause that "
+            "has already ended is returned as it is. Audited. Operators only."
+        ),
+        input_model=ResumeSwitchesInput,
+        output_model=PauseView,
+        run=resume_switches,
+        roles=OPERATORS,
+    ),
+    Tool(
+        name="list_pauses",
+        title="Paused switches",
+        description=(
+            f"The pauses in force in your namespace, in scope prefix order, {LIST_PAGE} a page, "
+            "for people and operators: each with its scope_prefix, who set it and when, until, "
+            "until_next_beat, the reason given, and its version (for resume_switches). A switch "
+            "is paused when a pause's scope_prefix begins its scope."
+        ),
+        input_model=ListPausesInput,
+        output_model=PausePage,
+        run=list_pauses,
+        read_only=True,
+    ),
+)

@@ -1,0 +1,163 @@
+"""Dead-man switch tools for the people watching a namespace: ``list_switches`` and
+``list_deaths``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.tooling import Cursor, Output, StrictInput, Tool
+from vigil.switches.records import Action, Death, PublicState, Switch
+from vigil.switches.tools import DeathView, ScopePrefix, SwitchContext
+from vigil.switches.watching import LIST_PAGE, SWITCHES_SCAN_BUDGET, deaths_page, switches_page
+
+
+class ListSwitchesInput(StrictInput):
+    state: PublicState | None = Field(
+        default=None,
+        description=(
+            "Only switches in this state: armed, disarmed, failed (fired, and its death marked "
+            "the work failed) or expired (fired without mark_failed)."
+        ),
+    )
+    scope_prefix: ScopePrefix | None = None
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous page of the same query."
+    )
+
+
+class SwitchView(Output):
+    scope: str
+    state: PublicState = Field(
+        description="armed, disarmed, failed (fired, work marked failed) or expired (fired)."
+    )
+    generation: int = Field(
+        description="Grows by one each time the scope is armed again after a disarm or a death."
+    )
+    holder: str = Field(description="Principal id of who armed this generation and beats it.")
+    agent_id: str | None = Field(description="The label the holder's last beat gave itself.")
+    deadline: datetime | None = Field(
+        description="When an armed switch fires unless beaten again; null unless armed."
+    )
+    expect_within_seconds: int = Field(description="The window the last beat asked for.")
+    last_beat_at: datetime = Field(description="When this generation was last beaten.")
+    armed_at: datetime = Field(description="When this generation was armed.")
+    beats: int = Field(description="Beats of this generation.")
+    on_expiry: list[Action] = Field(description="What runs (or ran) when the switch fires.")
+
+    @classmethod
+    def of(cls, switch: Switch) -> SwitchView:
+        return cls(
+            scope=switch.scope,
+            state=switch.listed_state,
+            generation=switch.generation,
+            holder=switch.holder,
+            agent_id=switch.agent_id,
+            deadline=switch.deadline if switch.state == "armed" else None,
+            expect_within_seconds=switch.expect_within_seconds,
+            last_beat_at=switch.last_beat_at,
+            armed_at=switch.armed_at,
+            beats=switch.beats,
+            on_expiry=switch.on_expiry,
+        )
+
+
+class SwitchPage(Output):
+    switches: list[SwitchView] = Field(
+        description="In scope order; a list in an object, because MCP structured output is one."
+    )
+    next_cursor: str | None = Field(
+        description=(
+            "Pass as cursor for the next page; null at the end. A page may be short (even "
+            "empty) and still have a cursor when the state filter skips many switches."
+        )
+    )
+
+
+def list_switches(ctx: SwitchContext, args: ListSwitchesInput) -> SwitchPage:
+    prefix = args.scope_prefix or ""
+    # A cursor names its namespace and query, so no other query's place is read with it.
+    query = {"n": ctx.caller.namespace, "s": args.state, "p": prefix}
+    after = cursor_position(args.cursor, "switches", str, **query) if args.cursor else None
+    found, last = switches_page(ctx.caller, args.state, prefix, after, store=ctx.store)
+    return SwitchPage(
+        switches=[SwitchView.of(switch) for switch in found],
+        next_cursor=encode_cursor("switches", a=last, **query) if last is not None else None,
+    )
+
+
+# -- list_deaths --------------------------------------------------------------------------
+class ListDeathsInput(StrictInput):
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous (newer) page."
+    )
+    limit: int = Field(default=LIST_PAGE, ge=1, le=LIST_PAGE, description="Page size, 1-50.")
+
+
+class ListedDeath(DeathView):
+    scope: str = Field(description="The scope whose switch died; resume_packet tells more.")
+
+    @classmethod
+    def listed(cls, death: Death) -> ListedDeath:
+        return cls(scope=death.scope, **DeathView.of(death).model_dump())
+
+
+class DeathPage(Output):
+    deaths: list[ListedDeath] = Field(
+        description=(
+            "Newest first, by when each switch fired; a list in an object, because MCP "
+            "structured output is one."
+        )
+    )
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next (older) page; null at the end."
+    )
+
+
+def list_deaths(ctx: SwitchContext, args: ListDeathsInput) -> DeathPage:
+    query = {"n": ctx.caller.namespace}
+    before = cursor_position(args.cursor, "deaths", str, **query) if args.cursor else None
+    found, last = deaths_page(ctx.caller, before, args.limit, store=ctx.store)
+    return DeathPage(
+        deaths=[ListedDeath.listed(death) for death in found],
+        next_cursor=encode_cursor("deaths", a=last, **query) if last is not None else None,
+    )
+
+
+TOOLS: tuple[Tool[SwitchContext], ...] = (
+    Tool(
+        name="list_switches",
+        title="Watch dead-man switches",
+        description=(
+            f"The dead-man switches of your namespace in scope order, {LIST_PAGE} a page, for "
+            "people and operators (agents see their own through heartbeat and resume_packet). "
+            "Each with its state (armed, disarmed, failed or expired), holder (who armed it), "
+            "agent_id (the label of the beating instance), deadline (when an armed switch "
+            "fires), last_beat_at, expect_within_seconds and generation. state and "
+            "scope_prefix narrow the list; with state, one call examines at most "
+            f"{SWITCHES_SCAN_BUDGET} switches, so a page may be short and still have a "
+            "next_cursor."
+        ),
+        input_model=ListSwitchesInput,
+        output_model=SwitchPage,
+        run=list_switches,
+        read_only=True,
+    ),
+    Tool(
+        name="list_deaths",
+        title="Recent deaths",
+        description=(
+            "The deaths of your namespace's dead-man switches, newest first, for people and "
+            "operators: each with its scope, generation, holder and agent_id, deadline, "
+            "fired_at and lateness_seconds (how long after the deadline the switch was seen "
+            "to fire), the actions chosen and completed, and what release_leases released "
+            "(released_count, the first few leases, the pages resume_packet can return)."
+        ),
+        input_model=ListDeathsInput,
+        output_model=DeathPage,
+        run=list_deaths,
+        read_only=True,
+    ),
+)
