@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -15,15 +14,14 @@ from vigil import catalog
 from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
+from vigil.context import Context
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
-from vigil.kit.events import Publish
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
 from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
-from vigil.mailboxes.service import Mailboxes
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -37,39 +35,6 @@ log = get_logger("vigil.app")
 # tool's field for it is called), and a credential that may legitimately change (rotation)
 # between a call and its retry.
 _NOT_FINGERPRINTED = {"idempotency_key", "agent_key"}
-
-
-@dataclass(frozen=True)
-class Context:
-    """Everything a tool needs for one call, and nothing ambient: each capability's tools read
-    the part of it that their own context protocol names."""
-
-    store: Store
-    clock: Clock
-    caller: Caller
-    queues: MailboxQueues
-    alarms: Alarms
-    uow: UnitOfWork
-    quotas: Quotas
-    blobs: Blobs
-    keys: Keys
-    # How notifications leave (test_channel sends one at once).
-    sender: Sender
-
-    @property
-    def mailboxes(self) -> Mailboxes:
-        """The mailbox owners' use cases, on this call's store and queues."""
-        return Mailboxes(
-            self.store, queues=self.queues, clock=self.clock, quotas=self.quotas, alarms=self.alarms
-        )
-
-    @property
-    def publish(self) -> Publish:
-        """Where the call's news goes: the notifications' outbox, loaded by the calls that
-        have news to tell."""
-        from vigil.notifications.outbox import Outbox
-
-        return Outbox(self.store, self.clock, self.alarms)
 
 
 class App:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from vigil.kit.tooling import Tool
 
 if TYPE_CHECKING:
-    from vigil import app
     from vigil.attachments import tools as attachments
     from vigil.audit import tools as audit
+    from vigil.context import Context
     from vigil.conversations import tools as conversations
     from vigil.identity import tools as identity
     from vigil.leases import tools as leases
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from vigil.switches import watch_tools as switch_watches
 
     # Checked, not run: the app's context gives each capability's tools what they read.
-    _EVERY: tuple[Tool[app.Context], ...] = (
+    _EVERY: tuple[Tool[Context], ...] = (
         *attachments.TOOLS,
         *audit.TOOLS,
         *conversations.TOOLS,
@@ -138,14 +138,14 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Every tool's name and the module that declares it.
 DECLARED_IN: dict[str, str] = {name: module for module, names in _ORDER for name in names}
 
-_loaded: dict[str, Tool[app.Context]] = {}
+_loaded: dict[str, Tool[Context]] = {}
 
 
 class UnknownTool(Exception):
     """The transport reports this as a protocol error, not as a tool result."""
 
 
-def tool(name: str) -> Tool[app.Context]:
+def tool(name: str) -> Tool[Context]:
     """The tool called ``name``."""
     module = DECLARED_IN.get(name)
     if module is None:
@@ -155,6 +155,6 @@ def tool(name: str) -> Tool[app.Context]:
     return _loaded[name]
 
 
-def tools() -> tuple[Tool[app.Context], ...]:
+def tools() -> tuple[Tool[Context], ...]:
     """Every tool, in the catalog's order (this imports every tool module)."""
     return tuple(tool(name) for name in DECLARED_IN)

@@ -32,7 +32,7 @@ _BASE64 = (
 )
 
 if TYPE_CHECKING:
-    from vigil.app import Context
+    from vigil.context import Context
 
 
 class AttachmentView(Output):

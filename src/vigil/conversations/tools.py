@@ -27,7 +27,7 @@ from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, MAX_CHOICE, MAX_CHOI
 from vigil.requests.service import Requests
 
 if TYPE_CHECKING:
-    from vigil.app import Context
+    from vigil.context import Context
 
 MAX_ATTACHMENTS = 5
 MAX_TARGETS = 100

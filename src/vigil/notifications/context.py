@@ -1,4 +1,4 @@
-"""What the notifications' tools read of a call's context (``vigil.app.Context`` gives it)."""
+"""What the notifications' tools read of a call's context (``vigil.context.Context`` gives it)."""
 
 from __future__ import annotations
 

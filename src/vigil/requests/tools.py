@@ -44,7 +44,7 @@ from vigil.requests.records import (
 from vigil.requests.service import STATUS_PAGE, Requests
 
 if TYPE_CHECKING:
-    from vigil.app import Context
+    from vigil.context import Context
 
 RequestId = Annotated[
     str,
