@@ -16,7 +16,7 @@ from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.dead_letters import DeadLetterPorts
 from vigil.mailboxes.store import MailboxPorts, MailboxStore
-from vigil.notifications.ports import ChannelPorts, DeliveryPorts
+from vigil.notifications.ports import ChannelPorts, DelivererPorts
 from vigil.notifications.store import ChannelStore
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
@@ -31,7 +31,7 @@ from vigil.switches.store import SwitchStore
 class Store(
     SwitchPorts,
     ChannelPorts,
-    DeliveryPorts,
+    DelivererPorts,
     DeadLetterPorts,
     WatchPorts,
     IdentityPorts,

@@ -33,7 +33,7 @@ from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
-from vigil.notifications.ports import DeliveryPorts
+from vigil.notifications.ports import DelivererPorts
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     MAX_REPEATS,
@@ -64,7 +64,7 @@ class NotificationDeliverer:
     """The notify function's handler of notifications: one attempt of one delivery per timer,
     and an alert's reminders."""
 
-    store: DeliveryPorts
+    store: DelivererPorts
     clock: Clock
     alarms: Alarms
     sender: Sender

@@ -19,7 +19,7 @@ class ChannelPorts(Committer, AuditStore, ChannelStore, QuotaStore, ABC):
     quota, alerts' acknowledgements and deliveries' failures, audited."""
 
 
-class DeliveryPorts(Committer, AuditStore, ChannelStore, RequestStore, SwitchStore, ABC):
+class DelivererPorts(Committer, AuditStore, ChannelStore, RequestStore, SwitchStore, ABC):
     """What the deliverer reads and writes: the notifications and their channels, a channel
     disabled (audited), and whether what an alert tells of still waits for a person (its
     request, its switch)."""
