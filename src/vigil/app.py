@@ -17,6 +17,7 @@ from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
 from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
+from vigil.kit.events import Publish
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
 from vigil.kit.tooling import Tool
@@ -53,6 +54,14 @@ class Context:
     keys: Keys
     # How notifications leave (test_channel sends one at once); None: as the settings say.
     sender: Sender | None = None
+
+    @property
+    def publish(self) -> Publish:
+        """Where a capability with news tells it: the notifications' outbox, loaded only by a
+        call that may publish."""
+        from vigil.notifications.outbox import Outbox
+
+        return Outbox(self.store, self.clock, self.alarms)
 
 
 class App:

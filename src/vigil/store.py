@@ -7,18 +7,18 @@ and the in-memory fake, which pass the same contract tests (tests/contract).
 
 from __future__ import annotations
 
-from vigil.attachments.store import AttachmentStore
+from vigil.attachments.store import AttachmentPorts, AttachmentStore
 from vigil.audit.store import AuditStore
-from vigil.conversations.store import ConversationStore
+from vigil.conversations.store import ConversationPorts, ConversationStore
 from vigil.identity.store import IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
-from vigil.mailboxes.store import MailboxStore
+from vigil.mailboxes.store import Addresses, MailboxStore
 from vigil.notifications.store import ChannelStore
 from vigil.progress.store import ProgressStore
 from vigil.quotas.store import QuotaStore
-from vigil.requests.store import RequestStore
+from vigil.requests.store import RequestPorts, RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
 from vigil.switches.store import SwitchStore
@@ -27,10 +27,14 @@ from vigil.switches.store import SwitchStore
 class Store(
     Committer,
     IdempotencyStore,
+    RequestPorts,
+    ConversationPorts,
+    AttachmentPorts,
     AttachmentStore,
     AuditStore,
     ChannelStore,
     ConversationStore,
+    Addresses,
     IdentityStore,
     LeaseStore,
     MailboxStore,

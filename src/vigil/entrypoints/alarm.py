@@ -24,17 +24,24 @@ def liveness() -> Liveness:
 def handlers(machinery: Liveness) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own. The
     requests' are imported with the first timer, not with the handler module."""
+    from vigil.kit.uow import UnitOfWork
+    from vigil.notifications.outbox import Outbox
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
     from vigil.requests.service import Requests
 
     requests = Requests(
         machinery.store,
-        machinery.queues,
-        machinery.clock,
-        machinery.alarms,
+        queues=machinery.queues,
+        clock=machinery.clock,
+        alarms=machinery.alarms,
+        publish=Outbox(machinery.store, machinery.clock, machinery.alarms),
         quotas=machinery.quotas,
     )
-    return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
+
+    def on_request_timer(timer: Timer) -> None:
+        requests.on_timer(UnitOfWork(machinery.store), timer)
+
+    return {TIMER_KIND: machinery.on_timer, REQUEST_TIMER_KIND: on_request_timer}
 
 
 def handle_timer(timer: Timer, machinery: Liveness) -> None:

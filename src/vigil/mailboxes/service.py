@@ -52,6 +52,7 @@ from vigil.mailboxes.records import (
     parse_address,
     queue_name,
 )
+from vigil.mailboxes.store import Addresses
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -61,7 +62,7 @@ R = TypeVar("R", bound=BaseModel)
 log = get_logger("vigil.mailboxes")
 
 
-def require_registered(store: Store, namespace: str, address: str) -> str:
+def require_registered(store: Addresses, namespace: str, address: str) -> str:
     """The owner of the mailbox at ``address``; not_found unless the address is registered.
 
     An agent's own address is registered by the agent's principal record; a named box, by
@@ -81,7 +82,7 @@ def require_registered(store: Store, namespace: str, address: str) -> str:
 
 
 def deliver(
-    store: Store,
+    store: Addresses,
     queues: MailboxQueues,
     clock: Clock,
     namespace: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime
 
+from vigil.identity.store import IdentityStore
 from vigil.kit.uow import Count, Write
 from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
 
@@ -67,3 +68,8 @@ class MailboxStore(ABC):
         """Up to ``limit`` usage days of the namespace from ``first_day`` to ``last_day``
         (inclusive), in day then principal order, beginning after the position ``after``
         (``<day>#<principal>``)."""
+
+
+class Addresses(IdentityStore, MailboxStore, ABC):
+    """What tells a registered address (the agent behind it, a named mailbox): what delivering
+    an envelope reads."""
