@@ -91,7 +91,9 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # Membership changes come after the file tools, so that a walk of the catalog in order
     # (the quality harness's) reaches a conversation's files before a leave ends its part in it.
-    ("vigil.conversations.tools", ("start_chat", "send", "get_conversation")),
+    # start_chat is the requests': its first message may ask one.
+    ("vigil.requests.tools", ("start_chat",)),
+    ("vigil.conversations.tools", ("send", "get_conversation")),
     (
         "vigil.attachments.tools",
         (

@@ -7,9 +7,9 @@ and the in-memory fake, which pass the same contract tests (tests/contract).
 
 from __future__ import annotations
 
-from vigil.attachments.store import AttachmentStore
+from vigil.attachments.store import AttachmentPorts, AttachmentStore
 from vigil.audit.store import AuditStore
-from vigil.conversations.store import ConversationStore
+from vigil.conversations.store import ConversationPorts, ConversationStore
 from vigil.identity.store import IdentityPorts, IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
@@ -20,7 +20,7 @@ from vigil.notifications.ports import ChannelPorts, DelivererPorts
 from vigil.notifications.store import ChannelStore
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
-from vigil.requests.store import RequestStore
+from vigil.requests.store import RequestPorts, RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore
 from vigil.sessions.watch import WatchPorts
@@ -37,6 +37,9 @@ class Store(
     IdentityPorts,
     MailboxPorts,
     ProgressPorts,
+    RequestPorts,
+    ConversationPorts,
+    AttachmentPorts,
     Committer,
     IdempotencyStore,
     AttachmentStore,

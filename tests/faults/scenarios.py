@@ -28,6 +28,8 @@ from vigil.clock import iso
 from vigil.kit.events import event_id as make_event_id
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
+from vigil.kit.uow import UnitOfWork
+from vigil.notifications.outbox import Outbox
 from vigil.notifications.records import MAX_ATTEMPTS, ChannelDelivery, DeliveryFailure, Notification
 from vigil.requests.service import TIMER_KIND as REQUEST_TIMER
 from vigil.requests.service import Requests
@@ -380,8 +382,14 @@ def _overdue_request(world: World) -> dict[str, Any]:
 def deliver_request_timer(
     world: World, scenario: Scenario, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    requests = Requests(world.store, world.queues, world.clock, world.alarms)
-    requests.on_timer(Timer.model_validate(arguments["timer"]))
+    requests = Requests(
+        world.store,
+        queues=world.queues,
+        clock=world.clock,
+        alarms=world.alarms,
+        publish=Outbox(world.store, world.clock, world.alarms),
+    )
+    requests.on_timer(UnitOfWork(world.store), Timer.model_validate(arguments["timer"]))
     return {}
 
 

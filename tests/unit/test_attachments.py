@@ -15,7 +15,7 @@ from tests.support import Tenant, app_on
 from vigil.attachments.blobs import Blobs, S3Blobs
 from vigil.attachments.memory import MemoryBlobs
 from vigil.attachments.records import MAX_INLINE_BYTES, safe_file_name
-from vigil.attachments.service import claim
+from vigil.attachments.service import Attachments
 from vigil.clock import ManualClock, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.identity.records import Caller
@@ -122,9 +122,8 @@ def test_a_draft_is_claimed_by_one_operation_only(
     me, secret = tenant.register()
     draft = stage(tenant, secret)
     caller = caller_of(tenant, me)
-    files, writes = claim(
-        store, blobs, caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now()
-    )
+    claim = Attachments(store, blobs=blobs, clock=clock).claim
+    files, writes = claim(caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now())
     store.commit(writes)
     (file,) = files
     assert (file.state, file.conversation_id, file.key) == (
@@ -134,14 +133,10 @@ def test_a_draft_is_claimed_by_one_operation_only(
     )
     assert blobs.get(file.key) == b"hello"
     # The same operation again (a retry): the same file, nothing written.
-    again, more = claim(
-        store, blobs, caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now()
-    )
+    again, more = claim(caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now())
     assert (again, more) == (files, [])
     # Any other operation is refused.
-    error = refused(
-        claim, store, blobs, caller, [draft["id"]], "send/k2", "cnv_2", "msg_2", clock.now()
-    )
+    error = refused(claim, caller, [draft["id"]], "send/k2", "cnv_2", "msg_2", clock.now())
     assert error.code is ErrorCode.INVALID_ARGUMENT
 
 
@@ -151,19 +146,14 @@ def test_only_the_owner_claims_a_live_draft(
     me, secret = tenant.register()
     other, _ = tenant.register(name="other")
     draft = stage(tenant, secret)
+    claim = Attachments(store, blobs=blobs, clock=clock).claim
     for who, ids in ((other, [draft["id"]]), (me, ["att_aaaaaaaaaaaaaaaa"])):
-        error = refused(
-            claim, store, blobs, caller_of(tenant, who), ids, "op", "c", "m", clock.now()
-        )
+        error = refused(claim, caller_of(tenant, who), ids, "op", "c", "m", clock.now())
         assert error.code is ErrorCode.NOT_FOUND
-    error = refused(
-        claim, store, blobs, caller_of(tenant, me), [draft["id"]] * 2, "op", "c", "m", clock.now()
-    )
+    error = refused(claim, caller_of(tenant, me), [draft["id"]] * 2, "op", "c", "m", clock.now())
     assert error.code is ErrorCode.INVALID_ARGUMENT
     clock.advance(24 * 3600)
-    expired = refused(
-        claim, store, blobs, caller_of(tenant, me), [draft["id"]], "op", "c", "m", clock.now()
-    )
+    expired = refused(claim, caller_of(tenant, me), [draft["id"]], "op", "c", "m", clock.now())
     assert expired.code is ErrorCode.NOT_FOUND
     stored = store.get_attachment("acme", draft["id"])
     assert stored is not None
@@ -212,9 +202,8 @@ def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
     # Not claimable, and not finishable, before its bytes are there.
     stored = store.get_attachment("acme", upload["id"])
     assert stored is not None
-    error = refused(
-        claim, store, blobs, caller_of(tenant, me), [upload["id"]], "o", "c", "m", clock.now()
-    )
+    claim = Attachments(store, blobs=blobs, clock=clock).claim
+    error = refused(claim, caller_of(tenant, me), [upload["id"]], "o", "c", "m", clock.now())
     assert error.code is ErrorCode.NOT_FOUND
     nothing = refused(tenant.call, "finish_attachment_upload", secret, id=upload["id"])
     assert nothing.code is ErrorCode.INVALID_ARGUMENT

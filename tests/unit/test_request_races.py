@@ -16,6 +16,8 @@ from tests.support import interleaving_store
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.uow import UnitOfWork
+from vigil.notifications.outbox import Outbox
 from vigil.requests.service import Requests
 
 DEPLOY = {"op": "deploy", "service": "checkout"}
@@ -63,9 +65,16 @@ class Pair:
         return self.call("ask", "ann", conversation_id=chat["conversation_id"], **arguments)
 
     def expire(self) -> None:
-        requests = Requests(self.world.store, self.world.queues, self.clock, self.world.alarms)
+        store, alarms = self.world.store, self.world.alarms
+        requests = Requests(
+            store,
+            queues=self.world.queues,
+            clock=self.clock,
+            alarms=alarms,
+            publish=Outbox(store, self.clock, alarms),
+        )
         for timer in self.world.due_alarms():
-            requests.on_timer(timer)
+            requests.on_timer(UnitOfWork(store), timer)
 
     def state(self, request_id: str) -> dict[str, Any]:
         return self.call("get_request", "ann", id=request_id)

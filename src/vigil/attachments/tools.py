@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import Field
 
-from vigil.attachments import service
+from vigil.attachments.blobs import Blobs
 from vigil.attachments.records import (
     BASE64_PATTERN,
     DRAFT_SECONDS,
@@ -18,12 +18,14 @@ from vigil.attachments.records import (
     MEDIA_TYPE_PATTERN,
     Attachment,
 )
-from vigil.attachments.service import ParticipantOf
-from vigil.conversations.records import Participant
-from vigil.conversations.service import Conversations
-from vigil.errors import VigilError, unavailable
+from vigil.attachments.service import Attachments, NewFile, decoded
+from vigil.attachments.store import AttachmentPorts
+from vigil.clock import Clock
+from vigil.errors import unavailable
+from vigil.identity.records import Caller
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.uow import UnitOfWork
 
 DOWNLOAD_SECONDS = 300
 _BASE64 = (
@@ -31,8 +33,24 @@ _BASE64 = (
     f"({MAX_BASE64_CHARS} characters)."
 )
 
-if TYPE_CHECKING:
-    from vigil.context import Context
+
+class AttachmentContext(Protocol):
+    """What the attachment tools read of a call."""
+
+    @property
+    def store(self) -> AttachmentPorts: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def caller(self) -> Caller: ...
+    @property
+    def uow(self) -> UnitOfWork: ...
+    @property
+    def blobs(self) -> Blobs: ...
+
+
+def _attachments(ctx: AttachmentContext) -> Attachments:
+    return Attachments(ctx.store, blobs=ctx.blobs, clock=ctx.clock)
 
 
 class AttachmentView(Output):
@@ -94,18 +112,9 @@ class StageAttachmentInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def stage_attachment(ctx: Context, args: StageAttachmentInput) -> AttachmentView:
-    return service.stage(
-        ctx.store,
-        ctx.uow,
-        ctx.blobs,
-        ctx.clock,
-        ctx.caller,
-        service.decoded(args.base64),
-        args.file_name,
-        args.media_type,
-        AttachmentView.of,
-    )
+def stage_attachment(ctx: AttachmentContext, args: StageAttachmentInput) -> AttachmentView:
+    file = NewFile(decoded(args.base64), args.file_name, args.media_type)
+    return _attachments(ctx).stage(ctx.uow, ctx.caller, file, AttachmentView.of)
 
 
 class BeginUploadInput(StrictInput):
@@ -127,12 +136,9 @@ class BeginUploadResult(Output):
     max_bytes: int = Field(description="The most the form accepts: 5 MiB.")
 
 
-def begin_attachment_upload(ctx: Context, args: BeginUploadInput) -> BeginUploadResult:
-    return service.begin_upload(
-        ctx.store,
+def begin_attachment_upload(ctx: AttachmentContext, args: BeginUploadInput) -> BeginUploadResult:
+    return _attachments(ctx).begin_upload(
         ctx.uow,
-        ctx.blobs,
-        ctx.clock,
         ctx.caller,
         args.file_name,
         args.media_type,
@@ -150,10 +156,8 @@ class FinishUploadInput(StrictInput):
     )
 
 
-def finish_attachment_upload(ctx: Context, args: FinishUploadInput) -> AttachmentView:
-    return service.finish_upload(
-        ctx.store, ctx.uow, ctx.blobs, ctx.clock, ctx.caller, args.id, AttachmentView.of
-    )
+def finish_attachment_upload(ctx: AttachmentContext, args: FinishUploadInput) -> AttachmentView:
+    return _attachments(ctx).finish_upload(ctx.uow, ctx.caller, args.id, AttachmentView.of)
 
 
 # -- files in conversations -----------------------------------------------------------------
@@ -161,22 +165,6 @@ ConversationId = Annotated[
     str,
     Field(min_length=1, max_length=64, description="The conversation's id, as send gave it."),
 ]
-
-
-def _conversations(ctx: Context) -> Conversations:
-    return Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
-
-
-def _participant_of(ctx: Context) -> ParticipantOf:
-    conversations = _conversations(ctx)
-
-    def participant_of(conversation_id: str) -> Participant | None:
-        try:
-            return conversations.readable(ctx.caller, conversation_id)[1]
-        except VigilError:
-            return None
-
-    return participant_of
 
 
 class UploadAttachmentInput(StrictInput):
@@ -189,21 +177,11 @@ class UploadAttachmentInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
 
 
-def upload_attachment(ctx: Context, args: UploadAttachmentInput) -> AttachmentView:
-    data = service.decoded(args.base64)
-    conversation, _ = _conversations(ctx).readable(ctx.caller, args.conversation_id)
-    return service.upload(
-        ctx.store,
-        ctx.uow,
-        ctx.blobs,
-        ctx.clock,
-        ctx.caller,
-        conversation,
-        data,
-        args.file_name,
-        args.media_type,
-        AttachmentView.of,
-    )
+def upload_attachment(ctx: AttachmentContext, args: UploadAttachmentInput) -> AttachmentView:
+    file = NewFile(decoded(args.base64), args.file_name, args.media_type)
+    attachments = _attachments(ctx)
+    membership = attachments.member(ctx.caller, args.conversation_id)
+    return attachments.upload(ctx.uow, ctx.caller, membership, file, AttachmentView.of)
 
 
 class ListAttachmentsInput(StrictInput):
@@ -221,17 +199,18 @@ class AttachmentList(Output):
     next_cursor: str | None = Field(description="Pass as cursor for more; null at the end.")
 
 
-def list_attachments(ctx: Context, args: ListAttachmentsInput) -> AttachmentList:
+def list_attachments(ctx: AttachmentContext, args: ListAttachmentsInput) -> AttachmentList:
     after = (
         cursor_position(args.cursor, "files", str, c=args.conversation_id)
         if args.cursor is not None
         else None
     )
-    conversation, participant = _conversations(ctx).readable(ctx.caller, args.conversation_id)
-    seen, more = service.seen_files(ctx.store, conversation, participant, after)
+    attachments = _attachments(ctx)
+    membership = attachments.member(ctx.caller, args.conversation_id)
+    seen, more = attachments.seen_files(membership, after)
     return AttachmentList(
         attachments=[AttachmentView.of(f) for f in seen],
-        next_cursor=encode_cursor("files", c=conversation.id, a=more) if more else None,
+        next_cursor=encode_cursor("files", c=membership.conversation_id, a=more) if more else None,
     )
 
 
@@ -254,8 +233,8 @@ class Download(Output):
     )
 
 
-def download_attachment(ctx: Context, args: DownloadAttachmentInput) -> Download:
-    file = service.readable_file(ctx.store, ctx.caller, args.id, _participant_of(ctx))
+def download_attachment(ctx: AttachmentContext, args: DownloadAttachmentInput) -> Download:
+    file = _attachments(ctx).readable_file(ctx.caller, args.id)
     inline = file.size <= MAX_INLINE_BYTES
     data = ctx.blobs.get(file.key) if inline else None
     if inline and data is None:
@@ -271,7 +250,7 @@ def download_attachment(ctx: Context, args: DownloadAttachmentInput) -> Download
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
+TOOLS: tuple[Tool[AttachmentContext], ...] = (
     Tool(
         name="stage_attachment",
         title="Stage an attachment",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from vigil.attachments.store import Membership
 from vigil.conversations.records import Conversation, Message
 from vigil.conversations.store import ConversationStore
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
@@ -137,12 +138,12 @@ class DynamoConversations(DynamoBase, ConversationStore):
             },
         )
 
-    def require_membership(self, conversation: Conversation) -> DynamoWrite:
+    def require_membership(self, membership: Membership) -> DynamoWrite:
         check = {
             "TableName": self.table,
-            "Key": _conversation_key(conversation.namespace, conversation.id),
+            "Key": _conversation_key(membership.namespace, membership.conversation_id),
             "ConditionExpression": "version = :version",
-            "ExpressionAttributeValues": {":version": attr_n(conversation.version)},
+            "ExpressionAttributeValues": {":version": attr_n(membership.version)},
         }
         return DynamoWrite([{"ConditionCheck": check}])
 

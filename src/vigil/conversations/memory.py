@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vigil.attachments.store import Membership
 from vigil.conversations.records import Conversation, Message
 from vigil.conversations.store import ConversationStore
 from vigil.kit.limits import item_bytes
@@ -89,13 +90,13 @@ class MemoryConversations(MemoryBase, ConversationStore):
 
         return MemoryWrite(check, apply, (item_bytes(key, conversation),))
 
-    def require_membership(self, conversation: Conversation) -> MemoryWrite:
-        key = (conversation.namespace, conversation.id)
+    def require_membership(self, membership: Membership) -> MemoryWrite:
+        key = (membership.namespace, membership.conversation_id)
 
         def check() -> None:
             current = self.conversations.get(key)
-            if current is None or current.version != conversation.version:
-                raise ConditionFailed(conversation.id)
+            if current is None or current.version != membership.version:
+                raise ConditionFailed(membership.conversation_id)
 
         return MemoryWrite(check, lambda: None, (item_bytes(key),))
 

@@ -12,19 +12,21 @@ stored and its completion recorded, so a retry with the same idempotency key rep
 and, before returning it, delivers what is still owed (``finish``, the tools' ``resume``). An
 envelope queued twice (a crash between the send and the count) is one envelope, handed out once
 by the mailbox. So every recipient ends with exactly one envelope of each message.
+
+A message that asks a request is posted by the requests: ``posting`` builds it, the requests add
+what it asks, and ``writes`` stores it in their commit, with the request.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal, TypeVar
-
-from pydantic import BaseModel
+from typing import Literal
 
 from vigil.attachments.blobs import Blobs
-from vigil.attachments.service import claim
+from vigil.attachments.service import Attachments
 from vigil.clock import Clock, to_ms
 from vigil.conversations.records import (
     AttachedFile,
@@ -33,17 +35,15 @@ from vigil.conversations.records import (
     Message,
     Participant,
 )
+from vigil.conversations.store import ConversationPorts
 from vigil.errors import ErrorCode, VigilError, conflict, forbidden, invalid, not_found
 from vigil.identity.records import Caller, Principal
 from vigil.kit.principals import Kind, new_id, number_in
-from vigil.kit.retry import retry_on_conflict
+from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for
 from vigil.mailboxes.service import deliver
-from vigil.store import Store
-
-R = TypeVar("R", bound=BaseModel)
 
 Operation = Literal["rename", "add", "remove", "leave"]
 # A page of history: at most this many messages, and no more bodies than PAGE_BYTES once one
@@ -53,27 +53,77 @@ PAGE_BYTES = 128 * 1024
 # Envelopes queued between two records of how far delivery got.
 DELIVERY_BATCH = 25
 
-Present = Callable[[Conversation, Message, bool], R]
-# What a message carries besides itself (the request it asks): given the conversation and the
-# message, the message as it is stored and the writes that commit with it.
-Also = Callable[[Conversation, Message], tuple[Message, list[Write]]]
+
+@dataclass(frozen=True)
+class Post:
+    """A message to send, and where: into a conversation the caller takes part in
+    (``conversation_id``), to ``target`` in a new direct conversation (the pair's reused one
+    with ``reuse_direct``), or to ``chat_with`` in a new shared chat that the caller manages."""
+
+    caller: Caller
+    body: str
+    mentions: list[Mention] = field(default_factory=list)
+    attachment_ids: list[str] = field(default_factory=list)
+    conversation_id: str | None = None
+    target: tuple[str, Kind] | None = None
+    chat_with: list[tuple[str, Kind]] | None = None
+    title: str | None = None
+    reuse_direct: bool = False
+
+    @property
+    def contended(self) -> str:
+        """What kept changing, when every attempt of the call loses its race."""
+        return "the chat" if self.chat_with is not None else "the conversation"
 
 
-class Claims:
-    """The drafts one call attaches, and the name of the operation that claims them: stable
-    across the call's retries with its idempotency key, new for a call without one."""
+@dataclass(frozen=True)
+class Posting:
+    """A message about to be stored: the conversation as the message leaves it, the message,
+    and whether it starts the conversation; with what its store writes are conditional on (the
+    conversation as read, whether the pair reuses it) and the writes of the files it claims."""
 
-    def __init__(self, uow: UnitOfWork, attachment_ids: list[str]) -> None:
-        self.attachment_ids = attachment_ids
-        self.operation = uow.operation or new_id("op")
+    conversation: Conversation
+    message: Message
+    created: bool
+    read: Conversation
+    reused: bool
+    claimed: list[Write]
+
+    def carrying(self, message: Message) -> Posting:
+        """The posting with ``message`` (the same one, with what it carries besides) instead."""
+        return replace(self, message=message)
+
+
+@dataclass(frozen=True)
+class ChangeMembership:
+    """A change of a chat at its current ``version``: a rename (``title``), an addition or a
+    removal (``members``; with an addition, ``share_history``), or the caller's leaving (with
+    ``next_manager``, if the caller manages it)."""
+
+    caller: Caller
+    conversation_id: str
+    version: int
+    operation: Operation
+    members: list[str] = field(default_factory=list)
+    title: str | None = None
+    next_manager: str | None = None
+    share_history: bool = False
+
+
+def claiming(uow: UnitOfWork) -> str:
+    """The name of the operation that claims the drafts one call attaches: stable across the
+    call's retries with its idempotency key, new for a call without one."""
+    return uow.operation or new_id("op")
 
 
 class Conversations:
-    def __init__(self, store: Store, queues: MailboxQueues, clock: Clock, blobs: Blobs) -> None:
+    def __init__(
+        self, store: ConversationPorts, *, queues: MailboxQueues, clock: Clock, blobs: Blobs
+    ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
-        self.blobs = blobs
+        self.attachments = Attachments(store, blobs=blobs, clock=clock)
 
     # -- who may contact whom, and who may read --------------------------------------------
     def reachable(self, caller: Caller, wanted: list[tuple[str, Kind | None]]) -> list[Principal]:
@@ -110,129 +160,87 @@ class Conversations:
         return conversation, participant
 
     # -- sending -----------------------------------------------------------------------------
-    def send(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        target: tuple[str, Kind] | None,
-        conversation_id: str | None,
-        body: str,
-        mentions: list[Mention],
-        attachment_ids: list[str],
-        title: str | None,
-        reuse_direct: bool,
-        present: Present[R],
-        also: Also | None = None,
-    ) -> R:
-        """A message into the conversation ``conversation_id``, or to ``target`` in a new
-        direct conversation; into the pair's reused one when ``reuse_direct`` is set."""
+    def send(self, uow: UnitOfWork, post: Post, present: Callable[[Posting], R]) -> R:
+        """Stores the message ``post`` sends, presented by ``present``, and delivers it."""
         now = to_ms(self.clock.now())
-        files = Claims(uow, attachment_ids)
+        operation = claiming(uow)
 
         def attempt() -> tuple[R, Message]:
-            if conversation_id is not None:
-                current, _ = self.readable(caller, conversation_id)
-                return self._post(uow, current, caller, body, mentions, files, now, present, also)
-            assert target is not None
-            (other,) = self.reachable(caller, [target])
-            reused = (
-                self.store.get_direct(caller.namespace, caller.principal_id, other.id)
-                if reuse_direct
-                else None
-            )
-            if reused is not None:
-                current, _ = self.readable(caller, reused)
-                return self._post(uow, current, caller, body, mentions, files, now, present, also)
-            started = Conversation.started(
-                caller.namespace, "direct", caller.principal_id, [other.id], title, now
-            )
-            return self._start(
-                uow, started, caller, body, mentions, files, now, reuse_direct, present, also
-            )
+            posting = self.posting(post, operation, now)
+            result = present(posting)
+            uow.commit(*self.writes(posting), result=result)
+            return result, posting.message
 
-        result, message = retry_on_conflict(attempt, "the conversation")
+        result, message = retry_on_conflict(attempt, post.contended)
         self.deliver(message)
         return result
 
-    def start_chat(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        targets: list[tuple[str, Kind]],
-        body: str,
-        mentions: list[Mention],
-        attachment_ids: list[str],
-        title: str | None,
-        present: Present[R],
-        also: Also | None = None,
-    ) -> R:
-        """A shared chat of the caller, its manager, and ``targets``, with its first message."""
-        now = to_ms(self.clock.now())
-        others = [p.id for p in self.reachable(caller, list(targets))]
-        files = Claims(uow, attachment_ids)
-
-        def attempt() -> tuple[R, Message]:
+    def posting(self, post: Post, operation: str, now: datetime) -> Posting:
+        """The message ``post`` sends, numbered in its conversation (a new one unless it goes
+        into one the caller takes part in, or the pair's reused one), with the drafts it
+        claims by ``operation``: to commit, then to deliver."""
+        caller = post.caller
+        if post.conversation_id is not None:
+            current, _ = self.readable(caller, post.conversation_id)
+            return self._posted(post, current, operation, now)
+        if post.chat_with is not None:
+            others = [p.id for p in self.reachable(caller, list(post.chat_with))]
             started = Conversation.started(
-                caller.namespace, "chat", caller.principal_id, others, title, now
+                caller.namespace, "chat", caller.principal_id, others, post.title, now
             )
-            return self._start(
-                uow, started, caller, body, mentions, files, now, False, present, also
+            return self._posted(post, started, operation, now, created=True)
+        assert post.target is not None
+        (other,) = self.reachable(caller, [post.target])
+        reused = (
+            self.store.get_direct(caller.namespace, caller.principal_id, other.id)
+            if post.reuse_direct
+            else None
+        )
+        if reused is not None:
+            current, _ = self.readable(caller, reused)
+            return self._posted(post, current, operation, now)
+        started = Conversation.started(
+            caller.namespace, "direct", caller.principal_id, [other.id], post.title, now
+        )
+        return self._posted(post, started, operation, now, created=True)
+
+    def _posted(
+        self,
+        post: Post,
+        conversation: Conversation,
+        operation: str,
+        now: datetime,
+        created: bool = False,
+    ) -> Posting:
+        numbered, message = conversation.posted(
+            post.caller.principal_id, post.body, post.mentions, now
+        )
+        message, claimed = self._attach(post, message, operation, now)
+        reused = created and post.reuse_direct
+        return Posting(numbered, message, created, conversation, reused, claimed)
+
+    def writes(self, posting: Posting) -> list[Write]:
+        """What stores the posting's message as it is now: with its new conversation, or as
+        the next number of the conversation read; and the claims of its files."""
+        if posting.created:
+            write = self.store.start_conversation(
+                posting.conversation, posting.message, posting.reused
             )
-
-        result, message = retry_on_conflict(attempt, "the chat")
-        self.deliver(message)
-        return result
-
-    def _start(
-        self,
-        uow: UnitOfWork,
-        conversation: Conversation,
-        caller: Caller,
-        body: str,
-        mentions: list[Mention],
-        files: Claims,
-        now: datetime,
-        reused: bool,
-        present: Present[R],
-        also: Also | None,
-    ) -> tuple[R, Message]:
-        numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
-        message, claimed = self._attach(caller, message, files, now)
-        message, extra = also(numbered, message) if also else (message, [])
-        write = self.store.start_conversation(numbered, message, reused)
-        return self._commit(uow, [write, *claimed, *extra], numbered, message, True, present)
-
-    def _post(
-        self,
-        uow: UnitOfWork,
-        conversation: Conversation,
-        caller: Caller,
-        body: str,
-        mentions: list[Mention],
-        files: Claims,
-        now: datetime,
-        present: Present[R],
-        also: Also | None = None,
-    ) -> tuple[R, Message]:
-        numbered, message = conversation.posted(caller.principal_id, body, mentions, now)
-        message, claimed = self._attach(caller, message, files, now)
-        message, extra = also(numbered, message) if also else (message, [])
-        write = self.store.add_message(conversation, message)
-        return self._commit(uow, [write, *claimed, *extra], numbered, message, False, present)
+        else:
+            write = self.store.add_message(posting.read, posting.message)
+        return [write, *posting.claimed]
 
     def _attach(
-        self, caller: Caller, message: Message, files: Claims, now: datetime
+        self, post: Post, message: Message, operation: str, now: datetime
     ) -> tuple[Message, list[Write]]:
         """``message`` with the drafts it claims, and the writes of the claims, which commit
         with it: a draft becomes this message's file, or nothing happens to it."""
-        if not files.attachment_ids:
+        if not post.attachment_ids:
             return message, []
-        claimed, writes = claim(
-            self.store,
-            self.blobs,
-            caller,
-            files.attachment_ids,
-            files.operation,
+        claimed, writes = self.attachments.claim(
+            post.caller,
+            post.attachment_ids,
+            operation,
             message.conversation_id,
             message.id,
             now,
@@ -248,19 +256,6 @@ class Conversations:
             for a in claimed
         ]
         return message.model_copy(update={"attachments": attached}), writes
-
-    @staticmethod
-    def _commit(
-        uow: UnitOfWork,
-        writes: list[Write],
-        conversation: Conversation,
-        message: Message,
-        created: bool,
-        present: Present[R],
-    ) -> tuple[R, Message]:
-        result = present(conversation, message, created)
-        uow.commit(*writes, result=result)
-        return result, message
 
     # -- delivery ------------------------------------------------------------------------------
     def deliver(self, message: Message) -> None:
@@ -298,26 +293,17 @@ class Conversations:
 
     # -- membership ------------------------------------------------------------------------------
     def change_membership(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        conversation_id: str,
-        version: int,
-        operation: Operation,
-        members: list[str],
-        title: str | None,
-        next_manager: str | None,
-        share_history: bool,
-        present: Callable[[Conversation], R],
+        self, uow: UnitOfWork, change: ChangeMembership, present: Callable[[Conversation], R]
     ) -> R:
         """Renames a chat, adds or removes participants (its manager only), or takes the caller
-        out of it, at the chat's current ``version``."""
+        out of it, at the chat's current version."""
+        caller, operation, title = change.caller, change.operation, change.title
 
         def attempt() -> R:
-            current, _ = self.readable(caller, conversation_id)
+            current, _ = self.readable(caller, change.conversation_id)
             if current.kind != "chat":
                 raise invalid("a direct conversation keeps its two participants; start a chat")
-            if current.version != version:
+            if current.version != change.version:
                 raise conflict("stale version", current_version=current.version)
             if operation != "leave" and current.manager != caller.principal_id:
                 raise forbidden("only the chat's manager may rename it, add or remove members")
@@ -325,12 +311,13 @@ class Conversations:
                 assert title is not None
                 changed = current.renamed(title)
             elif operation == "add":
-                added = [p.id for p in self.reachable(caller, [(m, None) for m in members])]
-                changed = current.joined(added, share_history, to_ms(self.clock.now()))
+                wanted: list[tuple[str, Kind | None]] = [(m, None) for m in change.members]
+                added = [p.id for p in self.reachable(caller, wanted)]
+                changed = current.joined(added, change.share_history, to_ms(self.clock.now()))
             elif operation == "remove":
-                changed = current.without(members)
+                changed = current.without(change.members)
             else:
-                changed = current.left_by(caller.principal_id, next_manager)
+                changed = current.left_by(caller.principal_id, change.next_manager)
             result = present(changed)
             uow.commit(self.store.save_conversation(changed), result=result)
             return result

@@ -1,14 +1,18 @@
-"""Where conversations and their messages are kept."""
+"""Where conversations and their messages are kept, and what the conversations' use cases
+reach."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from vigil.attachments.store import AttachmentPorts, Membership, Memberships
 from vigil.conversations.records import Conversation, Message
 from vigil.kit.uow import Write
+from vigil.identity.store import IdentityStore
+from vigil.mailboxes.store import MailboxStore
 
 
-class ConversationStore(ABC):
+class ConversationStore(Memberships, ABC):
     @abstractmethod
     def get_conversation(self, namespace: str, conversation_id: str) -> Conversation | None: ...
 
@@ -35,11 +39,20 @@ class ConversationStore(ABC):
         """Replaces the conversation if it is stored at version ``conversation.version - 1``
         and with its ``last_seq``, so that no message lands unseen by a membership change."""
 
-    @abstractmethod
-    def require_membership(self, conversation: Conversation) -> Write:
-        """Changes nothing, and holds only while the conversation's membership is as read
-        (its version unchanged; messages may have come). Committed with other writes, it
-        makes them depend on who takes part."""
+    def membership(
+        self, namespace: str, conversation_id: str, principal_id: str
+    ) -> Membership | None:
+        conversation = self.get_conversation(namespace, conversation_id)
+        participant = None if conversation is None else conversation.participant(principal_id)
+        if conversation is None or participant is None:
+            return None
+        return Membership(
+            namespace=namespace,
+            conversation_id=conversation_id,
+            version=conversation.version,
+            sees_from=participant.sees_from,
+            joined_at=participant.joined_at,
+        )
 
     @abstractmethod
     def get_message(self, namespace: str, conversation_id: str, seq: int) -> Message | None: ...
@@ -56,3 +69,8 @@ class ConversationStore(ABC):
         """Records that the first ``count`` of the message's recipients have their envelope
         queued. A single conditional write of its own, like a delivery's: it raises
         ConditionFailed, and changes nothing, if as many or more are recorded already."""
+
+
+class ConversationPorts(AttachmentPorts, ConversationStore, IdentityStore, MailboxStore, ABC):
+    """What the conversations' use cases read and write: the conversations, the files their
+    messages claim, the principals brought into them and the mailboxes their agents read."""

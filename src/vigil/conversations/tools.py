@@ -1,37 +1,60 @@
-"""Conversation tools: ``send``, ``start_chat``, ``change_chat_membership`` and
-``get_conversation``. The use cases, who may contact whom and how a message reaches the agents'
+"""Conversation tools: ``send``, ``change_chat_membership`` and ``get_conversation``; and the
+inputs and the result that ``start_chat`` (a request tool, since its first message may ask one)
+shares with ``send``. The use cases, who may contact whom and how a message reaches the agents'
 mailboxes, are in vigil.conversations.service."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator, Field, model_validator
 
+from vigil.attachments.blobs import Blobs
+from vigil.clock import Clock
 from vigil.conversations.records import (
     MAX_BODY_BYTES,
     MAX_MENTIONS,
     MAX_PARTICIPANTS,
     MAX_TITLE,
-    Conversation,
     ConversationKind,
     Mention,
-    Message,
 )
-from vigil.conversations.service import MESSAGES_PAGE, Conversations, Operation
+from vigil.conversations.service import (
+    MESSAGES_PAGE,
+    ChangeMembership,
+    Conversations,
+    Operation,
+    Post,
+    Posting,
+)
+from vigil.conversations.store import ConversationPorts
+from vigil.identity.records import Caller
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.principals import Kind, kind_of
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, StrictInput, Tool
-from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, MAX_CHOICE, MAX_CHOICES
-from vigil.requests.service import Requests
-
-if TYPE_CHECKING:
-    from vigil.context import Context
+from vigil.kit.uow import UnitOfWork
+from vigil.mailboxes.queues import MailboxQueues
 
 MAX_ATTACHMENTS = 5
-MAX_TARGETS = 100
 MAX_MEMBERS = 100
+
+
+class ConversationContext(Protocol):
+    """What the conversation tools read of a call."""
+
+    @property
+    def store(self) -> ConversationPorts: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def caller(self) -> Caller: ...
+    @property
+    def uow(self) -> UnitOfWork: ...
+    @property
+    def queues(self) -> MailboxQueues: ...
+    @property
+    def blobs(self) -> Blobs: ...
 
 
 def _fits(body: str) -> str:
@@ -90,15 +113,6 @@ AttachmentIds = Annotated[
         "claims them again harmlessly; any other operation naming them is refused.",
     ),
 ]
-Choices = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]],
-    Field(
-        min_length=1,
-        max_length=MAX_CHOICES,
-        description=f"Up to {MAX_CHOICES} exact answer strings, each once: a reply that "
-        "gives an answer must give one of them, exactly as offered.",
-    ),
-]
 
 
 class TargetInput(StrictInput):
@@ -141,8 +155,8 @@ def mentions_of(mentions: list[MentionInput] | None) -> list[Mention]:
     return [Mention(start=m.start, end=m.end, principal_id=m.principal_id) for m in mentions or []]
 
 
-def _conversations(ctx: Context) -> Conversations:
-    return Conversations(ctx.store, ctx.queues, ctx.clock, ctx.blobs)
+def conversations(ctx: ConversationContext) -> Conversations:
+    return Conversations(ctx.store, queues=ctx.queues, clock=ctx.clock, blobs=ctx.blobs)
 
 
 # -- results ------------------------------------------------------------------------------
@@ -169,11 +183,12 @@ class SendResult(Output):
     messages: list[AcceptedMessage] = Field(description="The message stored: one.")
 
 
-def _sent(conversation: Conversation, message: Message, created: bool) -> SendResult:
+def sent(posting: Posting) -> SendResult:
+    conversation, message = posting.conversation, posting.message
     return SendResult(
         conversation_id=conversation.id,
         version=conversation.version,
-        created=created,
+        created=posting.created,
         messages=[
             AcceptedMessage(
                 id=message.id,
@@ -186,11 +201,11 @@ def _sent(conversation: Conversation, message: Message, created: bool) -> SendRe
     )
 
 
-def resume_delivery(ctx: Context, result: dict[str, Any]) -> None:
+def resume_delivery(ctx: ConversationContext, result: dict[str, Any]) -> None:
     """A replay of send or start_chat first delivers what its message still owes."""
     sent = SendResult.model_validate(result)
     for message in sent.messages:
-        _conversations(ctx).finish(ctx.caller.namespace, sent.conversation_id, message.id)
+        conversations(ctx).finish(ctx.caller.namespace, sent.conversation_id, message.id)
 
 
 # -- send ---------------------------------------------------------------------------------
@@ -226,79 +241,18 @@ class SendInput(StrictInput):
         return self
 
 
-def send(ctx: Context, args: SendInput) -> SendResult:
-    target = None if args.target is None else (args.target.id, args.target.kind)
-    return _conversations(ctx).send(
-        ctx.uow,
-        ctx.caller,
-        target,
-        args.conversation_id,
-        args.body,
-        mentions_of(args.mentions),
-        args.attachment_ids or [],
-        args.title,
-        args.reuse_direct,
-        _sent,
+def send(ctx: ConversationContext, args: SendInput) -> SendResult:
+    post = Post(
+        caller=ctx.caller,
+        body=args.body,
+        mentions=mentions_of(args.mentions),
+        attachment_ids=args.attachment_ids or [],
+        conversation_id=args.conversation_id,
+        target=None if args.target is None else (args.target.id, args.target.kind),
+        title=args.title,
+        reuse_direct=args.reuse_direct,
     )
-
-
-# -- start_chat ---------------------------------------------------------------------------
-class StartChatInput(StrictInput):
-    approval: bool = Field(
-        default=False,
-        description="The first message asks the chat's other participants for an approval "
-        "decision (approved or denied, with reply): a request without a bound action, which "
-        "communicates a decision and cannot be redeemed (use ask with action for that).",
-    )
-    attachment_ids: AttachmentIds | None = None
-    body: Body
-    choices: Choices | None = None
-    idempotency_key: IdempotencyKey | None = None
-    mentions: Mentions | None = None
-    targets: list[TargetInput] = Field(
-        max_length=MAX_TARGETS,
-        description=f"Who shares the chat with you, up to {MAX_TARGETS}, each once.",
-    )
-    title: Title | None = None
-
-    @model_validator(mode="after")
-    def _spans(self) -> StartChatInput:
-        check_mentions(self.body, self.mentions)
-        return self
-
-
-def start_chat(ctx: Context, args: StartChatInput) -> SendResult:
-    if args.approval or args.choices is not None:
-        # The first message asks a request of the chat's other participants.
-        return Requests(ctx.store, ctx.queues, ctx.clock, ctx.alarms, ctx.blobs, ctx.quotas).ask(
-            ctx.uow,
-            ctx.caller,
-            None,
-            None,
-            [(t.id, t.kind) for t in args.targets],
-            args.body,
-            mentions_of(args.mentions),
-            args.attachment_ids or [],
-            args.title,
-            False,
-            "approval" if args.approval else "question",
-            args.choices,
-            None,
-            False,
-            DEFAULT_EXPIRES_SECONDS,
-            None,
-            lambda request, conversation, message: _sent(conversation, message, True),
-        )
-    return _conversations(ctx).start_chat(
-        ctx.uow,
-        ctx.caller,
-        [(t.id, t.kind) for t in args.targets],
-        args.body,
-        mentions_of(args.mentions),
-        args.attachment_ids or [],
-        args.title,
-        _sent,
-    )
+    return conversations(ctx).send(ctx.uow, post, sent)
 
 
 # -- change_chat_membership ---------------------------------------------------------------
@@ -344,17 +298,22 @@ class ChatMembershipResult(Output):
     left: bool | None = Field(description="True when you left the chat; null otherwise.")
 
 
-def change_chat_membership(ctx: Context, args: ChangeChatMembershipInput) -> ChatMembershipResult:
-    return _conversations(ctx).change_membership(
+def change_chat_membership(
+    ctx: ConversationContext, args: ChangeChatMembershipInput
+) -> ChatMembershipResult:
+    change = ChangeMembership(
+        caller=ctx.caller,
+        conversation_id=args.conversation_id,
+        version=args.version,
+        operation=args.operation,
+        members=args.members or [],
+        title=args.title,
+        next_manager=args.next_manager,
+        share_history=args.share_history,
+    )
+    return conversations(ctx).change_membership(
         ctx.uow,
-        ctx.caller,
-        args.conversation_id,
-        args.version,
-        args.operation,
-        args.members or [],
-        args.title,
-        args.next_manager,
-        args.share_history,
+        change,
         lambda chat: ChatMembershipResult(
             conversation_id=chat.id,
             version=chat.version,
@@ -418,9 +377,9 @@ class ConversationView(Output):
     )
 
 
-def get_conversation(ctx: Context, args: GetConversationInput) -> ConversationView:
+def get_conversation(ctx: ConversationContext, args: GetConversationInput) -> ConversationView:
     after = cursor_position(args.cursor, "conversation", int, c=args.id) if args.cursor else 0
-    conversation, page, last = _conversations(ctx).history(ctx.caller, args.id, after)
+    conversation, page, last = conversations(ctx).history(ctx.caller, args.id, after)
     return ConversationView(
         id=conversation.id,
         kind=conversation.kind,
@@ -452,23 +411,7 @@ def get_conversation(ctx: Context, args: GetConversationInput) -> ConversationVi
     )
 
 
-TOOLS: tuple[Tool[Context], ...] = (
-    Tool(
-        name="start_chat",
-        title="Start a shared chat",
-        description=(
-            "Start a shared chat with up to 100 targets of your namespace and its first "
-            "message; you manage it. The agents among them receive the message in their "
-            "mailboxes, as with send. Each new chat is its own history: chats are never "
-            "merged. With approval or choices, the first message asks a request of the other "
-            "participants (their envelopes are of kind request; request_id names it), "
-            f"expiring after {DEFAULT_EXPIRES_SECONDS // 3600} hours."
-        ),
-        input_model=StartChatInput,
-        output_model=SendResult,
-        run=start_chat,
-        resume=resume_delivery,
-    ),
+TOOLS: tuple[Tool[ConversationContext], ...] = (
     Tool(
         name="send",
         title="Send a message",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from vigil.alarms.timers import TimerHandler
+from vigil.alarms.timers import Timer, TimerHandler
 from vigil.entrypoints.timer_events import serve
 from vigil.observability import get_logger, metrics
 from vigil.switches.engine import SwitchEngine
@@ -28,17 +28,23 @@ def switch_engine() -> SwitchEngine[Store]:
 def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own. The
     requests' are imported with the first timer, not with the handler module."""
+    from vigil.kit.uow import UnitOfWork
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
     from vigil.requests.service import Requests
 
     requests = Requests(
         engine.store,
-        engine.queues,
-        engine.clock,
-        engine.alarms,
+        queues=engine.queues,
+        clock=engine.clock,
+        alarms=engine.alarms,
+        publish=engine.publish,
         quotas=engine.quotas,
     )
-    return {TIMER_KIND: engine.on_timer, REQUEST_TIMER_KIND: requests.on_timer}
+
+    def on_request_timer(timer: Timer) -> None:
+        requests.on_timer(UnitOfWork(engine.store), timer)
+
+    return {TIMER_KIND: engine.on_timer, REQUEST_TIMER_KIND: on_request_timer}
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

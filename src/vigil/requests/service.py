@@ -1,56 +1,46 @@
-"""Request use cases: asking, replying, expiring, replacing, declaring a blocking dependency,
-redeeming an approval for its execution intent and reporting on that intent.
+"""Request use cases once a request is asked: reading, replying, expiring, declaring a blocking
+dependency, redeeming an approval for its execution intent and reporting on that intent. Asking
+and replacing, which post the request's message in its conversation, are in
+vigil.requests.asking.
 
-A request is asked with a message of its own in a conversation (the conversations' ``send`` and
-``start_chat``, which commit the request with the message): the message's envelopes to the
-agents of the audience are of kind ``request``. Its expiry rides the switches' alarm path: the
-alarm is armed before the request is committed (a crash in between leaves a stray alarm, which
-finds nothing to do), and the expiry is one conditional change, so a late or repeated alarm is
-harmless. A reply and the expiry race on the request's version: exactly one lands, and the
-other finds the final state. The requester learns the outcome from one envelope of kind
-``response``, derived from the request, so sending it again (a replay, a repeated alarm) is
-the same envelope, handed out once.
+A request's expiry rides the switches' alarm path: the alarm is armed before the request is
+committed (a crash in between leaves a stray alarm, which finds nothing to do), and the expiry
+is one conditional change, so a late or repeated alarm is harmless. A reply and the expiry race
+on the request's version: exactly one lands, and the other finds the final state. The
+requester learns the outcome from one envelope of kind ``response``, derived from the request,
+so sending it again (a replay, a repeated alarm) is the same envelope, handed out once.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-from pydantic import BaseModel
+from typing import Any, Literal
 
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.identity.records import Caller
+from vigil.kit.events import Publish
 from vigil.kit.paging import scan_page
-from vigil.kit.principals import Kind, kind_of, new_id, number_in
-from vigil.kit.retry import retry_on_conflict
+from vigil.kit.principals import kind_of
+from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, agent_address, envelope_id_for
 from vigil.mailboxes.service import deliver
 from vigil.quotas.records import Quotas
+from vigil.requests.events import RequestData
 from vigil.requests.records import (
     Execution,
     ReportedState,
     Request,
-    RequestKind,
     RequestState,
     request_id_of_execution,
 )
-from vigil.store import Store
-
-if TYPE_CHECKING:
-    from vigil.attachments.blobs import Blobs
-    from vigil.conversations.records import Conversation, Mention, Message
-    from vigil.conversations.service import Conversations
-
-R = TypeVar("R", bound=BaseModel)
+from vigil.requests.store import RequestPorts
 
 TIMER_KIND = "request"
 RequestEventType = Literal[
@@ -65,46 +55,43 @@ STATUS_PAGE = 50
 STATUS_SCAN = 200
 
 
-def _request_id(namespace: str, uow: UnitOfWork) -> str:
-    """A new request's id: derived from the call's operation when it has an idempotency key, so
-    that a retry arms the same alarm (one schedule, named after it) and asks the same request;
-    random otherwise."""
-    if uow.operation is None:
-        return new_id("req")
-    digest = hashlib.sha256(f"{namespace}/{uow.operation}".encode()).digest()
-    return "req_" + base64.b32encode(digest).decode().lower()[:16]
-
-
 def response_envelope_id(request: Request) -> str:
     """The id of the requester's one response envelope, derived from the request."""
     return envelope_id_for(f"{request.namespace}/{request.id}/response")
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A reply to the request ``request_id`` at its current ``version``: its ``outcome``, and
+    the answer, if any."""
+
+    caller: Caller
+    request_id: str
+    version: int
+    outcome: str
+    answer: Any = None
+
+
 class Requests:
+    """A request's life once it is asked: read, replied to, expired, its blocking declared, its
+    approval redeemed. Asking is vigil.requests.asking's."""
+
     def __init__(
         self,
-        store: Store,
+        store: RequestPorts,
+        *,
         queues: MailboxQueues,
         clock: Clock,
         alarms: Alarms,
-        blobs: Blobs | None = None,
+        publish: Publish,
         quotas: Quotas | None = None,
     ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
         self.alarms = alarms
-        self.blobs = blobs
+        self.publish = publish
         self.quotas = quotas or Quotas()
-
-    @property
-    def conversations(self) -> Conversations:
-        """Where requests are asked. Imported here: the alarm function, which only expires
-        requests, loads none of it."""
-        from vigil.conversations.service import Conversations
-
-        assert self.blobs is not None, "asking needs the attachments' blobs"
-        return Conversations(self.store, self.queues, self.clock, self.blobs)
 
     # -- reading --------------------------------------------------------------------------------
     def readable(self, caller: Caller, request_id: str) -> Request:
@@ -143,158 +130,37 @@ class Requests:
         kept, last = scan_page(fetch, lambda e: e[0], keep, after, STATUS_PAGE, STATUS_SCAN)
         return [request for _, request in kept if request is not None], last
 
-    # -- asking ---------------------------------------------------------------------------------
-    def ask(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        target: tuple[str, Kind] | None,
-        conversation_id: str | None,
-        targets: list[tuple[str, Kind]] | None,
-        body: str,
-        mentions: list[Mention],
-        attachment_ids: list[str],
-        title: str | None,
-        reuse_direct: bool,
-        kind: RequestKind,
-        choices: list[str] | None,
-        action: dict[str, Any] | None,
-        blocking: bool,
-        lifetime_seconds: int,
-        shared_key: str | None,
-        present: Callable[[Request, Conversation, Message], R],
-    ) -> R:
-        """A request of ``kind`` with its message: in ``conversation_id``, to ``target`` in a
-        direct conversation, or to ``targets`` in a new chat (start_chat's approval). A question
-        with a ``shared_key`` is answered at once by the answer kept under that key, if it was
-        given in exactly the same context by a principal of this audience still active."""
-        namespace = caller.namespace
-        now = to_ms(self.clock.now())
-        request_id = _request_id(namespace, uow)
-        limit = self.quotas.open_requests
-        # Read first, unlike the other quotas: a full quota refuses before the alarm is armed,
-        # so the refusal changes nothing (a lost race for the last place may leave a stray
-        # alarm, which finds nothing to expire).
-        if self.store.quota_usage(namespace, "open_requests") >= limit:
-            raise self.quotas.exceeded("open_requests")
-        asked: list[Request] = []
-
-        def also(conversation: Conversation, message: Message) -> tuple[Message, list[Write]]:
-            request = Request.asked(
-                namespace,
-                request_id,
-                kind,
-                caller.principal_id,
-                [p for p in conversation.principal_ids if p != caller.principal_id],
-                conversation.id,
-                message.id,
-                body,
-                choices,
-                action,
-                now,
-                lifetime_seconds,
-                blocking=blocking,
-                shared_key=shared_key,
-            )
-            reused = self._reuse(request, now)
-            if reused is not None:
-                asked.append(reused)
-                writes = [self.store.add_request(reused)]
-                return message.model_copy(update={"request_id": reused.id}), writes
-            writes = [self.store.count(namespace, "open_requests", 1, limit)]
-            if blocking:
-                graph = self.store.get_wait_graph(namespace).adding(request)
-                writes.append(self.store.save_wait_graph(graph))
-            writes.append(self.store.add_request(request))
-            if asked and self.store.quota_usage(namespace, "open_requests") >= limit:
-                raise self.quotas.exceeded("open_requests")
-            # The alarm before the commit, once nothing but a lost race can refuse the request:
-            # a crash in between leaves a stray alarm, never a request without one.
-            self._arm(request)
-            writes += self._publish("request.opened", request)
-            asked.append(request)
-            return message.model_copy(update={"request_id": request.id}), writes
-
-        def shown(conversation: Conversation, message: Message, created: bool) -> R:
-            return present(asked[-1], conversation, message)
-
-        if targets is not None:
-            result = self.conversations.start_chat(
-                uow, caller, targets, body, mentions, attachment_ids, title, shown, also
-            )
-        else:
-            result = self.conversations.send(
-                uow,
-                caller,
-                target,
-                conversation_id,
-                body,
-                mentions,
-                attachment_ids,
-                title,
-                reuse_direct,
-                shown,
-                also,
-            )
-        self.respond(asked[-1])  # a reused answer reaches the requester at once
-        return result
-
-    def _reuse(self, request: Request, now: datetime) -> Request | None:
-        """``request`` answered by the answer kept under its shared_key, if it may be reused:
-        the same context exactly, and an answerer of its audience still active."""
-        if request.shared_key is None:
-            return None
-        shared = self.store.get_shared_answer(request.namespace, request.shared_key)
-        if shared is None or shared.context != request.context():
-            return None
-        answerer = shared.response.by
-        if answerer is None or answerer not in request.audience:
-            return None
-        principal = self.store.get_principal(request.namespace, answerer)
-        if principal is None or principal.status != "active":
-            return None
-        return request.reusing(shared, now)
-
-    def finish_ask(self, namespace: str, conversation_id: str, message_id: str) -> None:
-        """Delivers what is still owed of an ask whose call is replayed."""
-        self.conversations.finish(namespace, conversation_id, message_id)
-
     # -- replying and expiring ------------------------------------------------------------------
-    def reply(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        request_id: str,
-        version: int,
-        outcome: str,
-        answer: Any,
-        present: Callable[[Request], R],
-    ) -> R:
-        """Resolves the open request at its current ``version`` with ``outcome``."""
+    def reply(self, uow: UnitOfWork, reply: Reply, present: Callable[[Request], R]) -> R:
+        """Resolves the open request at its current version with the reply's outcome."""
+        caller = reply.caller
 
-        def attempt() -> Request:
-            request = self.readable(caller, request_id)
+        def attempt() -> tuple[Request, R]:
+            request = self.readable(caller, reply.request_id)
             now = to_ms(self.clock.now())
-            if request.repeats(caller.principal_id, outcome, answer, version):
-                return request  # this very reply, retried after its answer was lost
+            by, outcome, answer = caller.principal_id, reply.outcome, reply.answer
+            if request.repeats(by, outcome, answer, reply.version):
+                # This very reply, retried after its answer was lost.
+                return request, present(request)
             if request.state == "open" and request.overdue(now):
                 # The deadline passed before this reply: the expiry wins, recorded here if its
                 # alarm has not come yet, and the reply is refused naming it.
-                self.expire(request)
-            replied = request.replied(caller.principal_id, outcome, answer, version, now)
-            writes = [*self._closing(request), self.store.save_request(replied)]
-            writes += self._publish("request.answered", replied)
+                self.respond(self._expired(uow, request, now))
+            replied = request.replied(by, outcome, answer, reply.version, now)
+            writes = [*self.closing(request), self.store.save_request(replied)]
+            writes += self.notice("request.answered", replied)
             shared = replied.shared_answer()
             if shared is not None:
                 writes.append(self.store.keep_shared_answer(shared))
-            uow.commit(*writes, result=present(replied))
-            return replied
+            result = present(replied)
+            uow.commit(*writes, result=result)
+            return replied, result
 
-        replied = retry_on_conflict(attempt, "the request")
+        replied, result = retry_on_conflict(attempt, "the request")
         self.respond(replied)
-        return present(replied)
+        return result
 
-    def _closing(self, request: Request, replacement: str | None = None) -> list[Write]:
+    def closing(self, request: Request, replacement: str | None = None) -> list[Write]:
         """What a request's leaving the open state writes besides itself: the open count, and
         its blocking edge (moved to its ``replacement``, if it has one)."""
         writes: list[Write] = []
@@ -306,7 +172,7 @@ class Requests:
             writes.append(self.store.save_wait_graph(graph.without(request.id, replacement)))
         return writes
 
-    def expire(self, request: Request) -> Request:
+    def expire(self, uow: UnitOfWork, request: Request) -> Request:
         """Records the expiry of ``request`` if it is still open and overdue: one conditional
         change on its version. Returns the request as it is then; the requester is told."""
 
@@ -315,52 +181,52 @@ class Requests:
             now = to_ms(self.clock.now())
             if current is None or current.state != "open" or not current.overdue(now):
                 return current or request
-            expired = current.expired(now)
-            told = self._publish("request.expired", expired)
-            self.store.commit([*self._closing(current), self.store.save_request(expired), *told])
-            return expired
+            return self._expired(uow, current, now)
 
         final = retry_on_conflict(attempt, "the request")
         if final.state == "expired":
             self.respond(final)
         return final
 
-    def on_timer(self, timer: Timer) -> None:
-        """The alarm function's handler for request timers: the expiry, and the response
-        envelope again if it may not have gone (a crash after the expiry)."""
+    def _expired(self, uow: UnitOfWork, request: Request, now: datetime) -> Request:
+        """Commits the expiry of the open, overdue ``request``, as read, and returns it."""
+        expired = request.expired(now)
+        told = self.notice("request.expired", expired)
+        uow.commit(*self.closing(request), self.store.save_request(expired), *told)
+        return expired
+
+    def on_timer(self, uow: UnitOfWork, timer: Timer) -> None:
+        """The alarm function's handler for request timers, in the handler's unit of work: the
+        expiry, and the response envelope again if it may not have gone (a crash after the
+        expiry)."""
         request = self.store.get_request(timer.namespace, timer.key)
         if request is None:
             return
         if request.state == "open" and not request.overdue(self.clock.now()):
             if timer.due_at < request.expires_at:
-                self._expiring(request)
+                self._expiring(uow, request)
         elif request.state == "open":
-            self.expire(request)
+            self.expire(uow, request)
         elif request.state == "expired":
             self.respond(request)
 
-    def _expiring(self, request: Request) -> None:
+    def _expiring(self, uow: UnitOfWork, request: Request) -> None:
         """Tells the channels that ``request`` expires soon, once: a second run of its timer
         finds the notification written."""
-        writes = self._publish("request.expiring", request)
+        writes = self.notice("request.expiring", request)
         if writes:
             with contextlib.suppress(ConditionFailed):
-                self.store.commit(writes)
+                uow.commit(*writes)
 
-    def _publish(self, event_type: RequestEventType, request: Request) -> list[Write]:
+    def notice(self, event_type: RequestEventType, request: Request) -> list[Write]:
         """The notification of ``event_type`` about ``request``, to commit with its change."""
-        from vigil.notifications.events import make_event
-        from vigil.notifications.outbox import Outbox
-        from vigil.requests.events import RequestData
-
-        event = make_event(
+        published = self.publish(
             event_type,
             RequestData.of(request),
             namespace=request.namespace,
             occurred_at=self.clock.now(),
-            console_base=None,
         )
-        return Outbox(self.store, self.clock, self.alarms).publish(event)
+        return published.writes
 
     def respond(self, request: Request) -> None:
         """Queues the requester's envelope of kind response, if the requester is an agent."""
@@ -424,82 +290,7 @@ class Requests:
 
         return retry_on_conflict(attempt, "the request")
 
-    def replace(
-        self,
-        uow: UnitOfWork,
-        caller: Caller,
-        request_id: str,
-        version: int,
-        body: str,
-        mentions: list[Mention],
-        present: Callable[[Request, Request], R],
-    ) -> R:
-        """Supersedes the caller's open request with a new one asked in the same conversation:
-        the same audience, files, choices, action and blocking, a fresh version and deadline,
-        and no response carried over."""
-        namespace = caller.namespace
-        now = to_ms(self.clock.now())
-        original = self.readable(caller, request_id)
-        replacement_id = _request_id(namespace, uow)
-        done: list[tuple[Request, Request]] = []
-
-        def also(conversation: Conversation, message: Message) -> tuple[Message, list[Write]]:
-            current = self.readable(caller, request_id)
-            superseded = current.superseded(caller.principal_id, replacement_id, version, now)
-            replacement = Request.asked(
-                namespace,
-                replacement_id,
-                current.kind,
-                caller.principal_id,
-                current.audience,
-                current.conversation_id,
-                message.id,
-                body,
-                current.choices,
-                current.action,
-                now,
-                current.lifetime_seconds,
-                replaces=current.id,
-                blocking=current.blocking,
-            )
-            asked_with = self._message_of(current)
-            files = [] if asked_with is None else asked_with.attachments
-            writes = [
-                *self._closing(current, replacement=replacement_id),
-                self.store.save_request(superseded),
-                self.store.add_request(replacement),
-            ]
-            self._arm(replacement)
-            writes += self._publish("request.opened", replacement)
-            done.append((superseded, replacement))
-            recipients = [p for p in current.audience if kind_of(p) == "agent"]
-            stored = message.model_copy(
-                update={
-                    "request_id": replacement_id,
-                    "recipients": recipients,
-                    "attachments": files,
-                }
-            )
-            return stored, writes
-
-        def shown(conversation: Conversation, message: Message, created: bool) -> R:
-            return present(*done[-1])
-
-        return self.conversations.send(
-            uow,
-            caller,
-            None,
-            original.conversation_id,
-            body,
-            mentions,
-            [],
-            None,
-            False,
-            shown,
-            also,
-        )
-
-    def _arm(self, request: Request) -> None:
+    def arm(self, request: Request) -> None:
         """The request's expiry alarm, and the one that tells its channels it is expiring."""
         now = self.clock.now()
         timer = Timer(
@@ -513,12 +304,6 @@ class Requests:
         if lifetime >= EXPIRING_FROM:
             lead = min(EXPIRING_LEAD, lifetime / 5)
             self.alarms.arm(timer.model_copy(update={"due_at": request.expires_at - lead}), now)
-
-    def _message_of(self, request: Request) -> Message | None:
-        seq = number_in("msg", request.message_id)
-        if seq is None:
-            return None
-        return self.store.get_message(request.namespace, request.conversation_id, seq)
 
     # -- executions -----------------------------------------------------------------------------
     def redeem(

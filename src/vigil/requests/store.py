@@ -1,11 +1,13 @@
 """Where requests, their listing, the namespace's blocking edges and execution intents are
-kept."""
+kept; and what the requests' use cases reach."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from vigil.conversations.store import ConversationPorts
 from vigil.kit.uow import Write
+from vigil.quotas.store import QuotaStore
 from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
 
 
@@ -67,3 +69,8 @@ class RequestStore(ABC):
     @abstractmethod
     def keep_shared_answer(self, answer: SharedAnswer) -> Write:
         """Keeps ``answer`` under its key, replacing any answer kept before."""
+
+
+class RequestPorts(ConversationPorts, QuotaStore, RequestStore, ABC):
+    """What the requests' use cases read and write: the requests, the open-requests quota,
+    and the conversations they are asked in (with the mailboxes their responses go to)."""

@@ -1,0 +1,245 @@
+"""What the request tools take: their inputs, each checked as it comes in, and start_chat's,
+whose first message may ask a request."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
+
+from vigil.conversations.tools import (
+    AttachmentIds,
+    Body,
+    ConversationId,
+    Mentions,
+    TargetInput,
+    Title,
+    check_mentions,
+)
+from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.tooling import Cursor, IdempotencyKey, StrictInput
+from vigil.requests.records import (
+    ACTION_BOUNDS,
+    ANSWER_BOUNDS,
+    DEFAULT_EXPIRES_SECONDS,
+    MAX_CHOICE,
+    MAX_CHOICES,
+    MAX_EXPIRES_SECONDS,
+    MIN_EXPIRES_SECONDS,
+    RESULT_BOUNDS,
+    Outcome,
+    ReportedState,
+    RequestKind,
+    RequestState,
+)
+
+MAX_TARGETS = 100
+
+RequestId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="A request's id (req_…), as ask returned it; opaque.",
+    ),
+]
+ActionDocument = Annotated[
+    dict[str, Any],
+    AfterValidator(ACTION_BOUNDS.checked),
+    WithJsonSchema(
+        {
+            **ACTION_BOUNDS.json_schema(),
+            "description": "The exact action an approval binds, a JSON object "
+            f"({ACTION_BOUNDS.describe()}): redeem_approval compares its canonical "
+            "serialisation (keys sorted, no whitespace, UTF-8) byte for byte.",
+        }
+    ),
+]
+Answer = Annotated[
+    Any,
+    AfterValidator(ANSWER_BOUNDS.checked_value),
+    WithJsonSchema(
+        {
+            **ANSWER_BOUNDS.value_schema(),
+            "description": "The answer, any JSON value "
+            f"({ANSWER_BOUNDS.describe()}); with choices, the chosen string exactly as offered.",
+        }
+    ),
+]
+ResultValue = Annotated[
+    Any,
+    AfterValidator(RESULT_BOUNDS.checked_value),
+    WithJsonSchema(
+        {
+            **RESULT_BOUNDS.value_schema(),
+            "description": "What the executor observed, any JSON value "
+            f"({RESULT_BOUNDS.describe()}). It is the executor's word, not independent proof "
+            "of an external effect.",
+        }
+    ),
+]
+SharedKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=PRINTABLE,
+        description="A question's reusable-answer key, 1-128 printable characters: a question "
+        "asked with it is answered at once by the last answer given under it, only if that was "
+        "to exactly the same kind, body and choices, by a principal of this question's audience "
+        "who is still active. Otherwise it is asked, and its answer is kept under the key. An "
+        "approval or a task is always decided anew: the key is not used for them.",
+    ),
+    normalised(128),
+]
+Version = Annotated[
+    int, Field(ge=1, description="The request's current version; a stale one conflicts.")
+]
+Choices = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]],
+    Field(
+        min_length=1,
+        max_length=MAX_CHOICES,
+        description=f"Up to {MAX_CHOICES} exact answer strings, each once: a reply that "
+        "gives an answer must give one of them, exactly as offered.",
+    ),
+]
+
+
+class AskInput(StrictInput):
+    action: ActionDocument | None = None
+    attachment_ids: AttachmentIds | None = None
+    blocking: bool = Field(
+        default=False,
+        description="You cannot go on until the one agent that decides this answers. Only "
+        "for a request to a single agent; a blocking cycle is refused.",
+    )
+    body: Body = ""
+    choices: Choices | None = None
+    conversation_id: ConversationId | None = Field(
+        default=None, description="An existing conversation of yours to ask in; or target."
+    )
+    expires_in_seconds: int = Field(
+        default=DEFAULT_EXPIRES_SECONDS,
+        ge=MIN_EXPIRES_SECONDS,
+        le=MAX_EXPIRES_SECONDS,
+        description=f"How long the request stays open: {MIN_EXPIRES_SECONDS} s to "
+        f"{MAX_EXPIRES_SECONDS // 86400} days, {DEFAULT_EXPIRES_SECONDS // 3600} hours if "
+        "omitted. Then it is expired, a final state of its own.",
+    )
+    idempotency_key: IdempotencyKey | None = None
+    kind: RequestKind = Field(
+        default="question",
+        description="question (answered), approval (approved or denied) or task (completed, "
+        "failed or rejected).",
+    )
+    mentions: Mentions | None = None
+    reuse_direct: bool = Field(
+        default=False,
+        description="With target: ask in the one direct conversation you and the target reuse.",
+    )
+    shared_key: SharedKey | None = None
+    target: TargetInput | None = Field(
+        default=None, description="Whom to ask, in a new direct conversation; or conversation_id."
+    )
+    title: Title | None = Field(
+        default=None, description="With target: a label for the conversation this starts."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AskInput:
+        if (self.target is None) == (self.conversation_id is None):
+            raise ValueError("give either target or conversation_id, exactly one of the two")
+        if self.conversation_id is not None and (self.title is not None or self.reuse_direct):
+            raise ValueError("title and reuse_direct go with a target, not a conversation_id")
+        if self.action is not None and self.kind != "approval":
+            raise ValueError("action goes with kind approval")
+        check_mentions(self.body, self.mentions)
+        return self
+
+
+class GetRequestInput(StrictInput):
+    id: RequestId
+
+
+class ReplyInput(StrictInput):
+    answer: Answer = None
+    id: RequestId
+    outcome: Outcome = Field(
+        description="answered for a question; approved or denied for an approval; completed, "
+        "failed or rejected for a task."
+    )
+    version: Version
+
+
+class RequestStatusInput(StrictInput):
+    blocking: bool | None = Field(default=None, description="Only blocking ones, or only not.")
+    cursor: Cursor | None = Field(
+        default=None, description="The next_cursor of the previous page, to continue."
+    )
+    state: RequestState | None = Field(default=None, description="Only requests in this state.")
+
+
+class SetBlockingInput(StrictInput):
+    blocking: bool = Field(
+        description="true: you cannot go on until the request's one agent answers; false: clear it."
+    )
+    id: RequestId
+
+
+class ReplaceRequestInput(StrictInput):
+    body: Body
+    id: RequestId
+    idempotency_key: IdempotencyKey
+    mentions: Mentions | None = None
+    version: Version
+
+    @model_validator(mode="after")
+    def _spans(self) -> ReplaceRequestInput:
+        check_mentions(self.body, self.mentions)
+        return self
+
+
+class RedeemApprovalInput(StrictInput):
+    action: ActionDocument
+    id: RequestId
+
+
+class ReportExecutionInput(StrictInput):
+    id: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=64,
+            description="The execution's id (exe_…), as redeem_approval returned it.",
+        ),
+    ]
+    result: ResultValue = None
+    state: ReportedState = Field(
+        description="Execution states, not request states: started, then succeeded, failed "
+        "or unknown."
+    )
+
+
+class StartChatInput(StrictInput):
+    approval: bool = Field(
+        default=False,
+        description="The first message asks the chat's other participants for an approval "
+        "decision (approved or denied, with reply): a request without a bound action, which "
+        "communicates a decision and cannot be redeemed (use ask with action for that).",
+    )
+    attachment_ids: AttachmentIds | None = None
+    body: Body
+    choices: Choices | None = None
+    idempotency_key: IdempotencyKey | None = None
+    mentions: Mentions | None = None
+    targets: list[TargetInput] = Field(
+        max_length=MAX_TARGETS,
+        description=f"Who shares the chat with you, up to {MAX_TARGETS}, each once.",
+    )
+    title: Title | None = None
+
+    @model_validator(mode="after")
+    def _spans(self) -> StartChatInput:
+        check_mentions(self.body, self.mentions)
+        return self
