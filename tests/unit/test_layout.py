@@ -1,6 +1,7 @@
-"""The shape of the code, checked: each capability's rules import no tools, transports or
-adapters; the alarm function loads no tool, the API function only those it is called for; the
-catalog knows every tool's module; and the public interface follows one naming rule."""
+"""The shape of the code, checked: imports run one way, down the layers, with no cycle; each
+capability's rules import no tools, transports or adapters; the alarm function loads no tool,
+the API function only those it is called for; the catalog knows every tool's module; and the
+public interface follows one naming rule."""
 
 from __future__ import annotations
 
@@ -95,6 +96,140 @@ def reachable(module: str) -> set[str]:
             else:
                 seen.add(name)
     return seen
+
+
+# -- direction ----------------------------------------------------------------------------
+# Bottom first. A module may import its own package, a lower layer, or a sibling of its layer
+# (so long as no cycle forms); never a higher layer. What a lower capability must cause in a
+# higher one goes through a port the lower one declares and the higher one implements
+# (docs/DESIGN.md, "The layers").
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("kit", "clock", "errors", "config", "observability"),
+    ("identity", "audit", "quotas", "alarms"),
+    ("leases", "mailboxes", "progress", "runs", "sessions", "attachments"),
+    ("conversations",),
+    ("requests",),
+    ("switches",),
+    ("notifications",),
+    (
+        "app",
+        "context",
+        "catalog",
+        "store",
+        "stores",
+        "bootstrap",
+        "transports",
+        "console",
+        "people",
+        "infra",
+    ),
+    ("entrypoints", "wiring", "local", "cli", "__main__"),
+)
+LAYER_OF = {part: index for index, parts in enumerate(LAYERS) for part in parts}
+
+
+def part_of(module: str) -> str:
+    """The package (or top-level module) of ``vigil`` that ``module`` belongs to; the bare
+    ``vigil`` package, which holds only its version, counts as the kit."""
+    return module.split(".")[1] if "." in module else "kit"
+
+
+@cache
+def every_import(module: str) -> frozenset[str]:
+    """Every vigil module ``module`` names in an import: at its top, inside a function, or
+    only for the type checker, for a type is a dependency too."""
+    path = SRC / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = SRC / module.replace(".", "/") / "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("vigil"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vigil"):
+            assert node.level == 0, f"{module} imports relatively"
+            found.add(node.module)
+            found.update(
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if _is_module(f"{node.module}.{alias.name}")
+            )
+    found.discard(module)
+    return frozenset(found)
+
+
+def every_module() -> list[str]:
+    return sorted(module_name(path) for path in SRC.glob("vigil/**/*.py"))
+
+
+def test_every_part_of_vigil_has_a_layer() -> None:
+    assert sorted({part_of(m) for m in every_module()} - set(LAYER_OF)) == []
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    upward = [
+        f"{module} imports {name}"
+        for module in every_module()
+        for name in sorted(every_import(module))
+        if LAYER_OF[part_of(name)] > LAYER_OF[part_of(module)]
+    ]
+    assert upward == []
+
+
+def test_the_kit_imports_no_capability() -> None:
+    beyond = [
+        f"{module} imports {name}"
+        for module in every_module()
+        if part_of(module) == "kit"
+        for name in sorted(every_import(module))
+        if LAYER_OF[part_of(name)] > 0
+    ]
+    assert beyond == []
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of ``edges`` that hold more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in edges.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_packages_import_each_other_even_through_others() -> None:
+    edges: dict[str, set[str]] = {}
+    for module in every_module():
+        for name in every_import(module):
+            if part_of(name) != part_of(module):
+                edges.setdefault(part_of(module), set()).add(part_of(name))
+    assert _cycles(edges) == []
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    edges = {module: set(every_import(module)) for module in every_module()}
+    assert _cycles(edges) == []
 
 
 @pytest.mark.parametrize("capability", CAPABILITIES)

@@ -7,8 +7,8 @@ from abc import ABC, abstractmethod
 
 from vigil.attachments.store import AttachmentPorts, Membership, Memberships
 from vigil.conversations.records import Conversation, Message
-from vigil.kit.uow import Write
 from vigil.identity.store import IdentityStore
+from vigil.kit.uow import Write
 from vigil.mailboxes.store import MailboxStore
 
 
