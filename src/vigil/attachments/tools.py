@@ -20,12 +20,10 @@ from vigil.attachments.records import (
 )
 from vigil.attachments.service import Attachments, NewFile, decoded
 from vigil.attachments.store import AttachmentPorts
-from vigil.clock import Clock
 from vigil.errors import unavailable
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 
 DOWNLOAD_SECONDS = 300
 _BASE64 = (
@@ -34,17 +32,9 @@ _BASE64 = (
 )
 
 
-class AttachmentContext(Protocol):
+class AttachmentContext(Call[AttachmentPorts], Protocol):
     """What the attachment tools read of a call."""
 
-    @property
-    def store(self) -> AttachmentPorts: ...
-    @property
-    def clock(self) -> Clock: ...
-    @property
-    def caller(self) -> Caller: ...
-    @property
-    def uow(self) -> UnitOfWork: ...
     @property
     def blobs(self) -> Blobs: ...
 

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Protocol
 from pydantic import AfterValidator, Field, model_validator
 
 from vigil.attachments.blobs import Blobs
-from vigil.clock import Clock
 from vigil.conversations.records import (
     MAX_BODY_BYTES,
     MAX_MENTIONS,
@@ -29,28 +28,19 @@ from vigil.conversations.service import (
     Posting,
 )
 from vigil.conversations.store import ConversationPorts
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.principals import Kind, kind_of
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 
 MAX_ATTACHMENTS = 5
 MAX_MEMBERS = 100
 
 
-class ConversationContext(Protocol):
+class ConversationContext(Call[ConversationPorts], Protocol):
     """What the conversation tools read of a call."""
 
-    @property
-    def store(self) -> ConversationPorts: ...
-    @property
-    def clock(self) -> Clock: ...
-    @property
-    def caller(self) -> Caller: ...
-    @property
-    def uow(self) -> UnitOfWork: ...
     @property
     def queues(self) -> MailboxQueues: ...
     @property

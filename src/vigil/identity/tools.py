@@ -7,16 +7,15 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field
 
-from vigil.clock import Clock
 from vigil.identity import service
-from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller, Principal, Status
+from vigil.identity.calls import Call
+from vigil.identity.records import PRINCIPAL_ID_PATTERN, Principal, Status
 from vigil.identity.store import IdentityPorts
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import Kind, Role
 from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 
 
 class AgentMailboxes(Protocol):
@@ -28,20 +27,8 @@ class AgentMailboxes(Protocol):
         hold; idempotent."""
 
 
-class IdentityContext(Protocol):
+class IdentityContext(Call[IdentityPorts], Protocol):
     """What the identity tools read of a call."""
-
-    @property
-    def store(self) -> IdentityPorts: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
     @property
     def mailboxes(self) -> AgentMailboxes: ...

@@ -10,31 +10,17 @@ from typing import Annotated, Protocol
 
 from pydantic import Field
 
-from vigil.clock import Clock
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import AgentLabel, IdempotencyKey, Output, Scope, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.leases import service
 from vigil.leases.records import Lease, LeaseState
 from vigil.leases.store import LeaseStore
 from vigil.quotas.records import Quotas
 
 
-class LeaseContext(Protocol):
+class LeaseContext(Call[LeaseStore], Protocol):
     """What the lease tools read of a call."""
-
-    @property
-    def store(self) -> LeaseStore: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
     @property
     def quotas(self) -> Quotas: ...

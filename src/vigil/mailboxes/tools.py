@@ -8,10 +8,10 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator, Field
 
-from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller
+from vigil.identity.calls import Call
+from vigil.identity.records import PRINCIPAL_ID_PATTERN
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
     BOX_PATTERN,
@@ -33,17 +33,8 @@ Address = Annotated[
 ]
 
 
-class MailboxContext(Protocol):
+class MailboxContext(Call[MailboxReadPorts], Protocol):
     """What the mailbox tools read of a call."""
-
-    @property
-    def store(self) -> MailboxReadPorts: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
     @property
     def mailboxes(self) -> Mailboxes: ...

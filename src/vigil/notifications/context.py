@@ -5,29 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from vigil.alarms.timers import Alarms
-from vigil.clock import Clock
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.keys import Keys
-from vigil.kit.uow import UnitOfWork
 from vigil.notifications.ports import ChannelPorts
 
 if TYPE_CHECKING:
     from vigil.notifications.sending import Sender
 
 
-class NotificationContext(Protocol):
-    @property
-    def store(self) -> ChannelPorts: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
+class NotificationContext(Call[ChannelPorts], Protocol):
     @property
     def alarms(self) -> Alarms:
         """Where a replayed delivery's first attempt is armed."""

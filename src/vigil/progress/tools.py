@@ -13,29 +13,16 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
-from vigil.clock import Clock
-from vigil.identity.records import PRINCIPAL_ID_PATTERN, Caller
+from vigil.identity.calls import Call
+from vigil.identity.records import PRINCIPAL_ID_PATTERN
 from vigil.kit.tooling import IdempotencyKey, Output, Scope, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
 from vigil.progress.store import ProgressPorts
 
 
-class ProgressContext(Protocol):
+class ProgressContext(Call[ProgressPorts], Protocol):
     """What the progress tools read of a call."""
-
-    @property
-    def store(self) -> ProgressPorts: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
 
 PROGRESS_LIMITS = PROGRESS_BOUNDS.describe()

@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
-from vigil.clock import Clock
 from vigil.conversations.service import Post
 from vigil.conversations.tools import (
     SendResult,
@@ -20,11 +19,10 @@ from vigil.conversations.tools import (
     resume_delivery,
     sent,
 )
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.events import Publish
 from vigil.kit.tooling import Replay, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.quotas.records import Quotas
 from vigil.requests.asking import Ask, Asking, Replace
@@ -52,17 +50,9 @@ from vigil.requests.views import (
 )
 
 
-class RequestContext(Protocol):
+class RequestContext(Call[RequestPorts], Protocol):
     """What the request tools read of a call."""
 
-    @property
-    def store(self) -> RequestPorts: ...
-    @property
-    def clock(self) -> Clock: ...
-    @property
-    def caller(self) -> Caller: ...
-    @property
-    def uow(self) -> UnitOfWork: ...
     @property
     def queues(self) -> MailboxQueues: ...
     @property

@@ -21,10 +21,8 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
-from vigil.clock import Clock
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.tooling import IdempotencyKey, Output, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.runs import service
 from vigil.runs.records import (
     DEFAULT_LEASE_SECONDS,
@@ -38,20 +36,8 @@ from vigil.runs.records import (
 from vigil.runs.store import RunStore
 
 
-class RunContext(Protocol):
+class RunContext(Call[RunStore], Protocol):
     """What the run tools read of a call."""
-
-    @property
-    def store(self) -> RunStore: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
 
 _UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")

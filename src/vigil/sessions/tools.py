@@ -11,12 +11,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from vigil.alarms.timers import Alarms
-from vigil.clock import Clock
-from vigil.identity.records import Caller
+from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -30,20 +28,8 @@ from vigil.sessions.records import (
 from vigil.sessions.store import SessionStore
 
 
-class SessionContext(Protocol):
+class SessionContext(Call[SessionStore], Protocol):
     """What the session tools read of a call."""
-
-    @property
-    def store(self) -> SessionStore: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
 
     @property
     def alarms(self) -> Alarms: ...

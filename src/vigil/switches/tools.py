@@ -12,13 +12,12 @@ from typing import Annotated, Any, Protocol
 from pydantic import Field, model_validator
 
 from vigil.alarms.timers import Alarms
-from vigil.clock import Clock, to_ms
-from vigil.identity.records import Caller
+from vigil.clock import to_ms
+from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.events import Publish
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import AgentLabel, Output, Scope, StrictInput, Tool
-from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.progress.tools import ProgressSummary
 from vigil.quotas.records import Quotas
@@ -37,20 +36,8 @@ from vigil.switches.records import (
 )
 
 
-class SwitchContext(Protocol):
+class SwitchContext(Call[SwitchPorts], Protocol):
     """What the switch tools read of a call."""
-
-    @property
-    def store(self) -> SwitchPorts: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def caller(self) -> Caller: ...
-
-    @property
-    def uow(self) -> UnitOfWork: ...
 
     @property
     def queues(self) -> MailboxQueues: ...
