@@ -19,10 +19,9 @@ import boto3
 
 from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
-from tests.support import TEST_KEYS
+from tests.support import TEST_KEYS, app_on
 from vigil.alarms.aws import AwsAlarms, Destination
 from vigil.alarms.kinds import NOTIFY, WATCH_KINDS
-from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
@@ -147,13 +146,12 @@ class World:
             },
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
-        self.app = App(
+        self.app = app_on(
             self.store,
             self.clock,
             queues=self.queues,
             alarms=self.alarms,
             blobs=self.blobs,
-            keys=TEST_KEYS,
             # Receivers answer at once, and nothing leaves the machine.
             sender=Sender(keys=TEST_KEYS, clock=self.clock, post=_delivered),
         )
