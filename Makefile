@@ -16,9 +16,12 @@ CHROMIUM ?= /usr/bin/chromium
 FUZZ_EXAMPLES ?= 500
 LOAD_AGENTS ?= 50
 LOAD_SECONDS ?= 60
+# pytest processes: more than the two cores of a small machine, as the end-to-end tests mostly
+# wait on their local runtime; tests that share a module's fixture share one process.
+TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
-.PHONY: help local test lint tools measure load bench fuzz-long build clean lock
+.PHONY: help local test quick lint tools measure load bench fuzz-long build clean lock
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,7 +30,10 @@ local: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## start Vigil on 127.0.0
 	$(BIN)/vigil local
 
 test: tools lint ## install everything, lint, type-check and run the whole test suite
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
+
+quick: $(VENV)/.installed ## the unit and contract tests alone, in under two minutes
+	$(BIN)/pytest -n $(TEST_WORKERS) tests/unit tests/contract
 
 lint: $(VENV)/.installed ## ruff and mypy
 	$(BIN)/ruff check src tests scripts
@@ -47,7 +53,7 @@ bench: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## measure everything in 
 	$(BIN)/python scripts/bench.py --write docs/BENCHMARKS.md
 
 fuzz-long: tools ## long fuzzing (FUZZ_EXAMPLES per test) and every fault variant
-	VIGIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) VIGIL_FAULTS_FULL=1 $(BIN)/pytest tests/harness tests/faults
+	VIGIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) VIGIL_FAULTS_FULL=1 $(BIN)/pytest -n $(TEST_WORKERS) tests/harness tests/faults
 
 build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 	$(SAM_VENV)/bin/sam build

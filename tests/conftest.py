@@ -1,4 +1,5 @@
-"""Shared fixtures: an injected clock, both stores, and principals to call tools as."""
+"""Shared fixtures: an injected clock, both stores, principals to call tools as, and the
+in-memory world of tests/liveness_support.py with the agents that beat and watch in it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from tests.liveness_support import World
 from tests.support import Tenant, app_on
 from vigil.app import App
 from vigil.clock import ManualClock
@@ -104,3 +106,20 @@ def tenant(memory_app: App, clock: ManualClock) -> Tenant:
 @pytest.fixture
 def other_tenant(memory_app: App, clock: ManualClock) -> Tenant:
     return Tenant(memory_app, clock, "globex")
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> World:
+    return World(clock)
+
+
+@pytest.fixture
+def agent(world: World) -> tuple[str, str]:
+    """The worker agent: its principal id and secret."""
+    return world.tenant.register(name="worker")
+
+
+@pytest.fixture
+def watcher(world: World) -> tuple[str, str]:
+    """The agent whose mailbox receives the alerts."""
+    return world.tenant.register(name="supervisor")

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import TEST_KEYS, Tenant
+from tests.support import TEST_KEYS, Tenant, app_on
 from vigil.alarms.memory import MemoryAlarms
 from vigil.alarms.timers import Timer, deliver
-from vigil.app import App
 from vigil.attachments.memory import MemoryBlobs
 from vigil.clock import ManualClock
 from vigil.entrypoints import alarm, notify
@@ -33,13 +32,12 @@ class World:
         self.blobs = MemoryBlobs()
         self.posted: list[tuple[str, bytes]] = []
         self.sender = Sender(keys=TEST_KEYS, clock=clock, post=self._post)
-        self.app = App(
+        self.app = app_on(
             self.store,
             clock,
             queues=self.queues,
             alarms=self.alarms,
             blobs=self.blobs,
-            keys=TEST_KEYS,
             sender=self.sender,
         )
         self.deliverer = NotificationDeliverer(self.store, clock, self.alarms, self.sender)

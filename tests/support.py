@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
 
 from vigil.alarms.memory import MemoryAlarms
 from vigil.app import App
 from vigil.attachments.memory import MemoryBlobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
+from vigil.errors import VigilError
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 from vigil.kit.keys import Keys
 from vigil.mailboxes.memory import MemoryMailboxQueues
@@ -39,6 +43,13 @@ def import_entry_point(function: str) -> ModuleType:
         gc.unfreeze()
         gc.enable()
     return module
+
+
+def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
+    """The error that ``call(*args, **kwargs)`` refuses with; the test fails if it succeeds."""
+    with pytest.raises(VigilError) as caught:
+        call(*args, **kwargs)
+    return caught.value
 
 
 def refuse_aws_clients(*args: Any, **kwargs: Any) -> Any:

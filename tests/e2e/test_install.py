@@ -22,7 +22,16 @@ pytestmark = pytest.mark.e2e
 DISTRIBUTION = "vigil-agents"
 
 
+def outside_the_checkout() -> dict[str, str]:
+    """This process's environment without PYTHONPATH. A test run may put the checkout's src/
+    there (where building the wheel leaves its metadata): the venv's pip would then find the
+    package installed already and install nothing, and its commands would run the checkout,
+    not the wheel."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
 def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    kwargs.setdefault("env", outside_the_checkout())
     return subprocess.run(
         command, capture_output=True, text=True, timeout=600, check=False, **kwargs
     )
@@ -88,7 +97,7 @@ def test_vigil_mcp_from_the_wheel_bridges_to_a_running_vigil(
     done = run(
         [str(venv / "bin" / "vigil"), "mcp", "--endpoint", state["mcp_url"]],
         input="".join(json.dumps(m) + "\n" for m in messages),
-        env={**os.environ, "VIGIL_SECRET": state["operator_secret"]},
+        env={**outside_the_checkout(), "VIGIL_SECRET": state["operator_secret"]},
         cwd=venv,
     )
     assert done.returncode == 0, done.stderr
@@ -102,7 +111,7 @@ def test_with_the_local_extra_vigil_local_starts_and_stops(venv: Path, tmp_path:
     extra = run([str(venv / "bin" / "pip"), "install", "--quiet", f"{wheel}[local]"])
     assert extra.returncode == 0, extra.stderr
     env = {
-        **os.environ,
+        **outside_the_checkout(),
         # The checkout's DynamoDB Local (npm), so the test does not download it again.
         "VIGIL_DYNAMODB_LOCAL": str(ROOT / ".tools" / "dynamodb-local"),
     }

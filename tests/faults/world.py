@@ -7,11 +7,12 @@ schedules) and plays what time would do to the mailboxes: leases lapse, deliveri
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,10 +20,9 @@ import boto3
 
 from tests.conftest import create_tables_from_template
 from tests.faults.injector import NO_RETRIES, FaultInjector
-from tests.support import TEST_KEYS
+from tests.support import TEST_KEYS, app_on
 from vigil.alarms.aws import AwsAlarms, Destination
 from vigil.alarms.kinds import NOTIFY, WATCH_KINDS
-from vigil.app import App
 from vigil.attachments.blobs import S3Blobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
@@ -91,21 +91,38 @@ def _delivered(url: str, body: bytes, headers: Any, **options: Any) -> SendResul
     return SendResult("delivered", 204, "HTTP 204")
 
 
-@dataclass
-class World:
-    injector: FaultInjector = field(default_factory=FaultInjector)
+@dataclass(frozen=True)
+class _Clients:
+    injector: FaultInjector
+    dynamodb: Any
+    sqs: Any
+    scheduler: Any
+    s3: Any
 
-    def __post_init__(self) -> None:
+
+@functools.cache
+def _hooked_clients() -> _Clients:
+    """The boto3 clients of every world in this process, hooked to one injector (which each
+    world resets). Building them is most of what a new world costs, and a fault scenario
+    makes one world per fault; they hold no state of their own: moto does."""
+    injector = FaultInjector()
+
+    def hooked(service: str) -> Any:
+        return injector.hook(boto3.client(service, region_name=REGION, config=NO_RETRIES))
+
+    return _Clients(injector, hooked("dynamodb"), hooked("sqs"), hooked("scheduler"), hooked("s3"))
+
+
+class World:
+    def __init__(self) -> None:
         _reset_moto()
         self.clock = ManualClock(START)
-        self.dynamodb = self.injector.hook(
-            boto3.client("dynamodb", region_name=REGION, config=NO_RETRIES)
-        )
-        self.sqs = self.injector.hook(boto3.client("sqs", region_name=REGION, config=NO_RETRIES))
-        self.scheduler = self.injector.hook(
-            boto3.client("scheduler", region_name=REGION, config=NO_RETRIES)
-        )
-        self.s3 = self.injector.hook(boto3.client("s3", region_name=REGION, config=NO_RETRIES))
+        clients = _hooked_clients()
+        self.injector = clients.injector
+        self.dynamodb = clients.dynamodb
+        self.sqs = clients.sqs
+        self.scheduler = clients.scheduler
+        self.s3 = clients.s3
         self.s3.create_bucket(Bucket=BUCKET)
         self.table = create_tables_from_template(self.dynamodb)["VigilTable"]
         self.timer_queue_url = self.sqs.create_queue(QueueName=TIMER_QUEUE)["QueueUrl"]
@@ -148,13 +165,12 @@ class World:
             },
         )
         self.blobs = S3Blobs(self.s3, BUCKET)
-        self.app = App(
+        self.app = app_on(
             self.store,
             self.clock,
             queues=self.queues,
             alarms=self.alarms,
             blobs=self.blobs,
-            keys=TEST_KEYS,
             # Receivers answer at once, and nothing leaves the machine.
             sender=Sender(keys=TEST_KEYS, clock=self.clock, post=_delivered),
         )

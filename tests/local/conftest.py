@@ -15,7 +15,6 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from tests.conftest import translated_template
-from vigil.clock import ManualClock
 from vigil.local.deployment import LocalDeployment
 from vigil.local.provisioning import provision
 from vigil.local.stack import AwsClients, LocalNames
@@ -49,8 +48,3 @@ def cfn() -> dict[str, Any]:
 @pytest.fixture
 def deployment(cfn: dict[str, Any], clients: AwsClients, names: LocalNames) -> LocalDeployment:
     return provision(cfn, clients, names)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()

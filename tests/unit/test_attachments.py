@@ -11,13 +11,13 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, error_of
 from vigil.attachments.blobs import Blobs, S3Blobs
 from vigil.attachments.memory import MemoryBlobs
 from vigil.attachments.records import MAX_INLINE_BYTES, safe_file_name
 from vigil.attachments.service import Attachments
 from vigil.clock import ManualClock, parse_iso
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.identity.records import Caller
 from vigil.stores.memory import MemoryStore
 
@@ -44,12 +44,6 @@ def b64(data: bytes) -> str:
 def stage(tenant: Tenant, secret: str, data: bytes = b"hello", **more: Any) -> dict[str, Any]:
     arguments = {"base64": b64(data), "file_name": "notes.txt", "media_type": "text/plain"}
     return tenant.call("stage_attachment", secret, **{**arguments, **more})
-
-
-def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def caller_of(tenant: Tenant, principal_id: str) -> Caller:
@@ -95,7 +89,7 @@ def test_bad_files_are_refused_and_store_nothing(
     code: ErrorCode,
 ) -> None:
     _, secret = tenant.register()
-    assert refused(stage, tenant, secret, **arguments).code is code
+    assert error_of(stage, tenant, secret, **arguments).code is code
     assert store.attachments == {}
     assert blobs.objects == {}
 
@@ -105,7 +99,7 @@ def test_one_byte_over_64_kib_of_valid_base64_is_limit_exceeded(tenant: Tenant) 
     _, secret = tenant.register()
     text = b64(b"x" * (MAX_INLINE_BYTES + 1))
     assert len(text) == 87_384
-    assert refused(stage, tenant, secret, base64=text).code is ErrorCode.LIMIT_EXCEEDED
+    assert error_of(stage, tenant, secret, base64=text).code is ErrorCode.LIMIT_EXCEEDED
 
 
 def test_safe_file_names() -> None:
@@ -136,7 +130,7 @@ def test_a_draft_is_claimed_by_one_operation_only(
     again, more = claim(caller, [draft["id"]], "send/k1", "cnv_1", "msg_1", clock.now())
     assert (again, more) == (files, [])
     # Any other operation is refused.
-    error = refused(claim, caller, [draft["id"]], "send/k2", "cnv_2", "msg_2", clock.now())
+    error = error_of(claim, caller, [draft["id"]], "send/k2", "cnv_2", "msg_2", clock.now())
     assert error.code is ErrorCode.INVALID_ARGUMENT
 
 
@@ -148,12 +142,12 @@ def test_only_the_owner_claims_a_live_draft(
     draft = stage(tenant, secret)
     claim = Attachments(store, blobs=blobs, clock=clock).claim
     for who, ids in ((other, [draft["id"]]), (me, ["att_aaaaaaaaaaaaaaaa"])):
-        error = refused(claim, caller_of(tenant, who), ids, "op", "c", "m", clock.now())
+        error = error_of(claim, caller_of(tenant, who), ids, "op", "c", "m", clock.now())
         assert error.code is ErrorCode.NOT_FOUND
-    error = refused(claim, caller_of(tenant, me), [draft["id"]] * 2, "op", "c", "m", clock.now())
+    error = error_of(claim, caller_of(tenant, me), [draft["id"]] * 2, "op", "c", "m", clock.now())
     assert error.code is ErrorCode.INVALID_ARGUMENT
     clock.advance(24 * 3600)
-    expired = refused(claim, caller_of(tenant, me), [draft["id"]], "op", "c", "m", clock.now())
+    expired = error_of(claim, caller_of(tenant, me), [draft["id"]], "op", "c", "m", clock.now())
     assert expired.code is ErrorCode.NOT_FOUND
     stored = store.get_attachment("acme", draft["id"])
     assert stored is not None
@@ -203,9 +197,9 @@ def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
     stored = store.get_attachment("acme", upload["id"])
     assert stored is not None
     claim = Attachments(store, blobs=blobs, clock=clock).claim
-    error = refused(claim, caller_of(tenant, me), [upload["id"]], "o", "c", "m", clock.now())
+    error = error_of(claim, caller_of(tenant, me), [upload["id"]], "o", "c", "m", clock.now())
     assert error.code is ErrorCode.NOT_FOUND
-    nothing = refused(tenant.call, "finish_attachment_upload", secret, id=upload["id"])
+    nothing = error_of(tenant.call, "finish_attachment_upload", secret, id=upload["id"])
     assert nothing.code is ErrorCode.INVALID_ARGUMENT
 
     data = b"\x01" * (5 * 1024 * 1024)
@@ -228,11 +222,11 @@ def test_a_large_upload_is_bounded_owned_and_timed(
         stored = store.get_attachment("acme", upload["id"])
         assert stored is not None
         blobs.put(stored.key, b"\x01" * (5 * 1024 * 1024 + (upload is too_big)), "x/y")
-    error = refused(tenant.call, "finish_attachment_upload", secret, id=too_big["id"])
+    error = error_of(tenant.call, "finish_attachment_upload", secret, id=too_big["id"])
     assert error.code is ErrorCode.LIMIT_EXCEEDED
-    theirs = refused(tenant.call, "finish_attachment_upload", other, id=late["id"])
+    theirs = error_of(tenant.call, "finish_attachment_upload", other, id=late["id"])
     assert theirs.code is ErrorCode.NOT_FOUND
     clock.advance(3601)
-    expired = refused(tenant.call, "finish_attachment_upload", secret, id=late["id"])
+    expired = error_of(tenant.call, "finish_attachment_upload", secret, id=late["id"])
     assert expired.code is ErrorCode.NOT_FOUND
     assert {a.state for a in store.attachments.values()} == {"upload"}

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
-from tests.support import TEST_KEYS, Tenant, app_on
+from tests.support import TEST_KEYS, Tenant, app_on, error_of
 from vigil.clock import ManualClock
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.kit.keys import Keys
 from vigil.kit.sealing import seal
 from vigil.notifications.channel_arguments import SLACK_PREFIX
@@ -38,12 +38,6 @@ SLACK_URL = "https://hooks.slack.com/services/T0001/B0001/slacktokenslacktoken"
 WEBHOOK_URL = "https://receiver.example.com/vigil/events?tenant=7"
 EVERY_EVENT = {"events": list(EVENT_TYPES)}
 BODY = b'{"type":"switch.fired","scope":"billing-nightly"}'
-
-
-def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def webhook(tenant: Tenant, secret: str | None = None, **more: Any) -> dict[str, Any]:
@@ -256,7 +250,7 @@ def test_secrets_and_slack_urls_stay_out_of_the_logs(
     created = webhook(tenant, idempotency_key="k")
     rotated = tenant.call("rotate_channel_secret", id=created["channel"]["id"], version=1)
     tenant.call("create_channel", name="s", kind="slack", url=SLACK_URL, rules=[EVERY_EVENT])
-    refused(
+    error_of(
         tenant.call,
         "create_channel",
         name="s",
@@ -321,15 +315,15 @@ def test_only_a_webhook_at_its_current_version_is_rotated(tenant: Tenant) -> Non
     email = tenant.call(
         "create_channel", name="e", kind="email", email="a@example.com", rules=[EVERY_EVENT]
     )
-    error = refused(tenant.call, "rotate_channel_secret", id=email["channel"]["id"], version=1)
+    error = error_of(tenant.call, "rotate_channel_secret", id=email["channel"]["id"], version=1)
     assert error.code is ErrorCode.INVALID_ARGUMENT
     hook = webhook(tenant)["channel"]
     tenant.call("rotate_channel_secret", id=hook["id"], version=1)
-    stale = refused(tenant.call, "rotate_channel_secret", id=hook["id"], version=1)
+    stale = error_of(tenant.call, "rotate_channel_secret", id=hook["id"], version=1)
     assert stale.code is ErrorCode.VERSION_CONFLICT
     assert stale.details == {"current_version": 2}
     assert not stale.retryable
-    missing = refused(tenant.call, "rotate_channel_secret", id="chn_nothinghereaaaaa", version=1)
+    missing = error_of(tenant.call, "rotate_channel_secret", id="chn_nothinghereaaaaa", version=1)
     assert missing.code is ErrorCode.NOT_FOUND
 
 
@@ -375,7 +369,7 @@ def test_a_channel_its_receiver_disabled_is_enabled_again(
 def test_a_delete_takes_the_version_it_was_decided_on(tenant: Tenant, clock: ManualClock) -> None:
     channel_id = webhook(tenant)["channel"]["id"]
     tenant.call("set_channel_state", id=channel_id, version=1, state="disabled")
-    stale = refused(tenant.call, "delete_channel", id=channel_id, version=1)
+    stale = error_of(tenant.call, "delete_channel", id=channel_id, version=1)
     assert stale.code is ErrorCode.VERSION_CONFLICT
     assert stored(tenant, channel_id).version == 2
     clock.advance(1)
@@ -384,7 +378,7 @@ def test_a_delete_takes_the_version_it_was_decided_on(tenant: Tenant, clock: Man
     assert tenant.app.store.get_channel("acme", channel_id) is None
     assert tenant.call("list_channels") == {"channels": []}
     assert tenant.app.store.quota_usage("acme", "channels") == 0
-    again = refused(tenant.call, "delete_channel", id=channel_id, version=2)
+    again = error_of(tenant.call, "delete_channel", id=channel_id, version=2)
     assert again.code is ErrorCode.NOT_FOUND
     assert audit_trail(tenant)[-1] == ("delete_channel", channel_id, 2, None)
 
@@ -405,7 +399,7 @@ def test_workers_are_refused_every_channel_tool_and_change_nothing(tenant: Tenan
         ("delete_channel", {"id": channel_id, "version": 1}),
     ]
     for tool, arguments in calls:
-        error = refused(tenant.call, tool, worker, **arguments)
+        error = error_of(tenant.call, tool, worker, **arguments)
         assert error.code is ErrorCode.FORBIDDEN, tool
     assert stored(tenant, channel_id) == before
     assert [c.id for c in tenant.app.store.list_channels("acme")] == [channel_id]
@@ -423,9 +417,9 @@ def test_another_namespace_never_sees_or_touches_a_channel(
         ("set_channel_state", {"id": channel_id, "version": 1, "state": "disabled"}),
         ("delete_channel", {"id": channel_id, "version": 1}),
     ):
-        error = refused(other_tenant.call, tool, **arguments)
+        error = error_of(other_tenant.call, tool, **arguments)
         assert error.code is ErrorCode.NOT_FOUND, tool
-        missing = refused(other_tenant.call, tool, **{**arguments, "id": "chn_nothinghereaaaaa"})
+        missing = error_of(other_tenant.call, tool, **{**arguments, "id": "chn_nothinghereaaaaa"})
         assert error.to_dict() == missing.to_dict()  # existence does not leak
     assert stored(tenant, channel_id) == before
     theirs = webhook(other_tenant)["channel"]["id"]
@@ -447,7 +441,7 @@ def test_a_namespace_holds_at_most_max_channels(tenant: Tenant, other_tenant: Te
     ]
     store = tenant.app.store
     assert store.quota_usage("acme", "channels") == MAX_CHANNELS
-    error = refused(webhook, tenant)
+    error = error_of(webhook, tenant)
     assert error.code is ErrorCode.LIMIT_EXCEEDED
     assert error.details == {"quota": "channels", "limit": MAX_CHANNELS}
     assert not error.retryable
@@ -527,7 +521,7 @@ def test_bad_input_is_a_typed_refusal_that_changes_nothing(
     tenant: Tenant, changes: dict[str, Any], field: str
 ) -> None:
     arguments = {k: v for k, v in {**BASE, **changes}.items() if v is not None}
-    error = refused(tenant.call, "create_channel", **arguments)
+    error = error_of(tenant.call, "create_channel", **arguments)
     assert error.code is ErrorCode.INVALID_ARGUMENT
     assert field in [p["field"] for p in error.details["problems"]]
     text = json.dumps(error.to_dict())
@@ -567,7 +561,7 @@ def test_a_lost_answer_to_a_state_change_or_a_delete_is_replayed_with_its_key(
     deleted = tenant.call("delete_channel", **delete)
     assert tenant.call("delete_channel", **delete) == deleted
     # Without its key, the retry finds the channel gone.
-    assert refused(tenant.call, "delete_channel", id=channel_id, version=2).code is (
+    assert error_of(tenant.call, "delete_channel", id=channel_id, version=2).code is (
         ErrorCode.NOT_FOUND
     )
     assert [action for action, *_ in audit_trail(tenant)] == [

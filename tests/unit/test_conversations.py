@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, error_of
 from vigil.clock import ManualClock
 from vigil.conversations.records import MAX_BODY_BYTES, MAX_PARTICIPANTS, Message
 from vigil.conversations.service import DELIVERY_BATCH, MESSAGES_PAGE, PAGE_BYTES
@@ -21,12 +21,6 @@ from vigil.errors import ErrorCode, VigilError, unavailable
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.mailboxes.queues import QueueRef
 from vigil.stores.memory import MemoryStore
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 class FlakyQueues(MemoryMailboxQueues):

@@ -8,24 +8,8 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from vigil.clock import ManualClock, parse_iso
+from vigil.clock import parse_iso
 from vigil.errors import ErrorCode, VigilError
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
-
-
-@pytest.fixture
-def agent(world: World) -> tuple[str, str]:
-    return world.tenant.register(name="worker")
-
-
-@pytest.fixture
-def watcher(world: World) -> tuple[str, str]:
-    """The agent whose mailbox receives the alerts."""
-    return world.tenant.register(name="supervisor")
 
 
 def beat(

@@ -7,18 +7,12 @@ import logging
 
 import pytest
 
-from tests.support import Tenant
+from tests.support import Tenant, error_of
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.stores.memory import MemoryStore
-
-
-def error_of(call, *args, **kwargs) -> VigilError:  # type: ignore[no-untyped-def]
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def test_register_shows_the_secret_once_and_stores_only_its_hash(tenant: Tenant) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Tenant, app_on, interleaving_store
+from tests.support import Tenant, app_on, error_of, interleaving_store
 from vigil.clock import ManualClock, iso, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.uow import UnitOfWork
@@ -25,12 +25,6 @@ def release_by_switch(store: Store, clock: ManualClock, holder: str) -> Lease:
     uow = UnitOfWork(store)
     command = ReleaseLease("acme", "repo", 1, holder, "expiry:build")
     return release(command, clock.now(), store=store, uow=uow)
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 class Agents:

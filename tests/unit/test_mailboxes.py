@@ -4,7 +4,6 @@ hand: leased deliveries, their generations, duplicates, usage and dead letters."
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +11,7 @@ import boto3
 import pytest
 
 from tests.conftest import create_tables_from_template
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, error_of
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
@@ -30,12 +29,6 @@ from vigil.mailboxes.service import deliver
 from vigil.mailboxes.sqs import SqsMailboxQueues
 from vigil.stores.dynamo import DynamoStore
 from vigil.stores.memory import MemoryStore
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from vigil.clock import ManualClock
-from vigil.errors import ErrorCode, VigilError
+from tests.support import error_of
+from vigil.errors import ErrorCode
 from vigil.kit.names import normal_name
 
 COMPOSED = unicodedata.normalize("NFC", "café-ünïcode")
@@ -19,17 +19,6 @@ DECOMPOSED = unicodedata.normalize("NFD", COMPOSED)
 # Zero-width space, zero-width joiner, left-to-right mark, right-to-left override, byte order
 # mark, line separator, a control character, an unpaired surrogate.
 INVISIBLE = ["\u200b", "\u200d", "\u200e", "\u202e", "\ufeff", "\u2028", "\x85", "\ud800"]
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
-
-
-def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def stored(world: World) -> dict[str, str]:
@@ -66,7 +55,7 @@ def test_both_spellings_of_a_resource_are_one_lease(world: World) -> None:
     _, second = world.tenant.register(name="second")
     lease = world.call("acquire_lease", first, resource=COMPOSED, scope=DECOMPOSED)["lease"]
     assert (lease["resource"], lease["scope"]) == (COMPOSED, COMPOSED)
-    error = refused(world.call, "acquire_lease", second, resource=DECOMPOSED)
+    error = error_of(world.call, "acquire_lease", second, resource=DECOMPOSED)
     assert error.code is ErrorCode.VERSION_CONFLICT
 
 
@@ -114,7 +103,7 @@ def test_a_name_with_an_invisible_character_is_refused_and_changes_nothing(
     before = stored(world)
     for tool, arguments in calls:
         caller = world.tenant.operator_secret if tool == "register" else secret
-        error = refused(world.call, tool, caller, **arguments)
+        error = error_of(world.call, tool, caller, **arguments)
         assert error.code is ErrorCode.INVALID_ARGUMENT, tool
     assert stored(world) == before
 

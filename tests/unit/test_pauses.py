@@ -3,42 +3,19 @@ over the whole call path on the in-memory store, with the alarms driven by a mov
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tests.liveness_support import World
-from tests.support import Tenant
+from tests.support import Tenant, error_of
 from vigil.clock import ManualClock, iso, parse_iso, to_ms
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.store import Store
 from vigil.switches.records import MAX_PAUSES
 
 ALL_ACTIONS = ["release_leases", "mark_failed", "queue_alert"]
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
-
-
-@pytest.fixture
-def agent(world: World) -> tuple[str, str]:
-    return world.tenant.register(name="worker")
-
-
-@pytest.fixture
-def watcher(world: World) -> tuple[str, str]:
-    """The agent whose mailbox receives the alerts."""
-    return world.tenant.register(name="supervisor")
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def beat(

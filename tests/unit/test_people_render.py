@@ -12,17 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.liveness_support import World
-from vigil.clock import ManualClock
 from vigil.people import render
 from vigil.people.render import Overview, relative, span
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
 
 
 @pytest.mark.parametrize(

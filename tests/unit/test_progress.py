@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,31 +11,15 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from tests.liveness_support import World
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, error_of
 from vigil import catalog
 from vigil.clock import ManualClock, parse_iso
-from vigil.errors import ErrorCode, VigilError, unavailable
+from vigil.errors import ErrorCode, unavailable
 from vigil.kit.memory import MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport
 from vigil.store import Store
 from vigil.stores.memory import MemoryStore
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
-
-
-@pytest.fixture
-def agent(world: World) -> tuple[str, str]:
-    return world.tenant.register(name="worker")
 
 
 def report(world: World, secret: str, **arguments: Any) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import pytest
 
 from tests.conftest import create_tables_from_template
 from tests.liveness_support import World
+from tests.support import error_of
 from vigil.clock import ManualClock
 from vigil.config import REQUIRED, Settings
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.kit.uow import ConditionFailed, Count
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -29,17 +30,6 @@ def world(clock: ManualClock) -> World:
     world.app.quotas = SMALL
     world.switch_engine.quotas = SMALL
     return world
-
-
-@pytest.fixture
-def agent(world: World) -> tuple[str, str]:
-    return world.tenant.register(name="worker")
-
-
-def refused(call: Any, *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 def arm(world: World, secret: str, scope: str, **more: Any) -> dict[str, Any]:
@@ -61,7 +51,7 @@ def test_armed_switches_are_capped_and_freed_by_disarm_and_death(
         arm(world, agent[1], "a")
     assert usage(world, "armed_switches") == 2
 
-    error = refused(arm, world, agent[1], "c")
+    error = error_of(arm, world, agent[1], "c")
     assert error.code is ErrorCode.LIMIT_EXCEEDED
     assert error.details == {"quota": "armed_switches", "limit": 2}
     assert error.to_dict()["retryable"] is False
@@ -94,7 +84,7 @@ def test_two_arms_racing_for_the_last_place_get_one(
         commit(writes, completion)
 
     monkeypatch.setattr(store, "commit", interleaved)
-    error = refused(arm, world, agent[1], "c")
+    error = error_of(arm, world, agent[1], "c")
     assert error.code is ErrorCode.LIMIT_EXCEEDED
     assert raced[0]["state"] == "armed"
     assert usage(world, "armed_switches") == 2
@@ -111,7 +101,7 @@ def test_leases_per_scope_are_capped_and_freed_by_release_and_death(
     first = acquire("r1")
     acquire("r2")
     acquire("r1")  # taking a lease held already counts nothing
-    error = refused(acquire, "r3")
+    error = error_of(acquire, "r3")
     assert (error.code, error.details) == (
         ErrorCode.LIMIT_EXCEEDED,
         {"quota": "leases_per_scope", "limit": 2},
@@ -146,7 +136,7 @@ def test_named_mailboxes_are_capped(world: World, agent: tuple[str, str]) -> Non
     _, other = world.tenant.register(name="other")
     world.call("create_mailbox", other, box="two")
     assert world.call("create_mailbox", other, box="two")["created"] is False
-    error = refused(world.call, "create_mailbox", agent[1], box="three")
+    error = error_of(world.call, "create_mailbox", agent[1], box="three")
     assert error.details == {"quota": "mailboxes", "limit": 2}
     assert world.store.get_mailbox("acme", f"agent:{agent[0]}/three") is None
 
@@ -158,7 +148,7 @@ def test_an_undrained_mailbox_takes_no_new_switchs_alert(
     alerting = {"on_expiry": ["queue_alert"], "notify_address": f"agent:{watcher}"}
     world.call("heartbeat", agent[1], scope="a", expect_within_seconds=5, **alerting)
     world.advance(6)  # a dies: its alert waits in the watcher's mailbox
-    error = refused(arm, world, agent[1], "b", **alerting)
+    error = error_of(arm, world, agent[1], "b", **alerting)
     assert error.details == {"quota": "pending_deliveries", "limit": 1}
     assert world.store.get_switch("acme", "b") is None
     arm(world, agent[1], "b")  # without an alert it arms

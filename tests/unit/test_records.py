@@ -5,26 +5,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from tests.contract.test_lease_store_contract import HOLDER, OTHER, lease
 from tests.contract.test_store_contract import principal
 from tests.contract.test_switch_contract import switch
+from tests.support import error_of
 from vigil.clock import ManualClock
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.identity.records import hash_secret
 from vigil.leases.records import granted
 from vigil.mailboxes.records import Delivery, Envelope, Mailbox, envelope_id_for
 from vigil.runs.records import Run
 from vigil.sessions.records import Instruction, Session, instruction_seq
 from vigil.switches.records import Beat, HeldLease
-
-
-def refusal(call: object) -> ErrorCode:
-    assert callable(call)
-    with pytest.raises(VigilError) as refused:
-        call()
-    return refused.value.code
 
 
 # -- versions -----------------------------------------------------------------------------
@@ -50,7 +42,7 @@ def test_a_grant_takes_a_new_generation_unless_the_holder_renews_its_own(
     )
     again = granted(first, "acme", "repo", "build", HOLDER, "w-2", 60, now)
     assert (again.generation, again.version, again.scope) == (1, 2, "build")
-    assert refusal(lambda: granted(first, "acme", "repo", None, OTHER, None, 30, now)) is (
+    assert error_of(granted, first, "acme", "repo", None, OTHER, None, 30, now).code is (
         ErrorCode.VERSION_CONFLICT
     )
     later = clock.advance(31)
@@ -62,10 +54,10 @@ def test_only_the_live_current_generation_renews(clock: ManualClock) -> None:
     held = lease(clock)
     renewed = held.renewed(HOLDER, 1, 120, clock.advance(10))
     assert (renewed.expires_at, renewed.generation) == (clock.now() + timedelta(seconds=120), 1)
-    assert refusal(lambda: held.renewed(HOLDER, 2, 60, clock.now())) is ErrorCode.STALE_GENERATION
-    assert refusal(lambda: held.renewed(OTHER, 1, 60, clock.now())) is ErrorCode.STALE_GENERATION
+    assert error_of(held.renewed, HOLDER, 2, 60, clock.now()).code is ErrorCode.STALE_GENERATION
+    assert error_of(held.renewed, OTHER, 1, 60, clock.now()).code is ErrorCode.STALE_GENERATION
     lapsed = clock.advance(60)
-    assert refusal(lambda: held.renewed(HOLDER, 1, 60, lapsed)) is ErrorCode.STALE_GENERATION
+    assert error_of(held.renewed, HOLDER, 1, 60, lapsed).code is ErrorCode.STALE_GENERATION
     released = held.released("expiry:build", lapsed)
     assert (released.state, released.released_by, released.live(lapsed)) == (
         "released",
@@ -78,15 +70,15 @@ def test_only_the_live_current_generation_renews(clock: ManualClock) -> None:
 def test_a_run_is_claimed_renewed_and_finished_only_by_its_holder(clock: ManualClock) -> None:
     run = Run.started("acme", "r-1", HOLDER, 30, clock.now())
     assert (run.generation, run.state(clock.now())) == (1, "running")
-    assert refusal(lambda: run.claimed_by(OTHER, 30, clock.now())) is ErrorCode.VERSION_CONFLICT
+    assert error_of(run.claimed_by, OTHER, 30, clock.now()).code is ErrorCode.VERSION_CONFLICT
     assert run.claimed_by(HOLDER, 60, clock.now()).generation == 1
     lapsed_at = clock.advance(31)
     assert run.state(lapsed_at) == "lapsed"
-    assert refusal(lambda: run.renewed(HOLDER, 30, lapsed_at)) is ErrorCode.STALE_GENERATION
+    assert error_of(run.renewed, HOLDER, 30, lapsed_at).code is ErrorCode.STALE_GENERATION
     taken = run.claimed_by(OTHER, 30, lapsed_at)
     assert (taken.holder, taken.generation) == (OTHER, 2)
     finished_at = clock.advance(1)
-    refused = refusal(lambda: taken.finished(OTHER, 1, "succeeded", None, finished_at))
+    refused = error_of(taken.finished, OTHER, 1, "succeeded", None, finished_at).code
     assert refused is ErrorCode.STALE_GENERATION
     done = taken.finished(OTHER, 2, "succeeded", {"ok": True}, finished_at)
     assert (done.state(finished_at), done.outcome, done.result) == (
@@ -94,7 +86,7 @@ def test_a_run_is_claimed_renewed_and_finished_only_by_its_holder(clock: ManualC
         "succeeded",
         {"ok": True},
     )
-    assert refusal(lambda: done.claimed_by(HOLDER, 30, finished_at)) is (ErrorCode.INVALID_ARGUMENT)
+    assert error_of(done.claimed_by, HOLDER, 30, finished_at).code is (ErrorCode.INVALID_ARGUMENT)
 
 
 # -- switches -----------------------------------------------------------------------------

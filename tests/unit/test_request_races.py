@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from tests.support import interleaving_store
+from tests.support import error_of, interleaving_store
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
@@ -48,9 +48,7 @@ class Pair:
         return self.world.call(tool, self.secrets[who], **arguments)
 
     def refused(self, tool: str, who: str, **arguments: Any) -> VigilError:
-        with pytest.raises(VigilError) as caught:
-            self.call(tool, who, **arguments)
-        return caught.value
+        return error_of(self.call, tool, who, **arguments)
 
     def ask(self, **arguments: Any) -> dict[str, Any]:
         chat = self.call(

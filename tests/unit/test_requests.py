@@ -6,23 +6,17 @@ blocking dependencies with their cycles."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.liveness_support import World
+from tests.support import error_of
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.requests.records import MAX_HISTORY, canonical
 
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 class Desk:

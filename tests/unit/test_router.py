@@ -50,7 +50,7 @@ def test_unknown_routes_and_methods(tenant: Tenant) -> None:
     assert router(tenant).handle(HttpRequest("GET", "/v1/whoami", {}, b"")).status == 405
 
 
-def error_of(response: object) -> dict[str, object]:
+def error_body(response: object) -> dict[str, object]:
     body = json.loads(response.body)  # type: ignore[attr-defined]
     assert set(body) == {"error"}
     assert set(body["error"]) >= {"code", "message", "retryable"}
@@ -68,7 +68,7 @@ def test_every_refusal_at_the_edge_is_typed_json(tenant: Tenant) -> None:
     for method, path, status, code, allow in cases:
         response = router(tenant).handle(HttpRequest(method, path, {}, b""))
         assert (response.status, response.headers["content-type"]) == (status, "application/json")
-        assert error_of(response)["code"] == code, (method, path)
+        assert error_body(response)["code"] == code, (method, path)
         assert response.headers.get("allow") == allow, (method, path)
 
 
@@ -77,7 +77,7 @@ def test_a_body_over_two_mebibytes_is_refused_typed_before_it_is_read(tenant: Te
     headers = {"authorization": f"Bearer {tenant.operator_secret}"}
     rest = router(tenant).handle(HttpRequest("POST", "/v1/register", headers, body))
     assert rest.status == 413
-    error = error_of(rest)
+    error = error_body(rest)
     assert error["code"] == "limit_exceeded"
     assert error["details"] == {"quota": "request_body_bytes", "limit": 2 * 1024 * 1024}
     mcp = router(tenant).handle(HttpRequest("POST", "/mcp", headers, body))
@@ -94,7 +94,7 @@ def test_a_missing_or_wrong_credential_gets_a_bearer_challenge(tenant: Tenant) -
         sent = {**headers, **({"authorization": credential} if credential else {})}
         response = router(tenant).handle(HttpRequest("POST", "/v1/whoami", sent, b"{}"))
         assert response.status == 401
-        assert error_of(response)["code"] == "unauthenticated"
+        assert error_body(response)["code"] == "unauthenticated"
         assert response.headers["www-authenticate"] == (
             'Bearer realm="vigil", '
             'resource_metadata="https://vigil.example/.well-known/oauth-protected-resource"'

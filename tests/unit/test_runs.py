@@ -9,19 +9,13 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant, app_on, interleaving_store
+from tests.support import Tenant, app_on, error_of, interleaving_store
 from vigil import catalog
 from vigil.clock import ManualClock, iso, parse_iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.runs.records import Run
 
 RUN_ID = "00000000-0000-4000-8000-0000000000aa"
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 class Workers:

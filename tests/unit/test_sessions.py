@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, error_of
 from vigil import catalog
 from vigil.clock import ManualClock, parse_iso
-from vigil.errors import ErrorCode, VigilError
+from vigil.errors import ErrorCode
 from vigil.identity.tools import RegisterInput
 from vigil.kit.uow import Write
 from vigil.sessions.records import (
@@ -29,12 +29,6 @@ from vigil.sessions.tools import SessionHeartbeatInput
 from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
 from vigil.stores.memory import MemoryStore
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
 
 
 class Interleaving(MemoryStore):

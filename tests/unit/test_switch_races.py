@@ -20,11 +20,6 @@ from vigil.switches.records import HeldLease, Switch
 SCOPE = "job-1"
 
 
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
-
-
 def arm(world: World, secret: str, watcher: str, window: int = 10) -> dict[str, Any]:
     world.call("acquire_lease", secret, resource="repo:main", scope=SCOPE, ttl_seconds=3600)
     return world.call(

@@ -3,26 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from tests.liveness_support import World
-from tests.support import Tenant
+from tests.support import Tenant, error_of
 from vigil.clock import ManualClock
-from vigil.errors import ErrorCode, VigilError
-
-
-def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:
-    with pytest.raises(VigilError) as caught:
-        call(*args, **kwargs)
-    return caught.value
-
-
-@pytest.fixture
-def world(clock: ManualClock) -> World:
-    return World(clock)
+from vigil.errors import ErrorCode
 
 
 def beat(world: World, secret: str, scope: str, window: int = 30, **more: Any) -> dict[str, Any]:
