@@ -49,7 +49,8 @@ if TYPE_CHECKING:
         *switch_pauses.TOOLS,
     )
 
-# Each tool module and the tools it declares, in the catalog's order.
+# Each tool module and the tools it declares, in the catalog's order: the families as the
+# README lists them, each tool beside the ones it works with.
 _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "vigil.identity.tools",
@@ -62,22 +63,17 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "list_directory",
         ),
     ),
-    # Requests early, while the newest ids a walk of the catalog has seen are principals'.
-    (
-        "vigil.requests.tools",
-        (
-            "ask",
-            "request_status",
-            "get_request",
-            "reply",
-            "set_blocking",
-            "replace_request",
-            "redeem_approval",
-            "report_execution",
-        ),
-    ),
-    ("vigil.audit.tools", ("list_audit_events",)),
+    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
     ("vigil.leases.tools", ("acquire_lease", "renew_lease", "release_lease")),
+    (
+        "vigil.sessions.tools",
+        ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),
+    ),
+    (
+        "vigil.runs.tools",
+        ("start_run", "claim_run", "create_run_heartbeat", "finish_run", "get_run"),
+    ),
+    ("vigil.progress.tools", ("report_progress", "get_progress")),
     (
         "vigil.mailboxes.tools",
         (
@@ -89,11 +85,23 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "get_usage",
         ),
     ),
-    # Membership changes come after the file tools, so that a walk of the catalog in order
-    # (the quality harness's) reaches a conversation's files before a leave ends its part in it.
+    ("vigil.conversations.tools", ("send",)),
     # start_chat is the requests': its first message may ask one.
     ("vigil.requests.tools", ("start_chat",)),
-    ("vigil.conversations.tools", ("send", "get_conversation")),
+    ("vigil.conversations.tools", ("change_chat_membership", "get_conversation")),
+    (
+        "vigil.requests.tools",
+        (
+            "ask",
+            "get_request",
+            "reply",
+            "request_status",
+            "set_blocking",
+            "replace_request",
+            "redeem_approval",
+            "report_execution",
+        ),
+    ),
     (
         "vigil.attachments.tools",
         (
@@ -105,36 +113,23 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "download_attachment",
         ),
     ),
-    ("vigil.conversations.tools", ("change_chat_membership",)),
-    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
-    ("vigil.switches.watch_tools", ("list_switches", "list_deaths")),
-    ("vigil.switches.pause_tools", ("pause_switches", "resume_switches", "list_pauses")),
-    (
-        "vigil.sessions.tools",
-        ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),
-    ),
-    ("vigil.progress.tools", ("report_progress", "get_progress")),
-    (
-        "vigil.runs.tools",
-        ("start_run", "claim_run", "create_run_heartbeat", "finish_run", "get_run"),
-    ),
+    ("vigil.audit.tools", ("list_audit_events",)),
     (
         "vigil.notifications.tools",
         (
-            # What a channel missed, and its alerts, before it is deleted: the quality
-            # harness, calling the catalog in this order, then reaches them with what the
-            # previous pass's alerts left.
-            "list_delivery_failures",
-            "replay_delivery",
-            "acknowledge_alert",
-            "delete_channel",
             "create_channel",
             "list_channels",
             "rotate_channel_secret",
             "set_channel_state",
+            "delete_channel",
             "test_channel",
+            "list_delivery_failures",
+            "replay_delivery",
+            "acknowledge_alert",
         ),
     ),
+    ("vigil.switches.watch_tools", ("list_switches", "list_deaths")),
+    ("vigil.switches.pause_tools", ("pause_switches", "resume_switches", "list_pauses")),
 )
 
 # Every tool's name and the module that declares it.

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 def home() -> Seeded:
     """A world whose home namespace has one of everything the catalog can make."""
     from tests.harness.scenario import seed
+    from tests.harness.walk import walked
     from tests.harness.worlds import HarnessWorld
-    from vigil import catalog
 
-    return seed(HarnessWorld(), catalog.tools())
+    return seed(HarnessWorld(), walked())
 
 
 @pytest.fixture(scope="module")

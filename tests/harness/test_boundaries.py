@@ -36,6 +36,7 @@ from tests.harness.probe import (
 from tests.harness.scenario import CREDENTIAL, Seeded, Success, seed
 from tests.harness.schema import branches, input_schema, properties, restrictive, types_of
 from tests.harness.settings import TOOL_NAMES
+from tests.harness.walk import walked
 from tests.harness.worlds import (
     HOME,
     ISSUED,
@@ -229,7 +230,7 @@ def rehearsal() -> Rehearsal:
         )
         rewind(after)
 
-    home = seed(world, catalog.tools(), rehearse)
+    home = seed(world, walked(), rehearse)
     return Rehearsal(home, twin, strangers, peers)
 
 

@@ -20,6 +20,7 @@ from tests.e2e.test_mcp_clients import inspector
 from tests.harness.probe import Outcome, assert_clean, read_rest
 from tests.harness.scenario import CREDENTIAL, Scenario
 from tests.harness.schema import input_schema, simplest
+from tests.harness.walk import walked
 from tests.harness.worlds import Actor, absorb
 from vigil import catalog
 from vigil.errors import ErrorCode
@@ -73,7 +74,7 @@ def made(state: dict[str, Any]) -> Scenario:
         return outcome
 
     protected = [operator.principal_id, worker.principal_id]
-    scenario = Scenario(call, catalog.tools(), [operator, worker], protected, limit=8)
+    scenario = Scenario(call, walked(), [operator, worker], protected, limit=8)
     scenario.run()
     return scenario
 

@@ -187,5 +187,6 @@ def test_the_notify_function_serves_the_kinds_routed_to_it_and_the_alarm_functio
     from vigil.entrypoints import notify
 
     world = World(clock)
-    assert set(notify.handlers(world.notifier)) == set(kinds.NOTIFY_KINDS)
-    assert set(alarm.handlers(world.liveness)).isdisjoint(kinds.NOTIFY_KINDS)
+    worker = notify.Worker(world.store, clock, world.alarms, world.sender)
+    assert set(notify.handlers(worker)) == set(kinds.NOTIFY_KINDS)
+    assert set(alarm.handlers(world.switch_engine)).isdisjoint(kinds.NOTIFY_KINDS)
