@@ -14,8 +14,8 @@ from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
 from vigil.identity.records import Caller
-from vigil.kit.events import Publish
 from vigil.kit.keys import Keys
+from vigil.kit.publish import Publish
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.quotas.records import Quotas

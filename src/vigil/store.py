@@ -14,16 +14,14 @@ from vigil.identity.store import IdentityPorts, IdentityStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
-from vigil.mailboxes.dead_letters import DeadLetterPorts
-from vigil.mailboxes.store import MailboxPorts, MailboxStore
+from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
 from vigil.notifications.ports import ChannelPorts, DelivererPorts
 from vigil.notifications.store import ChannelStore
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestPorts, RequestStore
 from vigil.runs.store import RunStore
-from vigil.sessions.store import SessionStore
-from vigil.sessions.watch import WatchPorts
+from vigil.sessions.store import SessionStore, WatchPorts
 from vigil.switches.ports import SwitchPorts
 from vigil.switches.store import SwitchStore
 

@@ -1,23 +1,13 @@
-"""Events a capability tells people of, and the port it tells them through.
-
-A capability with news (a switch fired, a request opened, a session gone stale, a delivery
-dead-lettered) defines its event's data beside its records, as an ``EventData``, and hands it to
-``Publish``, which the notifications implement: what it returns is committed with the change the
-event tells of, so there is no event without its change nor a change without its event, and no
-publisher imports the notifications.
-"""
+"""What an event is about, as the capability that tells of it defines it (``EventData``), and
+the event ids derived from it; the port it is handed to is ``vigil.kit.publish``."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
-from datetime import datetime
-from typing import NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
-
-from vigil.kit.uow import Write
 
 ELLIPSIS = "…"
 # "evt_" and 26 base32 characters: 130 bits of a SHA-256 digest.
@@ -49,18 +39,3 @@ class EventData(EventModel):
         """What makes this event this one (with its namespace and type): an event built again
         after a crash has the same parts, and so the same id."""
         raise NotImplementedError
-
-
-class Published(NamedTuple):
-    event_id: str
-    # The event's notification, to commit with the change: none if no channel wants it.
-    writes: list[Write]
-
-
-class Publish(Protocol):
-    def __call__(
-        self, event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
-    ) -> Published:
-        """Writes down the event of ``event_type`` about ``data`` for the channels that want
-        it, to be committed by the caller with what it tells of."""
-        ...

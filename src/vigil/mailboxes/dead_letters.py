@@ -8,20 +8,14 @@ time, due when that hand-out's lease lapses; the notify function serves it.
 from __future__ import annotations
 
 import contextlib
-from abc import ABC
 from dataclasses import dataclass
 
 from vigil.alarms.timers import Timer
 from vigil.clock import Clock
-from vigil.kit.events import Publish
-from vigil.kit.uow import Committer, ConditionFailed
+from vigil.kit.publish import Publish
+from vigil.kit.uow import ConditionFailed
 from vigil.mailboxes.events import DeliveryDeadLettered
-from vigil.mailboxes.store import MailboxStore
-
-
-class DeadLetterPorts(Committer, MailboxStore, ABC):
-    """What the end of a last hand-out reads and writes: the envelope's delivery, and the
-    event."""
+from vigil.mailboxes.store import DeadLetterPorts
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Protocol
 from vigil.audit.store import AuditStore
 from vigil.identity.records import Principal
 from vigil.identity.store import IdentityStore
-from vigil.kit.uow import Count, Write
+from vigil.kit.uow import Committer, Count, Write
 from vigil.mailboxes.records import Delivery, Mailbox, UsageDay, UsageEvent
 from vigil.quotas.store import QuotaStore
 
@@ -91,3 +91,8 @@ class AddressRegistry(Protocol):
     def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
 
     def get_mailbox(self, namespace: str, address: str) -> Mailbox | None: ...
+
+
+class DeadLetterPorts(Committer, MailboxStore, ABC):
+    """What the end of a last hand-out reads and writes: the envelope's delivery, and the
+    event."""

@@ -19,7 +19,8 @@ from typing import cast
 from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
-from vigil.kit.events import EventData, Published
+from vigil.kit.events import EventData
+from vigil.kit.publish import Published
 from vigil.kit.uow import Write
 from vigil.notifications.events import Event, NoticeType, make_event
 from vigil.notifications.records import ChannelDelivery, Notification

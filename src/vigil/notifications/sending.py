@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from vigil.clock import Clock
 from vigil.kit.keys import Keys
-from vigil.notifications.channel_secrets import open_secrets, open_target
-from vigil.notifications.outbound import SendResult, post
 from vigil.notifications.records import Channel
 
 if TYPE_CHECKING:
     from vigil.notifications.events import Event
+    from vigil.notifications.outbound import SendResult
 
 # Each attempt's limit: connect, TLS, send and answer together.
 ATTEMPT_TIMEOUT_SECONDS = 10
@@ -27,7 +26,14 @@ _SES_TRANSIENT = frozenset(
 )
 
 
-Post = Callable[..., SendResult]
+Post = Callable[..., "SendResult"]
+
+
+def _https_post(*args: Any, **kwargs: Any) -> SendResult:
+    """``vigil.notifications.outbound.post``, loaded with the first send."""
+    from vigil.notifications.outbound import post
+
+    return post(*args, **kwargs)
 
 
 @dataclass
@@ -42,13 +48,14 @@ class Sender:
     allow_private: bool = False
     email_sender: str | None = None
     ses: Any = None
-    post: Post = field(default=post)
+    post: Post = field(default=_https_post)
     timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
 
     def send(self, channel: Channel, event: Event) -> SendResult:
         """One attempt to deliver ``event`` to ``channel``."""
-        # The formats are loaded by the first send, not with the module: the API function
-        # builds its Sender at init, and few of its calls send.
+        # The formats and the HTTP client are loaded by the first send, not with the module:
+        # the API function builds its Sender at init, and few of its calls send.
+        from vigil.notifications.channel_secrets import open_secrets, open_target
         from vigil.notifications.events import console_link
         from vigil.notifications.slack import slack_message
         from vigil.notifications.webhooks import webhook_request
@@ -76,6 +83,7 @@ class Sender:
     def _email(self, channel: Channel, event: Event) -> SendResult:
         from vigil.kit.aws import error_code
         from vigil.notifications.email import send_email
+        from vigil.notifications.outbound import SendResult
 
         if not self.email_sender or self.ses is None:
             return SendResult(

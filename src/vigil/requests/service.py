@@ -23,9 +23,9 @@ from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.identity.records import Caller
-from vigil.kit.events import Publish
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import kind_of
+from vigil.kit.publish import Publish
 from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues

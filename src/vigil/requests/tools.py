@@ -21,7 +21,7 @@ from vigil.conversations.tools import (
 )
 from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.events import Publish
+from vigil.kit.publish import Publish
 from vigil.kit.tooling import Replay, Tool
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.quotas.records import Quotas

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Protocol
 
-from vigil.kit.uow import Write
+from vigil.kit.uow import Committer, Write
 from vigil.sessions.records import Instruction, Session
 
 
@@ -56,3 +57,14 @@ class SessionStore(ABC):
     def list_sessions(self, namespace: str, after: str | None, limit: int) -> list[Session]:
         """Up to ``limit`` sessions of the namespace in session id order, beginning after
         ``after``, read consistently."""
+
+
+class WatchPorts(Committer, SessionStore, ABC):
+    """What a session's watch reads and writes: the session, and its moved watch."""
+
+
+class Audience(Protocol):
+    def wanted(self, namespace: str, event_type: str) -> bool:
+        """Whether anyone is told of ``namespace``'s events of ``event_type`` that have no
+        scope."""
+        ...

@@ -8,32 +8,19 @@ timer); the watch moves itself while the session is beaten, and stops once it ha
 from __future__ import annotations
 
 import contextlib
-from abc import ABC
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
 
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock
 from vigil.errors import contended
-from vigil.kit.events import Publish
-from vigil.kit.uow import Committer, ConditionFailed
+from vigil.kit.publish import Publish
+from vigil.kit.uow import ConditionFailed
 from vigil.sessions.events import SessionStale
-from vigil.sessions.store import SessionStore
+from vigil.sessions.store import Audience, WatchPorts
 
 # How often a session is looked at while no channel of its namespace wants session.stale.
 UNWATCHED = timedelta(hours=1)
-
-
-class WatchPorts(Committer, SessionStore, ABC):
-    """What a session's watch reads and writes: the session, and its moved watch."""
-
-
-class Audience(Protocol):
-    def wanted(self, namespace: str, event_type: str) -> bool:
-        """Whether anyone is told of ``namespace``'s events of ``event_type`` that have no
-        scope."""
-        ...
 
 
 @dataclass

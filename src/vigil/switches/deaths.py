@@ -15,12 +15,11 @@ from typing import Any
 from vigil.alarms.timers import Alarms
 from vigil.clock import Clock, iso
 from vigil.errors import ErrorCode, VigilError
-from vigil.kit.events import Publish
+from vigil.kit.publish import Publish
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
 from vigil.mailboxes.service import deliver
-from vigil.switches.events import SwitchFired
 from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import RELEASE_BATCH, Death, HeldLease, Step
 from vigil.switches.timers import continuation
@@ -82,6 +81,10 @@ class DeathActions:
     def _notify(self, death: Death, uow: UnitOfWork) -> Death:
         """The switch.fired event, with what the actions did, written with the step: the
         channels are told once, whichever run of the death gets here."""
+        # Loaded by the first death, not with the alarm function: most of its timers find
+        # nothing to tell.
+        from vigil.switches.events import SwitchFired
+
         published = self.publish(
             "switch.fired",
             SwitchFired.of(death),

@@ -27,7 +27,7 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
-from vigil.kit.events import Publish
+from vigil.kit.publish import Publish
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.leases.records import Lease

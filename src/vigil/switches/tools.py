@@ -15,8 +15,8 @@ from vigil.alarms.timers import Alarms
 from vigil.clock import to_ms
 from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.events import Publish
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.publish import Publish
 from vigil.kit.tooling import AgentLabel, Output, Scope, StrictInput, Tool
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.progress.tools import ProgressSummary
