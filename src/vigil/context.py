@@ -18,6 +18,7 @@ from vigil.kit.keys import Keys
 from vigil.kit.publish import Publish
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
+from vigil.notifications.publishing import outbox_on_first_event
 from vigil.quotas.records import Quotas
 from vigil.store import Store
 
@@ -54,8 +55,5 @@ class Context:
 
     @property
     def publish(self) -> Publish:
-        """Where the call's news goes: the notifications' outbox, loaded by the calls that
-        have news to tell."""
-        from vigil.notifications.outbox import Outbox
-
-        return Outbox(self.store, self.clock, self.alarms)
+        """Where the call's news goes: the notifications' outbox."""
+        return outbox_on_first_event(self.store, self.clock, self.alarms)

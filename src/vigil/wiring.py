@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from vigil.clock import Clock, SystemClock
@@ -13,11 +12,8 @@ from vigil.config import Settings
 
 if TYPE_CHECKING:
     from vigil.alarms.aws import AwsAlarms
-    from vigil.alarms.timers import Alarms
     from vigil.attachments.blobs import S3Blobs
-    from vigil.kit.events import EventData
     from vigil.kit.keys import Keys
-    from vigil.kit.publish import Publish, Published
     from vigil.mailboxes.sqs import SqsMailboxQueues
     from vigil.notifications.sending import Sender
     from vigil.quotas.records import Quotas
@@ -174,23 +170,8 @@ def quotas() -> Quotas:
     return Quotas.of(settings().quota_limits)
 
 
-def outbox_on_first_event(table: Store, timers: Alarms) -> Publish:
-    """The notifications' outbox, loaded with the first event told: the alarm function starts
-    without it, since most of its timers have nothing to tell."""
-
-    def publish(
-        event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
-    ) -> Published:
-        from vigil.notifications.outbox import Outbox
-
-        return Outbox(table, clock(), timers)(
-            event_type, data, namespace=namespace, occurred_at=occurred_at
-        )
-
-    return publish
-
-
 def aws_switch_engine() -> SwitchEngine[Store]:
+    from vigil.notifications.publishing import outbox_on_first_event
     from vigil.switches.engine import SwitchEngine
 
     table, timers = store(), alarms()
@@ -199,6 +180,6 @@ def aws_switch_engine() -> SwitchEngine[Store]:
         clock=clock(),
         alarms=timers,
         queues=queues(),
-        publish=outbox_on_first_event(table, timers),
+        publish=outbox_on_first_event(table, clock(), timers),
         quotas=quotas(),
     )
