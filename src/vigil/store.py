@@ -15,17 +15,18 @@ from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
-from vigil.notifications.ports import ChannelPorts, DelivererPorts
-from vigil.notifications.store import ChannelStore
+from vigil.notifications.store import ChannelPorts, ChannelStore, DelivererPorts
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestPorts, RequestStore
 from vigil.runs.store import RunStore
 from vigil.sessions.store import SessionStore, WatchPorts
-from vigil.switches.ports import SwitchPorts
-from vigil.switches.store import SwitchStore
+from vigil.switches.store import SwitchPorts, SwitchStore
 
 
+# Each capability's intersection of ports (the ports its services take) first, then the ports
+# themselves: Python builds the class only if every intersection lists its bases in an order
+# this one keeps.
 class Store(
     SwitchPorts,
     ChannelPorts,

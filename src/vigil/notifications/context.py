@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 from vigil.alarms.timers import Alarms
 from vigil.identity.calls import Call
 from vigil.kit.keys import Keys
-from vigil.notifications.ports import ChannelPorts
+from vigil.notifications.store import ChannelPorts
 
 if TYPE_CHECKING:
     from vigil.notifications.sending import Sender

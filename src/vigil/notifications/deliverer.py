@@ -33,7 +33,6 @@ from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
-from vigil.notifications.ports import DelivererPorts
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
     MAX_REPEATS,
@@ -44,6 +43,7 @@ from vigil.notifications.records import (
     backoff,
 )
 from vigil.notifications.sending import Sender
+from vigil.notifications.store import DelivererPorts
 from vigil.observability import get_logger, log_event, metrics
 
 log = get_logger("vigil.notifications")

@@ -12,8 +12,8 @@ from vigil.errors import contended
 from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.notifications.outbox import attempt_timer
-from vigil.notifications.ports import ChannelPorts
 from vigil.notifications.records import DeliveryFailure
+from vigil.notifications.store import ChannelPorts
 
 
 def replay(

@@ -34,7 +34,6 @@ from vigil.kit.principals import kind_of, new_id
 from vigil.kit.retry import R
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.notifications.channel_secrets import seal_part
-from vigil.notifications.ports import ChannelPorts
 from vigil.notifications.records import (
     MAX_CHANNELS,
     Acknowledgement,
@@ -44,6 +43,7 @@ from vigil.notifications.records import (
     Notification,
     Rule,
 )
+from vigil.notifications.store import ChannelPorts
 from vigil.notifications.webhooks import new_secret
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from vigil.kit.uow import Write
+from vigil.audit.store import AuditStore
+from vigil.kit.uow import Committer, Write
 from vigil.notifications.records import (
     Acknowledgement,
     Channel,
@@ -12,6 +13,9 @@ from vigil.notifications.records import (
     DeliveryFailure,
     Notification,
 )
+from vigil.quotas.store import QuotaStore
+from vigil.requests.store import RequestStore
+from vigil.switches.store import SwitchStore
 
 
 class ChannelStore(ABC):
@@ -72,3 +76,14 @@ class ChannelStore(ABC):
     ) -> list[DeliveryFailure]:
         """Up to ``limit`` of the channel's failures, newest first, those that sort before
         position ``before`` if given."""
+
+
+class ChannelPorts(Committer, AuditStore, ChannelStore, QuotaStore, ABC):
+    """What an operator's channel tools read and write: channels, counted in the namespace's
+    quota, alerts' acknowledgements and deliveries' failures, audited."""
+
+
+class DelivererPorts(Committer, AuditStore, ChannelStore, RequestStore, SwitchStore, ABC):
+    """What the deliverer reads and writes: the notifications and their channels, a channel
+    disabled (audited), and whether what an alert tells of still waits for a person (its
+    request, its switch)."""

@@ -20,8 +20,8 @@ from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
 from vigil.mailboxes.service import deliver
-from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import RELEASE_BATCH, Death, HeldLease, Step
+from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import continuation
 
 

@@ -38,8 +38,8 @@ from vigil.observability import get_logger, log_event, metrics
 from vigil.progress.records import ProgressReport
 from vigil.quotas.records import Quotas
 from vigil.switches.deaths import DeathActions
-from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import Beat, Death, PublicState, ReleasedPage, Reprieve, Switch
+from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import timer_for
 
 log = get_logger("vigil.switches")

@@ -16,8 +16,8 @@ from vigil.errors import ErrorCode, VigilError, conflict, forbidden, invalid, no
 from vigil.identity.records import Caller
 from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork
-from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import MAX_PAUSE_SECONDS, MAX_PAUSES, Pause
+from vigil.switches.store import SwitchPorts
 from vigil.switches.watching import LIST_PAGE
 
 

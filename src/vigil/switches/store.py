@@ -10,8 +10,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from vigil.kit.uow import Write
-from vigil.progress.store import ScopeHolders
+from vigil.audit.store import AuditStore
+from vigil.identity.store import IdentityStore
+from vigil.kit.uow import Committer, Write
+from vigil.leases.store import LeaseStore
+from vigil.mailboxes.store import MailboxStore
+from vigil.progress.store import ProgressStore, ScopeHolders
+from vigil.quotas.store import QuotaStore
 from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
 
 
@@ -94,3 +99,17 @@ class SwitchStore(ScopeHolders, ABC):
     def get_released_page(
         self, namespace: str, scope: str, generation: int, number: int
     ) -> ReleasedPage | None: ...
+
+
+class SwitchPorts(
+    Committer,
+    AuditStore,
+    IdentityStore,
+    LeaseStore,
+    MailboxStore,
+    ProgressStore,
+    QuotaStore,
+    SwitchStore,
+    ABC,
+):
+    """The store ports of the switches' engine, pauses and listings."""

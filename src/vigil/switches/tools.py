@@ -22,7 +22,6 @@ from vigil.mailboxes.queues import MailboxQueues
 from vigil.progress.tools import ProgressSummary
 from vigil.quotas.records import Quotas
 from vigil.switches.engine import HELD_PAGE, SwitchEngine
-from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
     MIN_WINDOW_SECONDS,
@@ -34,6 +33,7 @@ from vigil.switches.records import (
     PublicState,
     Switch,
 )
+from vigil.switches.store import SwitchPorts
 
 
 class SwitchContext(Call[SwitchPorts], Protocol):

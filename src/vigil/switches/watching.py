@@ -6,8 +6,8 @@ from __future__ import annotations
 from vigil.errors import forbidden
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
-from vigil.switches.ports import SwitchPorts
 from vigil.switches.records import Death, PublicState, Switch
+from vigil.switches.store import SwitchPorts
 
 # A page of list_switches and of list_deaths: one query of the namespace's index and one
 # BatchGetItem of the records it names (at most 100 keys). A state filter examines at most
