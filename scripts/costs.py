@@ -930,15 +930,15 @@ def _notifier(stack: Stack) -> Any:
     from moto.ses.models import ses_backends
 
     from vigil.entrypoints import notify
-    from vigil.notifications.outbound import Outcome
+    from vigil.notifications.outbound import SendResult
 
     notify.notifier.cache_clear()
     worker = notify.notifier()
     posts: list[int] = []
 
-    def post(url: str, body: bytes, headers: Any, **_: Any) -> Outcome:
+    def post(url: str, body: bytes, headers: Any, **_: Any) -> SendResult:
         posts.append(len(body))
-        return Outcome("delivered", 200, "HTTP 200")
+        return SendResult("delivered", 200, "HTTP 200")
 
     worker.sender.post = post
     clients = [worker.store.client, worker.alarms.sqs, worker.alarms.scheduler]

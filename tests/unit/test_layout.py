@@ -342,3 +342,23 @@ def test_a_validation_problem_names_the_argument_as_written(tenant: Tenant) -> N
         )
     fields = [problem["field"] for problem in refused.value.details["problems"]]
     assert fields == ["currentStep", "acknowledgedInstructionIds.1"]
+
+
+@pytest.mark.parametrize("script", sorted((SRC.parent / "scripts").glob("*.py")), ids=str)
+def test_every_name_a_script_imports_from_vigil_exists(script: Path) -> None:
+    """The scripts run by hand (measurements, benchmarks), not by the suite: what they import,
+    at their top or inside a function, is checked here, so a rename reaches them too."""
+    missing = []
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vigil"):
+            module = importlib.import_module(node.module)
+            missing += [
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if not hasattr(module, alias.name) and not _is_module(f"{node.module}.{alias.name}")
+            ]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("vigil"):
+                    importlib.import_module(alias.name)
+    assert missing == []
