@@ -574,7 +574,7 @@ def _graced_timer(world: World) -> dict[str, Any]:
 
 
 def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
-    world.switch_engine.on_timer(Timer.model_validate(arguments["timer"]))
+    world.switch_engine.on_timer(UnitOfWork(world.store), Timer.model_validate(arguments["timer"]))
     return {}
 
 

@@ -25,6 +25,7 @@ from vigil.console.responder import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
 from vigil.entrypoints import api
 from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.kit.uow import UnitOfWork
 from vigil.observability import JsonFormatter
 from vigil.store import Store
 from vigil.transports.router import Router
@@ -1135,7 +1136,7 @@ def test_a_person_acknowledges_a_fired_switchs_alert_from_its_page(scene: Scene)
     )
     for timer in app.alarms.take_due(scene.clock.now()):  # type: ignore[attr-defined]
         if timer.kind == "switch":
-            engine.on_timer(timer)
+            engine.on_timer(UnitOfWork(app.store), timer)
     [death] = scene.acme.call("list_deaths")["deaths"]
     alert = death["alert_id"]
     assert alert is not None

@@ -27,6 +27,7 @@ from vigil.alarms import kinds
 from vigil.alarms.timers import Timer
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.uow import UnitOfWork
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import SendResult
 from vigil.notifications.records import (
@@ -408,11 +409,11 @@ def test_a_timer_delivered_twice_makes_its_attempt_once(
         if not raced:
             # Both runs have read the attempt as due: the other claims it first.
             raced.append(True)
-            world.deliverer.on_attempt(timer)
+            world.deliverer.on_attempt(UnitOfWork(world.store), timer)
         real_commit(writes, completion)
 
     world.store.commit = commit  # type: ignore[method-assign]
-    world.deliverer.on_attempt(timer)
+    world.deliverer.on_attempt(UnitOfWork(world.store), timer)
     assert raced
     assert len(receiver.received) == 1
 
@@ -470,7 +471,7 @@ def test_a_timer_that_comes_before_the_notification_is_visible_waits_for_it(
         if timer.kind == kinds.NOTIFY and timer.waits == 0 and not early:
             # The queue hands the timer out at once, before the death's step has committed.
             early.append(timer)
-            world.deliverer.on_attempt(timer)
+            world.deliverer.on_attempt(UnitOfWork(world.store), timer)
 
     world.alarms.arm = arm  # type: ignore[method-assign]
     arm_and_die(world)

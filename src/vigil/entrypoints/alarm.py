@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from vigil.alarms.timers import Timer, TimerHandler
-from vigil.entrypoints.timer_events import serve
+from vigil.alarms.timers import TimerHandler
+from vigil.entrypoints.timer_events import in_a_unit_of_work, serve
 from vigil.observability import get_logger, metrics
 from vigil.switches.engine import SwitchEngine
 from vigil.switches.timers import TIMER_KIND
@@ -28,7 +28,6 @@ def switch_engine() -> SwitchEngine[Store]:
 def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     """Timer kinds and their handlers; each capability that arms timers adds its own. The
     requests' are imported with the first timer, not with the handler module."""
-    from vigil.kit.uow import UnitOfWork
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
     from vigil.requests.service import Requests
 
@@ -41,10 +40,10 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
         quotas=engine.quotas,
     )
 
-    def on_request_timer(timer: Timer) -> None:
-        requests.on_timer(UnitOfWork(engine.store), timer)
-
-    return {TIMER_KIND: engine.on_timer, REQUEST_TIMER_KIND: on_request_timer}
+    return {
+        TIMER_KIND: in_a_unit_of_work(engine.store, engine.on_timer),
+        REQUEST_TIMER_KIND: in_a_unit_of_work(engine.store, requests.on_timer),
+    }
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, TimerHandler
 from vigil.clock import Clock
-from vigil.entrypoints.timer_events import serve
+from vigil.entrypoints.timer_events import in_a_unit_of_work, serve
 from vigil.mailboxes.dead_letters import DeadLetters
 from vigil.notifications.deliverer import NotificationDeliverer
 from vigil.notifications.outbox import Outbox
@@ -44,11 +44,13 @@ def handlers(worker: Worker) -> dict[str, TimerHandler]:
     store, clock, alarms = worker.store, worker.clock, worker.alarms
     deliverer = NotificationDeliverer(store, clock, alarms, worker.sender)
     outbox = Outbox(store, clock, alarms)
+    watch = SessionWatch(store, clock, alarms, publish=outbox, audience=outbox)
+    dead_letters = DeadLetters(store, clock, publish=outbox)
     return {
-        kinds.NOTIFY: deliverer.on_attempt,
-        kinds.REMIND: deliverer.on_reminder,
-        kinds.DEAD_LETTER: DeadLetters(store, clock, publish=outbox).on_timer,
-        kinds.STALE: SessionWatch(store, clock, alarms, publish=outbox, audience=outbox).on_timer,
+        kinds.NOTIFY: in_a_unit_of_work(store, deliverer.on_attempt),
+        kinds.REMIND: in_a_unit_of_work(store, deliverer.on_reminder),
+        kinds.DEAD_LETTER: in_a_unit_of_work(store, dead_letters.on_timer),
+        kinds.STALE: in_a_unit_of_work(store, watch.on_timer),
     }
 
 

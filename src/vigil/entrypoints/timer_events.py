@@ -1,8 +1,8 @@
 """The events of the functions that run timers (alarm and notify), served one way: the
 EventBridge Scheduler invokes a function with one timer as the event, and the function's queue's
 event source mapping with a batch of them, one a record, whose failures are reported one by one
-(partial batch failures). Each timer goes to the handler of its kind, or is armed again when it
-came early."""
+(partial batch failures). Each timer goes to the handler of its kind, with a unit of work of its
+own, or is armed again when it came early."""
 
 from __future__ import annotations
 
@@ -13,7 +13,16 @@ from typing import Any
 
 from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver
 from vigil.clock import Clock
+from vigil.kit.uow import Committer, UnitOfWork
 from vigil.observability import log_event
+
+
+def in_a_unit_of_work(
+    committer: Committer, handle: Callable[[UnitOfWork, Timer], None]
+) -> TimerHandler:
+    """``handle``, given each timer and a unit of work of its own: a timer is no call, so it
+    carries no idempotency claim, but its steps commit the one way every change does."""
+    return lambda timer: handle(UnitOfWork(committer), timer)
 
 
 def serve(

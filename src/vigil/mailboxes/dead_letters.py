@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from vigil.alarms.timers import Timer
 from vigil.clock import Clock
 from vigil.kit.publish import Publish
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.events import DeliveryDeadLettered
 from vigil.mailboxes.store import DeadLetterPorts
 
@@ -26,7 +26,7 @@ class DeadLetters:
     clock: Clock
     publish: Publish
 
-    def on_timer(self, timer: Timer) -> None:
+    def on_timer(self, uow: UnitOfWork, timer: Timer) -> None:
         """The end of an envelope's last hand-out: unless it was acknowledged or handed out
         again since, it is a dead letter, and the channels that want it are told, once."""
         envelope_id, _, kind = timer.key.partition("/")
@@ -53,4 +53,4 @@ class DeadLetters:
         )
         # Written once: a second run of this timer finds it written.
         with contextlib.suppress(ConditionFailed):
-            self.store.commit(published.writes)
+            uow.commit(*published.writes)

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, to_ms
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.events import parse_event
 from vigil.notifications.outbound import SendResult
@@ -69,7 +69,7 @@ class NotificationDeliverer:
     alarms: Alarms
     sender: Sender
 
-    def on_attempt(self, timer: Timer) -> None:
+    def on_attempt(self, uow: UnitOfWork, timer: Timer) -> None:
         """Attempt number ``timer.generation`` of a notification's delivery to a channel, made
         if it is the one the delivery waits for and is due."""
         event_id, _, channel_id = timer.key.partition("/")
@@ -86,7 +86,7 @@ class NotificationDeliverer:
             interrupted = SendResult(
                 "retry", None, "the attempt stopped before its outcome was kept"
             )
-            self._conclude(notification, delivery, interrupted, "interrupted")
+            self._conclude(uow, notification, delivery, interrupted, "interrupted")
             return
         if delivery.state == "sending" and delivery.attempt == attempt:
             # Being made, or its run stopped: look again when it would count as stopped, so
@@ -104,8 +104,8 @@ class NotificationDeliverer:
             return
         claimed = delivery.claimed(now)
         try:
-            self.store.commit(
-                [self.store.save_channel_delivery(timer.namespace, event_id, claimed, delivery)]
+            uow.commit(
+                self.store.save_channel_delivery(timer.namespace, event_id, claimed, delivery)
             )
         except ConditionFailed:
             return  # another run of this timer claimed it
@@ -116,9 +116,9 @@ class NotificationDeliverer:
             outcome = SendResult("rejected", None, "the channel is disabled")
         else:
             outcome = self.sender.send(channel, parse_event(json.dumps(notification.event)))
-        self._conclude(notification, claimed, outcome, outcome.kind)
+        self._conclude(uow, notification, claimed, outcome, outcome.kind)
 
-    def on_reminder(self, timer: Timer) -> None:
+    def on_reminder(self, uow: UnitOfWork, timer: Timer) -> None:
         """An alert's repeat (number ``timer.generation``) or escalation, unless a person has
         acknowledged it or what it tells of is over: the request is no longer open, the switch
         was armed again. A repeat arms the next one first; each is written once (its id is
@@ -160,7 +160,7 @@ class NotificationDeliverer:
             reminded = event.reminded("escalation", channel_id, 1, now)
         writes = Outbox(self.store, self.clock, self.alarms).publish_to(reminded, targets)
         with contextlib.suppress(ConditionFailed):  # written by another run of this timer
-            self.store.commit(writes)
+            uow.commit(*writes)
 
     def _still_open(self, notification: Notification) -> bool:
         """Whether what the alert tells of still waits for a person."""
@@ -185,6 +185,7 @@ class NotificationDeliverer:
 
     def _conclude(
         self,
+        uow: UnitOfWork,
         notification: Notification,
         claimed: ChannelDelivery,
         outcome: SendResult,
@@ -219,7 +220,7 @@ class NotificationDeliverer:
             )
             writes.append(self.store.add_failure(failure))
         try:
-            self.store.commit(writes)
+            uow.commit(*writes)
         except ConditionFailed:
             return  # another run recorded this attempt's end (only an interrupted one may race)
         metrics.notification_attempt(kind)
@@ -235,9 +236,9 @@ class NotificationDeliverer:
             state=concluded.state,
         )
         if outcome.kind == "gone":
-            self._disable(namespace, claimed.channel_id, "the receiver answered 410 Gone")
+            self._disable(uow, namespace, claimed.channel_id, "the receiver answered 410 Gone")
 
-    def _disable(self, namespace: str, channel_id: str, reason: str) -> None:
+    def _disable(self, uow: UnitOfWork, namespace: str, channel_id: str, reason: str) -> None:
         """Disables the channel, read again on a lost race; audited as Vigil's own change."""
         for _ in range(3):
             channel = self.store.get_channel(namespace, channel_id)
@@ -256,9 +257,7 @@ class NotificationDeliverer:
                 now,
             )
             try:
-                self.store.commit(
-                    [self.store.save_channel(disabled), self.store.add_audit_event(audit)]
-                )
+                uow.commit(self.store.save_channel(disabled), self.store.add_audit_event(audit))
             except ConditionFailed:
                 continue
             log_event(log, "channel disabled", namespace=namespace, channel_id=channel_id)

@@ -15,7 +15,7 @@ from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock
 from vigil.errors import contended
 from vigil.kit.publish import Publish
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.sessions.events import SessionStale
 from vigil.sessions.store import Audience, WatchPorts
 
@@ -33,7 +33,7 @@ class SessionWatch:
     publish: Publish
     audience: Audience
 
-    def on_timer(self, timer: Timer) -> None:
+    def on_timer(self, uow: UnitOfWork, timer: Timer) -> None:
         """A session's watch: the timer of the session's ``watch_due``, any other is a stale
         copy. Beaten since, the watch moves to when the session would go stale (an hour on,
         while no channel wants session.stale): armed first, then recorded. Stale, its channels
@@ -52,7 +52,7 @@ class SessionWatch:
                 )
                 # Written once: a second run of this timer finds it written.
                 with contextlib.suppress(ConditionFailed):
-                    self.store.commit(published.writes)
+                    uow.commit(*published.writes)
                 moved = session.changed(watch_due=None)
             else:
                 wanted = self.audience.wanted(timer.namespace, "session.stale")
@@ -60,7 +60,7 @@ class SessionWatch:
                 self.alarms.arm(timer.model_copy(update={"due_at": due}), now)
                 moved = session.changed(watch_due=due)
             try:
-                self.store.commit([self.store.save_beat(moved, [], [])])
+                uow.commit(self.store.save_beat(moved, [], []))
             except ConditionFailed:
                 continue  # beaten meanwhile: look again
             return

@@ -286,11 +286,10 @@ class SwitchEngine(Generic[S]):
         return self.deaths.finish(death, steps, uow=uow)
 
     # -- alarms ----------------------------------------------------------------------------
-    def on_timer(self, timer: Timer) -> None:
-        """The alarm function's handler for switch timers: the death's steps it runs commit
-        in a unit of work of its own, as no call carries one."""
+    def on_timer(self, uow: UnitOfWork, timer: Timer) -> None:
+        """The alarm function's handler for switch timers; the death's steps it runs commit in
+        ``uow``, the timer's own."""
         now = self.clock.now()
-        uow = UnitOfWork(self.store)
         switch = self.store.get_switch(timer.namespace, timer.key)
         if switch is not None and switch.generation == timer.generation and switch.state == "armed":
             if switch.overdue(now):
