@@ -197,3 +197,8 @@ def test_quotas_come_from_the_environment() -> None:
     assert (chosen.armed_switches, chosen.pending_deliveries, chosen.mailboxes) == (5, 7, 1000)
     with pytest.raises(RuntimeError):
         Quotas.of(_settings({"QUOTA_MAILBOXES": "0"}).quota_limits)
+
+
+def test_a_setting_no_quota_reads_stops_nothing() -> None:
+    unrelated = _settings({"QUOTA_SOMETHING_ELSE": "none", "QUOTA_LEGACY": "0"})
+    assert Quotas.of(unrelated.quota_limits) == Quotas()
