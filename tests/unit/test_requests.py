@@ -348,6 +348,28 @@ def test_what_cannot_be_redeemed(desk: Desk) -> None:
     )
 
 
+def test_only_its_requester_redeems_an_approval_whatever_the_action_and_the_intent(
+    desk: Desk,
+) -> None:
+    request = approved(desk)
+    other = {**DEPLOY, "version": "1.2.4"}
+
+    def approver_redeems() -> list[ErrorCode]:
+        return [
+            desk.refused("redeem_approval", "pat", id=request["id"], action=action).code
+            for action in (DEPLOY, other)
+        ]
+
+    assert approver_redeems() == [ErrorCode.FORBIDDEN] * 2
+    intent = desk.call("redeem_approval", "ann", id=request["id"], action=DEPLOY)
+    assert approver_redeems() == [ErrorCode.FORBIDDEN] * 2
+    desk.call("report_execution", "ann", id=intent["id"], state="started")
+    assert approver_redeems() == [ErrorCode.FORBIDDEN] * 2
+    assert desk.call("redeem_approval", "ann", id=request["id"], action=DEPLOY)["state"] == (
+        "started"
+    )
+
+
 def test_an_expired_approval_never_yields_an_intent(desk: Desk) -> None:
     asked = desk.ask("ann", "pat", kind="approval", action=DEPLOY, expires_in_seconds=60)
     desk.world.advance(60)

@@ -235,6 +235,13 @@ class Request(Versioned):
     def visible_to(self, principal_id: str) -> bool:
         return principal_id == self.requester or principal_id in self.audience
 
+    def require_redeemer(self, by: str) -> None:
+        """Forbidden unless ``by`` asked this request: checked before anything else of a
+        redemption, so that no one else learns from the answer whether an action matches or
+        an intent exists."""
+        if by != self.requester:
+            raise VigilError(ErrorCode.FORBIDDEN, "only the requester redeems its approval")
+
     @property
     def single_agent(self) -> str | None:
         """The one agent that decides this request, if its audience is exactly that."""
@@ -343,8 +350,7 @@ class Execution(Versioned):
     def redeemed(
         cls, request: Request, by: str, action: dict[str, Any], now: datetime
     ) -> Execution:
-        if by != request.requester:
-            raise VigilError(ErrorCode.FORBIDDEN, "only the requester redeems its approval")
+        request.require_redeemer(by)
         if request.kind != "approval":
             raise invalid("only an approval is redeemed")
         if request.action is None:

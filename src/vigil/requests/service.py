@@ -317,9 +317,10 @@ class Requests:
         """The approved approval's one execution intent, for exactly its action: recorded by
         the first redemption, returned again to a retry."""
         request = self.readable(caller, request_id)
+        request.require_redeemer(caller.principal_id)
 
         def found(existing: Execution) -> R:
-            if existing.redeemed_by != caller.principal_id or not existing.same_action(action):
+            if not existing.same_action(action):
                 raise VigilError(
                     ErrorCode.INVALID_ARGUMENT, "the action differs from the approved one"
                 )
