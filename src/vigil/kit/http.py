@@ -61,6 +61,32 @@ class HttpRequest:
 MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
+def json_body(body: bytes) -> Any:
+    """``body`` read as I-JSON (RFC 7493), or invalid_argument: bytes that are not JSON, and
+    an object that names a member twice. A reader keeps only one of the two values (Python's
+    the last), so what a person was shown and what a call means could differ: an approval of
+    ``{"op": "deploy"}`` would redeem for ``{"op": "delete-all", "op": "deploy"}``."""
+    try:
+        return json.loads(body, object_pairs_hook=_members_once)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise invalid("the body is not valid JSON") from None
+
+
+def _members_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise invalid(
+                    "the body names a member twice in one object: "
+                    "I-JSON (RFC 7493) takes each name once",
+                    member=name,
+                )
+            seen.add(name)
+    return members
+
+
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 
 

@@ -15,7 +15,13 @@ from vigil import __version__
 from vigil.app import App
 from vigil.catalog import UnknownTool, tools
 from vigil.errors import VigilError, limit_exceeded_body
-from vigil.kit.http import MAX_BODY_BYTES, HttpRequest, HttpResponse, method_not_allowed
+from vigil.kit.http import (
+    MAX_BODY_BYTES,
+    HttpRequest,
+    HttpResponse,
+    json_body,
+    method_not_allowed,
+)
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -125,9 +131,9 @@ class McpEndpoint:
         if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
             return _unsupported(None, version)
         try:
-            message = json.loads(request.body)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return _error(None, PARSE_ERROR, "body is not valid JSON", status=400)
+            message = json_body(request.body)
+        except VigilError as refused:
+            return _error(None, PARSE_ERROR, refused.message, 400, refused.to_dict())
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error(None, INVALID_REQUEST, "expected one JSON-RPC 2.0 message", status=400)
         method = message.get("method")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
-
 from vigil.app import App
 from vigil.catalog import UnknownTool
-from vigil.errors import ErrorCode, VigilError, invalid, not_found
+from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.kit.http import (
     HttpRequest,
     HttpResponse,
     challenge,
     failure,
+    json_body,
     method_not_allowed,
     too_large,
 )
@@ -34,10 +33,7 @@ def handle_rest(app: App, request: HttpRequest) -> HttpResponse:
     if refused is not None:
         return refused
     try:
-        try:
-            arguments = json.loads(request.body) if request.body.strip() else {}
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise invalid("the body is not valid JSON") from None
+        arguments = json_body(request.body) if request.body.strip() else {}
         payload = app.call(name, arguments, request.bearer())
     except UnknownTool:
         return _failure(request, not_found(f"tool {name!r}"))
