@@ -14,7 +14,7 @@ from tests.liveness_support import World
 from tests.support import error_of
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
-from vigil.requests.records import MAX_HISTORY, canonical
+from vigil.requests.records import MAX_HISTORY
 
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
 
@@ -315,13 +315,6 @@ def test_an_approval_redeems_for_one_intent_for_exactly_its_action(desk: Desk) -
     other = {**DEPLOY, "version": "1.2.4"}
     refused = desk.refused("redeem_approval", "ann", id=request["id"], action=other)
     assert refused.code is ErrorCode.INVALID_ARGUMENT
-
-
-def test_canonical_json_sorts_keys_drops_whitespace_and_writes_whole_numbers_as_integers() -> None:
-    assert canonical({"b": 1.0, "a": ["é", {"d": 2, "c": None}]}) == (
-        '{"a":["é",{"c":null,"d":2}],"b":1}'.encode()
-    )
-    assert canonical({"n": 1.5}) != canonical({"n": 1})
 
 
 def test_what_cannot_be_redeemed(desk: Desk) -> None:

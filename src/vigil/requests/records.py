@@ -10,20 +10,20 @@ the principal that made it; a final state never changes.
 
 An approval may bind an ``action``, a JSON object. Once approved, and until the request's
 deadline, its requester may redeem it for one execution intent, by presenting an action whose
-canonical serialisation (``canonical``) equals the approved one byte for byte. The intent then
-records what its executor reports; a report is not proof that anything happened outside.
+canonical serialisation (``vigil.kit.canonical``) equals the approved one byte for byte. The
+intent then records what its executor reports; a report is not proof that anything happened
+outside.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from vigil.errors import ErrorCode, VigilError, conflict, invalid
 from vigil.kit.bounds import JsonBounds
+from vigil.kit.canonical import canonical
 from vigil.kit.principals import kind_of
 from vigil.kit.records import Record, Versioned
 
@@ -63,26 +63,6 @@ ANSWER_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_st
 RESULT_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_string=16 * 1024)
 
 FINAL_EXECUTION: frozenset[str] = frozenset({"succeeded", "failed", "unknown"})
-
-
-def canonical(value: Any) -> bytes:
-    """The JSON ``value`` serialised canonically, in the style of RFC 8785: object keys
-    sorted, no insignificant whitespace, UTF-8, and a number that is whole written as an
-    integer (1.0 is 1), so that two descriptions of one action compare equal byte for byte."""
-
-    def normal(item: Any) -> Any:
-        if isinstance(item, dict):
-            return {key: normal(inner) for key, inner in item.items()}
-        if isinstance(item, list):
-            return [normal(inner) for inner in item]
-        if isinstance(item, float) and math.isfinite(item) and item.is_integer():
-            return int(item)
-        return item
-
-    text = json.dumps(
-        normal(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return text.encode()
 
 
 def request_id_of_execution(execution_id: str) -> str | None:
