@@ -4,6 +4,7 @@ with values that markup would misread (``&``, ``<``, ``>``, quotes, a Slack ment
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from vigil.mailboxes.events import DeliveryDeadLettered
 from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
@@ -20,6 +21,9 @@ CONSOLE = "https://vigil.example.com"
 HOSTILE = "<!channel> & <https://evil.example|click> \"quoted\" 'single' <b>bold</b>"
 REQUESTER = "agt_aaaaaaaaaaaaaaaa"
 PERSON = "per_bbbbbbbbbbbbbbbb"
+ACTION = {"tool": "deploy", "args": {"target": "<prod>", "note": "a & b"}}
+# Two "op" keys on screen (one ends in a zero-width space), and a file that reads as ".png".
+DISGUISED = {"op": "deploy", "op\u200b": "drop-database", "file": "\u202egnp.hs"}
 
 
 def death(scope: str = "deploy <prod> & co", released: int = 7) -> Death:
@@ -40,7 +44,7 @@ def death(scope: str = "deploy <prod> & co", released: int = 7) -> Death:
     )
 
 
-def approval(body: str = HOSTILE) -> Request:
+def approval(body: str = HOSTILE, action: dict[str, Any] = ACTION) -> Request:
     return Request.asked(
         namespace=NAMESPACE,
         request_id="req_cccccccccccccccc",
@@ -51,7 +55,7 @@ def approval(body: str = HOSTILE) -> Request:
         message_id="msg_eeeeeeeeeeeeeeee",
         body=body,
         choices=None,
-        action={"tool": "deploy", "args": {"target": "<prod>", "note": "a & b"}},
+        action=action,
         now=T0,
         lifetime_seconds=3600,
     )
@@ -108,6 +112,17 @@ def sample(event_type: EventType, console_base: str | None = CONSOLE) -> Event:
         namespace=NAMESPACE,
         occurred_at=T0 + timedelta(minutes=5),
         console_base=console_base,
+    )
+
+
+def opened(request: Request) -> Event:
+    """The request.opened event of ``request``."""
+    return make_event(
+        "request.opened",
+        RequestData.of(request),
+        namespace=NAMESPACE,
+        occurred_at=T0 + timedelta(minutes=5),
+        console_base=CONSOLE,
     )
 
 

@@ -899,6 +899,25 @@ def test_stored_markup_is_shown_escaped_everywhere(scene: Scene, markup: str) ->
     assert action in pages[7].body.decode()
 
 
+def test_a_disguised_action_is_shown_escaped_and_flagged_on_the_list_and_its_page(
+    scene: Scene,
+) -> None:
+    # Two "op" keys on screen, and a file that reads as ".png".
+    disguised = {"op": "deploy", "op\u200b": "drop-database", "file": "\u202egnp.hs"}
+    asked = scene.ask(body="May I deploy?", action=disguised)
+    pat = scene.signed_in(scene.pat)
+    listing = pat.get("/console/requests").body.decode()
+    page = pat.get("/console/request", id=asked["id"]).body.decode()
+    for body in (listing, page):
+        assert "\u200b" not in body
+        assert "\u202e" not in body
+    assert listing.count("hidden or lookalike characters") == 1  # the plain DEPLOY is not
+    assert "U+200B ZERO WIDTH SPACE" in page
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in page
+    assert html.escape('"op\\u200b": "drop-database"', quote=True) in page
+    assert html.escape('"file": "\\u202egnp.hs"', quote=True) in page
+
+
 # -- channels ----------------------------------------------------------------------------------
 def test_operators_see_the_channels_and_never_their_secrets(scene: Scene) -> None:
     acme = scene.acme

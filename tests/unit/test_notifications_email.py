@@ -11,7 +11,18 @@ from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from tests.notifications_support import CONSOLE, HOSTILE, NAMESPACE, T0, death, sample, samples
+from tests.notifications_support import (
+    CONSOLE,
+    DISGUISED,
+    HOSTILE,
+    NAMESPACE,
+    T0,
+    approval,
+    death,
+    opened,
+    sample,
+    samples,
+)
 from vigil.notifications.email import MAX_SUBJECT, email_message, send_email
 from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
 from vigil.switches.events import SwitchFired
@@ -86,6 +97,18 @@ def test_an_open_approval_links_to_the_console_to_approve_or_deny() -> None:
     assert '"target": "<prod>"' in text  # the bound action, exactly
     assert "&quot;target&quot;: &quot;&lt;prod&gt;&quot;" in document
     assert subject.startswith("[Vigil] Approval opened: <!channel> & ")
+
+
+def test_a_disguised_action_is_shown_escaped_under_its_warning() -> None:
+    _, text, document = email_message(opened(approval(action=DISGUISED)), CONSOLE)
+    html_text = "".join(parsed(document).text)
+    for body in (text, html_text):
+        assert "\u200b" not in body
+        assert "\u202e" not in body
+        assert '"op\\u200b": "drop-database"' in body
+        assert '"file": "\\u202egnp.hs"' in body
+        assert "U+202E RIGHT-TO-LEFT OVERRIDE" in body
+        assert body.index("outside printable ASCII") < body.index("drop-database")
 
 
 def test_a_switch_links_to_its_page_with_the_scope_encoded() -> None:

@@ -11,7 +11,19 @@ from typing import Any
 
 import pytest
 
-from tests.notifications_support import CONSOLE, HOSTILE, NAMESPACE, T0, death, sample, samples
+from tests.notifications_support import (
+    ACTION,
+    CONSOLE,
+    DISGUISED,
+    HOSTILE,
+    NAMESPACE,
+    T0,
+    approval,
+    death,
+    opened,
+    sample,
+    samples,
+)
 from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
 from vigil.notifications.slack import escape, fit, slack_message
 from vigil.requests.events import RequestData
@@ -142,8 +154,21 @@ def test_an_open_approval_offers_approve_and_deny_as_links_to_the_console() -> N
     ]
     # A link is all a button is: nothing Slack could send back acts on the request.
     assert all("value" not in button for button in buttons(message))
-    action = json.dumps({"tool": "deploy", "args": {"target": "<prod>", "note": "a & b"}}, indent=2)
+    # The action as it is redeemed: canonical, its keys sorted.
+    action = json.dumps(ACTION, indent=2, sort_keys=True)
     assert f"```{escape(action)}```" in shown(message)
+
+
+def test_a_disguised_action_is_shown_escaped_under_its_warning() -> None:
+    message = slack_message(opened(approval(action=DISGUISED)), CONSOLE)
+    validate(message)
+    text = shown(message)
+    assert "\u200b" not in text
+    assert "\u202e" not in text
+    assert '"op\\u200b": "drop-database"' in text
+    assert '"file": "\\u202egnp.hs"' in text
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in text
+    assert text.index("outside printable ASCII") < text.index("drop-database")
 
 
 def test_a_decided_request_only_links_to_its_page() -> None:

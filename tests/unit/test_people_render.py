@@ -158,6 +158,27 @@ def test_text_written_by_others_cannot_act_on_the_terminal(world: World) -> None
     assert '"note": "\\u001b[8m"' in decision
 
 
+def test_a_disguised_action_is_shown_escaped_under_its_warning(world: World) -> None:
+    person, _ = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    # Two "op" keys on screen, and a file that reads as ".png".
+    disguised = {"op": "deploy", "op\u200b": "drop-database", "file": "\u202egnp.hs"}
+    asked = world.call(
+        "ask",
+        agent_secret,
+        target={"kind": "person", "id": person},
+        body="May I deploy?",
+        kind="approval",
+        action=disguised,
+    )
+    decision = render.request_text(asked, world.clock.now())
+    assert "\u200b" not in decision
+    assert "\u202e" not in decision
+    assert '"op\\u200b": "drop-database"' in decision
+    assert "U+200B ZERO WIDTH SPACE" in decision
+    assert decision.index("outside printable ASCII") < decision.index("drop-database")
+
+
 def test_a_profile_list_shows_names_and_endpoints() -> None:
     listed = [{"name": "work", "endpoint": "https://vigil.example/v1"}]
     shown = render.to_text(render.profiles_table(listed))

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vigil.console.html import Html, esc, join, render
+from vigil.kit.canonical import shown_json
 
 READABLE_TIME = "%Y-%m-%d %H:%M:%S UTC"
 
@@ -123,6 +124,26 @@ def verbatim(value: Any) -> Html:
     """A JSON value exactly as stored: every key in its order, nothing summarised."""
     return render(
         '<pre class="verbatim">{text}</pre>', text=json.dumps(value, indent=2, ensure_ascii=False)
+    )
+
+
+def exact_action(action: Any) -> Html:
+    """An approval's action as it is redeemed (``shown_json``: canonical, nothing outside
+    printable ASCII shown as itself), under the warning that names such characters if it
+    holds any."""
+    shown = shown_json(action)
+    text = render('<pre class="verbatim">{text}</pre>', text=shown.text)
+    return text if shown.warning is None else join([problem(shown.warning), text])
+
+
+def action_flag(action: Any) -> Html:
+    """For a listing: a line under a request whose action holds characters that could hide
+    what it says; nothing for any other."""
+    if action is None or shown_json(action).warning is None:
+        return Html("")
+    return Html(
+        '<p class="problem">Its action holds hidden or lookalike characters: '
+        "read it on its page before deciding.</p>"
     )
 
 

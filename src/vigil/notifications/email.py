@@ -34,7 +34,10 @@ def email_message(event: Event, console_base: str | None) -> tuple[str, str, str
         text += [summary.text, ""]
     text += [f"{label}: {value}" for label, value in summary.fields]
     if summary.action is not None:
-        text += ["", "Bound action:", summary.action]
+        text += ["", "Bound action:"]
+        if summary.action.warning is not None:
+            text += [f"Warning: {summary.action.warning}"]
+        text += [summary.action.text]
     if summary.links:
         text += ["", *(f"{link.label}: {link.url}" for link in summary.links)]
     text += ["", "-- ", summary.footer]
@@ -51,7 +54,11 @@ def email_message(event: Event, console_base: str | None) -> tuple[str, str, str
     )
     parts.append(f"<table>{rows}</table>")
     if summary.action is not None:
-        parts.append(f"<p>Bound action:</p><pre>{e(summary.action)}</pre>")
+        parts.append("<p>Bound action:</p>")
+        if summary.action.warning is not None:
+            warning = e(summary.action.warning)
+            parts.append(f'<p style="color:#cf222e;font-weight:bold">Warning: {warning}</p>')
+        parts.append(f"<pre>{e(summary.action.text)}</pre>")
     if summary.links:
         links = " · ".join(f'<a href="{e(link.url)}">{e(link.label)}</a>' for link in summary.links)
         parts.append(f"<p>{links}</p>")

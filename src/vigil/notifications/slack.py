@@ -75,11 +75,16 @@ def slack_message(event: Event, console_base: str | None) -> dict[str, Any]:
         blocks.append({"type": "section", "fields": fields[start : start + MAX_FIELDS]})
     if summary.action is not None:
         heading, fence = "*Bound action*\n", "```"
+        if summary.action.warning is not None:
+            # A block of its own, so that a long action cut to fit never cuts its warning.
+            label = "*Warning*: "
+            warning = fit(summary.action.warning, MAX_SECTION_TEXT - len(label))
+            blocks.append({"type": "section", "text": _mrkdwn(label + warning)})
         room = MAX_SECTION_TEXT - len(heading) - 2 * len(fence)
         blocks.append(
             {
                 "type": "section",
-                "text": _mrkdwn(f"{heading}{fence}{fit(summary.action, room)}{fence}"),
+                "text": _mrkdwn(f"{heading}{fence}{fit(summary.action.text, room)}{fence}"),
             }
         )
     blocks.append({"type": "context", "elements": [_mrkdwn(fit(summary.footer, MAX_CONTEXT_TEXT))]})

@@ -1,14 +1,15 @@
 """What an event says to a person, whatever the channel: a title, labelled facts, the request's
 text and bound action if any, and links to the console. The Slack and email formats only lay
-this out; the values here are raw text, each format escapes them for its own markup."""
+this out; the values here are raw text, each format escapes them for its own markup, except the
+action, which is already as every place shows it (``vigil.kit.canonical.shown_json``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from vigil.kit.canonical import ShownJson, shown_json
 from vigil.kit.events import cut
 from vigil.mailboxes.events import DeliveryDeadLettered
 from vigil.notifications.events import ChannelTest, Event, console_link
@@ -35,7 +36,7 @@ class Summary:
     title: str  # one line
     fields: tuple[tuple[str, str], ...]  # (label, value)
     text: str | None  # a request's body
-    action: str | None  # a bound action, as indented JSON
+    action: ShownJson | None  # a bound action, as a person is shown it, and its warning
     footer: str  # where it comes from: the namespace, the event's type and id
     links: tuple[Link, ...]
 
@@ -77,9 +78,7 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
                 title=_request_title(event.type, data),
                 fields=_request_fields(data),
                 text=data.body,
-                action=json.dumps(data.action, indent=2, ensure_ascii=False)
-                if data.action is not None
-                else None,
+                action=None if data.action is None else shown_json(data.action),
                 footer=footer,
                 links=_request_links(data, url),
             )

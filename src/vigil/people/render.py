@@ -20,6 +20,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from vigil.kit.canonical import shown_json
 from vigil.kit.names import REFUSED_CATEGORIES
 from vigil.switches.records import expiring_soon, pause_reaches
 
@@ -250,12 +251,6 @@ def requests_table(requests: Sequence[dict[str, Any]], now: datetime) -> Rendera
     return table
 
 
-def action_json(action: dict[str, Any]) -> str:
-    """An approval's bound action exactly as the service holds it, as JSON with every
-    character outside printable ASCII escaped: what looks alike on screen is told apart."""
-    return json.dumps(action, indent=2, ensure_ascii=True)
-
-
 def request_text(request: dict[str, Any], now: datetime) -> str:
     """A request for a person deciding it: who asks, what, and the exact action it binds."""
     lines = [
@@ -271,7 +266,11 @@ def request_text(request: dict[str, Any], now: datetime) -> str:
         if request["action"] is None:
             lines += ["", "It binds no action: approving it only communicates a decision."]
         else:
-            lines += ["", "The action it binds, exactly:", action_json(request["action"])]
+            shown = shown_json(request["action"])
+            lines += ["", "The action it binds, exactly:"]
+            if shown.warning is not None:
+                lines += [f"Warning: {shown.warning}"]
+            lines += [shown.text]
     return "\n".join(lines)
 
 

@@ -9,9 +9,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vigil.console.components import (
+    action_flag,
     ago,
     badge,
     countdown,
+    exact_action,
     facts,
     link,
     next_page,
@@ -95,7 +97,7 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     ]
     if r["action"] is not None:
         parts.append(
-            section("The action an approval binds, exactly", "action", verbatim(r["action"]))
+            section("The action an approval binds, exactly", "action", exact_action(r["action"]))
         )
     if r["choices"]:
         parts.append(
@@ -144,7 +146,12 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
 def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) -> list[list[Any]]:
     return [
         [
-            link("/console/request", first_line(r["body"]), id=r["id"]),
+            join(
+                [
+                    link("/console/request", first_line(r["body"]), id=r["id"]),
+                    action_flag(r["action"]),
+                ]
+            ),
             r["kind"],
             badge(r["state"]),
             r["requester"],
