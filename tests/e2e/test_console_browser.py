@@ -2,8 +2,8 @@
 the local runtime. A person signs in; a switch an agent armed for 3 s fires on the overview
 without a reload; an instruction posted from the session page reaches the agent on its next
 beat and the page follows it from pending to delivered to acknowledged; an approval is granted
-with the bound action shown verbatim, and the agent redeems it. The API page at /docs lists
-every operation of the OpenAPI document, from this origin alone.
+with the bound action shown as it is redeemed, and the agent redeems it. The API page at /docs
+lists every operation of the OpenAPI document, from this origin alone.
 
 Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
 browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
@@ -205,7 +205,8 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     assert not_reloaded(page)
     shot(page, "session")
 
-    # An approval: the bound action is on the page, verbatim, before the button.
+    # An approval: the bound action is on the page as it is redeemed (canonical, its keys
+    # sorted), before the button.
     asked = rest(
         state,
         agent_secret,
@@ -224,7 +225,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     expect(page.locator("#armed-switches")).to_contain_text("browser/nightly-report")
     shot(page, "overview")
     page.get_by_role("link", name="May I deploy checkout 1.2.3?").click()
-    expect(page.locator("#action pre")).to_have_text(json.dumps(DEPLOY, indent=2))
+    expect(page.locator("#action pre")).to_have_text(json.dumps(DEPLOY, indent=2, sort_keys=True))
     shot(page, "request-open")
     page.get_by_role("button", name="Approve").click()
     expect(page.locator("dl.facts")).to_contain_text("approved")
