@@ -122,6 +122,9 @@ def test_a_member_named_twice_anywhere_in_a_body_is_refused(desk: Desk) -> None:
     assert response.status == 400
     assert json.loads(response.body)["error"]["data"]["details"] == {"member": "method"}
     assert desk.intent(request_id) is None
+    long_name = "k" * 5000
+    status, refused = desk.rest("whoami", f'{{"{long_name}": 1, "{long_name}": 2}}')
+    assert (status, refused["error"]["details"]) == (400, {"member": "k" * 99 + "…"})
     # Members of one name in different objects are different members.
     nested = f'{{"id": "{request_id}", "action": {{"op": "deploy"}}}}'
     assert desk.rest("redeem_approval", nested)[0] == 200

@@ -1,6 +1,6 @@
 """HTTP primitives shared by the transports, the console and the local server: a request and
-a response type, header helpers, how an error becomes a status, and static files served
-under names that carry their content's digest."""
+a response type, a body read as I-JSON, header helpers, how an error becomes a status, and
+static files served under names that carry their content's digest."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from importlib.abc import Traversable
 from typing import Any
 
 from vigil.errors import HTTP_STATUS, VigilError, invalid, limit_exceeded_body
+from vigil.kit.events import cut
 
 
 @dataclass
@@ -61,6 +62,10 @@ class HttpRequest:
 MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
+# A refusal names the member given twice, cut to this many characters.
+NAMED_MEMBER = 100
+
+
 def json_body(body: bytes) -> Any:
     """``body`` read as I-JSON (RFC 7493), or invalid_argument: bytes that are not JSON, and
     an object that names a member twice. A reader keeps only one of the two values (Python's
@@ -81,7 +86,7 @@ def _members_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise invalid(
                     "the body names a member twice in one object: "
                     "I-JSON (RFC 7493) takes each name once",
-                    member=name,
+                    member=cut(name, NAMED_MEMBER),
                 )
             seen.add(name)
     return members
