@@ -135,3 +135,36 @@ def test_five_mib_through_the_rest_mirror_and_a_presigned_form(state: dict[str, 
     assert got["base64"] is None
     with urllib.request.urlopen(got["download_url"], timeout=60) as response:
         assert hashlib.sha256(response.read()).hexdigest() == draft["sha256"]
+
+
+def test_the_form_posted_again_after_finish_changes_nothing_served(state: dict[str, Any]) -> None:
+    owner = rest(state, "register", state["operator_secret"], kind="agent", name="reposter")
+    reader = rest(state, "register", state["operator_secret"], kind="agent", name="repost-reader")
+    begun = rest(
+        state,
+        "begin_attachment_upload",
+        owner["secret"],
+        file_name="a.txt",
+        media_type="text/plain",
+    )
+    form, attachment_id = begun["upload"], begun["attachment"]["id"]
+    recorded = b"ten bytes!"
+    assert post_form(form["url"], form["fields"], recorded) in (200, 201, 204)
+    draft = rest(state, "finish_attachment_upload", owner["secret"], id=attachment_id)
+    served = {
+        "size": len(recorded),
+        "sha256": hashlib.sha256(recorded).hexdigest(),
+        "base64": base64.b64encode(recorded).decode(),
+    }
+
+    def seen(got: dict[str, Any]) -> dict[str, Any]:
+        return {name: got[name] for name in served}
+
+    # The form works for its hour, after the finish too: what it posts now is never served.
+    assert post_form(form["url"], form["fields"], b"\xff" * (3 * 1024 * 1024)) in (200, 201, 204)
+    assert seen(rest(state, "download_attachment", owner["secret"], id=attachment_id)) == served
+    assert rest(state, "finish_attachment_upload", owner["secret"], id=attachment_id) == draft
+    target = {"kind": "agent", "id": reader["principal"]["id"]}
+    rest(state, "send", owner["secret"], target=target, body="a", attachment_ids=[attachment_id])
+    assert post_form(form["url"], form["fields"], b"after the claim") in (200, 201, 204)
+    assert seen(rest(state, "download_attachment", reader["secret"], id=attachment_id)) == served

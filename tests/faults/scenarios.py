@@ -185,8 +185,8 @@ def _begin_upload(world: World) -> dict[str, Any]:
 def _finish_upload(world: World) -> dict[str, Any]:
     begun = world.call("begin_attachment_upload", "worker", **_begin_upload(world))
     world.learn(begun)
-    # What the presigned form's POST does: the bytes at the upload's key.
-    key = f"staged/{NAMESPACE}/{begun['attachment']['id']}"
+    # What the presigned form's POST does: the bytes at the form's key.
+    key = begun["upload"]["fields"]["key"]
     world.s3.put_object(Bucket=BUCKET, Key=key, Body=b"\x00" * 70_000)
     return {"id": begun["attachment"]["id"]}
 

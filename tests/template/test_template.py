@@ -390,13 +390,25 @@ def test_buckets_are_private_and_encrypted(cfn: dict[str, Any]) -> None:
 
 def test_attachment_bucket_expires_staged_uploads(cfn: dict[str, Any]) -> None:
     rules = props(cfn["Resources"]["AttachmentsBucket"])["LifecycleConfiguration"]["Rules"]
-    assert any(
-        rule.get("Prefix") == "staged/" and rule.get("ExpirationInDays") == 1 for rule in rules
-    )
+    # Drafts under staged/, and what presigned forms put under uploads/ (a form works for an
+    # hour, after its upload's finish too, and nothing reads what it puts then).
+    for prefix in ("staged/", "uploads/"):
+        assert any(
+            rule.get("Prefix") == prefix and rule.get("ExpirationInDays") == 1 for rule in rules
+        ), prefix
     assert any(
         rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation") == 1
         for rule in rules
     )
+
+
+def test_the_api_function_deletes_only_what_upload_forms_put(cfn: dict[str, Any]) -> None:
+    deletes = [
+        (owner, statement["Resource"])
+        for owner, statement in role_statements(cfn)
+        if statement.get("Effect") == "Allow" and "s3:DeleteObject" in as_list(statement["Action"])
+    ]
+    assert deletes == [("ApiFunctionRole", {"Fn::Sub": "${AttachmentsBucket.Arn}/uploads/*"})]
 
 
 def test_table(cfn: dict[str, Any], sam: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -165,14 +166,25 @@ def test_the_blob_store_contract(backend: str, request: Any) -> None:
     else:
         blobs = MemoryBlobs()
     assert blobs.get("staged/acme/a") is None
-    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream")
-    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream")  # idempotent
+    digest = hashlib.sha256(b"\x00bytes").hexdigest()
+    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream", digest)
+    blobs.put("staged/acme/a", b"\x00bytes", "application/octet-stream", digest)  # idempotent
+    # Written once: a key that holds bytes keeps them.
+    other = hashlib.sha256(b"other").hexdigest()
+    blobs.put("staged/acme/a", b"other", "application/octet-stream", other)
     assert blobs.get("staged/acme/a") == b"\x00bytes"
+    if isinstance(blobs, S3Blobs):
+        # S3 is told the bytes' SHA-256, checks them against it and keeps it with the object.
+        head = client.head_object(Bucket="attachments", Key="staged/acme/a", ChecksumMode="ENABLED")
+        assert base64.b64decode(head["ChecksumSHA256"]).hex() == digest
     blobs.copy("staged/acme/a", "files/acme/a")
     blobs.copy("staged/acme/a", "files/acme/a")
     assert blobs.get("files/acme/a") == b"\x00bytes"
     with pytest.raises(LookupError):
         blobs.copy("staged/acme/missing", "files/acme/missing")
+    blobs.delete("files/acme/a")
+    blobs.delete("files/acme/a")  # idempotent
+    assert blobs.get("files/acme/a") is None
     form = blobs.upload_form("files/acme/b", 5 * 1024 * 1024, 300)
     assert set(form) == {"url", "fields"}
     assert blobs.download_url("files/acme/a", 300)
@@ -185,6 +197,11 @@ def begin(tenant: Tenant, secret: str) -> dict[str, Any]:
     )
 
 
+def post(blobs: MemoryBlobs, form: dict[str, Any], data: bytes) -> None:
+    """What S3 does with a POST of the presigned form: whatever is at its key is replaced."""
+    blobs.objects[form["fields"]["key"]] = data
+
+
 def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
     tenant: Tenant, store: MemoryStore, blobs: MemoryBlobs, clock: ManualClock
 ) -> None:
@@ -192,7 +209,7 @@ def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
     begun = begin(tenant, secret)
     upload = begun["attachment"]
     assert (upload["state"], begun["max_bytes"]) == ("upload", 5 * 1024 * 1024)
-    assert begun["upload"]["fields"]["key"] == f"staged/acme/{upload['id']}"
+    assert begun["upload"]["fields"]["key"] == f"uploads/acme/{upload['id']}"
     # Not claimable, and not finishable, before its bytes are there.
     stored = store.get_attachment("acme", upload["id"])
     assert stored is not None
@@ -203,7 +220,7 @@ def test_a_large_upload_becomes_a_draft_once_its_bytes_are_checked(
     assert nothing.code is ErrorCode.INVALID_ARGUMENT
 
     data = b"\x01" * (5 * 1024 * 1024)
-    blobs.put(stored.key, data, "application/zip")
+    post(blobs, begun["upload"], data)
     clock.advance(60)
     draft = tenant.call("finish_attachment_upload", secret, id=upload["id"])
     assert (draft["state"], draft["size"]) == ("draft", len(data))
@@ -217,11 +234,10 @@ def test_a_large_upload_is_bounded_owned_and_timed(
 ) -> None:
     _, secret = tenant.register()
     _, other = tenant.register(name="other")
-    too_big, late = begin(tenant, secret)["attachment"], begin(tenant, secret)["attachment"]
-    for upload in (too_big, late):
-        stored = store.get_attachment("acme", upload["id"])
-        assert stored is not None
-        blobs.put(stored.key, b"\x01" * (5 * 1024 * 1024 + (upload is too_big)), "x/y")
+    too_big, late = begin(tenant, secret), begin(tenant, secret)
+    for begun in (too_big, late):
+        post(blobs, begun["upload"], b"\x01" * (5 * 1024 * 1024 + (begun is too_big)))
+    too_big, late = too_big["attachment"], late["attachment"]
     error = error_of(tenant.call, "finish_attachment_upload", secret, id=too_big["id"])
     assert error.code is ErrorCode.LIMIT_EXCEEDED
     theirs = error_of(tenant.call, "finish_attachment_upload", other, id=late["id"])
@@ -230,3 +246,85 @@ def test_a_large_upload_is_bounded_owned_and_timed(
     expired = error_of(tenant.call, "finish_attachment_upload", secret, id=late["id"])
     assert expired.code is ErrorCode.NOT_FOUND
     assert {a.state for a in store.attachments.values()} == {"upload"}
+
+
+class ReadsWatched(MemoryBlobs):
+    """The bucket, with every key read (a get, the source of a copy) written down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def get(self, key: str) -> bytes | None:
+        self.read.append(key)
+        return super().get(key)
+
+    def copy(self, source: str, target: str) -> None:
+        self.read.append(source)
+        super().copy(source, target)
+
+
+def test_bytes_posted_again_with_the_form_after_finish_change_nothing_served(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    blobs = ReadsWatched()
+    tenant = Tenant(app_on(store, clock, blobs=blobs), clock, "acme")
+    _, secret = tenant.register()
+    reader, reader_secret = tenant.register(name="reader")
+    begun = begin(tenant, secret)
+    form, upload_id = begun["upload"], begun["attachment"]["id"]
+    recorded = b"ten bytes!"
+    post(blobs, form, recorded)
+    draft = tenant.call("finish_attachment_upload", secret, id=upload_id)
+    blobs.read.clear()
+    served = (len(recorded), hashlib.sha256(recorded).hexdigest(), b64(recorded))
+
+    def seen(got: dict[str, Any]) -> tuple[int, str, str]:
+        return got["size"], got["sha256"], got["base64"]
+
+    # The form stays valid for its hour: 3 MiB posted with it now are never served.
+    post(blobs, form, b"\xff" * (3 * 1024 * 1024))
+    assert seen(tenant.call("download_attachment", secret, id=upload_id)) == served
+    assert tenant.call("finish_attachment_upload", secret, id=upload_id) == draft
+    target = {"kind": "agent", "id": reader}
+    tenant.call("send", secret, target=target, body="the file", attachment_ids=[upload_id])
+    post(blobs, form, b"after the claim")
+    assert seen(tenant.call("download_attachment", reader_secret, id=upload_id)) == served
+    assert form["fields"]["key"] not in blobs.read
+
+
+class GetInterleaved(MemoryBlobs):
+    """The bucket, running its ``interloper`` once right after the next get has read."""
+
+    interloper: Callable[[], None] | None = None
+
+    def get(self, key: str) -> bytes | None:
+        found = super().get(key)
+        run, self.interloper = self.interloper, None
+        if run is not None:
+            run()
+        return found
+
+
+def test_two_finishes_racing_a_post_agree_on_the_bytes_served(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    blobs = GetInterleaved()
+    tenant = Tenant(app_on(store, clock, blobs=blobs), clock, "acme")
+    _, secret = tenant.register()
+    begun = begin(tenant, secret)
+    form, upload_id = begun["upload"], begun["attachment"]["id"]
+    post(blobs, form, b"first")
+    finished: list[dict[str, Any]] = []
+
+    def another_finish_after_another_post() -> None:
+        post(blobs, form, b"second")
+        finished.append(tenant.call("finish_attachment_upload", secret, id=upload_id))
+
+    # This finish has read b"first" when the other one posts, finishes and wins the record.
+    blobs.interloper = another_finish_after_another_post
+    draft = tenant.call("finish_attachment_upload", secret, id=upload_id)
+    assert finished == [draft]
+    assert draft["sha256"] == hashlib.sha256(b"second").hexdigest()
+    got = tenant.call("download_attachment", secret, id=upload_id)
+    assert base64.b64decode(got["base64"]) == b"second"

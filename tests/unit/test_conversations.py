@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -860,8 +861,8 @@ def test_a_large_file_downloads_through_a_presigned_url(room: Room) -> None:
         "begin_attachment_upload", "ann", file_name="big.bin", media_type="application/zip"
     )
     key = begun["upload"]["fields"]["key"]
-    blobs = room.tenant.app.blobs
-    blobs.put(key, b"\x07" * (64 * 1024 + 1), "application/zip")
+    data = b"\x07" * (64 * 1024 + 1)
+    room.tenant.app.blobs.put(key, data, "application/zip", hashlib.sha256(data).hexdigest())
     draft = room.call("finish_attachment_upload", "ann", id=begun["attachment"]["id"])
     sent = room.call(
         "send", "ann", target=room.target("bob"), body="big", attachment_ids=[draft["id"]]
@@ -877,8 +878,8 @@ def test_an_upload_racing_a_removal_is_refused(room: Room, monkeypatch: pytest.M
     store = room.store
     put = room.tenant.app.blobs.put
 
-    def removed_meanwhile(key: str, data: bytes, media_type: str) -> None:
-        put(key, data, media_type)
+    def removed_meanwhile(key: str, data: bytes, media_type: str, sha256: str) -> None:
+        put(key, data, media_type, sha256)
         # Between the membership read and the record: the manager removes the uploader.
         version = room.call("get_conversation", "ann", id=cid)["version"]
         room.call(

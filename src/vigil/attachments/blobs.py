@@ -1,12 +1,15 @@
 """Where attachment bytes are kept: the port, and its S3 adapter.
 
 Every effect here is idempotent and keyed by the attachment's id, so a retry can drive it again
-from stored state: putting the same bytes at the same key, or copying a draft to its file key,
-twice leaves what once would.
+from stored state: putting bytes at a key, copying a draft to its file key, or deleting a key,
+twice leaves what once would. A put writes a key once and never replaces what is there: the
+service names keys so that what is there is what it would write.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -15,8 +18,9 @@ from vigil.kit.aws import aws_failure, error_code
 
 class Blobs(ABC):
     @abstractmethod
-    def put(self, key: str, data: bytes, media_type: str) -> None:
-        """Stores ``data`` at ``key``."""
+    def put(self, key: str, data: bytes, media_type: str, sha256: str) -> None:
+        """Stores ``data`` at ``key`` unless bytes are there already. ``sha256`` (hex) is the
+        bytes' hash, which the store checks them against."""
 
     @abstractmethod
     def get(self, key: str) -> bytes | None:
@@ -25,6 +29,10 @@ class Blobs(ABC):
     @abstractmethod
     def copy(self, source: str, target: str) -> None:
         """Copies the bytes at ``source`` to ``target``; a missing source is a LookupError."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Removes the bytes at ``key``, if any."""
 
     @abstractmethod
     def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
@@ -52,10 +60,23 @@ class S3Blobs(Blobs):
                 raise
             if code in {"NoSuchKey", "404", "NotFound"}:
                 raise LookupError(kwargs.get("Key")) from None
+            if code == "PreconditionFailed":
+                raise FileExistsError(kwargs.get("Key")) from None
             raise aws_failure(code, "the file store") from None
 
-    def put(self, key: str, data: bytes, media_type: str) -> None:
-        self._call(self.client.put_object, Key=key, Body=data, ContentType=media_type)
+    def put(self, key: str, data: bytes, media_type: str, sha256: str) -> None:
+        # If-None-Match: S3 refuses to replace an object (PreconditionFailed), on AWS and moto
+        # alike; a put driven again after a crash finds its bytes there and is done.
+        with contextlib.suppress(FileExistsError):
+            self._call(
+                self.client.put_object,
+                Key=key,
+                Body=data,
+                ContentType=media_type,
+                ChecksumAlgorithm="SHA256",
+                ChecksumSHA256=base64.b64encode(bytes.fromhex(sha256)).decode(),
+                IfNoneMatch="*",
+            )
 
     def get(self, key: str) -> bytes | None:
         try:
@@ -70,6 +91,9 @@ class S3Blobs(Blobs):
             Key=target,
             CopySource={"Bucket": self.bucket, "Key": source},
         )
+
+    def delete(self, key: str) -> None:
+        self._call(self.client.delete_object, Key=key)
 
     def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
         form: dict[str, Any] = self.client.generate_presigned_post(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
@@ -60,9 +61,11 @@ class MemoryBlobs(Blobs):
         self._lock = threading.Lock()
         self.objects: dict[str, bytes] = {}
 
-    def put(self, key: str, data: bytes, media_type: str) -> None:
+    def put(self, key: str, data: bytes, media_type: str, sha256: str) -> None:
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise ValueError(f"the bytes for {key} do not match their SHA-256")
         with self._lock:
-            self.objects[key] = bytes(data)
+            self.objects.setdefault(key, bytes(data))
 
     def get(self, key: str) -> bytes | None:
         with self._lock:
@@ -73,6 +76,10 @@ class MemoryBlobs(Blobs):
             if source not in self.objects:
                 raise LookupError(source)
             self.objects[target] = self.objects[source]
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self.objects.pop(key, None)
 
     def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
         return {"url": f"memory://{key}", "fields": {"key": key}}

@@ -114,7 +114,9 @@ class Attachment(Versioned):
     ) -> Attachment:
         """A new attachment: its id, its checked name and type, and where its bytes go."""
         attachment_id = new_id("att")
-        key = (file_key if state == "file" else staged_key)(namespace, attachment_id)
+        key = {"upload": upload_key, "draft": staged_key, "file": file_key}[state](
+            namespace, attachment_id
+        )
         return cls(
             id=attachment_id,
             namespace=namespace,
@@ -168,18 +170,25 @@ class Attachment(Versioned):
             expires_at=now + timedelta(seconds=UPLOAD_SECONDS),
         )
 
-    def uploaded(self, owner: str, size: int, sha256: str, now: datetime) -> Attachment:
-        """The upload finished: a draft of the bytes found, for 24 hours from now. Finishing
-        it again gives the same draft."""
+    def awaits_bytes(self, owner: str, now: datetime) -> bool:
+        """Whether this is ``owner``'s upload, still open for its bytes to be finished (True),
+        or its draft, finished already (False). Anyone else's, a file, or an upload past its
+        hour is not_found."""
         if self.owner != owner or self.state == "file":
             raise not_found("attachment")
         if self.state == "draft":
-            return self
+            return False
         assert self.expires_at is not None
         if self.expires_at <= now:
             raise not_found("attachment")
+        return True
+
+    def uploaded(self, size: int, sha256: str, now: datetime) -> Attachment:
+        """The upload finished: a draft of the bytes found, for 24 hours from now, kept under
+        their hash (``sealed_key``), where no upload form reaches."""
         return self.changed(
             state="draft",
+            key=sealed_key(self.namespace, self.id, sha256),
             size=size,
             sha256=sha256,
             expires_at=now + timedelta(seconds=DRAFT_SECONDS),
@@ -255,6 +264,22 @@ class Attachment(Versioned):
 def staged_key(namespace: str, attachment_id: str) -> str:
     # Under staged/, which the bucket's lifecycle empties after a day.
     return f"staged/{namespace}/{attachment_id}"
+
+
+def upload_key(namespace: str, attachment_id: str) -> str:
+    """Where an upload's presigned form puts its bytes. The form cannot be revoked and works
+    until its hour is up, after the upload's finish too: once finished, nothing reads this key
+    (what the form puts then is never served), and the bucket's lifecycle empties uploads/
+    after a day."""
+    return f"uploads/{namespace}/{attachment_id}"
+
+
+def sealed_key(namespace: str, attachment_id: str, sha256: str) -> str:
+    """Where a finished upload's bytes are kept as a draft's: named by their hash, so bytes
+    found there are the bytes hashed (they are written once, and S3 checks them against the
+    hash on the way in), and a finish driven again after a crash seals to the same key, or
+    to another if the form put other bytes before the record said finished. Under staged/."""
+    return f"{staged_key(namespace, attachment_id)}/{sha256}"
 
 
 def file_key(namespace: str, attachment_id: str) -> str:

@@ -5,7 +5,9 @@ The bytes go to S3 before their record goes to the table, so a record never name
 are not there: a draft's bytes are put under ``staged/`` first (a failure after that leaves
 bytes with no record, which the bucket's lifecycle removes within a day), and a claim copies
 them to their file key before the claim is committed (a failure after the copy leaves a file
-no record names; the retry copies again, to the same key).
+no record names; the retry copies again, to the same key). Bytes are put once, never over
+others. A large upload's bytes, which its presigned form can replace until the form expires,
+are sealed under their hash when the upload finishes, and nothing reads the form's key again.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from vigil.attachments.records import (
     UPLOAD_SECONDS,
     Attachment,
     too_large,
+    upload_key,
 )
 from vigil.attachments.store import AttachmentPorts, Membership
 from vigil.clock import Clock, to_ms
 from vigil.errors import contended, invalid, not_found
 from vigil.identity.records import Caller
-from vigil.kit.retry import R
+from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 
 # Files one list_attachments page reads.
@@ -81,7 +84,7 @@ class Attachments:
             hashlib.sha256(file.data).hexdigest(),
             to_ms(self.clock.now()),
         )
-        self.blobs.put(draft.key, file.data, draft.media_type)
+        self.blobs.put(draft.key, file.data, draft.media_type, draft.sha256)
         result = present(draft)
         uow.commit(self.store.save_attachment(draft, None), result=result)
         return result
@@ -95,7 +98,7 @@ class Attachments:
         present: Callable[[Attachment, dict[str, Any]], R],
     ) -> R:
         """A large file's upload: its record, and a presigned POST that puts at most 5 MiB at the
-        draft's key until the form expires."""
+        upload's key until the form expires."""
         upload = Attachment.awaiting(
             caller.namespace, caller.principal_id, file_name, media_type, to_ms(self.clock.now())
         )
@@ -112,25 +115,33 @@ class Attachments:
         present: Callable[[Attachment], R],
     ) -> R:
         """The upload's bytes, checked (at most 5 MiB: S3 enforces the form's policy, and this
-        check stands where it is not enforced) and hashed, make the upload a draft."""
-        upload = self.store.get_attachment(caller.namespace, attachment_id)
-        if upload is None or upload.owner != caller.principal_id:
-            raise not_found("attachment")
-        data = b"" if upload.state != "upload" else self.blobs.get(upload.key)
-        if upload.state == "upload" and not data:
-            raise invalid("nothing was uploaded with this attachment's form yet")
-        if data is not None and len(data) > MAX_FILE_BYTES:
-            raise too_large(MAX_FILE_BYTES)
-        data = data or b""
-        draft = upload.uploaded(
-            caller.principal_id,
-            len(data),
-            hashlib.sha256(data).hexdigest(),
-            to_ms(self.clock.now()),
-        )
-        result = present(draft)
-        if draft is not upload:
+        check stands where it is not enforced) and hashed, make the upload a draft of exactly
+        those bytes. The form works until its hour is up, so the bytes are first sealed where
+        it cannot write (``sealed_key``), then the record names them (at the version read),
+        then what the form put is deleted; from then on nothing reads the form's key. A finish
+        driven again after a crash anywhere in between converges: an upload still open is
+        sealed again from its key, a draft has its form's key deleted again."""
+        now = to_ms(self.clock.now())
+
+        def attempt() -> R:
+            upload = self.store.get_attachment(caller.namespace, attachment_id)
+            if upload is None:
+                raise not_found("attachment")
+            if not upload.awaits_bytes(caller.principal_id, now):
+                return present(upload)
+            data = self.blobs.get(upload.key)
+            if not data:
+                raise invalid("nothing was uploaded with this attachment's form yet")
+            if len(data) > MAX_FILE_BYTES:
+                raise too_large(MAX_FILE_BYTES)
+            draft = upload.uploaded(len(data), hashlib.sha256(data).hexdigest(), now)
+            self.blobs.put(draft.key, data, draft.media_type, draft.sha256)
+            result = present(draft)
             uow.commit(self.store.save_attachment(draft, upload.version), result=result)
+            return result
+
+        result = retry_on_conflict(attempt, "the upload")
+        self.blobs.delete(upload_key(caller.namespace, attachment_id))
         return result
 
     def upload(
@@ -154,7 +165,7 @@ class Attachments:
             hashlib.sha256(file.data).hexdigest(),
             to_ms(self.clock.now()),
         )
-        self.blobs.put(added.key, file.data, added.media_type)
+        self.blobs.put(added.key, file.data, added.media_type, added.sha256)
         result = present(added)
         try:
             uow.commit(

@@ -277,7 +277,8 @@ TOOLS: tuple[Tool[AttachmentContext], ...] = (
         title="Finish a large upload",
         description=(
             "Check and hash the bytes posted with begin_attachment_upload's form: the upload "
-            "becomes a draft for 24 hours. Over 5 MiB is limit_exceeded; nothing posted yet is "
+            "becomes a draft of exactly those bytes for 24 hours, and whatever the form posts "
+            "afterwards is ignored. Over 5 MiB is limit_exceeded; nothing posted yet is "
             "invalid_argument. Finishing again returns the same draft."
         ),
         input_model=FinishUploadInput,
