@@ -323,6 +323,25 @@ def test_forms_without_a_session_are_401_and_change_nothing(scene: Scene) -> Non
         "/consolation",
         "/console.evil.example",
         "",
+        # Dot-segments and their encodings, which a browser resolves out of /console.
+        "/console/..//evil.example",
+        "/console/../evil.example",
+        "/console/..",
+        "/console/./../..//evil.example",
+        "/console/%2e%2e//evil.example",
+        "/console/%2E%2E/%2Fevil.example",
+        "/console/.%2e//evil.example",
+        "/console/%2e./",
+        "/console/..%2f..%2fevil.example",
+        "/console/..%5c..%5cevil.example",
+        "/console/..\\evil.example",
+        "/console\\..\\evil.example",
+        "/console/%2f%2fevil.example",
+        "/console//evil.example",
+        "/console/requests/../../evil.example",
+        "/console/requests?x=1#/../..//evil.example",
+        "/console/\t/evil.example",
+        "/console/%09",
     ],
 )
 def test_sign_in_goes_to_the_console_whatever_next_says(scene: Scene, target: str) -> None:
@@ -332,7 +351,13 @@ def test_sign_in_goes_to_the_console_whatever_next_says(scene: Scene, target: st
 
 @pytest.mark.parametrize(
     "target",
-    ["/console", "/console/requests", "/console/request?id=req_1", "/console/switches?state="],
+    [
+        "/console",
+        "/console/requests",
+        "/console/request?id=req_1",
+        "/console/switches?state=",
+        "/console/switch?scope=acme%2F..%2F%2Fjob",  # in the query: no path of the page's
+    ],
 )
 def test_sign_in_goes_back_to_the_console_page_it_was_asked_from(scene: Scene, target: str) -> None:
     assert location(scene.browser().sign_in(scene.pat, target)) == target

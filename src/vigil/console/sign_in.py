@@ -31,9 +31,12 @@ from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.console")
 
-# A console page, with or without a query, in printable ASCII: no other path of this origin,
-# and nothing (a line break) that could end the Location header early and start another.
-_LOCAL_TARGET = re.compile(r"/console(?:[/?][!-~]*)?")
+# A console page, with or without a query. Its path is made of plain words only, as every
+# console path is: no dot-segment, no empty segment, no percent-encoding and no backslash, so
+# there is nothing for a browser to normalise out of /console (``/console/..//evil.example``,
+# ``/console/%2e%2e/``). Its query is printable ASCII but a backslash or a fragment's ``#``:
+# nothing (a line break) could end the Location header early and start another.
+_LOCAL_TARGET = re.compile(r'/console(?:/[a-z][a-z0-9-]*)*(?:\?[!"$-\[\]-~]*)?')
 
 
 class SignIn:
@@ -131,8 +134,8 @@ def _sign_in_form(csrf: str, error: str | None, target: str | None) -> Html:
 
 
 def _local_target(target: str | None) -> str:
-    """Where to go after signing in: a console path only, never another site (nor a
-    backslash, which some browsers read as a slash)."""
-    if target and _LOCAL_TARGET.fullmatch(target) and "\\" not in target:
+    """Where to go after signing in: a console page only, never another site nor another
+    path of this one, however a browser would resolve it."""
+    if target and _LOCAL_TARGET.fullmatch(target):
         return target
     return PREFIX
