@@ -26,6 +26,7 @@ from vigil.clock import ManualClock
 from vigil.console.responder import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
 from vigil.entrypoints import api
+from vigil.errors import ErrorCode, VigilError, unavailable
 from vigil.identity.records import ATTEMPT_WINDOW_SECONDS
 from vigil.identity.sign_ins import ATTEMPTS_PER_ADDRESS, ATTEMPTS_PER_PRINCIPAL
 from vigil.kit.http import HttpRequest, HttpResponse
@@ -586,6 +587,18 @@ def test_a_principal_gets_thirty_attempts_in_fifteen_minutes_from_anywhere(scene
     assert attempt(scene.browser(), scene.ann).status == 303
     scene.clock.advance(wait)
     assert attempt(scene.browser(), scene.pat).status == 303
+
+
+def test_a_store_failing_to_count_an_attempt_fails_the_sign_in_as_any_store_failure(
+    scene: Scene, dynamo_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*_: Any) -> bool:
+        raise unavailable()
+
+    monkeypatch.setattr(dynamo_store, "count_sign_in_attempt", failing)
+    with pytest.raises(VigilError) as failed:
+        scene.browser().sign_in(scene.pat)
+    assert failed.value.code is ErrorCode.UNAVAILABLE
 
 
 def test_the_limit_holds_across_instances_of_the_function(

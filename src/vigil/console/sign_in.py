@@ -98,8 +98,11 @@ class SignIn:
         try:
             count_attempt(self.app.store, request.source_ip, secret, now)
         except VigilError as error:
+            wait = error.details.get("retry_after_seconds")
+            if wait is None:  # the store failed: not the limit's answer to give
+                raise
             log_event(log, "console sign-in throttled")
-            return self._throttled(form.get("next"), error.details["retry_after_seconds"])
+            return self._throttled(form.get("next"), wait)
         try:
             principal = self.app.authenticate(secret)
         except VigilError:
