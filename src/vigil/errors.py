@@ -91,6 +91,11 @@ def unavailable(message: str = "the service is temporarily unavailable; retry la
     return VigilError(ErrorCode.UNAVAILABLE, message)
 
 
+def throttled(message: str, retry_after_seconds: int) -> VigilError:
+    """Too many of something in too short a time; the same may be tried again after the wait."""
+    return VigilError(ErrorCode.THROTTLED, message, retry_after_seconds=retry_after_seconds)
+
+
 def limit_exceeded_body(limit: int) -> VigilError:
     """A request body over what any call can need: refused before it is read."""
     return VigilError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from vigil.attachments.store import AttachmentPorts, AttachmentStore
 from vigil.audit.store import AuditStore
 from vigil.conversations.store import ConversationPorts, ConversationStore
-from vigil.identity.store import IdentityPorts, IdentityStore
+from vigil.identity.store import IdentityPorts, IdentityStore, SignInStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
@@ -53,6 +53,7 @@ class Store(
     RequestStore,
     RunStore,
     SessionStore,
+    SignInStore,
     SwitchStore,
 ):
     """Everything kept in the table."""

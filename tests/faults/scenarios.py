@@ -68,6 +68,9 @@ class Scenario:
     # Tool calls must fail with a typed, retryable error; the alarm function just fails.
     typed_errors: bool = True
     generic: bool = False
+    # A tool without a retry key that audits each attempt before it acts (test_channel): a
+    # retry after a lost answer rightly records one more event like the first.
+    audits_each_attempt: bool = False
 
     @property
     def name(self) -> str:
@@ -816,7 +819,13 @@ SCENARIOS: dict[str, list[Scenario]] = {
     ],
     "delete_channel": [Scenario("delete_channel", "a webhook", "operator", _delete_channel)],
     "test_channel": [
-        Scenario("test_channel", "a webhook", "operator", lambda w: {"id": _channel(w)})
+        Scenario(
+            "test_channel",
+            "a webhook",
+            "operator",
+            lambda w: {"id": _channel(w)},
+            audits_each_attempt=True,
+        )
     ],
     "session_heartbeat": [
         Scenario("session_heartbeat", "a new session", "worker", _first_beat, settle=_beat_on)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import html
+import ipaddress
+import itertools
 import json
 import logging
 import re
@@ -24,6 +26,9 @@ from vigil.clock import ManualClock
 from vigil.console.responder import MAX_FORM_BYTES
 from vigil.console.session import COOKIE, IDLE_SECONDS, MAX_SECONDS, SIGN_IN_COOKIE, Signer
 from vigil.entrypoints import api
+from vigil.errors import ErrorCode, VigilError, unavailable
+from vigil.identity.records import ATTEMPT_WINDOW_SECONDS
+from vigil.identity.sign_ins import ATTEMPTS_PER_ADDRESS, ATTEMPTS_PER_PRINCIPAL
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.kit.uow import UnitOfWork
 from vigil.observability import JsonFormatter
@@ -82,13 +87,23 @@ def location(response: HttpResponse) -> str:
     return response.headers["location"]
 
 
+_addresses = itertools.count(1)
+
+
+def another_address() -> str:
+    """A source address no other browser of the run has: each browser's attempts to sign in
+    are counted apart, as a browser on its own machine's are."""
+    return str(ipaddress.ip_address("198.51.100.0") + next(_addresses) % 65536)
+
+
 @dataclass
 class Browser:
-    """One browser: its cookie jar, and requests made as this console's own pages make them
-    (Sec-Fetch-Site: same-origin) unless told otherwise."""
+    """One browser: its cookie jar, its source address, and requests made as this console's
+    own pages make them (Sec-Fetch-Site: same-origin) unless told otherwise."""
 
     router: Router
     jar: dict[str, str] = field(default_factory=dict)
+    address: str = field(default_factory=another_address)
 
     def send(
         self,
@@ -101,7 +116,13 @@ class Browser:
     ) -> HttpResponse:
         sent = {"host": HOST, "x-forwarded-proto": "https", **(headers or {})}
         request = HttpRequest(
-            method, path, sent, body, query=dict(query or {}), cookies=dict(self.jar)
+            method,
+            path,
+            sent,
+            body,
+            query=dict(query or {}),
+            cookies=dict(self.jar),
+            source_ip=self.address,
         )
         response = self.router.handle(request)
         for value in response.cookies:
@@ -323,6 +344,25 @@ def test_forms_without_a_session_are_401_and_change_nothing(scene: Scene) -> Non
         "/consolation",
         "/console.evil.example",
         "",
+        # Dot-segments and their encodings, which a browser resolves out of /console.
+        "/console/..//evil.example",
+        "/console/../evil.example",
+        "/console/..",
+        "/console/./../..//evil.example",
+        "/console/%2e%2e//evil.example",
+        "/console/%2E%2E/%2Fevil.example",
+        "/console/.%2e//evil.example",
+        "/console/%2e./",
+        "/console/..%2f..%2fevil.example",
+        "/console/..%5c..%5cevil.example",
+        "/console/..\\evil.example",
+        "/console\\..\\evil.example",
+        "/console/%2f%2fevil.example",
+        "/console//evil.example",
+        "/console/requests/../../evil.example",
+        "/console/requests?x=1#/../..//evil.example",
+        "/console/\t/evil.example",
+        "/console/%09",
     ],
 )
 def test_sign_in_goes_to_the_console_whatever_next_says(scene: Scene, target: str) -> None:
@@ -332,7 +372,13 @@ def test_sign_in_goes_to_the_console_whatever_next_says(scene: Scene, target: st
 
 @pytest.mark.parametrize(
     "target",
-    ["/console", "/console/requests", "/console/request?id=req_1", "/console/switches?state="],
+    [
+        "/console",
+        "/console/requests",
+        "/console/request?id=req_1",
+        "/console/switches?state=",
+        "/console/switch?scope=acme%2F..%2F%2Fjob",  # in the query: no path of the page's
+    ],
 )
 def test_sign_in_goes_back_to_the_console_page_it_was_asked_from(scene: Scene, target: str) -> None:
     assert location(scene.browser().sign_in(scene.pat, target)) == target
@@ -455,6 +501,117 @@ def test_signing_out_clears_the_cookie(scene: Scene) -> None:
     assert attributes["max-age"] == "0"
     assert COOKIE not in browser.jar
     assert location(browser.get("/console")).startswith("/console/sign-in?")
+
+
+def test_a_copy_of_the_cookie_holds_no_more_once_its_session_signed_out(scene: Scene) -> None:
+    browser = scene.signed_in(scene.pat)
+    thief = scene.browser()  # another client, elsewhere, holding a copy of the cookie
+    thief.jar[COOKIE] = browser.jar[COOKIE]
+    form = forms(scene, thief.csrf())["/console/sessions/instructions"]
+    assert not signed_out(thief)
+    assert browser.post("/console/sign-out", {"csrf": browser.csrf()}).status == 303
+    assert signed_out(thief)
+    assert thief.post("/console/sessions/instructions", form).status == 401
+    assert scene.instructions() == []
+    # Only that session ended: the person's others, and a new sign-in, hold.
+    other = scene.signed_in(scene.pat)
+    assert not signed_out(other)
+    assert browser.sign_in(scene.pat).status == 303
+    assert not signed_out(browser)
+
+
+def test_a_copy_of_a_renewed_cookie_ends_with_it(scene: Scene) -> None:
+    browser = scene.signed_in(scene.pat)
+    first = browser.jar[COOKIE]
+    scene.clock.advance(IDLE_SECONDS - 60)
+    assert not signed_out(browser)
+    assert browser.jar[COOKIE] != first  # renewed
+    thief = scene.browser()
+    thief.jar[COOKIE] = browser.jar[COOKIE]
+    browser.post("/console/sign-out", {"csrf": browser.csrf()})
+    assert signed_out(thief)
+
+
+# -- the limit on attempts to sign in ---------------------------------------------------------
+def attempt(browser: Browser, secret: str) -> HttpResponse:
+    return browser.sign_in(secret)
+
+
+def wrong(secret: str) -> str:
+    """A secret of the same principal that is not its secret."""
+    return secret[: secret.rindex(".") + 1] + "A" * 43
+
+
+def refused_for_a_while(response: HttpResponse) -> int:
+    """The seconds a 429 says to wait."""
+    assert response.status == 429
+    assert "Too many attempts" in response.body.decode()
+    assert set_cookie(response, COOKIE) is None
+    return int(response.headers["retry-after"])
+
+
+def test_an_address_gets_ten_attempts_in_fifteen_minutes_right_or_wrong(scene: Scene) -> None:
+    browser = scene.browser()
+    for _ in range(ATTEMPTS_PER_ADDRESS):
+        assert attempt(browser, wrong(scene.pat)).status == 401
+    wait = refused_for_a_while(attempt(browser, wrong(scene.pat)))
+    assert 0 < wait <= ATTEMPT_WINDOW_SECONDS
+    # The right secret is refused alike: what is refused is not looked at.
+    assert refused_for_a_while(attempt(browser, scene.pat)) <= wait
+    # Another address is not held back.
+    assert attempt(scene.browser(), scene.pat).status == 303
+    scene.clock.advance(wait)
+    assert attempt(browser, scene.pat).status == 303
+
+
+def test_the_limit_answers_alike_whether_a_secret_names_someone_or_no_one(scene: Scene) -> None:
+    answers = []
+    nobody = f"vgl.acme.per_{'q' * 16}.{'A' * 43}"
+    for secret in (nobody, wrong(scene.pat), "not a secret at all"):
+        browser = scene.browser()
+        seen = [attempt(browser, secret) for _ in range(ATTEMPTS_PER_ADDRESS + 1)]
+        answers.append([(r.status, r.headers.get("retry-after"), problem_text(r)) for r in seen])
+    assert answers[0] == answers[1] == answers[2]
+
+
+def problem_text(response: HttpResponse) -> str:
+    found = re.search(r'<p class="problem"[^>]*>(.*?)</p>', response.body.decode(), re.S)
+    return found.group(1) if found else ""
+
+
+def test_a_principal_gets_thirty_attempts_in_fifteen_minutes_from_anywhere(scene: Scene) -> None:
+    for _ in range(ATTEMPTS_PER_PRINCIPAL):
+        assert attempt(scene.browser(), wrong(scene.pat)).status == 401
+    wait = refused_for_a_while(attempt(scene.browser(), scene.pat))
+    # Another principal is not held back, from the same addresses or others.
+    assert attempt(scene.browser(), scene.ann).status == 303
+    scene.clock.advance(wait)
+    assert attempt(scene.browser(), scene.pat).status == 303
+
+
+def test_a_store_failing_to_count_an_attempt_fails_the_sign_in_as_any_store_failure(
+    scene: Scene, dynamo_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*_: Any) -> bool:
+        raise unavailable()
+
+    monkeypatch.setattr(dynamo_store, "count_sign_in_attempt", failing)
+    with pytest.raises(VigilError) as failed:
+        scene.browser().sign_in(scene.pat)
+    assert failed.value.code is ErrorCode.UNAVAILABLE
+
+
+def test_the_limit_holds_across_instances_of_the_function(
+    scene: Scene, dynamo_store: Store
+) -> None:
+    """Two routers, as two Lambda instances would be, over one table."""
+    second = Router(app_on(dynamo_store, scene.clock), frozenset())
+    address = another_address()
+    here, there = Browser(scene.router, address=address), Browser(second, address=address)
+    for n in range(ATTEMPTS_PER_ADDRESS):
+        assert attempt(here if n % 2 else there, wrong(scene.pat)).status == 401
+    refused_for_a_while(attempt(here, scene.pat))
+    refused_for_a_while(attempt(there, scene.pat))
 
 
 # -- CSRF and same-origin forms ---------------------------------------------------------------

@@ -570,7 +570,7 @@ def test_an_answered_request_is_told_with_who_answered(
 
 
 # -- test_channel -------------------------------------------------------------------------------
-def test_test_channel_sends_one_signed_test_event_and_records_nothing(
+def test_test_channel_sends_one_signed_test_event_and_never_retries_it(
     world: Notifying, receiver: Receiver
 ) -> None:
     channel_id, secret = world.channel(receiver.url, ["switch.fired"])
@@ -592,6 +592,25 @@ def test_test_channel_sends_one_signed_test_event_and_records_nothing(
     with pytest.raises(VigilError) as refused:
         world.call("test_channel", worker, id=channel_id)
     assert refused.value.code is ErrorCode.FORBIDDEN
+
+
+def test_each_test_of_a_channel_is_audited_whatever_the_receiver_answered(
+    world: Notifying, receiver: Receiver
+) -> None:
+    channel_id, _ = world.channel(receiver.url, ["switch.fired"])
+    receiver.script = [Answer(200), Answer(503)]
+    world.call("test_channel", id=channel_id)
+    world.call("test_channel", id=channel_id)
+    _, worker = world.tenant.register(name="worker")
+    with pytest.raises(VigilError):
+        world.call("test_channel", worker, id=channel_id)
+    tests = [
+        (e["actor"], e["target_kind"], e["target"], e["before_version"], e["after_version"])
+        for e in world.call("list_audit_events")["events"]
+        if e["action"] == "test_channel"
+    ]
+    operator = world.tenant.operator.id
+    assert tests == [(operator, "channel", channel_id, 1, 1)] * 2
 
 
 def test_a_disabled_channel_gets_no_new_events_and_its_pending_ones_fail(

@@ -400,6 +400,37 @@ def test_the_name_is_resolved_once_and_the_address_resolved_is_the_one_connected
         ("::ffff:100.64.0.1", False),
         ("2001:db8::1", False),
         ("::127.0.0.1", False),
+        # An IPv6 address that carries an IPv4 one reaches that IPv4 host: judged by it.
+        ("::ffff:127.0.0.1", False),  # IPv4-mapped
+        ("::7f00:1", False),  # IPv4-compatible (deprecated), 127.0.0.1
+        ("::808:808", False),  # IPv4-compatible, even of a public address
+        ("2002:7f00:1::1", False),  # 6to4 of 127.0.0.1
+        ("2002:a00:1::1", False),  # 6to4 of 10.0.0.1
+        ("2002:a9fe:a9fe::1", False),  # 6to4 of 169.254.169.254, the metadata service
+        ("2002:808:808::1", True),  # 6to4 of 8.8.8.8
+        ("64:ff9b::7f00:1", False),  # NAT64 of 127.0.0.1
+        ("64:ff9b::a00:1", False),  # NAT64 of 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", False),  # NAT64 of 169.254.169.254
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8, as DNS64 answers for a public host
+        ("64:ff9b:1::808:808", False),  # NAT64 for local use: its translator is private
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("2001::1", False),  # Teredo
+        # Deprecated and special ranges.
+        ("fec0::1", False),  # site-local
+        ("feff:ffff::1", False),  # site-local, its last block
+        ("fc00::1", False),  # unique local
+        ("fe80::1", False),  # link-local
+        ("100::1", False),  # discard-only
+        ("3fff::1", False),  # documentation (RFC 9637)
+        ("5f00::1", False),  # segment routing
+        ("ff02::1", False),  # multicast
+        ("::", False),
+        ("::1", False),
+        ("192.88.99.1", False),  # the 6to4 relays' anycast (deprecated)
+        ("169.254.169.254", False),
+        ("0.1.2.3", False),
+        ("240.0.0.1", False),
+        ("192.0.0.170", False),
     ],
 )
 def test_which_addresses_are_public(address: str, public: bool) -> None:

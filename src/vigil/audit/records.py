@@ -15,8 +15,8 @@ from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another
 # agent, disarm of another's switch, pause and resume of switches (the target: the pause's
-# scope prefix) and every change to a channel are operators' powers; bootstrap and
-# rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
+# scope prefix), every change to a channel and every test sent to one are operators' powers;
+# bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -33,6 +33,7 @@ AuditAction = Literal[
     "enable_channel",
     "delete_channel",
     "replay_delivery",
+    "test_channel",
 ]
 TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause"]
 

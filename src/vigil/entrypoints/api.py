@@ -102,6 +102,7 @@ def request_from_event(event: dict[str, Any]) -> HttpRequest:
         request_id=event["requestContext"].get("requestId"),
         query=dict(parse_qsl(event.get("rawQueryString") or "", keep_blank_values=True)),
         cookies=_cookies(event.get("cookies") or []),
+        source_ip=http.get("sourceIp"),
     )
 
 

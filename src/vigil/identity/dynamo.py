@@ -1,13 +1,18 @@
-"""Namespaces and principals on DynamoDB, under the namespace's partition."""
+"""Namespaces and principals on DynamoDB, under the namespace's partition; the console's
+sign-ins, each session under its namespace's partition too, each counter of attempts an item of
+its own per window. Both carry ``ttl``, so DynamoDB deletes what has ended."""
 
 from __future__ import annotations
 
+import contextlib
+from datetime import datetime
 from typing import Any
 
-from vigil.identity.records import Namespace, Principal
-from vigil.identity.store import IdentityStore
+from vigil.identity.records import AttemptWindow, Namespace, Principal, SignInSession
+from vigil.identity.store import IdentityStore, SignInStore
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
 from vigil.kit.principals import KIND_PREFIX, Kind
+from vigil.kit.uow import ConditionFailed
 
 
 def _principal_item(principal: Principal) -> dict[str, Any]:
@@ -19,7 +24,18 @@ def _principal_item(principal: Principal) -> dict[str, Any]:
     }
 
 
-class DynamoIdentity(DynamoBase, IdentityStore):
+def _sign_in_key(session: SignInSession) -> dict[str, Any]:
+    return {
+        "pk": attr_s(f"NS#{session.namespace}"),
+        "sk": attr_s(f"CONSOLE#{session.principal_id}#{session.session_id}"),
+    }
+
+
+def _seconds(moment: datetime) -> dict[str, str]:
+    return attr_n(int(moment.timestamp()))
+
+
+class DynamoIdentity(DynamoBase, IdentityStore, SignInStore):
     def add_namespace(self, namespace: Namespace) -> DynamoWrite:
         item = {
             "pk": attr_s(f"NS#{namespace.name}"),
@@ -74,3 +90,60 @@ class DynamoIdentity(DynamoBase, IdentityStore):
             }
         items = self._call(self.client.query, **request).get("Items", [])
         return [Principal.model_validate_json(item["doc"]["S"]) for item in items]
+
+    def open_sign_in(self, session: SignInSession) -> None:
+        self._call(
+            self.client.put_item,
+            TableName=self.table,
+            Item={**_sign_in_key(session), "ttl": _seconds(session.ends_at)},
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def sign_in_live(self, session: SignInSession, now: datetime) -> bool:
+        # Its ttl is its end: DynamoDB deletes an ended item only within a day or two, so a
+        # present item is live only until then.
+        key = _sign_in_key(session)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return item is not None and int(item["ttl"]["N"]) > now.timestamp()
+
+    def extend_sign_in(self, session: SignInSession, now: datetime) -> bool:
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key=_sign_in_key(session),
+                UpdateExpression="SET #ttl = :ends",
+                ConditionExpression="attribute_exists(pk) AND #ttl > :now",
+                ExpressionAttributeNames={"#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":ends": _seconds(session.ends_at),
+                    ":now": attr_n(int(now.timestamp())),
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def end_sign_in(self, session: SignInSession) -> None:
+        self._call(self.client.delete_item, TableName=self.table, Key=_sign_in_key(session))
+
+    def count_sign_in_attempt(self, counter: str, window: AttemptWindow, limit: int) -> bool:
+        with contextlib.suppress(ConditionFailed):
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key={
+                    "pk": attr_s(f"SIGN-IN#{counter}"),
+                    "sk": attr_s(f"WINDOW#{int(window.starts_at.timestamp())}"),
+                },
+                UpdateExpression="ADD attempts :one SET #ttl = :ends",
+                ConditionExpression="attribute_not_exists(attempts) OR attempts < :limit",
+                ExpressionAttributeNames={"#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":one": attr_n(1),
+                    ":limit": attr_n(limit),
+                    ":ends": _seconds(window.ends_at),
+                },
+            )
+            return True
+        return False

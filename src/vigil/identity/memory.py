@@ -1,19 +1,29 @@
-"""Namespaces and principals in memory."""
+"""Namespaces, principals and the console's sign-ins in memory."""
 
 from __future__ import annotations
 
-from vigil.identity.records import Namespace, Principal
-from vigil.identity.store import IdentityStore
+from datetime import datetime
+
+from vigil.identity.records import AttemptWindow, Namespace, Principal, SignInSession
+from vigil.identity.store import IdentityStore, SignInStore
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.principals import Kind
 from vigil.kit.uow import ConditionFailed
 
+SignInKey = tuple[str, str, str]
 
-class MemoryIdentity(MemoryBase, IdentityStore):
+
+def _sign_in_key(session: SignInSession) -> SignInKey:
+    return (session.namespace, session.principal_id, session.session_id)
+
+
+class MemoryIdentity(MemoryBase, IdentityStore, SignInStore):
     def __init__(self) -> None:
         self.namespaces: dict[str, Namespace] = {}
         self.principals: dict[tuple[str, str], Principal] = {}
+        self.sign_ins: dict[SignInKey, datetime] = {}  # each live session's end
+        self.sign_in_attempts: dict[tuple[str, datetime], int] = {}
         super().__init__()
 
     def add_namespace(self, namespace: Namespace) -> MemoryWrite:
@@ -60,3 +70,33 @@ class MemoryIdentity(MemoryBase, IdentityStore):
         if start_after is not None:
             found = [p for p in found if p.id > start_after]
         return [p.model_copy() for p in found[:limit]]
+
+    def open_sign_in(self, session: SignInSession) -> None:
+        with self._lock:
+            if _sign_in_key(session) in self.sign_ins:
+                raise ConditionFailed(session.session_id)
+            self.sign_ins[_sign_in_key(session)] = session.ends_at
+
+    def sign_in_live(self, session: SignInSession, now: datetime) -> bool:
+        with self._lock:
+            ends_at = self.sign_ins.get(_sign_in_key(session))
+            return ends_at is not None and ends_at > now
+
+    def extend_sign_in(self, session: SignInSession, now: datetime) -> bool:
+        with self._lock:
+            if not self.sign_in_live(session, now):
+                return False
+            self.sign_ins[_sign_in_key(session)] = session.ends_at
+            return True
+
+    def end_sign_in(self, session: SignInSession) -> None:
+        with self._lock:
+            self.sign_ins.pop(_sign_in_key(session), None)
+
+    def count_sign_in_attempt(self, counter: str, window: AttemptWindow, limit: int) -> bool:
+        with self._lock:
+            counted = self.sign_in_attempts.get((counter, window.starts_at), 0)
+            if counted >= limit:
+                return False
+            self.sign_in_attempts[(counter, window.starts_at)] = counted + 1
+            return True

@@ -1,4 +1,4 @@
-"""Namespaces, principals and credentials."""
+"""Namespaces, principals and credentials, and the console's sign-ins."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from vigil.kit.principals import Kind, Role, new_principal_id
@@ -113,3 +113,34 @@ def parse_secret(secret: str) -> tuple[str, str] | None:
 
 def secret_matches(secret: str, stored_hash: str) -> bool:
     return hmac.compare_digest(hash_secret(secret), stored_hash)
+
+
+# Attempts to sign in to the console are counted in fixed windows of this length.
+ATTEMPT_WINDOW_SECONDS = 15 * 60
+
+
+@dataclass(frozen=True)
+class SignInSession:
+    """A console session as the server keeps it: live until ``ends_at``, when its cookie
+    expires too, unless it is ended first."""
+
+    namespace: str
+    principal_id: str
+    session_id: str
+    ends_at: datetime
+
+
+@dataclass(frozen=True)
+class AttemptWindow:
+    """The window of attempts to sign in that a moment falls in."""
+
+    starts_at: datetime
+    ends_at: datetime
+
+    @classmethod
+    def at(cls, now: datetime) -> AttemptWindow:
+        start = int(now.timestamp()) // ATTEMPT_WINDOW_SECONDS * ATTEMPT_WINDOW_SECONDS
+        return cls(
+            datetime.fromtimestamp(start, UTC),
+            datetime.fromtimestamp(start + ATTEMPT_WINDOW_SECONDS, UTC),
+        )

@@ -40,6 +40,8 @@ class HttpRequest:
     request_id: str | None = None
     query: dict[str, str] = field(default_factory=dict)
     cookies: dict[str, str] = field(default_factory=dict)
+    # The address the request came from, as API Gateway saw it (never a header a client sets).
+    source_ip: str | None = None
 
     def bearer(self) -> str | None:
         value = self.headers.get("authorization", "")

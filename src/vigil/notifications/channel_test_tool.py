@@ -1,5 +1,6 @@
 """``test_channel``, for operators: a channel.test event sent to a channel at once, exactly as
-a real event goes, and what the receiver answered; nothing retried or recorded."""
+a real event goes, and what the receiver answered; audited, never retried, nothing else
+recorded."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ class ChannelTested(Output):
 
 
 def test_channel(ctx: NotificationContext, args: TestChannelInput) -> ChannelTested:
-    channel = service.channel(args.id, caller=ctx.caller, store=ctx.store)
     now = ctx.clock.now()
+    channel = service.to_test(args.id, caller=ctx.caller, now=now, store=ctx.store, uow=ctx.uow)
     data = ChannelTest(
         test_id=new_id("tst"),
         channel_id=channel.id,
@@ -67,8 +68,9 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         description=(
             "Send a channel.test event to a channel now, once, exactly as a real event goes "
             "(signed for a webhook, Block Kit for Slack, SES for email), and say what the "
-            "receiver answered. Nothing is retried or recorded. Works on a disabled channel too, "
-            "to check it before enabling it. Operators only."
+            "receiver answered. Each test is recorded in the audit trail before it is sent; "
+            "nothing is retried. Works on a disabled channel too, to check it before enabling "
+            "it. Operators only."
         ),
         input_model=TestChannelInput,
         output_model=ChannelTested,

@@ -42,7 +42,18 @@ MAX_RESPONSE_BYTES = 64 * 1024
 MAX_REASON_BODY = 200
 MAX_RETRY_AFTER_SECONDS = 24 * 3600
 USER_AGENT = "Vigil-Notifications/1"
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# Not public, though Python's is_global says they are (or did, before it learnt of them).
+_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "100.64.0.0/10",  # shared address space: carrier-grade NAT
+        "192.88.99.0/24",  # the 6to4 relays' anycast, deprecated (RFC 7526)
+        "3fff::/20",  # documentation (RFC 9637)
+    )
+)
+# The well-known NAT64 prefix: a DNS64 resolver answers a host that has only an IPv4 address
+# with that address under it, and the translator then connects to the IPv4 address.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _UNSAFE_URL = re.compile(r"[\x00-\x20\x7f]")
 _SYSTEM_CLOCK = SystemClock()
 
@@ -188,9 +199,15 @@ def _target(url: str) -> _Target:
 
 
 def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether ``address`` is one the Internet routes to someone else's server."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Whether ``address`` is one the Internet routes to someone else's server. An IPv6
+    address that carries an IPv4 one the packet is delivered to (IPv4-mapped, 6to4, NAT64) is
+    judged by that IPv4 address: ``2002:7f00:1::`` reaches 127.0.0.1 as surely as 127.0.0.1."""
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = _carried_ipv4(address)
+        if carried is not None:
+            return is_public(carried)
+        if address.is_site_local:  # fec0::/10, deprecated (RFC 3879), yet is_global in 3.11
+            return False
     return not (
         address.is_private
         or address.is_loopback
@@ -198,9 +215,22 @@ def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         or address.is_multicast
         or address.is_reserved
         or address.is_unspecified
-        or address in _CGNAT
+        or any(address in network for network in _NOT_PUBLIC)
         or not address.is_global
     )
+
+
+def _carried_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a packet to ``address`` goes on to, if it is of a form that carries one.
+    Teredo (2001::/32) and the IPv4-compatible form (::/96) carry one too, but are refused
+    whatever they carry: neither is global."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
 
 
 _SocketAddress = tuple[str, int] | tuple[str, int, int, int]

@@ -234,6 +234,17 @@ def delete(
     return result
 
 
+def to_test(
+    channel_id: str, *, caller: Caller, now: datetime, store: ChannelPorts, uow: UnitOfWork
+) -> Channel:
+    """The channel an operator is about to send a test to, with that test audited first: the
+    server POSTs where the channel says, an operator's power, so no test leaves unrecorded."""
+    found = channel(channel_id, caller=caller, store=store)
+    event = _audit(caller, "test_channel", found.id, found.version, found.version, now)
+    uow.commit(store.add_audit_event(event))
+    return found
+
+
 def acknowledge(
     event_id: str, *, caller: Caller, now: datetime, store: ChannelPorts, uow: UnitOfWork
 ) -> tuple[Notification, Acknowledgement]:
