@@ -1,6 +1,6 @@
-"""Session tools: ``session_heartbeat`` for the working agent, ``post_instruction``,
-``list_instructions`` and ``list_sessions`` for the people steering it. The use cases, and how a
-walk of instructions works, are in vigil.sessions.service."""
+"""Session tools: ``session_heartbeat`` and ``end_session`` for the working agent;
+``post_instruction``, ``list_instructions`` and ``list_sessions`` for the people steering it.
+The use cases, and how a walk of instructions works, are in vigil.sessions.service."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from vigil.sessions.records import (
     Instruction,
     InstructionState,
     Session,
+    SessionOutcome,
     SessionStatus,
 )
 from vigil.sessions.store import SessionStore
@@ -110,7 +111,12 @@ class SessionView(Output):
     created_at: datetime
     last_beat_at: datetime
     stale: bool = Field(
-        description=f"No beat for more than {STALE_AFTER_SECONDS} seconds, as of this call."
+        description=f"No beat for more than {STALE_AFTER_SECONDS} seconds, as of this call; "
+        "never for an ended session."
+    )
+    ended_at: datetime | None = Field(description="When its agent ended it; null while it runs.")
+    outcome: SessionOutcome | None = Field(
+        description="How it ended (completed, failed or cancelled); null while it runs."
     )
 
     @classmethod
@@ -126,6 +132,8 @@ class SessionView(Output):
             created_at=session.created_at,
             last_beat_at=session.last_beat_at,
             stale=session.stale(now),
+            ended_at=session.ended_at,
+            outcome=session.outcome,
         )
 
 
@@ -303,6 +311,32 @@ def _beat_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "instructions": handed}
 
 
+# -- end_session --------------------------------------------------------------------------
+class EndSessionInput(StrictInput):
+    session_id: SessionId
+    outcome: SessionOutcome = Field(
+        description="How the work ended: completed, failed or cancelled."
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+class SessionEnded(Output):
+    session: SessionView
+
+
+def end_session(ctx: SessionContext, args: EndSessionInput) -> SessionEnded:
+    now = ctx.clock.now()
+    return service.end(
+        ctx.caller,
+        args.session_id,
+        args.outcome,
+        now,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=lambda session: SessionEnded(session=SessionView.of(session, now)),
+    )
+
+
 # -- post_instruction ---------------------------------------------------------------------
 class PostInstructionInput(StrictInput):
     session_id: SessionId
@@ -425,12 +459,29 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
             "acknowledgedInstructionIds; an id never handed to this session refuses the whole "
             "beat (invalid_argument, naming the ids) and records nothing. Beat at least every "
             f"{STALE_AFTER_SECONDS} seconds, or the session shows as stale to its "
-            "watchers. A retry with the same idempotencyKey returns the first result."
+            "watchers, until you end it with end_session; a beat after the end is refused "
+            "(version_conflict, with ended_at and outcome). A retry with the same "
+            "idempotencyKey returns the first result."
         ),
         input_model=SessionHeartbeatInput,
         output_model=SessionHeartbeatResult,
         run=session_heartbeat,
         replay=Replay(_beat_kept, _beat_rebuilt),
+    ),
+    Tool(
+        name="end_session",
+        title="End a session",
+        description=(
+            "Say that your session's work is over: completed, failed or cancelled. From then "
+            "on it is never stale, nobody is alerted about its silence, its later beats and "
+            "new instructions are refused (version_conflict, with ended_at and outcome), and "
+            "list_sessions shows its end. Only the agent whose beats created it may end it "
+            "(anyone else: not_found); ending it again is a version_conflict. For new work, "
+            "beat a new sessionId."
+        ),
+        input_model=EndSessionInput,
+        output_model=SessionEnded,
+        run=end_session,
     ),
     Tool(
         name="post_instruction",
@@ -440,7 +491,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
             "namespace. The agent gets it on one of its next session_heartbeat calls, and "
             "again on later ones until it acknowledges it. For people and operators; an agent "
             "or service without the operator role is forbidden. Returns the instruction, "
-            "pending until a beat hands it out."
+            "pending until a beat hands it out. A session that has ended takes none "
+            "(version_conflict)."
         ),
         input_model=PostInstructionInput,
         output_model=InstructionView,
@@ -467,9 +519,10 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         description=(
             f"The sessions of your namespace in id order, {service.SESSIONS_PAGE} a page, "
             "for people and operators: each with its agent (owner), status, progress, current "
-            "step, steps and last beat, and stale: true when it has not beaten for more than "
-            f"{STALE_AFTER_SECONDS} seconds at the time of this call. stale_only keeps "
-            "just the stale ones."
+            "step, steps and last beat, its end (ended_at, outcome) once its agent ended it, "
+            "and stale: true when it has not beaten for more than "
+            f"{STALE_AFTER_SECONDS} seconds at the time of this call and has not ended. "
+            "stale_only keeps just the stale ones."
         ),
         input_model=ListSessionsInput,
         output_model=SessionPage,

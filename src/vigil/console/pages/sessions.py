@@ -12,7 +12,7 @@ from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
 from vigil.kit.http import HttpRequest, HttpResponse
 
-SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Staleness")
+SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Liveness")
 INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliveries", "Acknowledged")
 
 
@@ -88,10 +88,22 @@ def session_rows(sessions: Iterable[Mapping[str, Any]], now: datetime) -> list[l
             "—" if s["progress_percent"] is None else f"{s['progress_percent']:g} %",
             _step(s),
             ago(s["last_beat_at"], now),
-            badge("stale") if s["stale"] else "fresh",
+            _liveness(s, now),
         ]
         for s in sessions
     ]
+
+
+def _liveness(session: Mapping[str, Any], now: datetime) -> Html:
+    """Ended (and how, and when), stale or fresh: an ended session is never stale."""
+    if session["ended_at"] is not None:
+        return render(
+            "{badge} {outcome}, {when}",
+            badge=badge("ended"),
+            outcome=session["outcome"],
+            when=ago(session["ended_at"], now),
+        )
+    return badge("stale") if session["stale"] else Html("fresh")
 
 
 def _step(session: Mapping[str, Any]) -> str:
