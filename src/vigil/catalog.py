@@ -67,7 +67,13 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vigil.leases.tools", ("acquire_lease", "renew_lease", "release_lease")),
     (
         "vigil.sessions.tools",
-        ("session_heartbeat", "post_instruction", "list_instructions", "list_sessions"),
+        (
+            "session_heartbeat",
+            "end_session",
+            "post_instruction",
+            "list_instructions",
+            "list_sessions",
+        ),
     ),
     (
         "vigil.runs.tools",

@@ -3,7 +3,9 @@ the local runtime. A person signs in; a switch an agent armed for 3 s fires on t
 without a reload; an instruction posted from the session page reaches the agent on its next
 beat and the page follows it from pending to delivered to acknowledged; an approval is granted
 with the bound action shown as it is redeemed, and the agent redeems it. The API page at /docs
-lists every operation of the OpenAPI document, from this origin alone.
+lists every operation of the OpenAPI document, from this origin alone. An unbroken 8 KiB
+instruction wraps instead of widening the page, on a phone and on a laptop; the instruction form
+counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page.
 
 Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
 browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
@@ -303,3 +305,60 @@ def test_the_api_page_renders_every_operation_from_this_origin_alone(
     assert requested
     assert [url for url in requested if not url.startswith(f"{base}/")] == []
     assert f"{base}/openapi.json" in requested
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_an_unbroken_instruction_never_makes_the_page_wider_than_the_screen(
+    state: dict[str, Any], browser: Browser, width: int
+) -> None:
+    """8 KiB without a space, and a 500-character step, on a phone and on a laptop: the text
+    wraps, and no page of the session scrolls sideways."""
+    base = state["mcp_url"].removesuffix("/mcp")
+    _, person_secret = register(state, "person", f"Reader at {width}")
+    _, agent_secret = register(state, "agent", f"writer-{width}")
+    session = f"unbroken-{width}"
+    rest(
+        state,
+        agent_secret,
+        "session_heartbeat",
+        sessionId=session,
+        currentStep="s" * 500,
+        idempotencyKey=session,
+    )
+    rest(state, person_secret, "post_instruction", session_id=session, body="x" * 8192)
+    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    sign_in(page, base, person_secret)
+    for path in (f"/console/session?id={session}", "/console/sessions"):
+        page.goto(f"{base}{path}")
+        expect(page.locator("#live table")).to_be_visible()
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, f"{path} is {wide} px wide at {width} px"
+    shot(page, f"sessions-{width}")
+
+
+def test_an_instruction_over_the_limit_is_counted_kept_and_refused_out_loud(
+    state: dict[str, Any], browser: Browser
+) -> None:
+    """The form says the limit and counts bytes as they are typed; 9,000 characters stay 9,000
+    (the browser cuts nothing) and the server refuses them with its reason on the page."""
+    base = state["mcp_url"].removesuffix("/mcp")
+    _, person_secret = register(state, "person", "Verbose")
+    _, agent_secret = register(state, "agent", "listener")
+    rest(state, agent_secret, "session_heartbeat", sessionId="limits", idempotencyKey="limits")
+    page = browser.new_context().new_page()
+    sign_in(page, base, person_secret)
+    page.goto(f"{base}/console/session?id=limits")
+    expect(page.locator("#body-limit")).to_contain_text("Up to 8192 bytes")
+    field = page.get_by_label("New instruction")
+    field.fill("é" * 10)
+    expect(page.locator('[data-usage-of="body"]')).to_have_text("20 of 8192 bytes used.")
+    field.fill("y" * 9000)
+    assert page.evaluate("document.getElementById('body').value.length") == 9000
+    expect(page.locator('[data-usage-of="body"]')).to_have_text(
+        "808 bytes over the limit: it would be refused."
+    )
+    page.get_by_role("button", name="Post instruction").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid_argument")
+    expect(page.get_by_role("alert")).to_contain_text("8192")
+    listed = rest(state, person_secret, "list_instructions", session_id="limits")
+    assert listed["instructions"] == []  # refused, and nothing was cut and posted

@@ -500,6 +500,11 @@ def _session(world: World) -> dict[str, Any]:
     return keyed(world, "post_instruction", {"session_id": session, "body": "stop after step 3"})
 
 
+def _ended(world: World) -> dict[str, Any]:
+    session = _live_session(world)
+    return keyed(world, "end_session", {"session_id": session, "outcome": "completed"})
+
+
 def _instructed(world: World) -> dict[str, Any]:
     session = _live_session(world)
     world.call("post_instruction", "operator", session_id=session, body="stop after step 3")
@@ -788,6 +793,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "resume_switches": [Scenario("resume_switches", "by id", "operator", _resume_pause)],
     "list_pauses": [Scenario("list_pauses", "one in force", "operator", _pauses)],
     "post_instruction": [Scenario("post_instruction", "to a live session", "operator", _session)],
+    "end_session": [Scenario("end_session", "a live session", "worker", _ended)],
     "start_run": [Scenario("start_run", "named run", "worker", _start)],
     "claim_run": [Scenario("claim_run", "lapsed, by another worker", "watcher", _lapsed)],
     "create_run_heartbeat": [

@@ -57,6 +57,7 @@ WALK: tuple[str, ...] = (
     "post_instruction",
     "list_instructions",
     "list_sessions",
+    "end_session",
     "report_progress",
     "get_progress",
     "start_run",

@@ -206,7 +206,7 @@ def test_a_fired_switch_is_delivered_once_signed_with_what_its_death_released(
     assert len(receiver.received) == 1  # nothing more, however long
 
 
-def test_no_channel_wants_it_and_nothing_is_written_or_armed(
+def test_no_channel_wants_it_and_nothing_is_sent_or_armed(
     world: Notifying, receiver: Receiver
 ) -> None:
     world.channel(receiver.url, ["switch.fired"], scope_prefix="billing-")
@@ -216,7 +216,8 @@ def test_no_channel_wants_it_and_nothing_is_written_or_armed(
     death = world.store.latest_death("acme", SCOPE)
     assert death is not None
     assert death.pending() == []
-    assert world.store.get_notification("acme", fired_event_id(world)) is None
+    # The alert is written down, to be acknowledged, with no delivery.
+    assert world.notification(fired_event_id(world)).deliveries == {}
     assert [t for t in world.alarms.armed if t.kind != "switch"] == []
     assert receiver.received == []
 
@@ -762,6 +763,23 @@ def test_an_unacknowledged_alert_repeats_and_escalates_until_a_person_acknowledg
         second.close()
 
 
+def test_the_alert_of_a_switch_that_fired_before_any_channel_can_be_acknowledged(
+    world: Notifying, receiver: Receiver
+) -> None:
+    arm_and_die(world)
+    world.advance(11)  # fired, and no channel exists to tell
+    alert = fired_event_id(world)
+    [death] = world.call("list_deaths")["deaths"]
+    assert death["alert_id"] == alert
+    person, person_secret = world.tenant.register(kind="person", name="pat")
+    acked = world.call("acknowledge_alert", person_secret, event_id=alert)
+    assert (acked["event_id"], acked["acknowledged_by"]) == (alert, person)
+    # A channel made afterwards is not sent the old alert, nor reminded of it.
+    world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=10)
+    world.advance(3600)
+    assert receiver.received == []
+
+
 def test_an_answered_request_stops_its_repeats(world: Notifying, receiver: Receiver) -> None:
     world.channel(receiver.url, ["request.opened"], repeat_every_minutes=5)
     _, asker = world.tenant.register(name="asker")
@@ -833,6 +851,29 @@ def test_a_session_that_stops_beating_is_told_once_per_silence(
     first, second = receiver.verified(secret)
     assert second["type"] == "session.stale"
     assert second["id"] != first["id"]  # a new silence, a new event
+    assert [t for t in world.alarms.armed if t.kind == kinds.STALE] == []
+
+
+def test_an_ended_session_is_never_told_as_stale_and_its_watch_stops(
+    world: Notifying, receiver: Receiver
+) -> None:
+    world.channel(receiver.url, ["session.stale"])
+    _, agent = world.tenant.register(name="worker")
+    world.call(
+        "session_heartbeat",
+        agent,
+        sessionId="build-5",
+        progressPercent=100,
+        stepIndex=5,
+        stepCount=5,
+        idempotencyKey="last-beat",
+    )
+    [watch] = [t for t in world.alarms.armed if t.kind == kinds.STALE]
+    world.advance(60)
+    world.call("end_session", agent, session_id="build-5", outcome="completed")
+    world.advance(3600)  # far past the stale threshold, and past the watch's due time
+    assert watch.due_at < world.clock.now()
+    assert receiver.received == []  # no session.stale
     assert [t for t in world.alarms.armed if t.kind == kinds.STALE] == []
 
 

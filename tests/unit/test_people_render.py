@@ -104,6 +104,31 @@ def test_a_switch_is_shown_armed_then_expiring_then_fired(world: World) -> None:
     assert "3s ago" in drawn
 
 
+def test_a_paused_overdue_switch_is_shown_held_by_its_pause(world: World) -> None:
+    _, person_secret = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    world.call("heartbeat", agent_secret, scope="job-8", expect_within_seconds=30)
+    world.call("pause_switches", scope_prefix="job-", until_next_beat=True)
+    world.advance(40)  # past its deadline: held by the pause, not fired
+    switches = world.call("list_switches", person_secret)["switches"]
+    pauses = world.call("list_pauses", person_secret)["pauses"]
+    shown = render.to_text(render.switches_table(switches, world.clock.now(), pauses))
+    assert "armed, held by a pause" in shown
+    assert "expiring soon" not in shown
+
+
+def test_an_ended_session_is_shown_with_its_end(world: World) -> None:
+    _, person_secret = world.tenant.register(kind="person", name="Watcher")
+    _, agent_secret = world.tenant.register(name="worker")
+    world.call("session_heartbeat", agent_secret, sessionId="build-3", idempotencyKey="b")
+    world.call("end_session", agent_secret, session_id="build-3", outcome="completed")
+    world.advance(300)
+    sessions = world.call("list_sessions", person_secret)["sessions"]
+    shown = render.to_text(render.sessions_table(sessions, world.clock.now()))
+    assert "ended completed 5m ago" in shown
+    assert "stale" not in shown
+
+
 def test_the_status_screen_lists_what_needs_attention(world: World) -> None:
     person, person_secret = world.tenant.register(kind="person", name="Watcher")
     _, agent_secret = world.tenant.register(name="worker")

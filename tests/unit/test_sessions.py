@@ -506,12 +506,87 @@ def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClo
         "created_at": "2026-01-01T00:00:00Z",
         "last_beat_at": "2026-01-01T00:00:00Z",
         "stale": True,
+        "ended_at": None,
+        "outcome": None,
     }
     assert list(listed(stale_only=True)) == ["quiet"]
     clock.advance(1)
     assert list(listed(stale_only=True)) == ["busy", "quiet"]
     desk.beat(sessionId="quiet")
     assert list(listed(stale_only=True)) == ["busy"]
+
+
+# -- the end of a session -----------------------------------------------------------------
+def test_an_ended_session_is_never_stale_and_shows_its_end(desk: Desk, clock: ManualClock) -> None:
+    desk.beat(progressPercent=100, currentStep="done", stepIndex=5, stepCount=5)
+    clock.advance(30)
+    ended = desk.tenant.call(
+        "end_session", desk.agent, session_id="s-1", outcome="completed", idempotency_key="end"
+    )["session"]
+    assert (ended["ended_at"], ended["outcome"], ended["stale"]) == (
+        "2026-01-01T00:00:30Z",
+        "completed",
+        False,
+    )
+    assert ended["status"] == "active"  # the last status beaten stays as it was reported
+    clock.advance(STALE_AFTER_SECONDS * 10)
+    [listed] = desk.tenant.call("list_sessions", desk.person)["sessions"]
+    assert (listed["stale"], listed["outcome"]) == (False, "completed")
+    assert desk.tenant.call("list_sessions", desk.person, stale_only=True)["sessions"] == []
+    stored = desk.session()
+    assert stored is not None
+    assert (stored.version, stored.watch_due) == (2, None)
+
+
+def test_an_ended_session_refuses_beats_and_instructions_and_changes_nothing(
+    desk: Desk,
+) -> None:
+    desk.beat(status="waiting")
+    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="failed")
+    before = desk.session()
+    for call in (
+        lambda: desk.beat(status="active"),
+        lambda: desk.post("one more thing"),
+        lambda: desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="completed"),
+    ):
+        error = error_of(call)
+        assert error.code is ErrorCode.VERSION_CONFLICT
+        assert (error.details["outcome"], error.details["ended_at"]) == (
+            "failed",
+            "2026-01-01T00:00:00.000Z",
+        )
+        assert "ended" in error.message
+    assert desk.session() == before
+    assert desk.instructions() == []
+
+
+def test_only_the_sessions_agent_ends_it(desk: Desk) -> None:
+    desk.beat()
+    _, other_agent = desk.tenant.register(name="other")
+    for secret in (other_agent, desk.person):
+        error = error_of(
+            desk.tenant.call, "end_session", secret, session_id="s-1", outcome="completed"
+        )
+        assert error.code is ErrorCode.NOT_FOUND
+    error = error_of(
+        desk.tenant.call, "end_session", desk.agent, session_id="s-9", outcome="completed"
+    )
+    assert error.code is ErrorCode.NOT_FOUND
+    stored = desk.session()
+    assert stored is not None
+    assert stored.ended_at is None
+
+
+def test_an_end_loses_to_a_beat_that_lands_first_and_is_decided_again(
+    desk: Desk, store: Interleaving
+) -> None:
+    desk.beat(status="active")
+    store.before_write.append(lambda: desk.beat(status="blocked", progressPercent=40))
+    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="cancelled")
+    stored = desk.session()
+    assert stored is not None
+    assert (stored.status, stored.progress_percent, stored.outcome) == ("blocked", 40, "cancelled")
+    assert stored.version == 3
 
 
 def test_list_sessions_is_for_people_and_operators(desk: Desk) -> None:
@@ -658,3 +733,8 @@ def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     assert stored is not None
     assert (stored.acked_through, stored.last_seq) == (10, 15)
     assert [s["stale"] for s in desk.tenant.call("list_sessions")["sessions"]] == [False]
+    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="completed")
+    clock.advance(STALE_AFTER_SECONDS + 1)
+    [ended] = desk.tenant.call("list_sessions")["sessions"]
+    assert (ended["stale"], ended["outcome"]) == (False, "completed")
+    assert error_of(desk.beat).code is ErrorCode.VERSION_CONFLICT

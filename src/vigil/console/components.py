@@ -2,7 +2,8 @@
 facts, sections, and a tool's result or the reason it could not be had.
 
 Each function takes what tools returned (JSON, as any client gets it) and returns ``Html``;
-none reads the store. Times are shown in UTC; a deadline carries its instant in
+none reads the store. People are shown by their display names, with their ids beside them in
+small type. Times are shown in UTC; a deadline carries its instant in
 ``data-deadline``, from which the page's script keeps a countdown running between refreshes.
 """
 
@@ -54,28 +55,49 @@ def countdown(deadline: str | None, now: datetime) -> Html:
     at = parse_time(deadline)
     if at is None:
         return Html("—")
-    left = (at - now).total_seconds()
-    text = f"in {span(left)}" if left > 0 else f"due {span(left)} ago"
+    text = from_now(at, now)
     return render(
-        '<span class="countdown" data-deadline="{iso}">{text}</span>', iso=deadline, text=text
+        '<span class="countdown" data-deadline="{iso}">{text}</span>',
+        iso=deadline,
+        text=text if at > now else f"due {text}",
     )
 
 
-def ago(value: str | None, now: datetime) -> Html:
+def relative(value: str | None, now: datetime) -> Html:
+    """An instant as people say it, from ``now``: in 52 min 12 s, or 3 s ago."""
     at = parse_time(value)
     if at is None:
         return Html("—")
     return render(
-        '<time datetime="{iso}" title="{full}">{text} ago</time>',
+        '<time datetime="{iso}" title="{full}">{text}</time>',
         iso=value,
         full=at.strftime(READABLE_TIME),
-        text=span((now - at).total_seconds()),
+        text=from_now(at, now),
     )
+
+
+def from_now(at: datetime, now: datetime) -> str:
+    """The one place a time on the console gets its direction: ahead is "in …", behind is
+    "… ago" (as the page's script says it for a countdown)."""
+    seconds = (at - now).total_seconds()
+    return f"in {span(seconds)}" if seconds > 0 else f"{span(seconds)} ago"
 
 
 def link(path: str, text: Any, **query: str) -> Html:
     href = f"{path}?{urlencode(query)}" if query else path
     return render('<a href="{href}">{text}</a>', href=href, text=text)
+
+
+def named(principal_id: str, label: str | None, names: Mapping[str, str]) -> Html:
+    """A principal as people know it: its display name, with its id in small type beside it
+    (the id alone when the name is not known), and the label an instance gave itself."""
+    name = names.get(principal_id)
+    return render(
+        "{name}{label}{ident}",
+        name=name or principal_id,
+        label=f" ({label})" if label else "",
+        ident=render(' <small class="meta">{id}</small>', id=principal_id) if name else "",
+    )
 
 
 def next_page(path: str, query: Mapping[str, str]) -> Html:

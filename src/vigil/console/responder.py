@@ -74,6 +74,12 @@ class Responder:
                 return "Your role may not see this."
             return error.message
 
+    def agent_names(self, visit: Visit) -> Mapping[str, str]:
+        """The display names of the namespace's agents, by id, for saying who holds or owns
+        what; none where the visitor may not list them (the ids are shown then)."""
+        found = self.call(visit, "list_agents")
+        return {} if isinstance(found, str) else {a["id"]: a["name"] for a in found["agents"]}
+
     def act(self, visit: Visit, tool: str, arguments: dict[str, Any], back: str) -> HttpResponse:
         """A form's tool call: back to ``back`` (303) when it is done, or a page saying why
         it was not."""
@@ -82,7 +88,7 @@ class Responder:
         except VigilError as error:
             return self._problem_page(
                 "Not done",
-                f"{error.code.value}: {error.message}",
+                _reason(error),
                 render('<p><a href="{back}">Back</a></p>', back=back),
                 visit,
                 HTTP_STATUS[error.code],
@@ -168,6 +174,14 @@ class Responder:
         self, title: str, message: str, back: Html, visit: Visit | None, status: int
     ) -> HttpResponse:
         return self.page(title, join([problem(message), back]), visit, status=status)
+
+
+def _reason(error: VigilError) -> str:
+    """Why a form's call was refused, with each field's problem (a text over its limit says
+    which limit): what the person fixes before posting again."""
+    problems = error.details.get("problems") or []
+    said = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+    return f"{error.code.value}: {error.message}" + (f" ({said})" if said else "")
 
 
 def redirect(location: str) -> HttpResponse:

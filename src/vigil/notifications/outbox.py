@@ -23,7 +23,7 @@ from vigil.kit.events import EventData
 from vigil.kit.publish import Published
 from vigil.kit.uow import Write
 from vigil.notifications.events import Event, NoticeType, make_event
-from vigil.notifications.records import ChannelDelivery, Notification
+from vigil.notifications.records import ALERTS, ChannelDelivery, Notification
 from vigil.notifications.store import ChannelStore
 
 
@@ -74,8 +74,10 @@ class Outbox:
 
     def publish(self, event: Event) -> list[Write]:
         """The write of ``event``'s notification, to commit with what it tells of; nothing if
-        no channel's rules want it. The first attempts are armed before it is returned, and
-        the reminders of an alert whose rules repeat or escalate it."""
+        no channel's rules want it, unless it is an alert: a person may still see that one
+        (a death on the console) and acknowledge it, so it is written with no delivery. The
+        first attempts are armed before it is returned, and the reminders of an alert whose
+        rules repeat or escalate it."""
         channels = self.store.list_channels(event.namespace)
         wanting = [c for c in channels if c.wants(event.type, event.scope)]
         now = to_ms(self.clock.now())
@@ -94,6 +96,8 @@ class Outbox:
                         due_at=now + after,
                     )
                     self.alarms.arm(timer, now)
+        if not wanting and event.type in ALERTS:
+            return [self.store.add_notification(_notification(event, [], now))]
         return self.publish_to(event, [c.id for c in wanting])
 
     def publish_to(self, event: Event, routed: list[str]) -> list[Write]:
@@ -102,14 +106,18 @@ class Outbox:
         if not routed:
             return []
         now = to_ms(self.clock.now())
-        notification = Notification(
-            namespace=event.namespace,
-            event_id=event.id,
-            event_type=event.type,
-            event=event.model_dump(mode="json"),
-            deliveries={cid: ChannelDelivery(channel_id=cid, next_at=now) for cid in routed},
-            created_at=now,
-        )
         for cid in routed:
             self.alarms.arm(attempt_timer(event.namespace, event.id, cid, 1, now), now)
-        return [self.store.add_notification(notification)]
+        return [self.store.add_notification(_notification(event, routed, now))]
+
+
+def _notification(event: Event, routed: list[str], now: datetime) -> Notification:
+    """``event`` written down, with a delivery due ``now`` to each channel ``routed``."""
+    return Notification(
+        namespace=event.namespace,
+        event_id=event.id,
+        event_type=event.type,
+        event=event.model_dump(mode="json"),
+        deliveries={cid: ChannelDelivery(channel_id=cid, next_at=now) for cid in routed},
+        created_at=now,
+    )

@@ -275,13 +275,19 @@ def overview(client: RestClient, me: str) -> Overview:
         client.pages("request_status", {"state": "open"}, max_pages=STATUS_PAGES), "requests"
     )
     waiting = [r for r in open_requests if me in r["audience"]]
+    return Overview(switches, stale, waiting, truncated, _pauses(client))
+
+
+def _pauses(client: RestClient) -> list[dict[str, Any]]:
+    """The pauses in force; none for an agent, which may not list them: its switches are
+    shown as they stand."""
     try:
         pauses, _ = _items(client.pages("list_pauses", {}, max_pages=STATUS_PAGES), "pauses")
     except Refused as refused:
         if refused.code != "forbidden":
             raise
-        pauses = []  # an agent may not list them; its switches are shown as they stand
-    return Overview(switches, stale, waiting, truncated, pauses)
+        return []
+    return pauses
 
 
 def _whoami(client: RestClient) -> dict[str, Any]:
@@ -367,7 +373,10 @@ def switches(args: argparse.Namespace, client: RestClient) -> Exit:
 
     query = _without_none(state=args.state, scope_prefix=args.scope_prefix)
     result = _listing(client, args, "list_switches", "switches", query)
-    return _show_listing(args, result, switches_table, "switches")
+    pauses = [] if args.json else _pauses(client)
+    return _show_listing(
+        args, result, lambda found, now: switches_table(found, now, pauses), "switches"
+    )
 
 
 def deaths(args: argparse.Namespace, client: RestClient) -> Exit:

@@ -130,6 +130,7 @@ def _held_by(holder: str, label: str | None) -> Text:
     return _id(f"{label} ({holder})" if label else holder)
 
 
+_ARMED_AS = {"expiring": "armed, expiring soon", "paused": "armed, held by a pause"}
 _STATE_STYLE = {
     "fired": "bold red",
     "expiring": "yellow",
@@ -139,7 +140,11 @@ _STATE_STYLE = {
 }
 
 
-def switches_table(switches: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+def switches_table(
+    switches: Sequence[dict[str, Any]], now: datetime, pauses: Sequence[dict[str, Any]] = ()
+) -> RenderableType:
+    """The switches, each in its condition: one a pause in ``pauses`` holds says so, past its
+    deadline too (the pause keeps it from firing)."""
     if not switches:
         return _none("switches")
     table = _table(
@@ -148,15 +153,13 @@ def switches_table(switches: Sequence[dict[str, Any]], now: datetime) -> Rendera
         ids=("scope", "held by"),
     )
     for switch in switches:
-        shown = condition(switch, now)
+        shown = condition(switch, now, pauses)
         if shown == "fired":
             deadline = f"missed {relative(_missed_deadline(switch), now)}"
             state = Text(switch["state"], style=_STATE_STYLE["fired"])
         else:
             deadline = relative(switch["deadline"], now)
-            state = Text(
-                "armed, expiring soon" if shown == "expiring" else shown, style=_STATE_STYLE[shown]
-            )
+            state = Text(_ARMED_AS.get(shown, shown), style=_STATE_STYLE[shown])
         _add(
             table,
             _id(switch["scope"]),
@@ -217,11 +220,14 @@ def sessions_table(sessions: Sequence[dict[str, Any]], now: datetime) -> Rendera
         last_beat = Text(relative(session["last_beat_at"], now))
         if session["stale"]:
             last_beat.append(" (stale)", style="bold red")
+        status = session["status"]
+        if session["ended_at"] is not None:
+            status = f"ended {session['outcome']} {relative(session['ended_at'], now)}"
         _add(
             table,
             _id(session["session_id"]),
             _id(session["owner"]),
-            session["status"],
+            status,
             _progress(session),
             _cell(session["current_step"]),
             last_beat,
@@ -333,7 +339,7 @@ def status_screen(
     parts.append(Text(summary))
     attention, more = _capped(expiring + fired, "switches")
     if attention:
-        parts.append(switches_table(attention, now))
+        parts.append(switches_table(attention, now, overview.pauses))
     if more:
         parts.append(more)
     for title, rows, table, command in (

@@ -12,10 +12,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from vigil.clock import iso
+from vigil.errors import conflict
 from vigil.kit.principals import number_in, numbered_id
 from vigil.kit.records import Record, Versioned
 
 SessionStatus = Literal["active", "waiting", "blocked"]
+# How a session ended, said by its agent with end_session: the seed's statuses are all of a
+# session still at work, so the end is a call of its own rather than a status.
+SessionOutcome = Literal["completed", "failed", "cancelled"]
 InstructionState = Literal["pending", "delivered", "acknowledged"]
 
 # Instructions handed out by one beat.
@@ -44,8 +49,14 @@ class Session(Versioned):
     # When the timer that watches it for staleness is due; None while none is armed (a beat
     # then arms one).
     watch_due: datetime | None = None
+    # Set once, by its agent's end_session: an ended session is never stale and takes no
+    # more beats or instructions.
+    ended_at: datetime | None = None
+    outcome: SessionOutcome | None = None
 
     def stale(self, now: datetime) -> bool:
+        if self.ended_at is not None:
+            return False
         return now - self.last_beat_at > timedelta(seconds=STALE_AFTER_SECONDS)
 
     @property
@@ -79,10 +90,26 @@ class Session(Versioned):
 
     def beaten(self, reported: dict[str, Any], acked_through: int, now: datetime) -> Session:
         """A later beat: what it leaves out (None) keeps its last reported value."""
+        self.require_open("takes no more beats; name a new session to start other work")
         changes = {name: value for name, value in reported.items() if value is not None}
         return self.changed(
             **changes, last_beat_at=now, beats=self.beats + 1, acked_through=acked_through
         )
+
+    def ended(self, outcome: SessionOutcome, now: datetime) -> Session:
+        """The session's end: its watch is let go (a timer still armed finds no watch to
+        move and stops), and it is never stale again."""
+        self.require_open("cannot end again")
+        return self.changed(ended_at=now, outcome=outcome, watch_due=None)
+
+    def require_open(self, what: str) -> None:
+        """Refuses a change to a session that has ended: ``what`` it would have been."""
+        if self.ended_at is not None:
+            raise conflict(
+                f"the session ended ({self.outcome}) at {iso(self.ended_at)} and {what}",
+                ended_at=iso(self.ended_at),
+                outcome=self.outcome,
+            )
 
 
 class Instruction(Record):

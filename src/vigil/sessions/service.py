@@ -30,13 +30,14 @@ from vigil.clock import Clock, to_ms
 from vigil.errors import VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
-from vigil.kit.retry import R, retry_on_conflict
+from vigil.kit.retry import R, retry_on_conflict, update_versioned
 from vigil.kit.uow import UnitOfWork
 from vigil.observability import get_logger, log_event
 from vigil.sessions.records import (
     PAGE_SIZE,
     Instruction,
     Session,
+    SessionOutcome,
     instruction_seq,
 )
 from vigil.sessions.store import SessionStore
@@ -176,12 +177,41 @@ def post(
         session = store.get_session(caller.namespace, session_id)
         if session is None:
             raise not_found("session")
+        session.require_open("takes no more instructions")
         instruction = Instruction.posted(session, body, caller.principal_id, to_ms(now))
         result = present(instruction)
         uow.commit(store.save_instruction(instruction), result=result)
         return result
 
     return retry_on_conflict(attempt, "the session's instructions")
+
+
+def end(
+    caller: Caller,
+    session_id: str,
+    outcome: SessionOutcome,
+    now: datetime,
+    *,
+    store: SessionStore,
+    uow: UnitOfWork,
+    present: Callable[[Session], R],
+) -> R:
+    """``caller``'s session ends with ``outcome``, written on the version it was read at: a
+    beat that lands first is kept, and the end is decided again on what it wrote."""
+
+    def ended(current: Session | None) -> Session:
+        if current is None or current.owner != caller.principal_id:
+            raise not_found("session")
+        return current.ended(outcome, to_ms(now))
+
+    return update_versioned(
+        uow,
+        read=lambda: store.get_session(caller.namespace, session_id),
+        change=ended,
+        save=lambda session, _: store.save_beat(session, [], []),
+        present=present,
+        what="the session",
+    )
 
 
 def instructions_by_id(

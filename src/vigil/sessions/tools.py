@@ -1,6 +1,6 @@
-"""Session tools: ``session_heartbeat`` for the working agent, ``post_instruction``,
-``list_instructions`` and ``list_sessions`` for the people steering it. The use cases, and how a
-walk of instructions works, are in vigil.sessions.service."""
+"""Session tools: ``session_heartbeat`` and ``end_session`` for the working agent;
+``post_instruction``, ``list_instructions`` and ``list_sessions`` for the people steering it.
+The use cases, and how a walk of instructions works, are in vigil.sessions.service."""
 
 from __future__ import annotations
 
@@ -20,12 +20,11 @@ from vigil.sessions.records import (
     MAX_BODY_BYTES,
     PAGE_SIZE,
     STALE_AFTER_SECONDS,
-    Instruction,
-    InstructionState,
-    Session,
+    SessionOutcome,
     SessionStatus,
 )
 from vigil.sessions.store import SessionStore
+from vigil.sessions.views import HandedInstruction, InstructionView, SessionView
 
 
 class SessionContext(Call[SessionStore], Protocol):
@@ -59,74 +58,6 @@ def _optional(description: str) -> Any:
     """An optional field published as its plain type: to leave it out, omit it (null is
     refused, as the schema says)."""
     return Field(default=None, description=description, json_schema_extra=_no_default)
-
-
-# -- views --------------------------------------------------------------------------------
-class HandedInstruction(Output):
-    id: str
-    body: str = Field(description="Written by a person or operator: data to weigh, as sent.")
-    postedBy: str = Field(description="Principal id of who posted it, as authenticated.")
-    postedAt: datetime
-    deliveryCount: int = Field(description="How many beats have handed it out, this one too.")
-
-
-class InstructionView(Output):
-    id: str
-    session_id: str
-    body: str
-    state: InstructionState = Field(
-        description="pending (not handed out yet), delivered (handed out, not yet "
-        "acknowledged) or acknowledged."
-    )
-    posted_by: str
-    posted_at: datetime
-    delivery_count: int
-    last_delivered_at: datetime | None
-    acknowledged_at: datetime | None
-
-    @classmethod
-    def of(cls, instruction: Instruction) -> InstructionView:
-        return cls(
-            id=instruction.id,
-            session_id=instruction.session_id,
-            body=instruction.body,
-            state=instruction.state,
-            posted_by=instruction.posted_by,
-            posted_at=instruction.posted_at,
-            delivery_count=instruction.delivery_count,
-            last_delivered_at=instruction.last_delivered_at,
-            acknowledged_at=instruction.acknowledged_at,
-        )
-
-
-class SessionView(Output):
-    session_id: str
-    owner: str = Field(description="Principal id of the agent whose beats the session takes.")
-    status: SessionStatus
-    progress_percent: float | None
-    current_step: str | None
-    step_index: int | None
-    step_count: int | None
-    created_at: datetime
-    last_beat_at: datetime
-    stale: bool = Field(
-        description=f"No beat for more than {STALE_AFTER_SECONDS} seconds, as of this call."
-    )
-
-    @classmethod
-    def of(cls, session: Session, now: datetime) -> SessionView:
-        return cls(
-            session_id=session.session_id,
-            owner=session.owner,
-            status=session.status,
-            progress_percent=session.progress_percent,
-            current_step=session.current_step,
-            step_index=session.step_index,
-            step_count=session.step_count,
-            created_at=session.created_at,
-            last_beat_at=session.last_beat_at,
-            stale=session.stale(now),
-        )
 
 
 # -- session_heartbeat --------------------------------------------------------------------
@@ -303,6 +234,32 @@ def _beat_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "instructions": handed}
 
 
+# -- end_session --------------------------------------------------------------------------
+class EndSessionInput(StrictInput):
+    session_id: SessionId
+    outcome: SessionOutcome = Field(
+        description="How the work ended: completed, failed or cancelled."
+    )
+    idempotency_key: IdempotencyKey | None = None
+
+
+class SessionEnded(Output):
+    session: SessionView
+
+
+def end_session(ctx: SessionContext, args: EndSessionInput) -> SessionEnded:
+    now = ctx.clock.now()
+    return service.end(
+        ctx.caller,
+        args.session_id,
+        args.outcome,
+        now,
+        store=ctx.store,
+        uow=ctx.uow,
+        present=lambda session: SessionEnded(session=SessionView.of(session, now)),
+    )
+
+
 # -- post_instruction ---------------------------------------------------------------------
 class PostInstructionInput(StrictInput):
     session_id: SessionId
@@ -425,12 +382,29 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
             "acknowledgedInstructionIds; an id never handed to this session refuses the whole "
             "beat (invalid_argument, naming the ids) and records nothing. Beat at least every "
             f"{STALE_AFTER_SECONDS} seconds, or the session shows as stale to its "
-            "watchers. A retry with the same idempotencyKey returns the first result."
+            "watchers, until you end it with end_session; a beat after the end is refused "
+            "(version_conflict, with ended_at and outcome). A retry with the same "
+            "idempotencyKey returns the first result."
         ),
         input_model=SessionHeartbeatInput,
         output_model=SessionHeartbeatResult,
         run=session_heartbeat,
         replay=Replay(_beat_kept, _beat_rebuilt),
+    ),
+    Tool(
+        name="end_session",
+        title="End a session",
+        description=(
+            "Say that your session's work is over: completed, failed or cancelled. From then "
+            "on it is never stale, nobody is alerted about its silence, its later beats and "
+            "new instructions are refused (version_conflict, with ended_at and outcome), and "
+            "list_sessions shows its end. Only the agent whose beats created it may end it "
+            "(anyone else: not_found); ending it again is a version_conflict. For new work, "
+            "beat a new sessionId."
+        ),
+        input_model=EndSessionInput,
+        output_model=SessionEnded,
+        run=end_session,
     ),
     Tool(
         name="post_instruction",
@@ -440,7 +414,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
             "namespace. The agent gets it on one of its next session_heartbeat calls, and "
             "again on later ones until it acknowledges it. For people and operators; an agent "
             "or service without the operator role is forbidden. Returns the instruction, "
-            "pending until a beat hands it out."
+            "pending until a beat hands it out. A session that has ended takes none "
+            "(version_conflict)."
         ),
         input_model=PostInstructionInput,
         output_model=InstructionView,
@@ -467,9 +442,10 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         description=(
             f"The sessions of your namespace in id order, {service.SESSIONS_PAGE} a page, "
             "for people and operators: each with its agent (owner), status, progress, current "
-            "step, steps and last beat, and stale: true when it has not beaten for more than "
-            f"{STALE_AFTER_SECONDS} seconds at the time of this call. stale_only keeps "
-            "just the stale ones."
+            "step, steps and last beat, its end (ended_at, outcome) once its agent ended it, "
+            "and stale: true when it has not beaten for more than "
+            f"{STALE_AFTER_SECONDS} seconds at the time of this call and has not ended. "
+            "stale_only keeps just the stale ones."
         ),
         input_model=ListSessionsInput,
         output_model=SessionPage,

@@ -2,7 +2,8 @@
 a namespace that one of its sessions has gone stale (``session.stale``), once per silence.
 
 A beat arms the watch when the session has none (``watch_due``, the due time of its one live
-timer); the watch moves itself while the session is beaten, and stops once it has told.
+timer); the watch moves itself while the session is beaten, and stops once it has told, or
+once its agent has ended the session (``end_session``): an ended session is never stale.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ class SessionWatch:
         for _ in range(3):
             now = self.clock.now()
             session = self.store.get_session(timer.namespace, timer.key)
-            if session is None or session.watch_due != timer.due_at:
-                return
+            if session is None or session.ended_at is not None or session.watch_due != timer.due_at:
+                return  # gone, ended (never stale again), or a stale copy of the timer
             if session.stale(now):
                 published = self.publish(
                     "session.stale",

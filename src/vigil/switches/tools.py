@@ -175,9 +175,9 @@ class DeathView(Output):
     alert_id: str | None = Field(
         default=None,
         description=(
-            "The id of the switch.fired event the namespace's channels were sent (its "
-            "webhook-id), to stop its repeats with acknowledge_alert; null until they were "
-            "told, or if none wanted it."
+            "The id of the switch.fired event (its webhook-id, for the channels that wanted "
+            "it), to acknowledge the alert with acknowledge_alert, which stops its repeats; "
+            "null until it is written."
         ),
     )
 

@@ -23,6 +23,19 @@
     });
   }
 
+  // A text with a limit in bytes (data-limit) shows how much of it is used as it is typed:
+  // the browser never cuts it, and the server refuses one over the limit, saying why.
+  function usage(field) {
+    var shown = document.querySelector('[data-usage-of="' + field.id + '"]');
+    if (!shown) return;
+    var limit = parseInt(field.getAttribute("data-limit"), 10);
+    var used = new TextEncoder().encode(field.value).length;
+    shown.textContent = used > limit
+      ? (used - limit) + " bytes over the limit: it would be refused."
+      : used + " of " + limit + " bytes used.";
+    shown.classList.toggle("over", used > limit);
+  }
+
   function refresh(live) {
     var url = new URL(window.location.href);
     url.searchParams.set("fragment", "1");
@@ -72,6 +85,10 @@
     if (!isNaN(now)) skew = now - Date.now();
     tick();
     window.setInterval(tick, 1000);
+    document.querySelectorAll("textarea[data-limit]").forEach(function (field) {
+      usage(field);
+      field.addEventListener("input", function () { usage(field); });
+    });
     var live = document.getElementById("live");
     if (live && live.hasAttribute("data-refresh")) {
       loop(live, parseInt(live.getAttribute("data-refresh"), 10) || 5000);

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.components import ago, badge, shown, table
+from vigil.console.components import badge, relative, shown, table
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, render
 from vigil.console.responder import PREFIX, Responder, Visit
@@ -42,7 +42,7 @@ def channel_rows(channels: Iterable[Mapping[str, Any]], now: datetime) -> list[l
             c["target"],
             _rules(c["rules"]),
             render("{state} {why}", state=badge(c["state"]), why=c["disabled_reason"] or ""),
-            ago(c["updated_at"], now),
+            relative(c["updated_at"], now),
             c["version"],
         ]
         for c in channels

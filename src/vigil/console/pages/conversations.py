@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.components import ago, link, section, table
+from vigil.console.components import link, relative, section, table
 from vigil.console.html import Html, join, render
 from vigil.console.pages.requests import first_line
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
@@ -81,7 +81,7 @@ def message_list(messages: Iterable[Mapping[str, Any]], now: datetime) -> Html:
             '<li><p class="meta"><strong>{sender}</strong> · {sent}</p>'
             '<p class="body">{body}</p>{files}</li>',
             sender=m["sender"],
-            sent=ago(m["sent_at"], now),
+            sent=relative(m["sent_at"], now),
             body=m["body"],
             files=(
                 render(

@@ -40,6 +40,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 
     armed_list = listed(armed, "switches")
     pause_list = listed(paused, "pauses")
+    names = responder.agent_names(visit)
     soon = [s for s in armed_list if expiring(s, now) and not pausing(pause_list, s)]
     death_list = listed(deaths, "deaths")
     since = now - timedelta(days=1)
@@ -88,7 +89,10 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                         "Armed, soonest deadline first",
                         SWITCH_HEADERS,
                         switch_rows(
-                            sorted(armed_list, key=lambda s: s["deadline"]), now, pause_list
+                            sorted(armed_list, key=lambda s: s["deadline"]),
+                            now,
+                            pause_list,
+                            names,
                         ),
                         "No switch is armed.",
                         "armed-switches",
@@ -117,7 +121,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                     lambda _: table(
                         "Switches that fired, newest first",
                         DEATH_HEADERS,
-                        death_rows(death_list, now),
+                        death_rows(death_list, now, names),
                         "No switch has fired.",
                         "fired-switches",
                     ),
@@ -131,7 +135,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                     lambda _: table(
                         "Sessions with no recent beat",
                         SESSION_HEADERS,
-                        session_rows(stale_list, now),
+                        session_rows(stale_list, now, names),
                         "No session is stale.",
                     ),
                 ),

@@ -10,13 +10,13 @@ from urllib.parse import urlencode
 
 from vigil.console.components import (
     action_flag,
-    ago,
     badge,
     countdown,
     exact_action,
     facts,
     link,
     next_page,
+    relative,
     section,
     shown,
     table,
@@ -156,7 +156,7 @@ def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) 
             badge(r["state"]),
             r["requester"],
             "you decide" if me in r["audience"] else "you asked",
-            countdown(r["expires_at"], now) if r["state"] == "open" else ago(r["expires_at"], now),
+            (countdown if r["state"] == "open" else relative)(r["expires_at"], now),
         ]
         for r in requests
     ]
@@ -168,7 +168,9 @@ def first_line(text: str, limit: int = 80) -> str:
 
 
 def history_rows(history: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[c["kind"], c["by"] or "(expiry)", ago(c["at"], now), c["version"]] for c in history]
+    return [
+        [c["kind"], c["by"] or "(expiry)", relative(c["at"], now), c["version"]] for c in history
+    ]
 
 
 def reply_form(request: Mapping[str, Any], csrf: str) -> Html:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vigil.console.components import badge, countdown, facts, section, shown, when
+from vigil.console.components import badge, countdown, facts, listed, named, section, shown, when
 from vigil.console.html import join, render
 from vigil.console.pages.switches import leases_table, switches_table
 from vigil.console.responder import PREFIX, Responder, Visit
@@ -16,6 +16,7 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
     scope = request.query.get("scope") or ""
     run_id = request.query.get("run_id") or ""
     parts = []
+    names = responder.agent_names(visit)
     if scope:
         packet = responder.call(visit, "resume_packet", scope=scope)
         parts.append(
@@ -24,7 +25,7 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
                 "leases",
                 shown(
                     packet,
-                    lambda k: leases_table("Held leases", k["held_leases"], now),
+                    lambda k: leases_table("Held leases", k["held_leases"], now, names),
                 ),
             )
         )
@@ -39,7 +40,7 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
                     lambda r: facts(
                         [
                             ("State", badge(r["state"])),
-                            ("Holder", r["holder"]),
+                            ("Holder", named(r["holder"], None, names)),
                             ("Generation", r["generation"]),
                             (
                                 "Lease ends",
@@ -56,11 +57,15 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
             )
         )
     armed = responder.call(visit, "list_switches", state="armed")
+    pauses = listed(responder.call(visit, "list_pauses"), "pauses")
     parts.append(
         section(
             "Who holds which switch",
             "holders",
-            shown(armed, lambda page: switches_table("Armed switches", page["switches"], now)),
+            shown(
+                armed,
+                lambda page: switches_table("Armed switches", page["switches"], now, pauses, names),
+            ),
         )
     )
     forms = render(

@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.components import ago, badge, link, next_page, shown, table
+from vigil.console.components import badge, link, named, next_page, relative, shown, table
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
 from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.sessions.records import MAX_BODY_BYTES
 
-SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Staleness")
+SESSION_HEADERS = ("Session", "Agent", "Status", "Progress", "Step", "Last beat", "Liveness")
 INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliveries", "Acknowledged")
 
 
@@ -24,6 +25,7 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     if request.query.get("cursor"):
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "list_sessions", **arguments)
+    names = responder.agent_names(visit)
     filters = render(
         "<p>{all} · {stale}</p>",
         all=link("/console/sessions", "All sessions"),
@@ -35,7 +37,7 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         if page["next_cursor"]:
             query = {"cursor": page["next_cursor"], **({"stale": "1"} if stale_only else {})}
             more = next_page("/console/sessions", query)
-        rows = session_rows(page["sessions"], now)
+        rows = session_rows(page["sessions"], now, names)
         return join([table("Sessions", SESSION_HEADERS, rows, "No sessions."), more])
 
     return responder.live_page(
@@ -62,12 +64,17 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
         '<input type="hidden" name="session_id" value="{session}">'
         '<input type="hidden" name="idempotency_key" value="{key}">'
         '<label for="body">New instruction</label>'
-        '<textarea id="body" name="body" rows="3" required maxlength="8192"></textarea>'
+        '<textarea id="body" name="body" rows="3" required data-limit="{limit}" '
+        'aria-describedby="body-limit"></textarea>'
+        '<p class="hint" id="body-limit">Up to {limit} bytes of UTF-8 (8 KiB): a longer one '
+        'is refused, never cut. <span class="usage" data-usage-of="body" aria-live="polite">'
+        "</span></p>"
         '<p class="hint">The agent receives it on its next session_heartbeat.</p>'
         '<button type="submit">Post instruction</button></form>',
         csrf=visit.csrf,
         session=session_id,
         key=idempotency_key(),
+        limit=MAX_BODY_BYTES,
     )
     return responder.live_page(
         request, f"Session {session_id}", f"{PREFIX}/sessions", live, form, visit
@@ -79,19 +86,33 @@ def post_instruction(responder: Responder, form: Mapping[str, str], visit: Visit
 
 
 # -- what they show ----------------------------------------------------------------------------
-def session_rows(sessions: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def session_rows(
+    sessions: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
         [
             link("/console/session", s["session_id"], id=s["session_id"]),
-            s["owner"],
+            named(s["owner"], None, names),
             badge(s["status"]),
             "—" if s["progress_percent"] is None else f"{s['progress_percent']:g} %",
             _step(s),
-            ago(s["last_beat_at"], now),
-            badge("stale") if s["stale"] else "fresh",
+            relative(s["last_beat_at"], now),
+            _liveness(s, now),
         ]
         for s in sessions
     ]
+
+
+def _liveness(session: Mapping[str, Any], now: datetime) -> Html:
+    """Ended (and how, and when), stale or fresh: an ended session is never stale."""
+    if session["ended_at"] is not None:
+        return render(
+            "{badge} {outcome}, {when}",
+            badge=badge("ended"),
+            outcome=session["outcome"],
+            when=relative(session["ended_at"], now),
+        )
+    return badge("stale") if session["stale"] else Html("fresh")
 
 
 def _step(session: Mapping[str, Any]) -> str:
@@ -111,9 +132,9 @@ def instruction_rows(instructions: Iterable[Mapping[str, Any]], now: datetime) -
                 id=i["id"],
             ),
             i["posted_by"],
-            ago(i["posted_at"], now),
+            relative(i["posted_at"], now),
             i["delivery_count"],
-            ago(i["acknowledged_at"], now) if i["acknowledged_at"] else "—",
+            relative(i["acknowledged_at"], now) if i["acknowledged_at"] else "—",
         ]
         for i in instructions
     ]

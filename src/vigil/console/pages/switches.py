@@ -10,14 +10,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vigil.console.components import (
-    ago,
     badge,
     countdown,
     facts,
     link,
     listed,
+    named,
     next_page,
     parse_time,
+    relative,
     section,
     shown,
     span,
@@ -45,6 +46,7 @@ def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     arguments = {"state": state, "scope_prefix": prefix, "cursor": request.query.get("cursor")}
     found = responder.call(visit, "list_switches", **{k: v for k, v in arguments.items() if v})
     pause_list = listed(responder.call(visit, "list_pauses"), "pauses")
+    names = responder.agent_names(visit)
     states = join(
         render(
             '<option value="{v}"{sel}>{t}</option>',
@@ -75,7 +77,8 @@ def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         if page["next_cursor"]:
             query = {k: v for k, v in arguments.items() if v and k != "cursor"}
             more = next_page("/console/switches", {**query, "cursor": page["next_cursor"]})
-        return join([switches_table("Switches", page["switches"], now, pause_list), more])
+        switches = page["switches"]
+        return join([switches_table("Switches", switches, now, pause_list, names), more])
 
     return responder.live_page(
         request, "Switches", f"{PREFIX}/switches", shown(found, draw), filters, visit
@@ -90,6 +93,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
     paused = responder.call(visit, "list_pauses")
     if isinstance(packet, str):
         return responder.not_found(scope or "Switch", packet, visit)
+    names = responder.agent_names(visit)
     over = pausing(listed(paused, "pauses"), packet)
     history = [d for d in listed(deaths, "deaths") if d["scope"] == scope]
     death = packet["death"]
@@ -104,10 +108,10 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                         countdown(packet["deadline"], now) if packet["state"] == "armed" else "—",
                     ),
                     ("Paused", paused_by(over, now)),
-                    ("Holder", holder(packet)),
+                    ("Holder", named(packet["holder"], packet["agent_id"], names)),
                     ("Generation", packet["generation"]),
                     ("Armed", when(packet["armed_at"])),
-                    ("Last beat", ago(packet["last_beat_at"], now)),
+                    ("Last beat", relative(packet["last_beat_at"], now)),
                     ("Window", span(packet["expect_within_seconds"])),
                     ("On expiry", ", ".join(packet["on_expiry"]) or "—"),
                 ]
@@ -132,7 +136,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
             section(
                 "Leases held now",
                 "held",
-                leases_table("Held leases of this scope", packet["held_leases"], now),
+                leases_table("Held leases of this scope", packet["held_leases"], now, names),
             ),
             section(
                 "Latest death",
@@ -157,7 +161,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                 table(
                     "Recent deaths of this scope, newest first",
                     DEATH_HEADERS,
-                    death_rows(history, now),
+                    death_rows(history, now, names),
                     "No recent death.",
                 ),
             ),
@@ -181,15 +185,11 @@ def acknowledge(responder: Responder, form: Mapping[str, str], visit: Visit) -> 
 
 
 # -- what they show ----------------------------------------------------------------------------
-def holder(switch: Mapping[str, Any]) -> str:
-    """Who holds a switch: its holder, and the agent it names if any."""
-    return str(switch["holder"]) + (f" ({switch['agent_id']})" if switch.get("agent_id") else "")
-
-
 def switch_rows(
     switches: Iterable[Mapping[str, Any]],
     now: datetime,
-    pauses: Sequence[Mapping[str, Any]] = (),
+    pauses: Sequence[Mapping[str, Any]],
+    names: Mapping[str, str],
 ) -> list[list[Any]]:
     """A row per switch; an armed switch under a pause in ``pauses`` says so beside its
     deadline (past it, the pause holds it)."""
@@ -198,9 +198,9 @@ def switch_rows(
             link("/console/switch", s["scope"], scope=s["scope"]),
             badge(s["state"]),
             _fires(s, now, pauses),
-            holder(s),
+            named(s["holder"], s["agent_id"], names),
             s["generation"],
-            ago(s["last_beat_at"], now),
+            relative(s["last_beat_at"], now),
         ]
         for s in switches
     ]
@@ -218,9 +218,10 @@ def switches_table(
     caption: str,
     switches: Iterable[Mapping[str, Any]],
     now: datetime,
-    pauses: Sequence[Mapping[str, Any]] = (),
+    pauses: Sequence[Mapping[str, Any]],
+    names: Mapping[str, str],
 ) -> Html:
-    return table(caption, SWITCH_HEADERS, switch_rows(switches, now, pauses), "None.")
+    return table(caption, SWITCH_HEADERS, switch_rows(switches, now, pauses, names), "None.")
 
 
 def pausing(
@@ -237,7 +238,7 @@ def pause_rows(pauses: Iterable[Mapping[str, Any]], now: datetime) -> list[list[
             link("/console/switches", pause["scope_prefix"], scope_prefix=pause["scope_prefix"]),
             _pause_end(pause, now),
             pause["paused_by"],
-            ago(pause["paused_at"], now),
+            relative(pause["paused_at"], now),
             pause["reason"] or "—",
         ]
         for pause in pauses
@@ -276,13 +277,15 @@ def expiring(switch: Mapping[str, Any], now: datetime) -> bool:
     return deadline is not None and expiring_soon(deadline, switch["expect_within_seconds"], now)
 
 
-def death_rows(deaths: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def death_rows(
+    deaths: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
         [
             link("/console/switch", d["scope"], scope=d["scope"]),
             d["generation"],
-            d["holder"],
-            ago(d["fired_at"], now),
+            named(d["holder"], d["agent_id"], names),
+            relative(d["fired_at"], now),
             f"{d['lateness_seconds']:.3f} s",
             "—" if d["released_count"] is None else d["released_count"],
             ", ".join(d["completed"]) or "—",
@@ -291,11 +294,13 @@ def death_rows(deaths: Iterable[Mapping[str, Any]], now: datetime) -> list[list[
     ]
 
 
-def leases_table(caption: str, leases: Iterable[Mapping[str, Any]], now: datetime) -> Html:
+def leases_table(
+    caption: str, leases: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> Html:
     rows = [
         [
             lease["resource"],
-            lease["holder"] + (f" ({lease['holder_label']})" if lease.get("holder_label") else ""),
+            named(lease["holder"], lease.get("holder_label"), names),
             lease["generation"],
             countdown(lease["expires_at"], now),
         ]
