@@ -27,6 +27,7 @@ from types import FrameType, TracebackType
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
 from vigil.local.deployment import LocalDeployment
+from vigil.local.lock import hold
 from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
 from vigil.local.server import LocalHttpServer, http_routes
@@ -224,8 +225,10 @@ def start(
 ) -> LocalRuntime:
     """Starts DynamoDB Local, moto, the template's resources, the event pump and the HTTP API.
 
-    Everything lives in ``state_dir`` and survives a restart. ``dynamodb_endpoint_url`` names a
-    DynamoDB Local already running (the tests share one); by default the runtime starts its own.
+    Everything lives in ``state_dir`` and survives a restart; the runtime holds it, and one
+    started on a state directory another holds raises ``StateDirectoryInUse`` having changed
+    nothing there. ``dynamodb_endpoint_url`` names a DynamoDB Local already running (the tests
+    share one); by default the runtime starts its own.
     """
     from vigil import wiring
     from vigil.config import Settings
@@ -241,6 +244,8 @@ def start(
     closer = contextlib.ExitStack()
     try:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = hold(state_dir, clock)
+        closer.callback(lock.release)
         access_key_id = database_key(state_dir / DYNAMODB_DIR)
         engine_pid = None
         if dynamodb_endpoint_url is None:
@@ -298,6 +303,7 @@ def start(
         )
         closer.callback(server.stop)
         server.start()
+        lock.serving(server.url)
         # Links in notifications lead to this server's console; set before the first timer runs.
         # The API page (/docs) calls the API from the server's own origin, which is allowed
         # with those the template names; a page of another origin, one rebinding a name of
