@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import signal
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +44,13 @@ def import_entry_point(function: str) -> ModuleType:
         gc.unfreeze()
         gc.enable()
     return module
+
+
+def interruptible() -> None:
+    """The ``preexec_fn`` of a child a test stops with Ctrl+C: it takes SIGINT as it would on a
+    terminal, even when the suite ignores SIGINT and would pass that on, as a background job
+    of a non-interactive shell (``make test &``) does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def error_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> VigilError:

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import interruptible
+
 pytestmark = pytest.mark.e2e
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -111,9 +113,17 @@ class Cli:
         return result
 
     def popen(self, *args: str, env: dict[str, str], **streams: Any) -> subprocess.Popen[bytes]:
-        """``vigil`` left running; its output is piped unless ``streams`` say otherwise."""
+        """``vigil`` left running, as from a terminal; its output is piped unless ``streams``
+        say otherwise."""
         pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | streams
-        return subprocess.Popen(self.command(*args), env=self.env | env, cwd=self.home, **pipes)
+        return subprocess.Popen(
+            self.command(*args),
+            env=self.env | env,
+            cwd=self.home,
+            # Runs in the child before exec: one sigaction, no lock the runtime threads hold.
+            preexec_fn=interruptible,
+            **pipes,
+        )
 
     def interrupt(self, process: subprocess.Popen[bytes], read: bytes) -> int:
         """Ctrl+C for ``process``; its exit code, once what it printed is kept."""
@@ -246,6 +256,19 @@ def test_watch_redraws_until_interrupted(cli: Cli) -> None:
     assert cli.interrupt(drawn, screens) == 0
     assert screens.count(b"Switches:") >= 2
     assert scope.encode() not in screens  # armed and well: counted, not listed
+
+
+def test_watch_stops_on_ctrl_c_when_the_suite_ignores_it(cli: Cli) -> None:
+    """As when the suite is a background job of a non-interactive shell (``make test &``):
+    SIGINT ignored there, and every child inheriting that."""
+    _, person = cli.register("person", "cli-background-watch")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        watching = cli.popen("watch", "--json", "--interval", "0.2", env=cli.as_(person))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    frame = _read_until(watching.stdout.fileno(), b"\n", time.monotonic() + DEADLINE_SECONDS)
+    assert cli.interrupt(watching, frame) == 0
 
 
 # -- deciding -------------------------------------------------------------------------------

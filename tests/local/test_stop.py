@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import interruptible
+
 
 def started(state_dir: Path) -> subprocess.Popen[str]:
     # From a directory with no template in it: the template travels with the package.
@@ -22,6 +24,7 @@ def started(state_dir: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        preexec_fn=interruptible,
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 60

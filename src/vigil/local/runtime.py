@@ -27,6 +27,8 @@ from types import FrameType, TracebackType
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
 from vigil.local.deployment import LocalDeployment
+from vigil.local.lock import hold
+from vigil.local.logs import LOG_FILE, log_file_handler, logs_to, on_the_terminal
 from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
 from vigil.local.server import LocalHttpServer, http_routes
@@ -224,8 +226,11 @@ def start(
 ) -> LocalRuntime:
     """Starts DynamoDB Local, moto, the template's resources, the event pump and the HTTP API.
 
-    Everything lives in ``state_dir`` and survives a restart. ``dynamodb_endpoint_url`` names a
-    DynamoDB Local already running (the tests share one); by default the runtime starts its own.
+    Everything lives in ``state_dir`` and survives a restart; the runtime holds it, and one
+    started on a state directory another holds raises ``StateDirectoryInUse`` having changed
+    nothing there. The logs go to its ``local.log`` too. ``dynamodb_endpoint_url`` names a
+    DynamoDB Local already running (the tests share one); by default the runtime starts its
+    own.
     """
     from vigil import wiring
     from vigil.config import Settings
@@ -241,6 +246,9 @@ def start(
     closer = contextlib.ExitStack()
     try:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = hold(state_dir, clock)
+        closer.callback(lock.release)
+        closer.enter_context(logs_to(log_file_handler(state_dir)))
         access_key_id = database_key(state_dir / DYNAMODB_DIR)
         engine_pid = None
         if dynamodb_endpoint_url is None:
@@ -298,6 +306,7 @@ def start(
         )
         closer.callback(server.stop)
         server.start()
+        lock.serving(server.url)
         # Links in notifications lead to this server's console; set before the first timer runs.
         # The API page (/docs) calls the API from the server's own origin, which is allowed
         # with those the template names; a page of another origin, one rebinding a name of
@@ -375,11 +384,23 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a template parameter (repeatable)",
     )
+    parser.add_argument("--access-log", action="store_true", help="show one short line per request")
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        help=f"show every log line on the terminal, as JSON (they go to {LOG_FILE} either way)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    # The banner is the first thing a person reads; warnings and errors follow it.
+    with on_the_terminal(access_log=args.access_log, as_json=args.log_json):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         runtime = start(
             host=args.host,
@@ -413,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Secret:        {runtime.operator_secret}")
             print(f"  Saved to:      {runtime.state_file}")
             print(f"  State:         {runtime.state_dir} (kept across restarts)")
+            print(f"  Logs:          {runtime.state_dir / LOG_FILE} (JSON lines)")
             print(f"  AWS stand-in:  moto at {runtime.aws_endpoint_url}, ", end="")
             print(f"DynamoDB Local at {runtime.dynamodb_endpoint_url}")
             print("Press Ctrl+C to stop.", flush=True)

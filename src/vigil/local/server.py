@@ -12,7 +12,9 @@ import contextlib
 import json
 import re
 import socket
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,10 +23,12 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from vigil.clock import Clock, SystemClock
+from vigil.local.logs import ACCESS_LOGGER
 from vigil.local.stack import DEFAULT_ACCOUNT_ID
 from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.server")
+access_log = get_logger(ACCESS_LOGGER)
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -267,6 +271,13 @@ class _TrackingServer(ThreadingHTTPServer):
             with self._connections_lock:
                 self._connections.discard(request)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A browser that closes a tab or stops a page hangs up mid-request: there is no one
+        # left to answer, and nothing went wrong here.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        log.exception("a request failed in the HTTP server")
+
     def close_connections(self) -> None:
         with self._connections_lock:
             connections = list(self._connections)
@@ -331,6 +342,7 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _serve(self) -> None:
+            started = time.perf_counter()
             request_id = str(uuid.uuid4())
             try:
                 body = self._read_body()
@@ -366,7 +378,16 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
                     log.exception("the function failed")
                     reply = _gateway_error(500, "Internal Server Error")
             self._send(reply, request_id)
-            log_event(log, "request", request_id=request_id, route=route_key, status=reply.status)
+            milliseconds = round((time.perf_counter() - started) * 1000)
+            # The path without its query, which may carry a token.
+            log_event(
+                access_log,
+                f"{self.command} {path} {reply.status} ({milliseconds} ms)",
+                request_id=request_id,
+                route=route_key,
+                status=reply.status,
+                duration_ms=milliseconds,
+            )
 
         def _read_body(self) -> bytes:
             if "chunked" in self.headers.get("transfer-encoding", "").lower():

@@ -1,0 +1,256 @@
+"""``vigil local`` as a person runs it, in its own process: the banner is the first thing its
+terminal shows, a request adds no line there unless asked, a browser that goes away leaves no
+traceback, errors still show; and a second runtime on the same state directory is refused,
+leaving the first and its files as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vigil.clock import ManualClock
+from vigil.local.lock import StateDirectoryInUse, hold
+from vigil.local.logs import logs_to, terminal_handler
+from vigil.observability import get_logger, log_event
+
+BANNER = "Vigil is running locally"
+REQUESTS = 20
+DEADLINE_SECONDS = 60.0
+
+
+@dataclass
+class Running:
+    """A ``vigil local`` process; what a terminal would show of it (stdout and stderr, as
+    they came) is kept in ``terminal``."""
+
+    process: subprocess.Popen[bytes]
+    state_dir: Path
+    terminal: Path
+
+    def shown(self) -> str:
+        return self.terminal.read_text(encoding="utf-8")
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads((self.state_dir / "local.json").read_text())
+        return state
+
+    @property
+    def base(self) -> str:
+        return str(self.state()["mcp_url"]).removesuffix("/mcp")
+
+    def stop(self) -> str:
+        """Stops the runtime; everything its terminal showed."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(timeout=30) == 0
+        return self.shown()
+
+
+def vigil_local(state_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "vigil", "local", "--port", "0", "--state-dir", str(state_dir)]
+
+
+def launch(state_dir: Path, *options: str) -> Running:
+    terminal = state_dir.with_name(f"{state_dir.name}.terminal")
+    with terminal.open("wb") as output:
+        process = subprocess.Popen(
+            [*vigil_local(state_dir), *options],
+            cwd=state_dir.parent,
+            env={**os.environ, "VIGIL_LOG_LEVEL": "INFO"},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    running = Running(process, state_dir, terminal)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while "Press Ctrl+C" not in running.shown():
+        if process.poll() is not None:
+            pytest.fail(f"the runtime exited with {process.returncode}: {running.shown()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the runtime did not start: {running.shown()}")
+        time.sleep(0.1)
+    return running
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[Running]]:
+    """The runtimes a test launches, killed if the test leaves one running."""
+    runtimes: list[Running] = []
+    yield runtimes
+    for running in runtimes:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.wait()
+
+
+def get(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        response.read()
+        return int(response.status)
+
+
+def hang_up_mid_request(base: str) -> None:
+    """A browser closed while its page was loading: the request sent, then a reset."""
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(f"GET /openapi.json HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+# -- the terminal ---------------------------------------------------------------------------
+def test_the_banner_comes_first_and_requests_add_no_lines(
+    tmp_path: Path, started: list[Running]
+) -> None:
+    running = launch(tmp_path / "state")
+    started.append(running)
+    base = running.base
+    for _ in range(REQUESTS):
+        assert get(f"{base}/openapi.json") == 200
+    for _ in range(5):
+        hang_up_mid_request(base)
+    assert get(f"{base}/openapi.json") == 200  # and it still serves
+
+    shown = running.stop()
+    lines = shown.splitlines()
+    assert lines[0] == BANNER, shown
+    assert f"{base}/mcp" in shown  # where to connect
+    assert json_lines(shown) == [], shown
+    assert "Traceback" not in shown
+    assert "BrokenPipeError" not in shown
+    assert "ConnectionResetError" not in shown
+    assert lines[lines.index("Press Ctrl+C to stop.") + 1 :] == ["Vigil stopped."], shown
+
+    # The JSON logs went to the state directory: each request, and what the banner would
+    # have been buried under.
+    logged = json_lines((running.state_dir / "local.log").read_text(encoding="utf-8"))
+    requests = [entry for entry in logged if entry["logger"] == "vigil.local.access"]
+    assert len(requests) >= REQUESTS + 1
+    assert {entry["status"] for entry in requests} == {200}
+    assert "not played locally" in [entry["message"] for entry in logged]
+
+
+def test_the_access_log_shows_one_short_line_per_request(
+    tmp_path: Path, started: list[Running]
+) -> None:
+    running = launch(tmp_path / "state", "--access-log")
+    started.append(running)
+    for _ in range(REQUESTS):
+        assert get(f"{running.base}/openapi.json") == 200
+
+    shown = running.stop()
+    assert shown.splitlines()[0] == BANNER
+    lines = [line for line in shown.splitlines() if "GET /openapi.json 200" in line]
+    assert len(lines) == REQUESTS, shown
+    assert all(len(line) < 80 for line in lines), lines
+    assert json_lines(shown) == []
+
+
+def test_log_json_shows_the_json_logs_on_the_terminal(
+    tmp_path: Path, started: list[Running]
+) -> None:
+    running = launch(tmp_path / "state", "--log-json")
+    started.append(running)
+    for _ in range(REQUESTS):
+        assert get(f"{running.base}/openapi.json") == 200
+
+    shown = running.stop()
+    requests = [e for e in json_lines(shown) if e["logger"] == "vigil.local.access"]
+    assert len(requests) == REQUESTS, shown
+
+
+def test_errors_reach_the_terminal_and_requests_only_when_asked() -> None:
+    log = get_logger("vigil.local.server")
+    access = get_logger("vigil.local.access")
+    for access_log, requests_shown in [(False, 0), (True, 1)]:
+        terminal = StringIO()
+        with logs_to(terminal_handler(access_log=access_log, stream=terminal), instead=True):
+            log_event(access, "GET /console 200 (3 ms)", status=200)
+            log_event(log, "routine", detail="nothing to see")
+            try:
+                raise RuntimeError("the function broke")
+            except RuntimeError:
+                log.exception("the function failed")
+            log_event(log, "hand-out cut short", logging.WARNING, code="unavailable")
+        shown = terminal.getvalue()
+        assert shown.count("GET /console 200 (3 ms)") == requests_shown
+        assert "routine" not in shown
+        assert "error: the function failed" in shown
+        assert "RuntimeError: the function broke" in shown  # the traceback, for whoever reads
+        assert "warning: hand-out cut short code=unavailable" in shown
+        assert json_lines(shown) == []
+
+
+def test_a_request_cannot_write_control_characters_to_the_terminal() -> None:
+    terminal = StringIO()
+    with logs_to(terminal_handler(access_log=True, stream=terminal), instead=True):
+        log_event(get_logger("vigil.local.access"), "GET /\x1b[2J\x1b]0;owned\x07 404 (1 ms)")
+    shown = terminal.getvalue()
+    assert "\x1b" not in shown
+    assert "\x07" not in shown
+    assert "\\x1b[2J" in shown
+
+
+# -- one runtime per state directory --------------------------------------------------------
+def test_a_second_runtime_on_the_same_state_directory_is_refused(
+    tmp_path: Path, started: list[Running]
+) -> None:
+    state_dir = tmp_path / "state"
+    first = launch(state_dir)
+    started.append(first)
+    state_file = state_dir / "local.json"
+    saved = state_file.read_bytes(), state_file.stat().st_mtime_ns
+    entries = sorted(path.name for path in state_dir.iterdir())
+
+    second = subprocess.run(
+        vigil_local(state_dir),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_SECONDS,
+        check=False,
+    )
+
+    assert second.returncode != 0
+    assert "Traceback" not in second.stderr
+    assert "in use by another vigil local" in second.stderr
+    assert f"pid {first.process.pid}" in second.stderr
+    assert first.base in second.stderr
+    assert "started " in second.stderr
+    assert second.stdout == ""  # no banner: it never ran
+    assert (state_file.read_bytes(), state_file.stat().st_mtime_ns) == saved
+    assert sorted(path.name for path in state_dir.iterdir()) == entries
+    assert get(f"{first.base}/openapi.json") == 200
+    assert "in use" not in first.stop()
+
+
+def test_the_lock_is_held_until_released(tmp_path: Path) -> None:
+    clock = ManualClock()
+    held = hold(tmp_path, clock)
+    held.serving("http://127.0.0.1:8080")
+    with pytest.raises(StateDirectoryInUse) as refused:
+        hold(tmp_path, clock)
+    assert f"pid {os.getpid()}" in str(refused.value)
+    assert "http://127.0.0.1:8080" in str(refused.value)
+    assert clock.now().isoformat() in str(refused.value)
+    held.release()
+    hold(tmp_path, clock).release()
