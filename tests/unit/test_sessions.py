@@ -169,6 +169,16 @@ def test_what_a_beat_leaves_out_keeps_its_last_value(desk: Desk, clock: ManualCl
     assert (beat["status"], beat["stepIndex"], beat["progressPercent"]) == ("blocked", 4, 55.5)
 
 
+def test_the_current_step_is_any_text_kept_as_written(desk: Desk) -> None:
+    # The seed types currentStep as a string and bounds it nowhere: a plan's step may span
+    # lines, carry tabs or any script, or be empty; it is kept as sent, up to 8 KiB of UTF-8.
+    for step in ("read\nthe brief", "\tindented\r\n", "", "🚀 日本語 \u202e\x00", "é" * 4096):
+        assert desk.beat(currentStep=step)["currentStep"] == step
+        stored = desk.session()
+        assert stored is not None
+        assert stored.current_step == step
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -185,9 +195,9 @@ def test_what_a_beat_leaves_out_keeps_its_last_value(desk: Desk, clock: ManualCl
         {"status": "done"},
         {"status": None},
         {"currentStep": None},
-        {"currentStep": "line\nbreak"},
-        {"currentStep": "x" * 501},
-        {"currentStep": ""},
+        {"currentStep": "x" * (8 * 1024 + 1)},
+        {"currentStep": "é" * (4 * 1024 + 1)},
+        {"currentStep": "\ud800"},
         {"sessionId": "zero\u200bwidth"},
         {"sessionId": "x" * 129},
         {"sessionId": ""},
