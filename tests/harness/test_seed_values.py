@@ -131,6 +131,9 @@ def battery(tool: str, name: str) -> tuple[list[Any], bool]:
         return [*ENUMS[tool, name], *examples], True
     if name == "on_expiry":
         return ON_EXPIRY, True
+    if name == "instructionCursor":
+        # Cursors are handed out; an empty one, which none is, stands for none.
+        return [""], True
     return [], False
 
 

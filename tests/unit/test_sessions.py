@@ -348,6 +348,14 @@ def test_posts_between_pages_are_neither_skipped_nor_repeated(desk: Desk) -> Non
     assert second["nextInstructionCursor"] is None
 
 
+def test_an_empty_cursor_starts_a_walk_as_no_cursor_does(desk: Desk) -> None:
+    # The seed's instructionCursor is a plain string: a client that keeps "" until a beat hands
+    # it a cursor starts its walk from the oldest instruction not acknowledged.
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(3)]
+    assert ids(desk.beat(instructionCursor="")) == posted
+
+
 def test_a_post_inside_a_beat_shows_on_a_later_page_and_never_twice(
     desk: Desk, store: Interleaving
 ) -> None:

@@ -51,6 +51,8 @@ SessionId = Annotated[
 ]
 # Opaque to the agent: any id is accepted, and one this session never handed out is reported.
 InstructionId = Annotated[str, Field(min_length=1, max_length=64)]
+# The seed's cursor is a plain string: an empty one, which no beat hands out, is no cursor.
+InstructionCursor = Annotated[str, Field(max_length=512)]
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -162,9 +164,10 @@ class SessionHeartbeatInput(StrictInput):
         "never come back. An id this session never handed out is reported in "
         "unknownInstructionIds, and the rest of the beat stands."
     )
-    instructionCursor: Cursor | SkipJsonSchema[None] = _optional(
+    instructionCursor: InstructionCursor | SkipJsonSchema[None] = _optional(
         "The nextInstructionCursor of the previous beat, to get the next page of the same "
-        "walk; leave it out to start from the oldest instruction not acknowledged."
+        "walk; leave it out (or send it empty) to start from the oldest instruction not "
+        "acknowledged."
     )
     idempotencyKey: IdempotencyKey
 
@@ -225,7 +228,7 @@ class SessionHeartbeatResult(Output):
 def session_heartbeat(ctx: SessionContext, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
     after = (
         cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
-        if args.instructionCursor is not None
+        if args.instructionCursor
         else 0
     )
     reported: dict[str, Any] = {
