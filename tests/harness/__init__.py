@@ -1,8 +1,9 @@
 """The quality harness: every tool of the catalog, now and later, attacked from its schema.
 
-Nothing here names a tool. Each test is parametrized over ``vigil.catalog.tools()`` (the Inspector
-test over ``tools/list``) and builds its arguments from the published input schema, so a tool
-added to the catalog is covered the day it lands, with no test code of its own.
+Nothing here names a tool, but the walk of the seeds (below). Each test is parametrized over
+``vigil.catalog.tools()`` (the Inspector test over ``tools/list``) and builds its arguments from
+the published input schema, so a tool added to the catalog is covered the day it lands, with no
+test code of its own.
 
 What it covers
 --------------
@@ -31,6 +32,11 @@ What it covers
   untouched, and be refused when an argument names an identifier issued at home; by a peer
   worker, who is refused operator-only tools and changes nothing private to another principal;
   and with an agent_key that disagrees with the Authorization header.
+- **What the seeds allow** (``test_seed_values.py``, the seeds transcribed in ``seeds.py``).
+  Every field of every seed tool, given seed-valid values (empty, line breaks, control and
+  invisible characters, scripts, emoji, the longest allowed, each enum value, the seed's
+  examples) in a call that just worked, must be taken; each seed's example call must succeed;
+  every bound a schema sets beyond its seed must be in docs/DESIGN.md, "Bounds on input".
 - **A real client** (``test_inspector_read_only.py``, marked e2e). Against the local runtime,
   the scenario runs over REST on the real adapters (on moto), then the MCP Inspector CLI lists
   the tools and calls each one whose annotations say readOnlyHint.

@@ -492,6 +492,35 @@ def test_a_stale_version_conflicts_and_changes_nothing(room: Room) -> None:
     assert (read["title"], read["version"]) == ("release", 2)
 
 
+def test_the_seeds_rename_without_a_title_clears_it(room: Room) -> None:
+    chat = room.call(
+        "start_chat", "ann", targets=[room.target("bob")], body="kick-off", title="release"
+    )
+    conversation_id = chat["conversation_id"]
+    # The coordination seed's own example: a rename at the current version, and no title.
+    renamed = room.call(
+        "change_chat_membership",
+        "ann",
+        conversation_id=conversation_id,
+        operation="rename",
+        version=1,
+    )
+    assert renamed == {"conversation_id": conversation_id, "version": 2, "left": None}
+    read = room.call("get_conversation", "bob", id=conversation_id)
+    assert (read["title"], read["version"]) == (None, 2)
+
+
+def test_a_title_is_any_text_kept_as_written(room: Room) -> None:
+    title = "release\n\tnotes \u202e\x1b[31m 👩‍💻"
+    chat = room.call("start_chat", "ann", targets=[room.target("bob")], body="b", title=title)
+    read = room.call("get_conversation", "bob", id=chat["conversation_id"])
+    assert read["title"] == title
+    refused = room.refused(
+        "start_chat", "ann", targets=[room.target("bob")], body="b", title="\ud800"
+    )
+    assert refused.code is ErrorCode.INVALID_ARGUMENT
+
+
 def test_sends_do_not_make_a_membership_change_stale(room: Room) -> None:
     chat = room.chat("ann", "bob")
     conversation_id = chat["conversation_id"]
@@ -618,7 +647,6 @@ def test_a_leaving_manager_hands_the_chat_on(room: Room) -> None:
 @pytest.mark.parametrize(
     "arguments",
     [
-        {"operation": "rename"},
         {"operation": "rename", "title": "t", "members": ["agt_aaaaaaaaaaaaaaaa"]},
         {"operation": "add"},
         {"operation": "add", "members": []},

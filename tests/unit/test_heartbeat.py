@@ -187,7 +187,6 @@ def test_another_principal_cannot_beat_or_disarm_an_armed_switch(
         {"scope": "", "expect_within_seconds": 5},
         {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["explode"]},
         {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["queue_alert"]},
-        {"scope": "s", "expect_within_seconds": 5, "on_expiry": ["mark_failed", "mark_failed"]},
         {"scope": "s\u200b", "expect_within_seconds": 5},
         {"scope": "\u202es", "expect_within_seconds": 5},
         {"scope": "s", "expect_within_seconds": 5, "agent_id": "x" * 65},
@@ -203,6 +202,18 @@ def test_bad_heartbeat_input_is_a_typed_error_and_arms_nothing(
     assert refused.value.code is ErrorCode.INVALID_ARGUMENT
     assert world.alarms.armed == []
     assert world.store.get_switch("acme", "s") is None
+
+
+def test_an_action_listed_twice_runs_once_and_a_label_is_kept_as_written(
+    world: World, agent: tuple[str, str]
+) -> None:
+    # The seed's on_expiry is "any of" three actions and its agent_id any text of 64 at most.
+    label = "worker\t3 \u202e👩‍💻"
+    armed = beat(world, agent[1], on_expiry=["mark_failed", "mark_failed"], agent_id=label)
+    assert (armed["on_expiry"], armed["agent_id"]) == (["mark_failed"], label)
+    switch = world.store.get_switch("acme", "job-1")
+    assert switch is not None
+    assert (switch.on_expiry, switch.agent_id) == (["mark_failed"], label)
 
 
 def test_queue_alert_needs_a_registered_address(world: World, agent: tuple[str, str]) -> None:

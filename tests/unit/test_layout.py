@@ -337,7 +337,7 @@ def test_a_validation_problem_names_the_argument_as_written(tenant: Tenant) -> N
             secret,
             sessionId="s-1",
             idempotencyKey="k-1",
-            currentStep="line\nbreak",
+            currentStep="\ud800",
             acknowledgedInstructionIds=["ins_aaaaaaaaaaaaaaaa", ""],
         )
     fields = [problem["field"] for problem in refused.value.details["problems"]]

@@ -92,7 +92,6 @@ def test_a_name_with_an_invisible_character_is_refused_and_changes_nothing(
     name = f"job{character}1"
     calls: list[tuple[str, dict[str, Any]]] = [
         ("heartbeat", {"scope": name, "expect_within_seconds": 30}),
-        ("heartbeat", {"scope": "job", "expect_within_seconds": 30, "agent_id": name}),
         ("acquire_lease", {"resource": name}),
         ("acquire_lease", {"resource": "repo", "scope": name}),
         ("session_heartbeat", {"sessionId": name, "idempotencyKey": "k"}),

@@ -169,6 +169,16 @@ def test_what_a_beat_leaves_out_keeps_its_last_value(desk: Desk, clock: ManualCl
     assert (beat["status"], beat["stepIndex"], beat["progressPercent"]) == ("blocked", 4, 55.5)
 
 
+def test_the_current_step_is_any_text_kept_as_written(desk: Desk) -> None:
+    # The seed types currentStep as a string and bounds it nowhere: a plan's step may span
+    # lines, carry tabs or any script, or be empty; it is kept as sent, up to 8 KiB of UTF-8.
+    for step in ("read\nthe brief", "\tindented\r\n", "", "🚀 日本語 \u202e\x00", "é" * 4096):
+        assert desk.beat(currentStep=step)["currentStep"] == step
+        stored = desk.session()
+        assert stored is not None
+        assert stored.current_step == step
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -185,9 +195,9 @@ def test_what_a_beat_leaves_out_keeps_its_last_value(desk: Desk, clock: ManualCl
         {"status": "done"},
         {"status": None},
         {"currentStep": None},
-        {"currentStep": "line\nbreak"},
-        {"currentStep": "x" * 501},
-        {"currentStep": ""},
+        {"currentStep": "x" * (8 * 1024 + 1)},
+        {"currentStep": "é" * (4 * 1024 + 1)},
+        {"currentStep": "\ud800"},
         {"sessionId": "zero\u200bwidth"},
         {"sessionId": "x" * 129},
         {"sessionId": ""},
@@ -336,6 +346,14 @@ def test_posts_between_pages_are_neither_skipped_nor_repeated(desk: Desk) -> Non
     second = desk.beat(instructionCursor=first["nextInstructionCursor"])
     assert ids(second) == posted[10:18]
     assert second["nextInstructionCursor"] is None
+
+
+def test_an_empty_cursor_starts_a_walk_as_no_cursor_does(desk: Desk) -> None:
+    # The seed's instructionCursor is a plain string: a client that keeps "" until a beat hands
+    # it a cursor starts its walk from the oldest instruction not acknowledged.
+    desk.beat()
+    posted = [desk.post(f"note {n}") for n in range(3)]
+    assert ids(desk.beat(instructionCursor="")) == posted
 
 
 def test_a_post_inside_a_beat_shows_on_a_later_page_and_never_twice(

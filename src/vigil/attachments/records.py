@@ -31,9 +31,15 @@ UPLOAD_SECONDS = 3600
 MAX_FILE_NAME = 255  # UTF-8 bytes, as most file systems allow
 ATTACHMENT_ID_PATTERN = r"^att_[a-z2-7]{16}$"
 _ATTACHMENT_ID = re.compile(ATTACHMENT_ID_PATTERN)
-# RFC 6838: type "/" subtype, each a restricted name of at most 127 characters.
+# RFC 6838: type "/" subtype, each a restricted name of at most 127 characters; then, as a
+# Content-Type may have them (RFC 9110), parameters: ; name=value, the value a token or a
+# "quoted string".
+_NAME_OR_VALUE = r"[A-Za-z0-9!#$%&'*+.^_`|~-]+"
+# ASCII only: the type travels in an HTTP header (S3's Content-Type).
+_QUOTED = r'"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"'
 MEDIA_TYPE_PATTERN = (
-    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+    rf"(?:[ \t]*;[ \t]*{_NAME_OR_VALUE}=(?:{_NAME_OR_VALUE}|{_QUOTED}))*$"
 )
 _MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN)
 # Standard base64 with its padding, nothing else (no line breaks, no URL-safe alphabet).
@@ -62,10 +68,13 @@ def safe_file_name(name: str) -> str:
 
 
 def media_type(declared: str) -> str:
-    """The declared media type, lower-cased; invalid_argument unless it is type/subtype."""
+    """The declared media type with its type/subtype lower-cased (a parameter's value, such as
+    a boundary, may depend on its case); invalid_argument unless it is type/subtype with
+    parameters if any."""
     if not _MEDIA_TYPE.match(declared):
         raise invalid("media_type must be a type/subtype, e.g. application/pdf")
-    return declared.lower()
+    essence, separator, parameters = declared.partition(";")
+    return essence.lower() + separator + parameters
 
 
 def is_attachment_id(value: str) -> bool:

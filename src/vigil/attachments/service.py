@@ -48,8 +48,6 @@ def decoded(text: str) -> bytes:
         raise invalid("base64 is not valid base64") from None
     if len(data) > MAX_INLINE_BYTES:
         raise too_large(MAX_INLINE_BYTES)
-    if not data:
-        raise invalid("a file has at least one byte")
     return data
 
 

@@ -94,9 +94,7 @@ MediaType = Annotated[
 
 
 class StageAttachmentInput(StrictInput):
-    base64: str = Field(
-        min_length=4, max_length=MAX_BASE64_CHARS, pattern=BASE64_PATTERN, description=_BASE64
-    )
+    base64: str = Field(max_length=MAX_BASE64_CHARS, pattern=BASE64_PATTERN, description=_BASE64)
     file_name: FileName
     media_type: MediaType
     idempotency_key: IdempotencyKey | None = None
@@ -158,9 +156,7 @@ ConversationId = Annotated[
 
 
 class UploadAttachmentInput(StrictInput):
-    base64: str = Field(
-        min_length=4, max_length=MAX_BASE64_CHARS, pattern=BASE64_PATTERN, description=_BASE64
-    )
+    base64: str = Field(max_length=MAX_BASE64_CHARS, pattern=BASE64_PATTERN, description=_BASE64)
     conversation_id: ConversationId
     file_name: FileName
     media_type: MediaType

@@ -155,7 +155,8 @@ class Conversation(Versioned):
         return self.model_copy(update={"last_seq": seq}), message
 
     # -- membership of a chat ----------------------------------------------------------------
-    def renamed(self, title: str) -> Conversation:
+    def renamed(self, title: str | None) -> Conversation:
+        """The chat under ``title``, or with none: the seed's rename needs no title."""
         return self.changed(title=title)
 
     def joined(self, principal_ids: list[str], share_history: bool, now: datetime) -> Conversation:

@@ -96,7 +96,8 @@ class Posting:
 
 @dataclass(frozen=True)
 class ChangeMembership:
-    """A change of a chat at its current ``version``: a rename (``title``), an addition or a
+    """A change of a chat at its current ``version``: a rename (to ``title``, or to none), an
+    addition or a
     removal (``members``; with an addition, ``share_history``), or the caller's leaving (with
     ``next_manager``, if the caller manages it)."""
 
@@ -308,7 +309,6 @@ class Conversations:
             if operation != "leave" and current.manager != caller.principal_id:
                 raise forbidden("only the chat's manager may rename it, add or remove members")
             if operation == "rename":
-                assert title is not None
                 changed = current.renamed(title)
             elif operation == "add":
                 wanted: list[tuple[str, Kind | None]] = [(m, None) for m in change.members]

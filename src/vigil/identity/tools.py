@@ -15,6 +15,7 @@ from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import Kind, Role
+from vigil.kit.text import SEARCHABLE
 from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
 
 
@@ -203,7 +204,7 @@ def list_agents(ctx: IdentityContext, args: NoInput) -> AgentList:
 
 class ListDirectoryInput(StrictInput):
     kind: Kind = Field(description="Which kind of principal to list.")
-    search: Annotated[str, Field(max_length=200), normalised(200)] | None = Field(
+    search: Annotated[str, Field(max_length=200), SEARCHABLE] | None = Field(
         default=None,
         description="Case-insensitive text matched against names and ids.",
     )

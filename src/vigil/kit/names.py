@@ -1,5 +1,5 @@
 """One rule for every identifier a caller chooses: scopes, resources, session ids, idempotency
-keys, display names and labels.
+keys and display names. (Free text, never compared, follows ``kit/text.py``.)
 
 A name is stored and compared in Unicode NFC, so "café" typed with a combining accent and
 "café" typed precomposed are one scope, one lease, one session. Control characters, invisible

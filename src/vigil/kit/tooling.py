@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import Role
+from vigil.kit.text import TEXT
 
 # What a tool's functions are given for one call: each capability declares, as a protocol, the
 # part of the deployment its tools read (its store ports, the clock, the caller...); the app's
@@ -48,15 +49,15 @@ Scope = Annotated[
     normalised(200),
 ]
 
+# Shown to people (who died, who holds a lease), never compared: free text, as the seed has it.
 AgentLabel = Annotated[
     str,
     Field(
-        min_length=1,
         max_length=64,
-        pattern=PRINTABLE,
-        description="A label for the calling instance, e.g. worker-3; 1-64 printable characters.",
+        description="A label for the calling instance, e.g. worker-3; up to 64 characters, "
+        "kept as written.",
     ),
-    normalised(64),
+    TEXT,
 ]
 
 

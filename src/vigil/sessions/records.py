@@ -28,6 +28,8 @@ PAGE_SIZE = 10
 # A session not beaten for longer than this is shown as stale to the people watching it.
 STALE_AFTER_SECONDS = 120
 MAX_BODY_BYTES = 8 * 1024
+# What an agent says it is doing: as long as an instruction may be.
+MAX_STEP_BYTES = MAX_BODY_BYTES
 
 
 class Session(Versioned):

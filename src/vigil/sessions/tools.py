@@ -14,10 +14,12 @@ from vigil.alarms.timers import Alarms
 from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.text import text_within
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
+    MAX_STEP_BYTES,
     PAGE_SIZE,
     STALE_AFTER_SECONDS,
     SessionOutcome,
@@ -48,6 +50,8 @@ SessionId = Annotated[
 ]
 # Opaque to the agent: any id is accepted, and one this session never handed out is reported.
 InstructionId = Annotated[str, Field(min_length=1, max_length=64)]
+# The seed's cursor is a plain string: an empty one, which no beat hands out, is no cursor.
+InstructionCursor = Annotated[str, Field(max_length=512)]
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -72,9 +76,12 @@ class SessionHeartbeatInput(StrictInput):
         Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | SkipJsonSchema[None]
     ) = _optional("How far along the session is, 0 to 100.")
     currentStep: (
-        Annotated[str, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x1f\x7f]+$")]
+        Annotated[str, Field(max_length=MAX_STEP_BYTES), text_within(MAX_STEP_BYTES)]
         | SkipJsonSchema[None]
-    ) = _optional("What the agent is doing now, up to 500 printable characters.")
+    ) = _optional(
+        f"What the agent is doing now, any text up to {MAX_STEP_BYTES // 1024} KiB of UTF-8, "
+        "kept as written (line breaks too)."
+    )
     stepIndex: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = _optional(
         "Position of the current step, from 1; only together with stepCount, and not above it."
     )
@@ -88,9 +95,10 @@ class SessionHeartbeatInput(StrictInput):
         "never come back. An id this session never handed out is reported in "
         "unknownInstructionIds, and the rest of the beat stands."
     )
-    instructionCursor: Cursor | SkipJsonSchema[None] = _optional(
+    instructionCursor: InstructionCursor | SkipJsonSchema[None] = _optional(
         "The nextInstructionCursor of the previous beat, to get the next page of the same "
-        "walk; leave it out to start from the oldest instruction not acknowledged."
+        "walk; leave it out (or send it empty) to start from the oldest instruction not "
+        "acknowledged."
     )
     idempotencyKey: IdempotencyKey
 
@@ -151,7 +159,7 @@ class SessionHeartbeatResult(Output):
 def session_heartbeat(ctx: SessionContext, args: SessionHeartbeatInput) -> SessionHeartbeatResult:
     after = (
         cursor_position(args.instructionCursor, "beat", int, s=args.sessionId)
-        if args.instructionCursor is not None
+        if args.instructionCursor
         else 0
     )
     reported: dict[str, Any] = {
@@ -379,8 +387,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
             "with postedBy, the person or operator who sent it: pass nextInstructionCursor as "
             "instructionCursor on the following beats until it comes back null to see them "
             "all. An instruction is handed out again on later walks until you list its id in "
-            "acknowledgedInstructionIds; an id never handed to this session refuses the whole "
-            "beat (invalid_argument, naming the ids) and records nothing. Beat at least every "
+            "acknowledgedInstructionIds; an id never handed to this session is listed in "
+            "unknownInstructionIds, and the rest of the beat stands. Beat at least every "
             f"{STALE_AFTER_SECONDS} seconds, or the session shows as stale to its "
             "watchers, until you end it with end_session; a beat after the end is refused "
             "(version_conflict, with ended_at and outcome). A retry with the same "

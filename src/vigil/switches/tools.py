@@ -9,7 +9,7 @@ import hashlib
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from vigil.alarms.timers import Alarms
 from vigil.clock import to_ms
@@ -88,9 +88,9 @@ class HeartbeatInput(StrictInput):
     )
     on_expiry: list[Action] = Field(
         default_factory=_default_actions,
-        max_length=3,
         description=(
-            "What happens if the next beat is late, run once and always in the order "
+            "What happens if the next beat is late, each action run once (one listed twice "
+            "counts once) and always in the order "
             "release_leases, mark_failed, queue_alert. release_leases reaches only leases taken "
             "with this scope, and reports the holder's other leases as its blind spot."
         ),
@@ -113,10 +113,13 @@ class HeartbeatInput(StrictInput):
         description="Your secret, only if your MCP host cannot send an Authorization header.",
     )
 
+    @field_validator("on_expiry")
+    @classmethod
+    def _once_each(cls, actions: list[Action]) -> list[Action]:
+        return list(dict.fromkeys(actions))
+
     @model_validator(mode="after")
     def _consistent(self) -> HeartbeatInput:
-        if len(set(self.on_expiry)) != len(self.on_expiry):
-            raise ValueError("on_expiry lists an action twice")
         if "queue_alert" in self.on_expiry and self.notify_address is None:
             raise ValueError("queue_alert needs a notify_address")
         return self
