@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,12 @@ def test_the_presign_key_does_only_what_a_presigned_url_may(
     ):
         split = urlsplit(s3.generate_presigned_url(operation, Params=params, ExpiresIn=60))
         assert status(aws, "GET", f"{split.path}?{split.query}", {}) == 403, operation
+    # A handed-out form puts its own key only, at its own size only.
+    form = handed_out["form"]
+    for fields, size in (({**form["fields"], "key": "files/planted"}, 10), (form["fields"], 0)):
+        with pytest.raises(urllib.error.HTTPError) as refusal:
+            post_form(form["url"], fields, b"x" * size)
+        assert refusal.value.code == 403
     # What it may do gets through the lock: moto itself answers that no such object exists.
     missing = s3.generate_presigned_url(
         "get_object", Params={"Bucket": bucket, "Key": "files/none"}, ExpiresIn=60
