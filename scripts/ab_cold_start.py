@@ -207,17 +207,20 @@ def stand_in() -> tuple[dict[str, str], list[dict[str, Any]], Served]:
     functions' environment, the events of a first answer (initialize, a steady beat), and the
     server's clock of its own work."""
     from vigil.infra.template import translate
-    from vigil.local.moto_server import LocalMotoServer
+    from vigil.local.moto_server import LocalMotoServer, Signers
     from vigil.local.provisioning import provision
     from vigil.local.stack import (
         LOCAL_ACCESS_KEY_ID,
         LOCAL_SECRET_ACCESS_KEY,
+        UNGUARDED_KEY,
         AwsClients,
         LocalNames,
     )
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto = LocalMotoServer(
+        ip_address="127.0.0.1", port=0, verbose=False, signers=Signers(UNGUARDED_KEY)
+    )
     moto.start()
     served = moto._server.app = Served(moto._server.app)  # werkzeug reads it per request
     host, port = moto.get_host_and_port()

@@ -11,7 +11,8 @@ Usage: .venv/bin/python scripts/bench.py [--write docs/BENCHMARKS.md] [--samples
    scenarios (``tests/faults/scenarios.py``), so a new tool is measured as soon as it exists.
 3. Local throughput: steady heartbeats per second over HTTP against the local runtime, from a
    few concurrent clients, beside its DynamoDB's own conditional-write throughput (raw
-   ``PutItem`` with a condition, straight to DynamoDB Local), from as many clients for as long.
+   ``PutItem`` with a condition, to DynamoDB Local through the runtime's signature-checking
+   front, as the handlers' calls go), from as many clients for as long.
 4. Expiry lateness: a short run of ``scripts/lateness.py`` (its ``measure``), switches with
    2-20 s windows on the local runtime; ``make lateness``-style long runs are that script's.
 
@@ -189,7 +190,7 @@ def throughput(clients: int, seconds: float) -> dict[str, float]:
 
             beats = _for(seconds, clients, beat)
             table = os.environ["TABLE_NAME"]
-            # The runtime's environment points DynamoDB at its DynamoDB Local, with its key.
+            # The runtime's environment points DynamoDB at its DynamoDB Local's front, with its key.
             ddb = [boto3.client("dynamodb") for _ in range(clients)]
 
             def put(worker: int, stop_at: float) -> int:
@@ -317,8 +318,8 @@ def markdown(
         f"{args.clients} concurrent clients for {args.seconds:g} s each way, against one local "
         "runtime (`vigil.local.runtime.start`): steady heartbeats over HTTP (REST, keep-alive; "
         "each is the authentication read and one conditional update on DynamoDB Local, plus "
-        "the HTTP server and the handler), then raw conditional `PutItem`s straight to the same "
-        "DynamoDB Local.",
+        "the HTTP server and the handler), then raw conditional `PutItem`s to the same "
+        "DynamoDB Local, through the runtime's signature-checking front as the handlers' calls.",
         "",
         "| what | per second |",
         "| --- | ---: |",

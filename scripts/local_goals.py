@@ -10,8 +10,9 @@ completion, through BatchWriteItem), then it measures over HTTP:
 - steady ``heartbeat`` calls per second from 1 client and from 8 (each its own switch);
 - ``session_heartbeat`` calls per second from 8 clients (each a transaction: the beat and its
   idempotency completion);
-- raw conditional ``UpdateItem`` calls per second from 8 threads straight to the engine, the
-  ceiling the runtime is compared with;
+- raw conditional ``UpdateItem`` calls per second from 8 threads to the engine (through the
+  runtime's signature-checking front, as the handlers' calls go), the ceiling the runtime is
+  compared with;
 - expiry lateness (``death.fired_at - death.deadline``, the server's own record) of
   ``--switches`` switches with windows from 2 s to 20 s, never beaten;
 - resident memory of this process and of the engine.
@@ -73,7 +74,7 @@ class Goals:
 
         self.runtime = runtime
         self.table = os.environ["TABLE_NAME"]
-        # The runtime's environment points DynamoDB at its engine, with its key.
+        # The runtime's environment points DynamoDB at its engine's front, with its key.
         self.ddb = boto3.client("dynamodb", config=Config(max_pool_connections=16))
         self.engine_pid = runtime.engine_pid
         latencies = Latencies()

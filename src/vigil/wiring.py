@@ -112,7 +112,24 @@ def queues(connect: Connect = aws_client) -> SqsMailboxQueues:
 def blobs(connect: Connect = aws_client) -> S3Blobs:
     from vigil.attachments.blobs import S3Blobs
 
-    return S3Blobs(connect("s3", 5), settings().attachments_bucket)
+    return S3Blobs(connect("s3", 5), settings().attachments_bucket, presigner=_presigner())
+
+
+def _presigner() -> Any:
+    """The client that signs presigned URLs and forms: the function's own, unless
+    PRESIGN_ACCESS_KEY_ID names a key kept for them alone (the local runtime's, whose key id
+    may be handed out because it can do nothing else)."""
+    key_id = os.environ.get("PRESIGN_ACCESS_KEY_ID")
+    if not key_id:
+        return None
+    from botocore.config import Config
+
+    return _session().create_client(
+        "s3",
+        aws_access_key_id=key_id,
+        aws_secret_access_key=os.environ["PRESIGN_SECRET_ACCESS_KEY"],
+        config=Config(signature_version="s3v4"),
+    )
 
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:

@@ -445,11 +445,20 @@ def test_a_receiver_that_hangs_holds_up_no_other_switch(
     anyio.run(scenario)
 
 
-def _sent_emails(aws_endpoint_url: str) -> list[dict[str, Any]]:
+def _sent_emails(runtime: Any) -> list[dict[str, Any]]:
     """The messages moto's SES keeps (sesv2 SendEmail stores them as SES v1 ``Message``s), as
     its model dump at /moto-api/data.json shows them: id, source, destinations, subject, body
-    (the HTML part when there is one)."""
-    with urllib.request.urlopen(f"{aws_endpoint_url}/moto-api/data.json", timeout=10) as answer:
+    (the HTML part when there is one). The dump is asked for as any tool would, signed with
+    the runtime's key from its state directory."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    key = json.loads((Path(runtime.state_dir) / "keys.json").read_text())["runtime"]
+    request = AWSRequest("GET", f"{runtime.aws_endpoint_url}/moto-api/data.json")
+    SigV4Auth(Credentials(key["id"], key["secret"]), "moto", "us-east-1").add_auth(request)
+    signed = urllib.request.Request(request.url, headers=dict(request.headers.items()))
+    with urllib.request.urlopen(signed, timeout=10) as answer:
         models = json.loads(answer.read())
     messages: list[dict[str, Any]] = models.get("ses", {}).get("Message", [])
     return messages
@@ -480,7 +489,7 @@ def test_a_fired_switch_is_mailed_through_ses(runtime: Any, state: dict[str, Any
             async def mailed() -> tuple[bool, dict[str, Any]]:
                 found = [
                     m
-                    for m in _sent_emails(runtime.aws_endpoint_url)
+                    for m in _sent_emails(runtime)
                     if scope in m["subject"] and RECIPIENT in m["destinations"]["ToAddresses"]
                 ]
                 return bool(found), {"messages": found}

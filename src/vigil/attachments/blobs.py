@@ -45,11 +45,13 @@ class Blobs(ABC):
 
 
 class S3Blobs(Blobs):
-    """The attachments bucket."""
+    """The attachments bucket. Presigned URLs and forms are signed by ``presigner`` when given
+    (a client whose key may do only what they do), else by ``client``."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, presigner: Any = None) -> None:
         self.client = client
         self.bucket = bucket
+        self.presigner = presigner or client
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
         try:
@@ -96,7 +98,7 @@ class S3Blobs(Blobs):
         self._call(self.client.delete_object, Key=key)
 
     def upload_form(self, key: str, max_bytes: int, expires_seconds: int) -> dict[str, Any]:
-        form: dict[str, Any] = self.client.generate_presigned_post(
+        form: dict[str, Any] = self.presigner.generate_presigned_post(
             Bucket=self.bucket,
             Key=key,
             Conditions=[["content-length-range", 1, max_bytes]],
@@ -105,7 +107,7 @@ class S3Blobs(Blobs):
         return form
 
     def download_url(self, key: str, expires_seconds: int) -> str:
-        url: str = self.client.generate_presigned_url(
+        url: str = self.presigner.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_seconds
         )
         return url

