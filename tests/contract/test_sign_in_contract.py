@@ -4,7 +4,6 @@ only while it is live, and a counter of attempts stops at its limit within its w
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -92,14 +91,3 @@ def test_a_counter_stops_at_its_limit_within_its_window(store: Store, clock: Man
     later = AttemptWindow.at(window.ends_at)
     assert later.starts_at == window.ends_at
     assert store.count_sign_in_attempt("address#192.0.2.1", later, 3)
-
-
-def test_a_counter_counts_each_attempt_once_when_they_race(
-    store: Store, clock: ManualClock
-) -> None:
-    window = AttemptWindow.at(clock.now())
-    with ThreadPoolExecutor(8) as pool:
-        counted = list(
-            pool.map(lambda _: store.count_sign_in_attempt("racing", window, 5), range(16))
-        )
-    assert counted.count(True) == 5
