@@ -130,9 +130,15 @@ class JsonBounds:
     def _object(self, level: int) -> dict[str, Any]:
         return {
             "maxProperties": self.max_keys,
-            "patternProperties": {_ANY_KEY: self._value(level + 1)},
+            "patternProperties": {_ANY_KEY: self._nested(level + 1)},
             "additionalProperties": False,
         }
+
+    def _nested(self, level: int) -> dict[str, Any]:
+        """A value inside a container at ``level``. Its title names the shape by the levels
+        still open below it, so that a published schema writes each level once and refers
+        to it (kit/tooling.py), instead of repeating it for items and for properties alike."""
+        return {"title": f"json_depth_{max(self.max_depth - level + 1, 0)}", **self._value(level)}
 
     def _value(self, level: int) -> dict[str, Any]:
         """A value held at ``level``: a scalar, or a container while the depth allows one.
@@ -144,5 +150,5 @@ class JsonBounds:
             "type": [*_SCALARS, "object", "array"],
             "maxLength": self.max_string,
             **self._object(level),
-            "items": self._value(level + 1),
+            "items": self._nested(level + 1),
         }
