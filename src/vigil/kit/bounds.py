@@ -87,12 +87,9 @@ class JsonBounds:
         return "values must be JSON: objects, arrays, strings, numbers, booleans or null"
 
     def describe(self) -> str:
-        """The bounds in words, for the descriptions of the fields they bound."""
-        return (
-            f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON, {self.max_keys} keys "
-            f"per object, {self.max_depth} levels of nesting, strings of up to "
-            f"{self.max_string} characters"
-        )
+        """The one bound a JSON Schema cannot state, the size, in words for the descriptions
+        of the fields it bounds (the schema states the rest)."""
+        return f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON"
 
     def require_size(self, document: Any, what: str) -> None:
         """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""
