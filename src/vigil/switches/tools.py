@@ -95,9 +95,7 @@ class HeartbeatInput(StrictInput):
     )
     notify_address: AddressField | None = Field(
         default=None,
-        description=(
-            "Required with queue_alert: the mailbox that gets the alert."
-        ),
+        description=("Required with queue_alert: the mailbox that gets the alert."),
     )
     agent_id: AgentLabel | None = Field(
         default=None,
