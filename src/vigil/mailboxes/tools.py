@@ -103,9 +103,7 @@ class ReceiveInput(StrictInput):
 
 class DeliveryView(Output):
     id: str = Field(description="The envelope id; pass it to acknowledge.")
-    generation: int = Field(
-        description="This hand-out's generation; acknowledge must echo it."
-    )
+    generation: int = Field(description="This hand-out's generation; acknowledge must echo it.")
     address: str
     sender: str = Field(description='Principal id of the sender, or "vigil" for system alerts.')
     kind: EnvelopeKind
@@ -146,8 +144,7 @@ class AcknowledgeInput(StrictInput):
     id: str = Field(
         min_length=1,
         max_length=200,
-        description="The delivery's id, as receive gave it; opaque. An id of no delivery of "
-        "yours is not_found.",
+        description="The delivery's id, as receive gave it.",
     )
     generation: int = Field(
         ge=1, description="The generation of your hand-out; it must still be the current one."
@@ -251,17 +248,9 @@ class UsageDayView(Output):
 
 
 class UsagePage(Output):
-    usage: list[UsageDayView] = Field(
-        description=(
-            "By day, then principal, oldest first; a list in an object, because MCP structured "
-            "output is one."
-        )
-    )
+    usage: list[UsageDayView] = Field(description="By day, then principal, oldest first.")
     next_cursor: str | None = Field(
-        description=(
-            "Pass as cursor for the next page; null at the end. With principal, a page may be "
-            "short (even empty) and still have a cursor."
-        )
+        description="Pass as cursor for the next page; null at the end."
     )
 
 
@@ -332,8 +321,7 @@ TOOLS: tuple[Tool[MailboxContext], ...] = (
         name="get_usage",
         title="Read usage",
         description=(
-            "Billable usage: first deliveries per receiving principal and UTC day. Operators "
-            "only."
+            "Billable usage: first deliveries per receiving principal and UTC day. Operators only."
         ),
         input_model=GetUsageInput,
         output_model=UsagePage,

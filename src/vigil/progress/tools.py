@@ -49,9 +49,7 @@ class ReportProgressResult(Output):
     ok: Literal[True] = Field(description="Always true: the report is stored.")
     recorded_at: datetime = Field(description="The time stored with the report.")
     scope_progress: bool = Field(
-        description="True: the report is now its scope's progress, shown by resume_packet, "
-        "since you hold the scope's switch. False: it names no scope, or you do not hold the "
-        "scope's switch, and it is kept as your own progress only."
+        description="True if resume_packet shows it as its scope's progress."
     )
 
 

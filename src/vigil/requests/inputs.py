@@ -203,9 +203,7 @@ class ReportExecutionInput(StrictInput):
         ),
     ]
     result: ResultValue = None
-    state: ReportedState = Field(
-        description="started, then succeeded, failed or unknown (final)."
-    )
+    state: ReportedState = Field(description="started, then succeeded, failed or unknown (final).")
 
 
 class StartChatInput(StrictInput):

@@ -78,9 +78,7 @@ class SessionHeartbeatInput(StrictInput):
     currentStep: (
         Annotated[str, Field(max_length=MAX_STEP_BYTES), text_within(MAX_STEP_BYTES)]
         | SkipJsonSchema[None]
-    ) = _optional(
-        f"What the agent is doing now, up to {MAX_STEP_BYTES // 1024} KiB of UTF-8."
-    )
+    ) = _optional(f"What the agent is doing now, up to {MAX_STEP_BYTES // 1024} KiB of UTF-8.")
     stepIndex: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = _optional(
         "Position of the current step, not above stepCount; sent with it."
     )
@@ -89,9 +87,7 @@ class SessionHeartbeatInput(StrictInput):
     )
     acknowledgedInstructionIds: (
         Annotated[list[InstructionId], Field(max_length=MAX_ACKNOWLEDGMENTS)] | SkipJsonSchema[None]
-    ) = _optional(
-        "Ids of handed-out instructions you have dealt with: they never come back."
-    )
+    ) = _optional("Ids of handed-out instructions you have dealt with: they never come back.")
     instructionCursor: InstructionCursor | SkipJsonSchema[None] = _optional(
         "The previous beat's nextInstructionCursor; omit it to start from the oldest."
     )
@@ -140,9 +136,7 @@ class SessionHeartbeatResult(Output):
     nextInstructionCursor: str | None = Field(
         description="Pass as instructionCursor on the next beat; null when all are seen."
     )
-    acknowledged: list[str] = Field(
-        description="The instruction ids this beat acknowledged."
-    )
+    acknowledged: list[str] = Field(description="The instruction ids this beat acknowledged.")
     unknownInstructionIds: list[str] = Field(
         description="Acknowledged ids this session never handed out."
     )
@@ -349,8 +343,7 @@ class ListSessionsInput(StrictInput):
 class SessionPage(Output):
     sessions: list[SessionView] = Field(description="In session id order.")
     next_cursor: str | None = Field(
-        description="Pass as cursor for the next page; null at the end. A page may be short "
-        "(even empty) and still have a cursor when stale_only skips many sessions."
+        description="Pass as cursor for the next page; null at the end."
     )
     stale_after_seconds: int = STALE_AFTER_SECONDS
 
@@ -409,8 +402,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="list_instructions",
         title="List a session's instructions",
         description=(
-            "The instructions of a session, oldest first, each pending, delivered or "
-            "acknowledged."
+            "The instructions of a session, oldest first, each pending, delivered or acknowledged."
         ),
         input_model=ListInstructionsInput,
         output_model=InstructionPage,
