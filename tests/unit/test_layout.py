@@ -115,6 +115,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "app",
         "context",
         "catalog",
+        "catalog_sizes",
         "store",
         "stores",
         "bootstrap",

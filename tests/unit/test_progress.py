@@ -192,8 +192,9 @@ json_values = st.recursive(
 def test_the_published_schema_and_the_server_agree_on_every_shape(
     document: dict[str, Any],
 ) -> None:
-    schema = catalog.tool("report_progress").input_schema()["properties"]["progress"]
-    published = Draft202012Validator(schema).is_valid(document)
+    schema = catalog.tool("report_progress").input_schema()
+    progress = {**schema["properties"]["progress"], "$defs": schema["$defs"]}
+    published = Draft202012Validator(progress).is_valid(document)
     assert published == (PROGRESS_BOUNDS.shape_problem(document) is None)
 
 
@@ -202,9 +203,8 @@ def test_the_input_schema_bounds_are_stated(world: World) -> None:
     progress = schema["properties"]["progress"]
     assert progress["maxProperties"] == 50
     assert progress["additionalProperties"] is False
-    for text in ("8 KiB", "50 keys", "4 levels", "2000 characters"):
-        assert text in progress["description"]
-        assert text in catalog.tool("report_progress").description
+    # The one bound a schema cannot state; the depth and string bounds are the schema's own.
+    assert "8 KiB" in progress["description"]
     assert json.dumps(schema).count('"additionalProperties": true') == 0
 
 

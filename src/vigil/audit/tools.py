@@ -43,26 +43,16 @@ class AuditEventView(Output):
     id: str
     at: datetime
     actor: str | None = Field(
-        description=(
-            "The principal id of the operator who made the change; null for the deployer, with "
-            "AWS credentials (vigil bootstrap, vigil rotate-operator)."
-        )
+        description="The operator who made the change; null for the deployer."
     )
     action: AuditAction
     target_kind: TargetKind
-    target: str = Field(
-        description=(
-            "A principal id, a switch's scope, a mailbox address, a channel id or a pause's prefix."
-        )
-    )
+    target: str = Field(description="The id, scope, address or prefix of what changed.")
     before_version: int | None = Field(
         description="The target's version before the change; null if it did not exist."
     )
     after_version: int | None = Field(
-        description=(
-            "The target's version after the change; null for a mailbox (unversioned) and for "
-            "a deleted channel."
-        )
+        description="The target's version after the change, if it has one."
     )
 
     @classmethod
@@ -96,13 +86,9 @@ TOOLS: tuple[Tool[AuditContext], ...] = (
         name="list_audit_events",
         title="Read the audit trail",
         description=(
-            "Page through the audit trail of the caller's namespace, newest first: every change "
-            "an operator made with an operator's power (register; rotate_secret and "
-            "revoke_principal of another principal; create_mailbox for another agent; disarm of "
-            "another's switch; pause_switches and resume_switches; creating, rotating the "
-            "secret of, disabling, enabling and deleting a channel) and every change the "
-            "deployer made with AWS credentials, each with who, what, when and the target's "
-            "versions before and after. Operators only."
+            "The audit trail of your namespace, newest first: every change made with an "
+            "operator's power or by the deployer, with who, what, when and the versions before "
+            "and after. Operators only."
         ),
         input_model=ListAuditEventsInput,
         output_model=AuditPage,

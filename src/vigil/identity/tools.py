@@ -86,11 +86,7 @@ class PrincipalView(Output):
 class SecretIssued(Output):
     principal: PrincipalView
     secret: str | None = Field(
-        description=(
-            "The new secret, shown in this response only and stored only as a hash. Null when "
-            "this result replays an earlier call with the same idempotency key, except the "
-            "retry of a rotation of your own secret made with the old one (see rotate_secret)."
-        )
+        description="The new secret, shown only here; null on most replays (docs/TOOLS.md)."
     )
 
 
@@ -254,12 +250,9 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="rotate_secret",
         title="Rotate a secret",
         description=(
-            "Replace a principal's secret with a new one and invalidate the old one at once. "
-            "Anyone may rotate their own; operators may also rotate those of the workers of "
-            "their namespace, never another operator's (forbidden). If the answer to a rotation "
-            "of your own secret made with an idempotency key is lost, retry the same call with "
-            f"the old secret within {HANDOVER_SECONDS // 60} minutes: it returns the same new "
-            "secret, and the old secret serves for nothing else."
+            "Replace a principal's secret and invalidate the old one at once: your own, or as an "
+            "operator a worker's. A lost answer: retry with the old secret and the same "
+            f"idempotency key within {HANDOVER_SECONDS // 60} minutes."
         ),
         input_model=RotateSecretInput,
         output_model=SecretIssued,

@@ -87,12 +87,9 @@ class JsonBounds:
         return "values must be JSON: objects, arrays, strings, numbers, booleans or null"
 
     def describe(self) -> str:
-        """The bounds in words, for the descriptions of the fields they bound."""
-        return (
-            f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON, {self.max_keys} keys "
-            f"per object, {self.max_depth} levels of nesting, strings of up to "
-            f"{self.max_string} characters"
-        )
+        """The one bound a JSON Schema cannot state, the size, in words for the descriptions
+        of the fields it bounds (the schema states the rest)."""
+        return f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON"
 
     def require_size(self, document: Any, what: str) -> None:
         """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""
@@ -130,9 +127,15 @@ class JsonBounds:
     def _object(self, level: int) -> dict[str, Any]:
         return {
             "maxProperties": self.max_keys,
-            "patternProperties": {_ANY_KEY: self._value(level + 1)},
+            "patternProperties": {_ANY_KEY: self._nested(level + 1)},
             "additionalProperties": False,
         }
+
+    def _nested(self, level: int) -> dict[str, Any]:
+        """A value inside a container at ``level``. Its title names the shape by the levels
+        still open below it, so that a published schema writes each level once and refers
+        to it (kit/tooling.py), instead of repeating it for items and for properties alike."""
+        return {"title": f"json_depth_{max(self.max_depth - level + 1, 0)}", **self._value(level)}
 
     def _value(self, level: int) -> dict[str, Any]:
         """A value held at ``level``: a scalar, or a container while the depth allows one.
@@ -144,5 +147,5 @@ class JsonBounds:
             "type": [*_SCALARS, "object", "array"],
             "maxLength": self.max_string,
             **self._object(level),
-            "items": self._value(level + 1),
+            "items": self._nested(level + 1),
         }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import GenerateJsonSchema
 
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import Role
@@ -27,10 +28,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description=(
-            "Retry key for this mutation, 1-128 printable characters. Reuse it, with the same "
-            "arguments, to retry an outcome you did not see; a new intent needs a new key."
-        ),
+        description="Retry key: the same key and arguments return the first result.",
     ),
     normalised(128),
 ]
@@ -54,8 +52,7 @@ AgentLabel = Annotated[
     str,
     Field(
         max_length=64,
-        description="A label for the calling instance, e.g. worker-3; up to 64 characters, "
-        "kept as written.",
+        description="A label for the calling instance, e.g. worker-3.",
     ),
     TEXT,
 ]
@@ -115,10 +112,14 @@ class Tool(Generic[C]):
         return "agent_key" in self.input_model.model_fields
 
     def input_schema(self) -> dict[str, Any]:
-        return strict_schema(self.input_model.model_json_schema())
+        return published(
+            strict_schema(self.input_model.model_json_schema(schema_generator=_Untitled))
+        )
 
     def output_schema(self) -> dict[str, Any]:
-        return self.output_model.model_json_schema(mode="serialization")
+        return published(
+            self.output_model.model_json_schema(mode="serialization", schema_generator=_Untitled)
+        )
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -136,3 +137,78 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     close(schema)
     return schema
+
+
+class _Untitled(GenerateJsonSchema):
+    """No title derived from a field's name: the property's name already says it, and a model
+    reads every byte of a published schema on every turn."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+# Keywords whose value maps names to subschemas, and those whose value is one subschema or a
+# list of them: a walk over a schema's keywords, never over its properties' names.
+_NAMED_SUBSCHEMAS = ("properties", "patternProperties", "$defs")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "anyOf", "oneOf", "allOf", "prefixItems")
+# Keywords that constrain a value whatever its type: a schema with one of them cannot merge
+# with its null alternative into one list of types.
+_ANY_TYPE_KEYWORDS = frozenset({"enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not"})
+
+
+def published(schema: dict[str, Any]) -> dict[str, Any]:
+    """A generated schema as tools/list shows it, validating exactly the same documents in
+    fewer bytes: a titled subschema (a named shape, such as one level of a JSON value) is
+    written once under ``$defs`` and referenced wherever it recurs; titles are dropped (a
+    model's is its ``$defs`` key); ``anyOf: [X, null]`` becomes ``X`` with ``null`` in its
+    types where X's keywords only constrain its own type."""
+    shapes: dict[str, Any] = {}
+
+    def shape(node: dict[str, Any]) -> dict[str, Any]:
+        name = node.get("title")
+        if not isinstance(name, str):
+            return node
+        if shapes.setdefault(name, node) != node:
+            raise ValueError(f"two different shapes are both named {name}")
+        return {"$ref": f"#/$defs/{name}"}
+
+    def walk(node: Any, hoist: bool) -> Any:
+        if isinstance(node, list):
+            return [walk(each, hoist=True) for each in node]
+        if not isinstance(node, dict):
+            return node
+        rebuilt: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _NAMED_SUBSCHEMAS:
+                rebuilt[key] = {
+                    name: walk(each, hoist=key != "$defs") for name, each in value.items()
+                }
+            elif key in _SUBSCHEMAS:
+                rebuilt[key] = walk(value, hoist=True)
+            else:
+                rebuilt[key] = value
+        rebuilt = _nullable(rebuilt)
+        if hoist:
+            return shape(rebuilt)
+        rebuilt.pop("title", None)
+        return rebuilt
+
+    result: dict[str, Any] = walk(schema, hoist=False)
+    for name, node in list(shapes.items()):
+        shapes[name] = {key: value for key, value in node.items() if key != "title"}
+    if shapes:
+        result["$defs"] = {**result.get("$defs", {}), **shapes}
+    return result
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    alternatives = node.get("anyOf")
+    if not (isinstance(alternatives, list) and len(alternatives) == 2):
+        return node
+    kept, null = alternatives
+    if null != {"type": "null"} or not isinstance(kept.get("type"), str):
+        return node
+    if _ANY_TYPE_KEYWORDS & kept.keys():
+        return node
+    merged = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**kept, **merged, "type": [kept["type"], "null"]}

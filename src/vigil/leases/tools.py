@@ -91,15 +91,12 @@ class AcquireInput(StrictInput):
     resource: Resource
     scope: Scope | None = Field(
         default=None,
-        description=(
-            "Ties the lease to a dead-man switch's scope. Without one, no switch can release "
-            "it if the holder dies: it only lapses at expires_at."
-        ),
+        description="A dead-man switch's scope that releases the lease if you die.",
     )
     ttl_seconds: TtlSeconds = 60
     agent_id: AgentLabel | None = Field(
         default=None,
-        description="A label for the instance taking the lease, e.g. worker-3; up to 64 chars.",
+        description="A label for the instance taking the lease, e.g. worker-3.",
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -163,13 +160,10 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         name="acquire_lease",
         title="Acquire a lease",
         description=(
-            "Take an exclusive, expiring lease on a named resource of the caller's namespace, "
-            "for ttl_seconds. It is granted if nobody holds it or the last lease has expired, "
-            "with a generation one higher than the last: a fencing token to present with every "
-            "action on the resource. Acquiring a lease you already hold extends it, keeps its "
-            "generation and takes this call's scope and agent_id. Held by someone else: "
-            "version_conflict, with held_until and its generation. Give a scope so that a "
-            "dead-man switch of that scope releases the lease if you die."
+            "Take an exclusive lease on a resource for ttl_seconds. Its generation is a "
+            "fencing token to present with every action on the resource. Held by someone "
+            "else: version_conflict with held_until. Give a scope so that your dead-man "
+            "switch releases it if you die."
         ),
         input_model=AcquireInput,
         output_model=LeaseResult,
@@ -179,10 +173,8 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         name="renew_lease",
         title="Renew a lease",
         description=(
-            "Extend a lease you hold to ttl_seconds from now, keeping its generation. Only the "
-            "current generation of a lease that has not expired can be renewed; otherwise "
-            "stale_generation, with the current_generation if someone holds it, and whatever "
-            "you were doing under the old generation must stop."
+            "Extend a lease you hold to ttl_seconds from now, keeping its generation. "
+            "stale_generation means you lost it: stop what you were doing under it."
         ),
         input_model=RenewInput,
         output_model=LeaseResult,
@@ -192,10 +184,7 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         name="release_lease",
         title="Release a lease",
         description=(
-            "Give up a lease you hold at the given generation, so others can take it at once. "
-            "An expired lease can still be released while nobody else has taken it; releasing "
-            "again returns the released lease. A generation that is not yours, or was "
-            "superseded: stale_generation."
+            "Give up a lease you hold at the given generation, so others can take it at once."
         ),
         input_model=ReleaseInput,
         output_model=LeaseResult,

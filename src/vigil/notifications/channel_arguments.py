@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import StrictInput
-from vigil.notifications.records import EVENT_TYPES, MAX_REPEATS, EventType, Rule
+from vigil.notifications.records import EVENT_TYPES, EventType, Rule
 from vigil.switches.tools import ScopePrefix
 
 MAX_URL = 2000
@@ -78,12 +78,7 @@ Url = Annotated[
         min_length=len("https://x"),
         max_length=MAX_URL,
         pattern=URL_PATTERN,
-        description=(
-            f"For a webhook or Slack channel: where events are POSTed, an https:// URL of at "
-            f"most {MAX_URL} characters (printable ASCII; http:// on the local runtime only). "
-            f"A Slack channel's is the incoming webhook's URL, {SLACK_PREFIX}…; it is kept "
-            "sealed and only its host is ever shown."
-        ),
+        description=f"A webhook's https:// URL, or a Slack incoming webhook's ({SLACK_PREFIX}...).",
     ),
     AfterValidator(_port_in_range),
 ]
@@ -93,10 +88,7 @@ EmailAddress = Annotated[
         min_length=len("a@b.cc"),
         max_length=MAX_EMAIL,
         pattern=EMAIL_PATTERN,
-        description=(
-            f"For an email channel: the address events are mailed to, at most {MAX_EMAIL} "
-            f"characters, {MAX_LOCAL_PART} of them before the @."
-        ),
+        description="For an email channel: the address events are mailed to.",
     ),
     AfterValidator(_local_part_fits),
 ]
@@ -116,30 +108,19 @@ class RuleInput(StrictInput):
     events: Events
     scope_prefix: ScopePrefix | None = Field(
         default=None,
-        description=(
-            "Only events whose scope (a switch's, a session's) begins with this text. Omitted: "
-            "every event of these types, those that have no scope included."
-        ),
+        description="Only events whose scope begins with this text.",
     )
     repeat_every_minutes: int | None = Field(
         default=None,
         ge=5,
         le=1440,
-        description=(
-            "For the alerts this rule takes (switch.fired, request.opened): send the alert "
-            "again every so many minutes until a person acknowledges it (acknowledge_alert), "
-            f"the request is no longer open or the switch is armed again; at most {MAX_REPEATS} "
-            "times. Each repeat has an id of its own and says which alert it repeats."
-        ),
+        description="Repeat an alert every so many minutes until acknowledge_alert.",
     )
     escalate_after_minutes: int | None = Field(
         default=None,
         ge=5,
         le=10080,
-        description=(
-            "For the same alerts: if nobody has acknowledged one after so many minutes, send "
-            "it once to the channel escalate_to. Needs escalate_to."
-        ),
+        description="Send an alert unacknowledged this long to escalate_to, once.",
     )
     escalate_to: ChannelId | None = Field(
         default=None,

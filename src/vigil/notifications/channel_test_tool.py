@@ -26,11 +26,7 @@ class ChannelTested(Output):
     event_id: str = Field(description="The test event's id: its webhook-id, for a webhook.")
     delivered: bool
     outcome: Literal["delivered", "retry", "gone", "rejected"] = Field(
-        description=(
-            "delivered; retry (the receiver failed or timed out: a real event would be tried "
-            "again); gone (it answered 410: a real event would disable the channel); rejected "
-            "(any other answer, or a target refused before connecting)."
-        )
+        description="What a real event would meet: delivered, retried, gone (410) or rejected."
     )
     status: int | None = Field(description="The receiver's HTTP status; null if none came.")
     reason: str = Field(description="What the attempt came to, in a line (never a secret).")
@@ -66,11 +62,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="test_channel",
         title="Send a test notification",
         description=(
-            "Send a channel.test event to a channel now, once, exactly as a real event goes "
-            "(signed for a webhook, Block Kit for Slack, SES for email), and say what the "
-            "receiver answered. Each test is recorded in the audit trail before it is sent; "
-            "nothing is retried. Works on a disabled channel too, to check it before enabling "
-            "it. Operators only."
+            "Send a channel.test event to a channel once, as a real event goes, and say what the "
+            "receiver answered. Works on a disabled channel too. Operators only."
         ),
         input_model=TestChannelInput,
         output_model=ChannelTested,

@@ -23,7 +23,6 @@ from vigil.notifications.channel_arguments import (
 )
 from vigil.notifications.context import NotificationContext
 from vigil.notifications.records import (
-    MAX_CHANNELS,
     MAX_RULES,
     ROTATION_OVERLAP,
     Channel,
@@ -68,10 +67,7 @@ class ChannelView(Output):
     name: str
     kind: ChannelKind
     target: str = Field(
-        description=(
-            "Where events go: a webhook's URL, an email address, or for Slack only the "
-            "webhook's host (the rest of its URL is a credential and never shown)."
-        )
+        description="A webhook's URL, an email address, or a Slack webhook's host only."
     )
     rules: list[RuleView]
     state: ChannelState
@@ -79,10 +75,7 @@ class ChannelView(Output):
         description="Why a disabled channel is: an operator, or its receiver (410 Gone)."
     )
     signing_secrets: list[SigningSecretView] = Field(
-        description=(
-            "A webhook's secrets that sign its deliveries now, newest first (never the secrets "
-            "themselves); empty for Slack and email."
-        )
+        description="When a webhook's signing secrets were made, newest first."
     )
     created_by: str
     created_at: datetime
@@ -113,12 +106,7 @@ class ChannelView(Output):
 class ChannelIssued(Output):
     channel: ChannelView
     signing_secret: str | None = Field(
-        description=(
-            "A webhook's new signing secret (whsec_…), for verifying its deliveries as the "
-            "Standard Webhooks specification says; shown in this response only and kept "
-            "sealed. Null for Slack and email, and when this result replays an earlier call "
-            "with the same idempotency key: rotate the secret again if the answer was lost."
-        )
+        description="A webhook's new signing secret, shown only here; null on a replay."
     )
 
 
@@ -150,20 +138,14 @@ def _result(now: datetime) -> Callable[[Channel], ChannelResult]:
 class CreateChannelInput(StrictInput):
     name: Name
     kind: ChannelKind = Field(
-        description=(
-            "webhook: a signed JSON POST to your URL; slack: a message through a Slack incoming "
-            "webhook; email: a mail to an address."
-        )
+        description="webhook (signed JSON POSTs), slack (incoming webhook) or email."
     )
     email: EmailAddress | None = None
     url: Url | None = None
     rules: list[RuleInput] = Field(
         min_length=1,
         max_length=MAX_RULES,
-        description=(
-            f"Which events the channel receives, 1-{MAX_RULES} rules: an event goes to the "
-            "channel once if any rule takes it."
-        ),
+        description="Which events the channel receives: once if any rule takes it.",
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -293,13 +275,10 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="create_channel",
         title="Create a notification channel",
         description=(
-            "Send the namespace's events (a switch fired, a request opened, expiring, answered "
-            "or expired, a session gone stale, a delivery dead-lettered) to people outside "
-            "Vigil: a webhook (signed JSON POSTs to an https URL), a Slack incoming webhook, or "
-            "an email address, each event picked by the rules (event types, and optionally a "
-            "scope prefix). A webhook's signing secret (whsec_…) appears in this response only; "
-            f"keep it to verify deliveries. At most {MAX_CHANNELS} channels a namespace. "
-            "Operators only."
+            "Send the namespace's events (switch fired, request opened, session stale...) to "
+            "people outside Vigil: a signed webhook, a Slack incoming webhook or an email "
+            "address, chosen by rules. A webhook's signing secret appears in this response "
+            "only. Operators only."
         ),
         input_model=CreateChannelInput,
         output_model=ChannelIssued,

@@ -50,8 +50,7 @@ ActionDocument = Annotated[
         {
             **ACTION_BOUNDS.json_schema(),
             "description": "The exact action an approval binds, a JSON object "
-            f"({ACTION_BOUNDS.describe()}): redeem_approval compares its canonical "
-            "serialisation (keys sorted, no whitespace, UTF-8) byte for byte.",
+            f"({ACTION_BOUNDS.describe()}), compared as canonical JSON.",
         }
     ),
 ]
@@ -61,8 +60,8 @@ Answer = Annotated[
     WithJsonSchema(
         {
             **ANSWER_BOUNDS.value_schema(),
-            "description": "The answer, any JSON value "
-            f"({ANSWER_BOUNDS.describe()}); with choices, the chosen string exactly as offered.",
+            "description": f"Any JSON value ({ANSWER_BOUNDS.describe()}); with choices, one "
+            "of them exactly.",
         }
     ),
 ]
@@ -72,9 +71,7 @@ ResultValue = Annotated[
     WithJsonSchema(
         {
             **RESULT_BOUNDS.value_schema(),
-            "description": "What the executor observed, any JSON value "
-            f"({RESULT_BOUNDS.describe()}). It is the executor's word, not independent proof "
-            "of an external effect.",
+            "description": f"What you observed, any JSON value ({RESULT_BOUNDS.describe()}).",
         }
     ),
 ]
@@ -84,11 +81,8 @@ SharedKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="A question's reusable-answer key, 1-128 printable characters: a question "
-        "asked with it is answered at once by the last answer given under it, only if that was "
-        "to exactly the same kind, body and choices, by a principal of this question's audience "
-        "who is still active. Otherwise it is asked, and its answer is kept under the key. An "
-        "approval or a task is always decided anew: the key is not used for them.",
+        description="A question asked again with this key, unchanged, gets its last answer "
+        "at once.",
     ),
     normalised(128),
 ]
@@ -100,8 +94,7 @@ Choices = Annotated[
     Field(
         min_length=1,
         max_length=MAX_CHOICES,
-        description=f"Up to {MAX_CHOICES} exact answer strings, each once: a reply that "
-        "gives an answer must give one of them, exactly as offered.",
+        description="The answers a reply may give, each once.",
     ),
 ]
 
@@ -111,8 +104,7 @@ class AskInput(StrictInput):
     attachment_ids: AttachmentIds | None = None
     blocking: bool = Field(
         default=False,
-        description="You cannot go on until the one agent that decides this answers. Only "
-        "for a request to a single agent; a blocking cycle is refused.",
+        description="You cannot go on until the one agent deciding this answers.",
     )
     body: Body = ""
     choices: Choices | None = None
@@ -123,15 +115,12 @@ class AskInput(StrictInput):
         default=DEFAULT_EXPIRES_SECONDS,
         ge=MIN_EXPIRES_SECONDS,
         le=MAX_EXPIRES_SECONDS,
-        description=f"How long the request stays open: {MIN_EXPIRES_SECONDS} s to "
-        f"{MAX_EXPIRES_SECONDS // 86400} days, {DEFAULT_EXPIRES_SECONDS // 3600} hours if "
-        "omitted. Then it is expired, a final state of its own.",
+        description="How long the request stays open before it expires.",
     )
     idempotency_key: IdempotencyKey | None = None
     kind: RequestKind = Field(
         default="question",
-        description="question (answered), approval (approved or denied) or task (completed, "
-        "failed or rejected).",
+        description="question (answered), approval (approved or denied) or task.",
     )
     mentions: Mentions | None = None
     reuse_direct: bool = Field(
@@ -166,8 +155,7 @@ class ReplyInput(StrictInput):
     answer: Answer = None
     id: RequestId
     outcome: Outcome = Field(
-        description="answered for a question; approved or denied for an approval; completed, "
-        "failed or rejected for a task."
+        description="answered; approved or denied; completed, failed or rejected (a task)."
     )
     version: Version
 
@@ -182,7 +170,7 @@ class RequestStatusInput(StrictInput):
 
 class SetBlockingInput(StrictInput):
     blocking: bool = Field(
-        description="true: you cannot go on until the request's one agent answers; false: clear it."
+        description="true: you cannot go on until its one agent answers; false: clear it."
     )
     id: RequestId
 
@@ -215,18 +203,13 @@ class ReportExecutionInput(StrictInput):
         ),
     ]
     result: ResultValue = None
-    state: ReportedState = Field(
-        description="Execution states, not request states: started, then succeeded, failed "
-        "or unknown."
-    )
+    state: ReportedState = Field(description="started, then succeeded, failed or unknown (final).")
 
 
 class StartChatInput(StrictInput):
     approval: bool = Field(
         default=False,
-        description="The first message asks the chat's other participants for an approval "
-        "decision (approved or denied, with reply): a request without a bound action, which "
-        "communicates a decision and cannot be redeemed (use ask with action for that).",
+        description="The first message asks for an approval without an action.",
     )
     attachment_ids: AttachmentIds | None = None
     body: Body

@@ -37,8 +37,8 @@ from vigil.requests.inputs import (
     SetBlockingInput,
     StartChatInput,
 )
-from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, OUTCOMES, Request
-from vigil.requests.service import STATUS_PAGE, Reply, Requests
+from vigil.requests.records import OUTCOMES, Request
+from vigil.requests.service import Reply, Requests
 from vigil.requests.store import RequestPorts
 from vigil.requests.views import (
     ExecutionView,
@@ -265,14 +265,10 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="ask",
         title="Ask a question, an approval or a task",
         description=(
-            "Ask the other participants of a conversation (conversation_id) or someone new "
-            "(target) for a typed reply: a question, an approval, or a task. The audience, who "
-            "may decide, is fixed now: the conversation's other participants. The agents "
-            "among them get one envelope of kind request. An approval may bind an exact "
-            "action (redeem_approval); without one it only communicates a decision. The "
-            f"request expires after expires_in_seconds ({DEFAULT_EXPIRES_SECONDS // 3600} "
-            "hours by default). You may keep working: set blocking only when you cannot go on "
-            "until one individual agent answers. Ordinary information goes with send."
+            "Ask a conversation's other participants (conversation_id) or someone new "
+            "(target) for a typed reply: a question, an approval (which may bind an exact "
+            "action for redeem_approval) or a task. Follow it with request_status or "
+            "get_request. Rules: docs/TOOLS.md#ask."
         ),
         input_model=AskInput,
         output_model=RequestView,
@@ -284,10 +280,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="request_status",
         title="List requests",
         description=(
-            "The requests you asked and those you decide, oldest first, up to "
-            f"{STATUS_PAGE} a page, filtered by state and blocking if given. They come as the "
-            "array in the result's requests field: MCP structured output is an object, so the "
-            "list the catalog describes has this wrapper."
+            "The requests you asked and those you decide, oldest first, filtered by state and "
+            "blocking if given."
         ),
         input_model=RequestStatusInput,
         output_model=RequestStatusResult,
@@ -297,10 +291,7 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
     Tool(
         name="get_request",
         title="Read a request",
-        description=(
-            "A request you asked or decide: its state, version, deadline, final response and "
-            "history. Reading changes nothing."
-        ),
+        description="A request you asked or decide: its state, version, response and history.",
         input_model=GetRequestInput,
         output_model=RequestView,
         run=get_request,
@@ -310,11 +301,9 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="reply",
         title="Resolve a request",
         description=(
-            "Resolve an open request of your audience at its current version with a typed "
-            f"outcome ({_KINDS}) and an optional JSON answer; with choices, the answer is one "
-            "of them exactly. The first final outcome stands: a request already final, expired "
-            "included, is a version_conflict naming its state. Chat text never resolves a "
-            "request. The requester, if an agent, gets one envelope of kind response."
+            "Resolve an open request you decide, at its current version, with a typed outcome "
+            "and an optional answer. The first final outcome stands; chat text never resolves "
+            "a request."
         ),
         input_model=ReplyInput,
         output_model=RequestView,
@@ -326,9 +315,7 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         title="Declare a blocking dependency",
         description=(
             "Declare (or clear) that you cannot go on until the one agent deciding your open "
-            "request answers. Refused for a request with another audience, and when it would "
-            "close a cycle of agents waiting on each other (the error names the cycle). "
-            "Ordinary waiting and offline peers are not a deadlock."
+            "request answers; refused if it would close a cycle of waiting agents."
         ),
         input_model=SetBlockingInput,
         output_model=RequestView,
@@ -338,10 +325,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="replace_request",
         title="Replace a request",
         description=(
-            "Edit and resend your own open request at its current version, atomically: it "
-            "becomes replaced and needs no answer, and a new request with your new body keeps "
-            "its audience, files, choices, action and blocking, with a fresh version and "
-            "deadline. No earlier response carries over. The idempotency_key is required."
+            "Edit and resend your own open request: it becomes replaced, and a new request "
+            "with the new body keeps its audience and settings."
         ),
         input_model=ReplaceRequestInput,
         output_model=ReplaceResult,
@@ -353,11 +338,9 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="redeem_approval",
         title="Redeem an approval",
         description=(
-            "Recheck your approved approval against the exact action you are about to take "
-            "(compared as canonical JSON) and get its one durable execution intent; a retry "
-            "returns the same intent. Refused if the action differs, or the approval is not "
-            "approved, was denied, expired or is past its deadline. This executes nothing: "
-            "your business tool must enforce its own fences."
+            "Before acting on an approval, check it against the exact action you are about to "
+            "take and get its one execution intent; refused unless approved for exactly that "
+            "action. It executes nothing. Then report_execution."
         ),
         input_model=RedeemApprovalInput,
         output_model=ExecutionView,
@@ -367,10 +350,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="report_execution",
         title="Report an execution",
         description=(
-            "Record what you observed executing a redeemed approval: started, then "
-            "succeeded, failed or unknown (final, never changed), with an optional JSON "
-            "result. A report is your word, not proof of an external effect; approval and "
-            "transport receipt are not execution evidence."
+            "Record what you observed executing a redeemed approval: started, then succeeded, "
+            "failed or unknown, with an optional result. A report is your word, not proof."
         ),
         input_model=ReportExecutionInput,
         output_model=ExecutionView,
@@ -380,12 +361,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="start_chat",
         title="Start a shared chat",
         description=(
-            "Start a shared chat with up to 100 targets of your namespace and its first "
-            "message; you manage it. The agents among them receive the message in their "
-            "mailboxes, as with send. Each new chat is its own history: chats are never "
-            "merged. With approval or choices, the first message asks a request of the other "
-            "participants (their envelopes are of kind request; request_id names it), "
-            f"expiring after {DEFAULT_EXPIRES_SECONDS // 3600} hours."
+            "Start a shared chat that you manage with a first message to its targets; with "
+            "approval or choices, that message asks a request of them."
         ),
         input_model=StartChatInput,
         output_model=SendResult,

@@ -61,10 +61,7 @@ LeaseSeconds = Annotated[
     Field(
         ge=MIN_LEASE_SECONDS,
         le=MAX_LEASE_SECONDS,
-        description=(
-            f"How long the lease lasts from now: {MIN_LEASE_SECONDS} to {MAX_LEASE_SECONDS} "
-            f"seconds, {DEFAULT_LEASE_SECONDS} if omitted."
-        ),
+        description="How long the lease lasts from now, in seconds.",
     ),
 ]
 RESULT_LIMITS = RESULT_BOUNDS.describe()
@@ -77,12 +74,7 @@ ResultDocument = Annotated[
 
 class RunView(Output):
     run_id: UUID
-    state: RunState = Field(
-        description=(
-            "running: its lease is live; lapsed: the lease ran out and anyone may claim the run; "
-            "finished: an outcome is recorded and nothing more can change."
-        )
-    )
+    state: RunState = Field(description="lapsed: the lease ran out and anyone may claim the run.")
     holder: str = Field(description="Principal id holding the run, or that last held it.")
     generation: int = Field(description="Fencing token: grows by one with every claim.")
     expires_at: datetime = Field(description="When the lease ends, or ended.")
@@ -186,7 +178,7 @@ class FinishRunInput(StrictInput):
     outcome: Outcome
     result: ResultDocument | None = Field(
         default=None,
-        description=f"An optional JSON object summing up the outcome: {RESULT_LIMITS}.",
+        description=f"A JSON object summing up the outcome ({RESULT_LIMITS}).",
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -217,10 +209,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="start_run",
         title="Start a run",
         description=(
-            "Create a run held by you at generation 1 under a lease of lease_duration_seconds "
-            "(5 to 300). Give run_id to choose its id (taken already: version_conflict) or let "
-            "Vigil pick one. Keep the lease alive with create_run_heartbeat and end the run "
-            "with finish_run."
+            "Create a run held by you at generation 1, under a lease. Keep the lease alive "
+            "with create_run_heartbeat and end the run with finish_run."
         ),
         input_model=StartRunInput,
         output_model=RunResult,
@@ -230,10 +220,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="claim_run",
         title="Claim a run",
         description=(
-            "Take over a run whose lease ran out, at a generation one higher than before: "
-            "whoever held the old generation is fenced off from then on. A run held by someone "
-            "else with a live lease: version_conflict with held_until. A finished run cannot "
-            "be claimed. Claiming a run you hold extends its lease and keeps its generation."
+            "Take over a run whose lease ran out, at the next generation, fencing off its "
+            "last holder. Held with a live lease: version_conflict with held_until."
         ),
         input_model=ClaimRunInput,
         output_model=RunResult,
@@ -243,11 +231,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="create_run_heartbeat",
         title="Renew a run's lease",
         description=(
-            "Extend your lease on a run to lease_duration_seconds from now (5 to 300, default "
-            "60). Only the holder of the run's current generation, before the lease runs out, "
-            "may renew: otherwise stale_generation with current_generation, and you must stop "
-            "working on the run (claim_run may take it back at a new generation). The holder "
-            "is known by its credential, so processes sharing one secret count as one holder."
+            "Extend your lease on a run to lease_duration_seconds from now. stale_generation "
+            "means the run is no longer yours: stop working on it."
         ),
         input_model=RunHeartbeatInput,
         output_model=RunHeartbeatResult,
@@ -257,12 +242,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="finish_run",
         title="Finish a run",
         description=(
-            "Record a run's outcome (succeeded, failed or cancelled) and an optional result "
-            f"object ({RESULT_LIMITS}: larger is limit_exceeded, another shape "
-            "invalid_argument), and end its lease. Only "
-            "the holder of the given, current generation "
-            "may finish it, before the lease runs out; otherwise stale_generation. Once "
-            "finished, the run never changes again."
+            "Record a run's outcome and an optional result, and end its lease; only the "
+            "current generation's holder may. A finished run never changes."
         ),
         input_model=FinishRunInput,
         output_model=RunResult,
@@ -271,10 +252,7 @@ TOOLS: tuple[Tool[RunContext], ...] = (
     Tool(
         name="get_run",
         title="Read a run",
-        description=(
-            "A run of your namespace: running, lapsed or finished, its holder, generation, "
-            "lease expiry, and its outcome and result once finished."
-        ),
+        description="A run of your namespace: its state, holder, generation and outcome.",
         input_model=GetRunInput,
         output_model=RunResult,
         run=get_run,

@@ -44,7 +44,7 @@ SessionId = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="The session, named by its agent: 1-128 printable characters.",
+        description="The session, named by its agent.",
     ),
     normalised(128),
 ]
@@ -78,27 +78,18 @@ class SessionHeartbeatInput(StrictInput):
     currentStep: (
         Annotated[str, Field(max_length=MAX_STEP_BYTES), text_within(MAX_STEP_BYTES)]
         | SkipJsonSchema[None]
-    ) = _optional(
-        f"What the agent is doing now, any text up to {MAX_STEP_BYTES // 1024} KiB of UTF-8, "
-        "kept as written (line breaks too)."
-    )
+    ) = _optional(f"What the agent is doing now, up to {MAX_STEP_BYTES // 1024} KiB of UTF-8.")
     stepIndex: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = _optional(
-        "Position of the current step, from 1; only together with stepCount, and not above it."
+        "Position of the current step, not above stepCount; sent with it."
     )
     stepCount: Annotated[int, Field(ge=1, le=1000)] | SkipJsonSchema[None] = _optional(
-        "How many steps are planned, 1 to 1000; only together with stepIndex."
+        "How many steps are planned; sent with stepIndex."
     )
     acknowledgedInstructionIds: (
         Annotated[list[InstructionId], Field(max_length=MAX_ACKNOWLEDGMENTS)] | SkipJsonSchema[None]
-    ) = _optional(
-        "Ids of instructions a beat handed you that you have dealt with, up to 100; they "
-        "never come back. An id this session never handed out is reported in "
-        "unknownInstructionIds, and the rest of the beat stands."
-    )
+    ) = _optional("Ids of handed-out instructions you have dealt with: they never come back.")
     instructionCursor: InstructionCursor | SkipJsonSchema[None] = _optional(
-        "The nextInstructionCursor of the previous beat, to get the next page of the same "
-        "walk; leave it out (or send it empty) to start from the oldest instruction not "
-        "acknowledged."
+        "The previous beat's nextInstructionCursor; omit it to start from the oldest."
     )
     idempotencyKey: IdempotencyKey
 
@@ -143,16 +134,11 @@ class SessionHeartbeatResult(Output):
         description=f"Instructions from people, oldest first, at most {PAGE_SIZE}."
     )
     nextInstructionCursor: str | None = Field(
-        description="Pass as instructionCursor on the next beat for the rest of this walk; "
-        "null when the walk is complete."
+        description="Pass as instructionCursor on the next beat; null when all are seen."
     )
-    acknowledged: list[str] = Field(
-        description="The instruction ids this beat acknowledged (an id acknowledged before "
-        "is harmless and listed again)."
-    )
+    acknowledged: list[str] = Field(description="The instruction ids this beat acknowledged.")
     unknownInstructionIds: list[str] = Field(
-        description="The acknowledgedInstructionIds that name no instruction this session has "
-        "handed out: nothing was acknowledged for them."
+        description="Acknowledged ids this session never handed out."
     )
 
 
@@ -357,8 +343,7 @@ class ListSessionsInput(StrictInput):
 class SessionPage(Output):
     sessions: list[SessionView] = Field(description="In session id order.")
     next_cursor: str | None = Field(
-        description="Pass as cursor for the next page; null at the end. A page may be short "
-        "(even empty) and still have a cursor when stale_only skips many sessions."
+        description="Pass as cursor for the next page; null at the end."
     )
     stale_after_seconds: int = STALE_AFTER_SECONDS
 
@@ -379,20 +364,11 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="session_heartbeat",
         title="Session heartbeat",
         description=(
-            "Tell the people watching how your session is going: status (active, waiting or "
-            "blocked), progressPercent, currentStep and, always together, stepIndex and "
-            "stepCount; whatever you leave out keeps its last value. Your first beat creates "
-            "the session, and from then on only you may beat it. Each beat returns up to "
-            f"{PAGE_SIZE} of the instructions people have posted to you, oldest first, each "
-            "with postedBy, the person or operator who sent it: pass nextInstructionCursor as "
-            "instructionCursor on the following beats until it comes back null to see them "
-            "all. An instruction is handed out again on later walks until you list its id in "
-            "acknowledgedInstructionIds; an id never handed to this session is listed in "
-            "unknownInstructionIds, and the rest of the beat stands. Beat at least every "
-            f"{STALE_AFTER_SECONDS} seconds, or the session shows as stale to its "
-            "watchers, until you end it with end_session; a beat after the end is refused "
-            "(version_conflict, with ended_at and outcome). A retry with the same "
-            "idempotencyKey returns the first result."
+            "Report your session's status and progress to the people watching; fields left "
+            "out keep their last value. Each beat returns pending human instructions: do "
+            "them, then list their ids in acknowledgedInstructionIds or they come again. "
+            f"Beat at least every {STALE_AFTER_SECONDS} s until end_session. "
+            "Rules: docs/TOOLS.md#session_heartbeat."
         ),
         input_model=SessionHeartbeatInput,
         output_model=SessionHeartbeatResult,
@@ -403,12 +379,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="end_session",
         title="End a session",
         description=(
-            "Say that your session's work is over: completed, failed or cancelled. From then "
-            "on it is never stale, nobody is alerted about its silence, its later beats and "
-            "new instructions are refused (version_conflict, with ended_at and outcome), and "
-            "list_sessions shows its end. Only the agent whose beats created it may end it "
-            "(anyone else: not_found); ending it again is a version_conflict. For new work, "
-            "beat a new sessionId."
+            "Say that your session's work is over: completed, failed or cancelled. It is "
+            "never stale again and takes no more beats; for new work, beat a new sessionId."
         ),
         input_model=EndSessionInput,
         output_model=SessionEnded,
@@ -418,12 +390,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="post_instruction",
         title="Instruct a session",
         description=(
-            "Send an instruction, up to 8 KiB of UTF-8, to an agent's session in your "
-            "namespace. The agent gets it on one of its next session_heartbeat calls, and "
-            "again on later ones until it acknowledges it. For people and operators; an agent "
-            "or service without the operator role is forbidden. Returns the instruction, "
-            "pending until a beat hands it out. A session that has ended takes none "
-            "(version_conflict)."
+            "Send an instruction to an agent's session; its session_heartbeat hands it out "
+            "until the agent acknowledges it. For people and operators."
         ),
         input_model=PostInstructionInput,
         output_model=InstructionView,
@@ -434,10 +402,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="list_instructions",
         title="List a session's instructions",
         description=(
-            f"The instructions of a session, oldest first, {service.INSTRUCTIONS_PAGE} a "
-            "page, each with its state: pending (not handed out yet), delivered (handed out "
-            "delivery_count times, not acknowledged yet) or acknowledged. For the people and "
-            "operators of the namespace and for the agent whose session it is."
+            "The instructions of a session, oldest first, each pending, delivered or acknowledged."
         ),
         input_model=ListInstructionsInput,
         output_model=InstructionPage,
@@ -448,12 +413,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="list_sessions",
         title="Watch sessions",
         description=(
-            f"The sessions of your namespace in id order, {service.SESSIONS_PAGE} a page, "
-            "for people and operators: each with its agent (owner), status, progress, current "
-            "step, steps and last beat, its end (ended_at, outcome) once its agent ended it, "
-            "and stale: true when it has not beaten for more than "
-            f"{STALE_AFTER_SECONDS} seconds at the time of this call and has not ended. "
-            "stale_only keeps just the stale ones."
+            "The sessions of your namespace with status, progress and last beat; stale ones "
+            f"have not beaten for {STALE_AFTER_SECONDS} s. For people and operators."
         ),
         input_model=ListSessionsInput,
         output_model=SessionPage,

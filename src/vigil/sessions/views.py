@@ -31,8 +31,7 @@ class InstructionView(Output):
     session_id: str
     body: str
     state: InstructionState = Field(
-        description="pending (not handed out yet), delivered (handed out, not yet "
-        "acknowledged) or acknowledged."
+        description="pending, delivered (not yet acknowledged) or acknowledged."
     )
     posted_by: str
     posted_at: datetime

@@ -15,14 +15,10 @@ from vigil.kit.names import PRINTABLE
 from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.switches.pauses import PauseOrder, pause, pauses_page, resume_pause
 from vigil.switches.records import (
-    HOLD_CHECK_MAX_SECONDS,
-    HOLD_CHECK_MIN_SECONDS,
     MAX_PAUSE_SECONDS,
-    MAX_PAUSES,
     Pause,
 )
 from vigil.switches.tools import ScopePrefix, SwitchContext
-from vigil.switches.watching import LIST_PAGE
 
 # RFC 3339 with its offset (Z or ±hh:mm), as every time Vigil returns; t and z may be lower case.
 _MOMENT = (
@@ -68,27 +64,15 @@ PauseReason = Annotated[
 
 class PauseSwitchesInput(StrictInput):
     scope_prefix: ScopePrefix = Field(
-        description=(
-            "Pause every switch whose scope begins with this text (1-200 characters). A whole "
-            "scope pauses that scope's switch, and any whose scope extends it (job-1 also "
-            "covers job-10: end a prefix with a separator, job-1/, to keep to one family). "
-            "There is no namespace-wide pause."
-        )
+        description="Pause every switch whose scope begins with this text (job-1 covers job-10)."
     )
     until: Moment | None = Field(
         default=None,
-        description=(
-            "When the pause ends for every switch it covers: an RFC 3339 time with its "
-            f"offset, after now and at most {MAX_PAUSE_SECONDS} s (30 days) ahead."
-        ),
+        description=f"When the pause ends, at most {MAX_PAUSE_SECONDS // 86400} days ahead.",
     )
     until_next_beat: bool = Field(
         default=False,
-        description=(
-            "End the pause for each switch at that switch's next beat: it holds only switches "
-            "not beaten since it began, until their agents come back. With until, whichever "
-            "comes first. Give until, until_next_beat or both."
-        ),
+        description="End the pause for each switch at its next beat; with until, first wins.",
     )
     reason: PauseReason | None = None
     idempotency_key: IdempotencyKey | None = None
@@ -179,12 +163,7 @@ class ListPausesInput(StrictInput):
 
 
 class PausePage(Output):
-    pauses: list[PauseView] = Field(
-        description=(
-            "The pauses in force, in scope prefix order; a list in an object, because MCP "
-            "structured output is one."
-        )
-    )
+    pauses: list[PauseView] = Field(description="The pauses in force, in scope prefix order.")
     next_cursor: str | None = Field(
         description="Pass as cursor for the next page; null at the end."
     )
@@ -206,13 +185,9 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="pause_switches",
         title="Pause dead-man switches",
         description=(
-            "For maintenance: pause every dead-man switch whose scope begins with scope_prefix, "
-            "until a time (until), until each switch's next beat (until_next_beat), or the first "
-            "of both. While a pause covers a switch, a missed deadline neither fires it nor "
-            "alerts: the switch is held, armed, and beats keep working. When the pause ends, a "
-            "held switch gets its own window again from that moment, and fires only if it is "
-            "not beaten by then. One pause per prefix; the pause and who set it go to the "
-            f"audit trail. At most {MAX_PAUSES} pauses in force per namespace. Operators only."
+            "For maintenance: pause the dead-man switches whose scope begins with scope_prefix, "
+            "until a time or their next beat. A paused switch does not fire or alert; beats keep "
+            "working. Audited. Operators only."
         ),
         input_model=PauseSwitchesInput,
         output_model=PauseView,
@@ -223,12 +198,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="resume_switches",
         title="End a pause",
         description=(
-            "End a pause early, named by its id or its scope_prefix, with its current version. "
-            "Each switch it held learns of the end at its next hold check (every window of its "
-            f"own, at least {HOLD_CHECK_MIN_SECONDS} s and at most {HOLD_CHECK_MAX_SECONDS} s "
-            "apart) and then has its own window counted from now: it fires only if not beaten "
-            "by then (a switch with a window under a minute, as soon as it learns). A pause that "
-            "has already ended is returned as it is. Audited. Operators only."
+            "End a pause early, by its id or scope_prefix, at its current version; each switch it "
+            "held then has its own window from now. Audited. Operators only."
         ),
         input_model=ResumeSwitchesInput,
         output_model=PauseView,
@@ -239,10 +210,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="list_pauses",
         title="Paused switches",
         description=(
-            f"The pauses in force in your namespace, in scope prefix order, {LIST_PAGE} a page, "
-            "for people and operators: each with its scope_prefix, who set it and when, until, "
-            "until_next_beat, the reason given, and its version (for resume_switches). A switch "
-            "is paused when a pause's scope_prefix begins its scope."
+            "The pauses in force in your namespace, in scope prefix order, with who set them, "
+            "until when, and their version. For people and operators."
         ),
         input_model=ListPausesInput,
         output_model=PausePage,

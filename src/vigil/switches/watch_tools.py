@@ -11,16 +11,13 @@ from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.tooling import Cursor, Output, StrictInput, Tool
 from vigil.switches.records import Action, Death, PublicState, Switch
 from vigil.switches.tools import DeathView, ScopePrefix, SwitchContext
-from vigil.switches.watching import LIST_PAGE, SWITCHES_SCAN_BUDGET, deaths_page, switches_page
+from vigil.switches.watching import LIST_PAGE, deaths_page, switches_page
 
 
 class ListSwitchesInput(StrictInput):
     state: PublicState | None = Field(
         default=None,
-        description=(
-            "Only switches in this state: armed, disarmed, failed (fired, and its death marked "
-            "the work failed) or expired (fired without mark_failed)."
-        ),
+        description="Only switches in this state; failed ones fired with mark_failed.",
     )
     scope_prefix: ScopePrefix | None = None
     cursor: Cursor | None = Field(
@@ -65,14 +62,9 @@ class SwitchView(Output):
 
 
 class SwitchPage(Output):
-    switches: list[SwitchView] = Field(
-        description="In scope order; a list in an object, because MCP structured output is one."
-    )
+    switches: list[SwitchView] = Field(description="In scope order.")
     next_cursor: str | None = Field(
-        description=(
-            "Pass as cursor for the next page; null at the end. A page may be short (even "
-            "empty) and still have a cursor when the state filter skips many switches."
-        )
+        description="Pass as cursor for the next page; null at the end."
     )
 
 
@@ -105,12 +97,7 @@ class ListedDeath(DeathView):
 
 
 class DeathPage(Output):
-    deaths: list[ListedDeath] = Field(
-        description=(
-            "Newest first, by when each switch fired; a list in an object, because MCP "
-            "structured output is one."
-        )
-    )
+    deaths: list[ListedDeath] = Field(description="Newest first, by when each switch fired.")
     next_cursor: str | None = Field(
         description="Pass as cursor for the next (older) page; null at the end."
     )
@@ -131,14 +118,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="list_switches",
         title="Watch dead-man switches",
         description=(
-            f"The dead-man switches of your namespace in scope order, {LIST_PAGE} a page, for "
-            "people and operators (agents see their own through heartbeat and resume_packet). "
-            "Each with its state (armed, disarmed, failed or expired), holder (who armed it), "
-            "agent_id (the label of the beating instance), deadline (when an armed switch "
-            "fires), last_beat_at, expect_within_seconds and generation. state and "
-            "scope_prefix narrow the list; with state, one call examines at most "
-            f"{SWITCHES_SCAN_BUDGET} switches, so a page may be short and still have a "
-            "next_cursor."
+            "The dead-man switches of your namespace in scope order, with state, holder, deadline "
+            "and last beat; state and scope_prefix narrow it. For people and operators."
         ),
         input_model=ListSwitchesInput,
         output_model=SwitchPage,
@@ -149,11 +130,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="list_deaths",
         title="Recent deaths",
         description=(
-            "The deaths of your namespace's dead-man switches, newest first, for people and "
-            "operators: each with its scope, generation, holder and agent_id, deadline, "
-            "fired_at and lateness_seconds (how long after the deadline the switch was seen "
-            "to fire), the actions chosen and completed, and what release_leases released "
-            "(released_count, the first few leases, the pages resume_packet can return)."
+            "The deaths of your namespace's dead-man switches, newest first, with how late each "
+            "fired and what its actions did. For people and operators."
         ),
         input_model=ListDeathsInput,
         output_model=DeathPage,
