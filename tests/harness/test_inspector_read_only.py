@@ -80,7 +80,8 @@ def made(state: dict[str, Any]) -> Scenario:
 
 
 def _listed(state: dict[str, Any]) -> list[dict[str, Any]]:
-    listed = inspector(state["mcp_url"], state["operator_secret"], "--method", "tools/list")
+    url = f"{state['mcp_url']}?toolsets=all"
+    listed = inspector(url, state["operator_secret"], "--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
     tools: list[dict[str, Any]] = json.loads(listed.stdout)["tools"]
     return tools
