@@ -21,14 +21,30 @@ from vigil.transports.router import Router
 
 SRC = ROOT / "src"
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-ADMINISTRATION = {
+# What only operators may call, and what people may call too, as the README lists them.
+OPERATORS_ONLY = {
     "register",
     "get_usage",
     "list_audit_events",
     "create_channel",
+    "list_channels",
+    "rotate_channel_secret",
+    "set_channel_state",
+    "delete_channel",
+    "test_channel",
+    "list_delivery_failures",
+    "replay_delivery",
     "pause_switches",
+    "resume_switches",
 }
-OVERSIGHT = {"list_switches", "list_deaths", "list_sessions", "post_instruction"}
+OVERSIGHT = {
+    "post_instruction",
+    "list_sessions",
+    "acknowledge_alert",
+    "list_switches",
+    "list_deaths",
+    "list_pauses",
+}
 
 
 class Door:
@@ -105,7 +121,7 @@ def test_the_default_is_what_a_worker_needs_and_at_most_40_tools() -> None:
     # Stay alive, take leases, receive, ask (and answer what it is asked).
     needed = {"heartbeat", "acquire_lease", "session_heartbeat", "receive", "acknowledge", "ask"}
     assert needed <= set(default)
-    assert not (ADMINISTRATION | OVERSIGHT) & set(default)
+    assert not (OPERATORS_ONLY | OVERSIGHT) & set(default)
 
 
 # -- listings by who asks -----------------------------------------------------------------
@@ -115,12 +131,21 @@ def test_without_a_credential_the_listing_is_the_agent_default(door: Door) -> No
     assert door.listed() == in_toolsets(*catalog.DEFAULT_TOOLSETS)
 
 
+def test_a_credential_that_is_not_valid_is_shown_what_a_worker_agent_may_call(
+    door: Door, tenant: Tenant
+) -> None:
+    forged = tenant.operator_secret[:-4] + "AAAA"
+    listed = door.listed(secret=forged, query={"toolsets": "all"})
+    assert listed == door.listed(query={"toolsets": "all"})
+    assert not (OPERATORS_ONLY | OVERSIGHT) & set(listed)
+
+
 def test_a_worker_agent_never_sees_operator_or_overseer_tools(door: Door, tenant: Tenant) -> None:
     _, agent = tenant.register(kind="agent")
     _, service = tenant.register(kind="service")
     for secret in (agent, service):
         listed = door.listed(secret=secret, query={"toolsets": "all"})
-        assert not (ADMINISTRATION | OVERSIGHT) & set(listed)
+        assert not (OPERATORS_ONLY | OVERSIGHT) & set(listed)
         # Its own secret is its to rotate: that administration tool it may call, so it sees it.
         assert {"heartbeat", "ask", "stage_attachment", "rotate_secret"} <= set(listed)
         assert door.listed(secret=secret) == in_toolsets(*catalog.DEFAULT_TOOLSETS)
@@ -130,7 +155,7 @@ def test_a_person_sees_what_people_may_call(door: Door, tenant: Tenant) -> None:
     _, person = tenant.register(kind="person")
     listed = set(door.listed(secret=person, query={"toolsets": "all"}))
     assert listed >= OVERSIGHT
-    assert not ADMINISTRATION & listed
+    assert not OPERATORS_ONLY & listed
 
 
 def test_an_operator_may_list_every_tool(door: Door, tenant: Tenant) -> None:
