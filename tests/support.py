@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -19,11 +23,15 @@ from vigil.attachments.memory import MemoryBlobs
 from vigil.bootstrap import bootstrap_operator
 from vigil.clock import ManualClock
 from vigil.errors import VigilError
+from vigil.kit.http import HttpRequest
 from vigil.kit.idempotency import LOCK_SECONDS, RETAIN_SECONDS, IdempotencyRecord
 from vigil.kit.keys import Keys
 from vigil.mailboxes.memory import MemoryMailboxQueues
 from vigil.notifications.sending import Sender
 from vigil.store import Store
+
+if TYPE_CHECKING:
+    from vigil.transports.router import Router
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
 
@@ -163,3 +171,37 @@ def completion_bytes(store: Store, namespace: str, principal_id: str, tool: str,
     assert isinstance(store, MemoryStore)
     stored = store.idempotency[(namespace, principal_id, tool, key)]
     return item_bytes(memory.idem_key(stored), stored)
+
+
+@contextlib.contextmanager
+def served_over_http(router: Router) -> Iterator[str]:
+    """``router`` behind a real HTTP port on 127.0.0.1, as the stdio bridge reaches a deployed
+    endpoint; yields the MCP URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            split = urlsplit(self.path)
+            request = HttpRequest("POST", split.path, headers, body)
+            request.query = dict(parse_qsl(split.query, keep_blank_values=True))
+            response = router.handle(request)
+            self.send_response(response.status)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()

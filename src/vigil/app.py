@@ -111,7 +111,7 @@ class App:
                 principal.namespace, principal.id, principal.kind, principal.role, principal
             )
             args = parse_arguments(tool, arguments)
-            if caller.role not in tool.roles:
+            if not tool.admits(caller.kind, caller.role):
                 raise forbidden()
             result = self._run(tool, caller, args, secret)
         except VigilError as error:

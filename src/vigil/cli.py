@@ -67,7 +67,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             "operator_secret"
         )  # the local runtime's own operator, never sent elsewhere
     try:
-        bridge = StdioBridge(endpoint, secret)
+        bridge = StdioBridge(endpoint, secret, toolsets=args.toolsets)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -206,6 +206,10 @@ def parser() -> argparse.ArgumentParser:
 
     mcp = commands.add_parser("mcp", help="serve MCP over stdio, forwarding to an endpoint")
     mcp.add_argument("--endpoint", help="MCP URL; default VIGIL_ENDPOINT or the local runtime's")
+    mcp.add_argument(
+        "--toolsets",
+        help="the toolsets to list, comma-separated (e.g. liveness,requests; all; default,files)",
+    )
     mcp.set_defaults(run=cmd_mcp)
 
     boot = commands.add_parser(

@@ -53,7 +53,7 @@ def test_sdk_lists_registers_and_calls_as_the_agent(state: dict[str, Any], mode:
         assert registered.is_error is False
         return [t.name for t in tools.tools], structured(registered)
 
-    names, registered = sdk(url, operator, as_operator, mode)
+    names, registered = sdk(f"{url}?toolsets=all", operator, as_operator, mode)
     assert sorted(names) == sorted(tool.name for tool in catalog.tools())
 
     async def as_agent(client: Any) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def test_refusals_are_typed_and_change_nothing(state: dict[str, Any], foreign_se
 def test_sdk_over_stdio_through_vigil_mcp(state: dict[str, Any]) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vigil", "mcp", "--endpoint", state["mcp_url"]],
+        args=["-m", "vigil", "mcp", "--endpoint", state["mcp_url"], "--toolsets", "all"],
         env={**os.environ, "VIGIL_SECRET": state["operator_secret"]},
         cwd=str(ROOT),
     )
@@ -176,7 +176,14 @@ def inspector(url: str, secret: str, *args: str) -> subprocess.CompletedProcess[
 
 
 def test_inspector_cli_lists_and_calls(state: dict[str, Any]) -> None:
-    listed = inspector(state["mcp_url"], state["operator_secret"], "--method", "tools/list")
+    listed = inspector(
+        state["mcp_url"],
+        state["operator_secret"],
+        "--method",
+        "tools/list",
+        "--header",
+        "X-MCP-Toolsets: all",
+    )
     assert listed.returncode == 0, listed.stderr
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
     assert {"register", "whoami", "list_agents"} <= names

@@ -900,7 +900,7 @@ def scenarios_for(tool: Tool) -> list[Scenario]:
     known = SCENARIOS.get(tool.name)
     if known:
         return known
-    caller = "worker" if "worker" in tool.roles else "operator"
+    caller = "worker" if tool.admits("agent", "worker") else "operator"
     return [
         Scenario(
             tool.name,

@@ -49,7 +49,7 @@ def expected_code(tool: Tool, mutation: Mutation, actor: Actor) -> str:
     key = arguments.get(CREDENTIAL) if tool.takes_agent_key else None
     if isinstance(key, str) and key and key != actor.secret:
         return "unauthenticated"
-    if mutation.semantic and actor.role not in tool.roles:
+    if mutation.semantic and not tool.admits(actor.kind, actor.role):
         return "forbidden"
     return "invalid_argument"
 

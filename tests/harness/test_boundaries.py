@@ -50,7 +50,8 @@ from tests.harness.worlds import (
 from vigil import catalog
 from vigil.kit.tooling import Tool
 
-OPERATOR_ONLY = [tool.name for tool in catalog.tools() if "worker" not in tool.roles]
+# Operators' tools, and the overseers' that people may call too: no worker agent may call them.
+NOT_FOR_WORKER_AGENTS = [t.name for t in catalog.tools() if not t.admits("agent", "worker")]
 
 
 def _replays(home: Seeded, tool: Tool, *actors: str) -> list[Success]:
@@ -171,7 +172,7 @@ def judge_peer(world: HarnessWorld, tool: Tool, arguments: dict[str, Any], door:
     after = world.snapshot()
     try:
         assert_clean(outcome)
-        if "worker" not in tool.roles:
+        if not tool.admits(peer.kind, peer.role):
             assert_refused(outcome, "forbidden")
         touched = private_changes(before, after, peer)
         assert not touched, f"changed what is private to others: {touched}"
@@ -269,8 +270,8 @@ def test_a_peer_cannot_act_on_what_is_not_theirs(rehearsal: Rehearsal, tool_name
     assert not failures, _failures(failures)
 
 
-@pytest.mark.parametrize("tool_name", OPERATOR_ONLY)
-def test_workers_are_refused_operator_tools(home: Seeded, tool_name: str) -> None:
+@pytest.mark.parametrize("tool_name", NOT_FOR_WORKER_AGENTS)
+def test_worker_agents_are_refused_what_they_may_not_call(home: Seeded, tool_name: str) -> None:
     tool = catalog.tool(tool_name)
     world = home.world
     watch = Unchanged(world)

@@ -79,19 +79,26 @@ def made(state: dict[str, Any]) -> Scenario:
     return scenario
 
 
-def _listed(state: dict[str, Any]) -> list[dict[str, Any]]:
-    listed = inspector(state["mcp_url"], state["operator_secret"], "--method", "tools/list")
+def _every_toolset(state: dict[str, Any]) -> str:
+    """The endpoint, listing every toolset: the Inspector calls only a tool it was shown."""
+    return f"{state['mcp_url']}?toolsets=all"
+
+
+def _listed(state: dict[str, Any], secret: str) -> list[dict[str, Any]]:
+    """Every tool ``secret``'s principal may call."""
+    listed = inspector(_every_toolset(state), secret, "--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
     tools: list[dict[str, Any]] = json.loads(listed.stdout)["tools"]
     return tools
 
 
 def test_the_inspector_calls_every_read_only_tool(state: dict[str, Any], made: Scenario) -> None:
-    listed = _listed(state)
+    # The scenario rotates secrets: each actor's is the one it holds now.
+    secrets = {actor.label: actor.secret for actor in made.actors}
+    listed = _listed(state, secrets["operator"])
     assert {tool["name"] for tool in listed} == set(catalog.DECLARED_IN)
     read_only = [t["name"] for t in listed if t.get("annotations", {}).get("readOnlyHint")]
     assert read_only, "the catalog has no read-only tool"
-    secrets = {actor.label: actor.secret for actor in made.actors}
     failures: list[str] = []
     for name in read_only:
         tool = catalog.tool(name)
@@ -102,7 +109,7 @@ def test_the_inspector_calls_every_read_only_tool(state: dict[str, Any], made: S
         arguments = dict(done[0].arguments) if done else simplest(input_schema(tool))
         arguments.pop(CREDENTIAL, None)
         called = inspector(
-            state["mcp_url"],
+            _every_toolset(state),
             secrets[done[0].actor if done else "operator"],
             "--method",
             "tools/call",

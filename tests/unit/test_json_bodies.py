@@ -6,15 +6,13 @@ would otherwise redeem for ``{"op": "delete-all", "op": "deploy"}``."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from typing import Any
 
 import pytest
 
-from tests.support import Tenant
+from tests.support import Tenant, served_over_http
 from vigil.kit.http import HttpRequest
 from vigil.transports.router import Router
 from vigil.transports.stdio import StdioBridge
@@ -132,31 +130,8 @@ def test_a_member_named_twice_anywhere_in_a_body_is_refused(desk: Desk) -> None:
 
 @pytest.fixture
 def served(desk: Desk) -> Iterator[str]:
-    """The router behind a real HTTP port, as the stdio bridge reaches a deployed endpoint."""
-    router = desk.router
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["content-length"]))
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            response = router.handle(HttpRequest("POST", self.path, headers, body))
-            self.send_response(response.status)
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(response.body)))
-            self.end_headers()
-            self.wfile.write(response.body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    server.shutdown()
-    thread.join()
-    server.server_close()
+    with served_over_http(desk.router) as url:
+        yield url
 
 
 def test_the_stdio_bridge_refuses_it_too(desk: Desk, served: str) -> None:

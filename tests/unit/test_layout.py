@@ -115,7 +115,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "app",
         "context",
         "catalog",
-        "catalog_sizes",
         "store",
         "stores",
         "bootstrap",

@@ -1,16 +1,35 @@
-"""What the catalog's definitions cost an agent stays within its bounds (docs/PERFORMANCE.md,
-"Tool definitions"): counted by vigil.catalog_sizes, as scripts/tool_sizes.py prints them."""
+"""What the tools' definitions cost an agent stays within its goals, counted as the server sends
+them by vigil.transports.tool_sizes (docs/PERFORMANCE.md, "Tool definitions"): each tool, the
+listing of a connection that chooses nothing, the whole catalog; and the README's table of
+toolset sizes is the code's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from tests.conftest import ROOT
+from tests.support import Tenant
 from vigil import catalog
-from vigil.catalog_sizes import output_tokens, shown_tokens, tokens
 from vigil.context import Context
+from vigil.kit.http import HttpRequest
 from vigil.kit.tooling import Tool
+from vigil.transports.mcp import McpEndpoint
+from vigil.transports.tool_sizes import (
+    BEGIN,
+    END,
+    listing_sizes,
+    output_tokens,
+    shown,
+    shown_tokens,
+    table,
+    tokens,
+)
 
+REGENERATE = "PYTHONPATH=src .venv/bin/python scripts/tool_sizes.py --write README.md"
 MOST_SHOWN_PER_TOOL = 1_500
+MOST_SHOWN_BY_DEFAULT = 8_000
 # Every tool's name, description, input and output schema, in tokens, as the catalog published
 # them at 3e9fb7a (62 tools), before definitions were made short: 56,493. The goal is a third
 # of that; what stands above it is the schemas' structure (the types, bounds, enums and required
@@ -24,6 +43,12 @@ def test_no_tool_shows_a_model_more_than_its_share(tool: Tool[Context]) -> None:
     assert shown_tokens(tool) <= MOST_SHOWN_PER_TOOL
 
 
+def test_a_connection_that_chooses_nothing_is_shown_little() -> None:
+    (default, *_) = listing_sizes().values()
+    assert default.tools <= 40
+    assert default.tokens <= MOST_SHOWN_BY_DEFAULT
+
+
 def test_the_whole_catalog_stays_within_its_ceiling() -> None:
     every = catalog.tools()
     assert sum(shown_tokens(t) + output_tokens(t) for t in every) <= CATALOG_CEILING
@@ -31,4 +56,20 @@ def test_the_whole_catalog_stays_within_its_ceiling() -> None:
 
 def test_a_token_is_four_bytes_of_the_json_as_sent() -> None:
     # The wire escapes what is not ASCII: six bytes for an ellipsis, not three.
-    assert tokens({"a": "\u2026"}) == len('{"a":"\\u2026"}') // 4
+    assert tokens({"a": "\u2026"}) == -(-len('{"a":"\\u2026"}') // 4)
+
+
+def test_the_readme_shows_the_sizes_the_code_has() -> None:
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index(BEGIN), readme.index(END) + len(END)
+    assert readme[start:end] == table(), f"the README's sizes are out of date: {REGENERATE}"
+
+
+def test_what_is_measured_is_what_the_server_sends(tenant: Tenant) -> None:
+    headers = {"authorization": f"Bearer {tenant.operator_secret}", "x-mcp-toolsets": "all"}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    response = McpEndpoint(tenant.app).handle(HttpRequest("POST", "/mcp", headers, body))
+    sent = json.loads(response.body)["result"]["tools"]
+    for listed, tool in zip(sent, catalog.tools(), strict=True):
+        seen = {key: listed[key] for key in ("name", "description", "inputSchema")}
+        assert shown(tool) == json.dumps(seen, separators=(",", ":")).encode()

@@ -89,7 +89,7 @@ class JsonBounds:
     def describe(self) -> str:
         """The one bound a JSON Schema cannot state, the size, in words for the descriptions
         of the fields it bounds (the schema states the rest)."""
-        return f"at most {self.max_bytes // 1024} KiB as compact UTF-8 JSON"
+        return f"at most {self.max_bytes // 1024} KiB of compact JSON"
 
     def require_size(self, document: Any, what: str) -> None:
         """limit_exceeded if ``document`` (``what``, e.g. "the result") is over the size."""

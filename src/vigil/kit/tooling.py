@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
 from vigil.kit.names import PRINTABLE, normalised
-from vigil.kit.principals import Role
+from vigil.kit.principals import Kind, Role
 from vigil.kit.text import TEXT
 
 # What a tool's functions are given for one call: each capability declares, as a protocol, the
@@ -21,6 +21,8 @@ C = TypeVar("C", contravariant=True)
 
 ANYONE: frozenset[Role] = frozenset({"operator", "worker"})
 OPERATORS: frozenset[Role] = frozenset({"operator"})
+# People oversee the agents of their namespace (they watch and steer them) whatever their role.
+PEOPLE: frozenset[Kind] = frozenset({"person"})
 
 IdempotencyKey = Annotated[
     str,
@@ -28,7 +30,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="Retry key: the same key and arguments return the first result.",
+        description="Retry key: a retry with it returns the first result.",
     ),
     normalised(128),
 ]
@@ -91,6 +93,8 @@ class Tool(Generic[C]):
     output_model: type[BaseModel]
     run: Callable[[C, Any], BaseModel]
     roles: frozenset[Role] = ANYONE
+    # Principals of these kinds may call it too, whatever their role.
+    kinds: frozenset[Kind] = frozenset()
     read_only: bool = False
     destructive: bool = False
     # What a replay still owes before it returns the stored result: a call whose result is
@@ -98,6 +102,11 @@ class Tool(Generic[C]):
     resume: Callable[[C, dict[str, Any]], None] | None = None
     # What its completion leaves out and how a replay puts it back; None keeps the whole result.
     replay: Replay[C] | None = None
+
+    def admits(self, kind: Kind, role: Role) -> bool:
+        """Whether a principal of ``kind`` and ``role`` may call it: what a call checks and
+        what a listing shows."""
+        return role in self.roles or kind in self.kinds
 
     @property
     def idempotency_field(self) -> str:

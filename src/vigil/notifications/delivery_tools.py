@@ -12,7 +12,7 @@ from pydantic import Field
 from vigil.audit.records import AuditEvent
 from vigil.errors import not_found
 from vigil.kit.events import EVENT_ID_PATTERN
-from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, PEOPLE, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
 from vigil.notifications.channel_arguments import ChannelId
 from vigil.notifications.context import NotificationContext
@@ -184,5 +184,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         input_model=AcknowledgeAlertInput,
         output_model=AlertAcknowledged,
         run=acknowledge_alert,
+        roles=OPERATORS,
+        kinds=PEOPLE,
     ),
 )

@@ -15,7 +15,16 @@ from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.text import text_within
-from vigil.kit.tooling import Cursor, IdempotencyKey, Output, Replay, StrictInput, Tool
+from vigil.kit.tooling import (
+    OPERATORS,
+    PEOPLE,
+    Cursor,
+    IdempotencyKey,
+    Output,
+    Replay,
+    StrictInput,
+    Tool,
+)
 from vigil.sessions import service
 from vigil.sessions.records import (
     MAX_BODY_BYTES,
@@ -396,6 +405,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         input_model=PostInstructionInput,
         output_model=InstructionView,
         run=post_instruction,
+        roles=OPERATORS,
+        kinds=PEOPLE,
         replay=Replay(_post_kept, _post_rebuilt),
     ),
     Tool(
@@ -419,6 +430,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         input_model=ListSessionsInput,
         output_model=SessionPage,
         run=list_sessions,
+        roles=OPERATORS,
+        kinds=PEOPLE,
         read_only=True,
     ),
 )

@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 from vigil.clock import to_ms
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE
-from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, PEOPLE, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.switches.pauses import PauseOrder, pause, pauses_page, resume_pause
 from vigil.switches.records import (
     MAX_PAUSE_SECONDS,
@@ -216,6 +216,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         input_model=ListPausesInput,
         output_model=PausePage,
         run=list_pauses,
+        roles=OPERATORS,
+        kinds=PEOPLE,
         read_only=True,
     ),
 )

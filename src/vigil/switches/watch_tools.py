@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import Field
 
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Cursor, Output, StrictInput, Tool
+from vigil.kit.tooling import OPERATORS, PEOPLE, Cursor, Output, StrictInput, Tool
 from vigil.switches.records import Action, Death, PublicState, Switch
 from vigil.switches.tools import DeathView, ScopePrefix, SwitchContext
 from vigil.switches.watching import LIST_PAGE, deaths_page, switches_page
@@ -124,6 +124,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         input_model=ListSwitchesInput,
         output_model=SwitchPage,
         run=list_switches,
+        roles=OPERATORS,
+        kinds=PEOPLE,
         read_only=True,
     ),
     Tool(
@@ -136,6 +138,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         input_model=ListDeathsInput,
         output_model=DeathPage,
         run=list_deaths,
+        roles=OPERATORS,
+        kinds=PEOPLE,
         read_only=True,
     ),
 )

@@ -8,12 +8,13 @@ SDK's own client, the MCP Inspector CLI and raw JSON-RPC tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vigil import __version__
 from vigil.app import App
-from vigil.catalog import UnknownTool, tools
+from vigil.catalog import TOOLSET_NAMES, Toolset, UnknownTool, UnknownToolset, listed, toolsets
 from vigil.errors import VigilError, limit_exceeded_body
 from vigil.kit.http import (
     MAX_BODY_BYTES,
@@ -22,13 +23,19 @@ from vigil.kit.http import (
     json_body,
     method_not_allowed,
 )
+from vigil.kit.principals import Kind, Role
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    TOOLSETS_HEADER,
     UNSUPPORTED_VERSION,
 )
+
+if TYPE_CHECKING:
+    from vigil.context import Context
+    from vigil.kit.tooling import Tool
 
 # Revisions negotiated with initialize, and those that carry the version on every request
 # (the stateless envelope, opened by server/discover). Both eras share one result builder.
@@ -84,24 +91,28 @@ def _result(request_id: Any, result: dict[str, Any]) -> HttpResponse:
     return HttpResponse.json(200, body)
 
 
-def tool_listing() -> list[dict[str, Any]]:
-    return [
-        {
-            "name": tool.name,
+# A connection chooses its toolsets on the URL too; the URL's and the header's add up.
+TOOLSETS_QUERY = "toolsets"
+# Who a listing without a (valid) credential is for: a worker agent, the least one may call.
+ANONYMOUS: tuple[Kind, Role] = ("agent", "worker")
+
+
+def described(tool: Tool[Context]) -> dict[str, Any]:
+    """The tool as tools/list shows it."""
+    return {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": tool.input_schema(),
+        "outputSchema": tool.output_schema(),
+        "annotations": {
             "title": tool.title,
-            "description": tool.description,
-            "inputSchema": tool.input_schema(),
-            "outputSchema": tool.output_schema(),
-            "annotations": {
-                "title": tool.title,
-                "readOnlyHint": tool.read_only,
-                "destructiveHint": tool.destructive,
-                "idempotentHint": tool.read_only or tool.takes_idempotency_key,
-                "openWorldHint": False,
-            },
-        }
-        for tool in tools()
-    ]
+            "readOnlyHint": tool.read_only,
+            "destructiveHint": tool.destructive,
+            "idempotentHint": tool.read_only or tool.takes_idempotency_key,
+            "openWorldHint": False,
+        },
+    }
 
 
 def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
@@ -117,7 +128,7 @@ def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
 class McpEndpoint:
     def __init__(self, app: App) -> None:
         self.app = app
-        self._listing: list[dict[str, Any]] | None = None
+        self._described: dict[str, dict[str, Any]] = {}
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
@@ -150,16 +161,30 @@ class McpEndpoint:
         params = message.get("params", {})
         if not isinstance(params, dict):
             return _error(request_id, INVALID_PARAMS, "params must be an object")
+        try:
+            # Read on every request, whatever its method: stateless, each carries its own, and
+            # a host given a wrong name learns it from its first request.
+            chosen = toolsets(
+                request.query.get(TOOLSETS_QUERY), request.headers.get(TOOLSETS_HEADER)
+            )
+        except UnknownToolset as unknown:
+            data = {"unknown": unknown.unknown, "valid": list(TOOLSET_NAMES)}
+            return _error(request_id, INVALID_PARAMS, str(unknown), 400, data)
         meta = params.get("_meta")
         per_request = meta.get(_META_VERSION) if isinstance(meta, dict) else None
         if per_request is not None or method == "server/discover" or version in MODERN_VERSIONS:
             requested = per_request or version
             if requested not in MODERN_VERSIONS:
                 return _unsupported(request_id, requested)
-        return self._dispatch(request_id, method, params, request.bearer())
+        return self._dispatch(request_id, method, params, request.bearer(), chosen)
 
     def _dispatch(
-        self, request_id: Any, method: str, params: dict[str, Any], bearer: str | None
+        self,
+        request_id: Any,
+        method: str,
+        params: dict[str, Any],
+        bearer: str | None,
+        chosen: tuple[Toolset, ...],
     ) -> HttpResponse:
         if method == "initialize":
             offered = params.get("protocolVersion")
@@ -189,15 +214,29 @@ class McpEndpoint:
         if method == "ping":
             return _result(request_id, {})
         if method == "tools/list":
-            if self._listing is None:
-                self._listing = tool_listing()
-            # The catalog is the same for every caller, but private keeps it out of shared caches.
+            # Private: what is listed depends on who asks.
             return _result(
-                request_id, {"tools": self._listing, "ttlMs": 0, "cacheScope": "private"}
+                request_id,
+                {"tools": self._listing(chosen, bearer), "ttlMs": 0, "cacheScope": "private"},
             )
         if method == "tools/call":
+            # Whatever the connection chose: the credential's role decides what may run.
             return self._call(request_id, params, bearer)
         return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _listing(self, chosen: tuple[Toolset, ...], bearer: str | None) -> list[dict[str, Any]]:
+        """What ``chosen`` holds that the bearer's principal may call; for a caller without a
+        valid credential, what a worker agent may."""
+        kind, role = ANONYMOUS
+        if bearer:
+            with contextlib.suppress(VigilError):
+                principal = self.app.authenticate(bearer)
+                kind, role = principal.kind, principal.role
+        tools = listed(chosen, kind, role)
+        for tool in tools:
+            if tool.name not in self._described:
+                self._described[tool.name] = described(tool)
+        return [self._described[tool.name] for tool in tools]
 
     def _call(self, request_id: Any, params: dict[str, Any], bearer: str | None) -> HttpResponse:
         name = params.get("name")

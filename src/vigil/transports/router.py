@@ -14,6 +14,7 @@ from vigil.kit.http import (
     failure,
     method_not_allowed,
 )
+from vigil.transports.jsonrpc import TOOLSETS_HEADER
 from vigil.transports.mcp import McpEndpoint
 from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
@@ -28,7 +29,8 @@ DOCS = "/docs"
 _CORS_HEADERS = {
     "access-control-allow-methods": "POST, OPTIONS",
     "access-control-allow-headers": (
-        "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name"
+        "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, "
+        f"{TOOLSETS_HEADER}"
     ),
     "access-control-max-age": "600",
     "vary": "origin",

@@ -15,7 +15,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import IO
 
-from vigil.transports.jsonrpc import INTERNAL_ERROR
+from vigil.transports.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, TOOLSETS_HEADER
 
 _PROTOCOL_HEADER = "mcp-protocol-version"
 
@@ -30,11 +30,19 @@ class Problem:
 
 
 class StdioBridge:
-    def __init__(self, endpoint: str, secret: str | None, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        secret: str | None,
+        timeout: float = 60.0,
+        toolsets: str | None = None,
+    ) -> None:
         if not endpoint.startswith(("http://", "https://")):
             raise ValueError("the endpoint must be an http(s) URL")
         self.endpoint = endpoint
         self.secret = secret
+        # Sent with every request, as a host over HTTP would: the endpoint reads it each time.
+        self.toolsets = toolsets
         self.timeout = timeout
         self.protocol_version: str | None = None
 
@@ -58,7 +66,9 @@ class StdioBridge:
             return Problem(3, f"{self.endpoint} is not a Vigil MCP endpoint")
         error = message.get("error")
         if isinstance(error, dict):
-            return Problem(3, f"{self.endpoint}: {error.get('message', 'refused')}")
+            # The check's own parameters are valid: only the bridge's toolsets can be refused.
+            status = 2 if error.get("code") == INVALID_PARAMS else 3
+            return Problem(status, f"{self.endpoint}: {error.get('message', 'refused')}")
         result = message.get("result")
         if isinstance(result, dict) and result.get("isError"):
             with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
@@ -82,6 +92,8 @@ class StdioBridge:
             headers["authorization"] = f"Bearer {self.secret}"
         if self.protocol_version:
             headers[_PROTOCOL_HEADER] = self.protocol_version
+        if self.toolsets is not None:
+            headers[TOOLSETS_HEADER] = self.toolsets
         request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
             self.endpoint, data=line.encode(), headers=headers, method="POST"
         )
