@@ -30,7 +30,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="Retry key: a retry with it returns the first result.",
+        description="Retry key: the same key and arguments return the first result.",
     ),
     normalised(128),
 ]
