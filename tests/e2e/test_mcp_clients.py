@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
 from vigil import catalog
@@ -75,15 +76,16 @@ def test_refusals_are_typed_and_change_nothing(state: dict[str, Any], foreign_se
     url, operator = state["mcp_url"], state["operator_secret"]
     before = _agents(url, operator)
 
-    async def attempts(client: Any) -> list[Any]:
-        return [
-            await client.call_tool("register", {"kind": "agent", "name": "x"}),
-            await client.call_tool("list_agents", {}),
-        ]
+    async def attempts(client: Any) -> list[MCPError]:
+        refusals = []
+        for tool, arguments in (("register", {"kind": "agent", "name": "x"}), ("list_agents", {})):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(tool, arguments)
+            refusals.append(refused.value)
+        return refusals
 
-    for result in sdk(url, None, attempts):
-        assert result.is_error is True
-        assert json.loads(result.content[0].text)["error"]["code"] == "unauthenticated"
+    for refusal in sdk(url, None, attempts):
+        assert refusal.data["code"] == "unauthenticated"
 
     foreign = sdk(url, foreign_secret, lambda c: c.call_tool("list_agents", {}))
     assert not set(before) & {a["id"] for a in foreign.structured_content["agents"]}
@@ -198,8 +200,9 @@ def test_inspector_cli_lists_and_calls(state: dict[str, Any]) -> None:
     refused = inspector(
         state["mcp_url"], "vgl.nope", "--method", "tools/call", "--tool-name", "whoami"
     )
+    # The 401 tells the Inspector to sign in, which a run without a terminal cannot.
     assert refused.returncode != 0
-    assert "unauthenticated" in refused.stdout + refused.stderr
+    assert json.loads(refused.stderr)["error"]["code"] == "auth_required"
 
 
 def raw(
@@ -280,3 +283,32 @@ def test_rest_and_openapi_are_served(state: dict[str, Any]) -> None:
     assert set(document["paths"]) >= {"/v1/register", "/v1/whoami"}
     status, me = raw(f"{state['rest_url'].rstrip('/')}/whoami", {}, state["operator_secret"])
     assert (status, me["principal"]["id"]) == (200, state["operator_id"])
+
+
+def test_vigil_mcp_turns_a_401_into_a_clear_error(state: dict[str, Any]) -> None:
+    """Without a secret the bridge serves what needs none, and a call the endpoint answers
+    with 401 comes back to the host as an error that says what to set."""
+    env = {key: value for key, value in os.environ.items() if key != "VIGIL_SECRET"}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "whoami"}},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "vigil", "mcp", "--endpoint", state["mcp_url"]],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed, refused = (json.loads(line) for line in done.stdout.splitlines())
+    assert listed["result"]["tools"]
+    assert refused["id"] == 2
+    assert (
+        refused["error"]["message"]
+        == f"{state['mcp_url']} needs a secret: set VIGIL_SECRET (HTTP 401)"
+    )
+    assert refused["error"]["data"]["code"] == "unauthenticated"
