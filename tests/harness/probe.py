@@ -93,11 +93,18 @@ class Doors:
 
 
 def read_mcp(response: HttpResponse) -> Outcome:
-    """The outcome of a ``tools/call``: a JSON-RPC error, or a tool result whose text is the
-    JSON of its structured content (a success) or of ``{"error": ...}`` (a refusal)."""
+    """The outcome of a ``tools/call``: a JSON-RPC error, a 401 carrying the refusal, or a
+    tool result whose text is the JSON of its structured content (a success) or of
+    ``{"error": ...}`` (a refusal)."""
     assert response.headers.get("content-type") == "application/json", response
     message = json.loads(response.body)
     outcome = Outcome("mcp", status=response.status, body=response.body)
+    if response.status == 401:
+        # Without a valid credential the call never runs: HTTP 401, its challenge, and the
+        # typed refusal as the JSON-RPC error's data.
+        assert response.headers["www-authenticate"].startswith("Bearer "), response
+        outcome.error = message["error"]["data"]
+        return outcome
     if "error" in message:
         outcome.rpc_error = message["error"]
         assert isinstance(outcome.rpc_error["code"], int), message

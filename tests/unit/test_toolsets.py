@@ -131,13 +131,14 @@ def test_without_a_credential_the_listing_is_the_agent_default(door: Door) -> No
     assert door.listed() == in_toolsets(*catalog.DEFAULT_TOOLSETS)
 
 
-def test_a_credential_that_is_not_valid_is_shown_what_a_worker_agent_may_call(
-    door: Door, tenant: Tenant
-) -> None:
+def test_a_credential_that_is_not_valid_is_shown_no_listing(door: Door, tenant: Tenant) -> None:
+    """A bad credential is answered 401, never with another principal's listing: the host
+    learns that it must sign in again (a credential left out is the anonymous case above)."""
     forged = tenant.operator_secret[:-4] + "AAAA"
-    listed = door.listed(secret=forged, query={"toolsets": "all"})
-    assert listed == door.listed(query={"toolsets": "all"})
-    assert not (OPERATORS_ONLY | OVERSIGHT) & set(listed)
+    status, reply = door.post("tools/list", secret=forged, query={"toolsets": "all"})
+    assert status == 401
+    assert "result" not in reply
+    assert reply["error"]["data"]["code"] == "unauthenticated"
 
 
 def test_a_worker_agent_never_sees_operator_or_overseer_tools(door: Door, tenant: Tenant) -> None:

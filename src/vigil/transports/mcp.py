@@ -2,24 +2,27 @@
 
 Written against the protocol rather than the SDK's server: the SDK's server import alone costs
 more cold start than the rest of the function (docs/PERFORMANCE.md), and a stateless JSON
-endpoint needs only initialize, ping, tools/list and tools/call. Conformance is proven by the
-SDK's own client, the MCP Inspector CLI and raw JSON-RPC tests.
+endpoint needs only initialize, ping, tools/list and tools/call. Conformance is proven by
+clients written elsewhere (the Python and TypeScript SDKs', fastmcp's, the MCP Inspector CLI),
+the official conformance suite and raw JSON-RPC tests. Each result is shaped for the client's
+protocol revision, and a request without a valid credential where one is needed is HTTP 401
+with the bearer challenge (docs/DESIGN.md, "MCP without the SDK's server").
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from vigil import __version__
+from vigil import __version__, catalog
 from vigil.app import App
 from vigil.catalog import TOOLSET_NAMES, Toolset, UnknownTool, UnknownToolset, listed, toolsets
-from vigil.errors import VigilError, limit_exceeded_body
+from vigil.errors import ErrorCode, VigilError, limit_exceeded_body
 from vigil.kit.http import (
     MAX_BODY_BYTES,
     HttpRequest,
     HttpResponse,
+    challenge,
     json_body,
     method_not_allowed,
 )
@@ -35,6 +38,7 @@ from vigil.transports.jsonrpc import (
 
 if TYPE_CHECKING:
     from vigil.context import Context
+    from vigil.identity.records import Principal
     from vigil.kit.tooling import Tool
 
 # Revisions negotiated with initialize, and those that carry the version on every request
@@ -85,10 +89,34 @@ def _unsupported(request_id: Any, requested: object) -> HttpResponse:
     return _error(request_id, UNSUPPORTED_VERSION, "unsupported protocol version", 400, data)
 
 
-def _result(request_id: Any, result: dict[str, Any]) -> HttpResponse:
-    # resultType is required by the stateless era and ignored by the handshake era.
-    body = {"jsonrpc": "2.0", "id": request_id, "result": {**result, "resultType": "complete"}}
-    return HttpResponse.json(200, body)
+def _result(
+    request_id: Any, result: dict[str, Any], stateless: bool, cacheable: bool = False
+) -> HttpResponse:
+    """A result as the client's revision shapes it. The stateless era requires resultType on
+    every result and cache hints on lists; the handshake era's schemas do not know them, and
+    clients that validate strictly (the TypeScript SDK's ping) refuse a result carrying one."""
+    if stateless:
+        result = {**result, "resultType": "complete"}
+        if cacheable:
+            # Kept by no cache, and never by a shared one: a listing is for whoever asked.
+            result.update(ttlMs=0, cacheScope="private")
+    return HttpResponse.json(200, {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _unauthorized(request: HttpRequest, request_id: Any, refused: VigilError) -> HttpResponse:
+    """HTTP 401 with the bearer challenge, so that a host learns it must sign in; still
+    JSON-RPC, an invalid request carrying the typed refusal as data (as at 413)."""
+    error = {"code": INVALID_REQUEST, "message": refused.message, "data": refused.to_dict()}
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return HttpResponse.json(401, body, challenge(request))
+
+
+def _keyed_call(name: str, arguments: Any, bearer: str | None) -> bool:
+    """A tools/call with no header whose arguments carry the agent_key its tool takes (the
+    seed's heartbeat): the key is its credential, and a wrong one is the tool's refusal."""
+    if bearer is not None or not isinstance(arguments, dict):
+        return False
+    return isinstance(arguments.get("agent_key"), str) and catalog.tool(name).takes_agent_key
 
 
 # A connection chooses its toolsets on the URL too; the URL's and the header's add up.
@@ -152,6 +180,10 @@ class McpEndpoint:
             # A notification, or a response to a request we never send: accepted, no body.
             if method is not None and not isinstance(method, str):
                 return _error(None, INVALID_REQUEST, "method must be a string", status=400)
+            try:
+                self._caller(request)
+            except VigilError as refused:
+                return _unauthorized(request, None, refused)
             return HttpResponse(202)
         request_id = message["id"]
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
@@ -172,19 +204,41 @@ class McpEndpoint:
             return _error(request_id, INVALID_PARAMS, str(unknown), 400, data)
         meta = params.get("_meta")
         per_request = meta.get(_META_VERSION) if isinstance(meta, dict) else None
-        if per_request is not None or method == "server/discover" or version in MODERN_VERSIONS:
+        # The client's revision: 2026-07-28 names itself in each request (its _meta and the
+        # header); a handshake client sends the negotiated one in the header, or nothing (then
+        # 2025-03-26, which predates the header).
+        stateless = (
+            per_request is not None or method == "server/discover" or version in MODERN_VERSIONS
+        )
+        if stateless:
             requested = per_request or version
             if requested not in MODERN_VERSIONS:
                 return _unsupported(request_id, requested)
-        return self._dispatch(request_id, method, params, request.bearer(), chosen)
+        caller = None
+        if method != "tools/call":
+            # A tools/call is not checked here: the call authenticates itself, in one read.
+            try:
+                caller = self._caller(request)
+            except VigilError as refused:
+                return _unauthorized(request, request_id, refused)
+        return self._dispatch(request, request_id, method, params, stateless, chosen, caller)
+
+    def _caller(self, request: HttpRequest) -> Principal | None:
+        """The principal whose credential the request carries; None without one (initialize,
+        ping, the listing and notifications need none). A bad one is refused (VigilError), and
+        the request answered 401, so that a host learns at once that it must sign in again."""
+        bearer = request.bearer()
+        return None if bearer is None else self.app.authenticate(bearer)
 
     def _dispatch(
         self,
+        request: HttpRequest,
         request_id: Any,
         method: str,
         params: dict[str, Any],
-        bearer: str | None,
+        stateless: bool,
         chosen: tuple[Toolset, ...],
+        caller: Principal | None,
     ) -> HttpResponse:
         if method == "initialize":
             offered = params.get("protocolVersion")
@@ -198,6 +252,7 @@ class McpEndpoint:
                     "serverInfo": SERVER_INFO,
                     "instructions": INSTRUCTIONS,
                 },
+                stateless,
             )
         if method == "server/discover":
             return _result(
@@ -206,47 +261,49 @@ class McpEndpoint:
                     "supportedVersions": list(MODERN_VERSIONS),
                     "capabilities": CAPABILITIES,
                     "instructions": INSTRUCTIONS,
-                    "ttlMs": 0,
-                    "cacheScope": "private",
                     "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
                 },
+                stateless,
+                cacheable=True,
             )
         if method == "ping":
-            return _result(request_id, {})
+            return _result(request_id, {}, stateless)
         if method == "tools/list":
             # Private: what is listed depends on who asks.
-            return _result(
-                request_id,
-                {"tools": self._listing(chosen, bearer), "ttlMs": 0, "cacheScope": "private"},
-            )
+            tools = self._listing(chosen, caller)
+            return _result(request_id, {"tools": tools}, stateless, cacheable=True)
         if method == "tools/call":
             # Whatever the connection chose: the credential's role decides what may run.
-            return self._call(request_id, params, bearer)
+            return self._call(request, request_id, params, stateless)
         return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
-    def _listing(self, chosen: tuple[Toolset, ...], bearer: str | None) -> list[dict[str, Any]]:
-        """What ``chosen`` holds that the bearer's principal may call; for a caller without a
-        valid credential, what a worker agent may."""
-        kind, role = ANONYMOUS
-        if bearer:
-            with contextlib.suppress(VigilError):
-                principal = self.app.authenticate(bearer)
-                kind, role = principal.kind, principal.role
+    def _listing(
+        self, chosen: tuple[Toolset, ...], caller: Principal | None
+    ) -> list[dict[str, Any]]:
+        """What ``chosen`` holds that the caller may call; for a caller without a credential,
+        what a worker agent may."""
+        kind, role = (caller.kind, caller.role) if caller is not None else ANONYMOUS
         tools = listed(chosen, kind, role)
         for tool in tools:
             if tool.name not in self._described:
                 self._described[tool.name] = described(tool)
         return [self._described[tool.name] for tool in tools]
 
-    def _call(self, request_id: Any, params: dict[str, Any], bearer: str | None) -> HttpResponse:
+    def _call(
+        self, request: HttpRequest, request_id: Any, params: dict[str, Any], stateless: bool
+    ) -> HttpResponse:
         name = params.get("name")
         if not isinstance(name, str):
             return _error(request_id, INVALID_PARAMS, "params.name must be a string")
         arguments = params.get("arguments", {})
+        bearer = request.bearer()
         try:
             payload = self.app.call(name, arguments, bearer)
         except UnknownTool:
             return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}")
         except VigilError as error:
-            return _result(request_id, tool_result({"error": error.to_dict()}, is_error=True))
-        return _result(request_id, tool_result(payload, is_error=False))
+            if error.code is ErrorCode.UNAUTHENTICATED and not _keyed_call(name, arguments, bearer):
+                return _unauthorized(request, request_id, error)
+            refusal = tool_result({"error": error.to_dict()}, is_error=True)
+            return _result(request_id, refusal, stateless)
+        return _result(request_id, tool_result(payload, is_error=False), stateless)

@@ -13,9 +13,14 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
-from vigil.transports.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, TOOLSETS_HEADER
+from vigil.transports.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    TOOLSETS_HEADER,
+)
 
 _PROTOCOL_HEADER = "mcp-protocol-version"
 
@@ -66,15 +71,14 @@ class StdioBridge:
             return Problem(3, f"{self.endpoint} is not a Vigil MCP endpoint")
         error = message.get("error")
         if isinstance(error, dict):
+            refusal = error.get("data")
+            if isinstance(refusal, dict) and refusal.get("code") == "unauthenticated":
+                return Problem(4, f"{self.endpoint} refused the secret (unauthenticated)")
             # The check's own parameters are valid: only the bridge's toolsets can be refused.
             status = 2 if error.get("code") == INVALID_PARAMS else 3
             return Problem(status, f"{self.endpoint}: {error.get('message', 'refused')}")
         result = message.get("result")
         if isinstance(result, dict) and result.get("isError"):
-            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
-                refusal = json.loads(result["content"][0]["text"])["error"]
-                if refusal["code"] in ("unauthenticated", "forbidden"):
-                    return Problem(4, f"{self.endpoint} refused the secret ({refusal['code']})")
             return Problem(1, f"{self.endpoint} refused the check call")
         return None
 
@@ -102,6 +106,8 @@ class StdioBridge:
                 body = bytes(response.read())
         except urllib.error.HTTPError as error:
             body = bytes(error.read())
+            if error.code == 401:
+                return self._unauthorized(message, body)
         except (urllib.error.URLError, TimeoutError) as error:
             return self._transport_error(message, f"endpoint unreachable: {error}")
         if not body:
@@ -114,6 +120,20 @@ class StdioBridge:
         if isinstance(message, dict) and message.get("method") == "initialize":
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 self.protocol_version = json.loads(reply)["result"]["protocolVersion"]
+
+    def _unauthorized(self, message: object, body: bytes) -> str | None:
+        """The endpoint's 401, in words the person at the host can act on: the bridge holds
+        the credential, so no sign-in the host might start could help."""
+        if not isinstance(message, dict) or "id" not in message:
+            return None
+        cause = "refused the secret" if self.secret else "needs a secret: set VIGIL_SECRET"
+        error: dict[str, Any] = {
+            "code": INVALID_REQUEST,
+            "message": f"{self.endpoint} {cause} (HTTP 401)",
+        }
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            error["data"] = json.loads(body)["error"]["data"]
+        return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
     @staticmethod
     def _transport_error(message: object, text: str) -> str | None:
