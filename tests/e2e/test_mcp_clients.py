@@ -316,7 +316,9 @@ def test_the_typescript_sdk_client_pings_lists_and_calls(state: dict[str, Any]) 
     report = json.loads(done.stdout)
     assert report["protocolVersion"] == "2025-11-25"
     assert report["ping"] == {"ok": {}}
-    assert {"register", "whoami", "heartbeat"} <= set(report["tools"]["ok"])
+    # The default toolsets, whoever asks: administration (register) is chosen, not shown.
+    assert {"ask", "whoami", "heartbeat"} <= set(report["tools"]["ok"])
+    assert "register" not in report["tools"]["ok"]
     me = report["whoami"]["ok"]
     assert me["structuredContent"]["principal"]["id"] == state["operator_id"]
     refusal = report["refusal"]["ok"]
@@ -344,10 +346,10 @@ def test_fastmcp_client_lists_calls_and_is_refused(state: dict[str, Any], mode: 
             return names, await client.call_tool("whoami", {})
 
     names, me = anyio.run(work, state["operator_secret"])
-    assert {"register", "whoami", "heartbeat"} <= set(names)
+    assert {"ask", "whoami", "heartbeat"} <= set(names)
     assert me.structured_content["principal"]["id"] == state["operator_id"]
     names, refusal = anyio.run(work, None)
-    assert {"register", "whoami", "heartbeat"} <= set(names)
+    assert {"ask", "whoami", "heartbeat"} <= set(names)
     assert refusal.data["code"] == "unauthenticated"
 
 

@@ -73,7 +73,10 @@ def test_sample_events_round_trip(operator_secret: str) -> None:
     assert init["headers"]["x-correlation-id"] == "sample-request-1"
 
     listing = body_of(api.handler(sample("mcp_tools_list.json")))
-    assert "register" in {t["name"] for t in listing["result"]["tools"]}
+    listed = {t["name"] for t in listing["result"]["tools"]}
+    # The default toolsets: a worker's tools, not an operator's administration.
+    assert "heartbeat" in listed
+    assert "register" not in listed
 
     whoami = body_of(api.handler(sample("mcp_call_whoami.json", operator_secret)))
     assert whoami["result"]["structuredContent"]["principal"]["namespace"] == "acme"
