@@ -135,3 +135,18 @@ def test_the_root_is_an_index_of_the_endpoints(tenant: Tenant) -> None:
         "console": "http://127.0.0.1:8080/console",
         "protected_resource_metadata": "http://127.0.0.1:8080/.well-known/oauth-protected-resource",
     }
+
+
+def test_a_browser_caller_may_read_where_to_sign_in(tenant: Tenant) -> None:
+    """A 401's challenge names the metadata that says how to get a credential: a page on an
+    allowed origin must be let to read it, or a browser host cannot start signing in."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}}
+    ).encode()
+    response = router(tenant).handle(
+        HttpRequest("POST", "/mcp", {"origin": ALLOWED, "host": "vigil.example"}, body)
+    )
+    assert response.status == 401
+    assert "resource_metadata" in response.headers["www-authenticate"]
+    exposed = response.headers["access-control-expose-headers"].split(", ")
+    assert "www-authenticate" in exposed

@@ -85,6 +85,8 @@ class Router:
             response.headers = {
                 **response.headers,
                 "access-control-allow-origin": origin,
+                # A 401's challenge says where to sign in: a browser host must be let to read it.
+                "access-control-expose-headers": "www-authenticate",
                 "vary": "origin",
             }
         return response
