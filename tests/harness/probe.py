@@ -3,12 +3,16 @@ reading what came back as one ``Outcome``, and checking that a refusal is typed 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from tests.harness.mutations import MARKER
+from vigil import catalog
 from vigil.app import App
 from vigil.catalog import UnknownTool
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
@@ -155,6 +159,20 @@ def assert_clean(outcome: Outcome) -> None:
         assert len(outcome.body) <= MAX_ERROR_BYTES, outcome.describe()
         if outcome.door == "rest":
             assert outcome.status == HTTP_STATUS[ErrorCode(error["code"])], outcome.describe()
+
+
+@functools.cache
+def _published_outputs(name: str) -> tuple[Draft202012Validator, ...]:
+    """The tool's whole output schema (the REST mirror's) and its outline (tools/list's)."""
+    tool = catalog.tool(name)
+    return tuple(map(Draft202012Validator, (tool.output_schema(), tool.listed_output_schema())))
+
+
+def assert_published(tool: str, result: dict[str, Any]) -> None:
+    """A result is what both of its published schemas describe, and what its model reads."""
+    catalog.tool(tool).output_model.model_validate(result)
+    for schema in _published_outputs(tool):
+        schema.validate(result)
 
 
 def assert_refused(outcome: Outcome, code: str) -> None:

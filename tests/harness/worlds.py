@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from tests.harness.probe import Doors, Outcome
+from tests.harness.probe import Doors, Outcome, assert_published
 from tests.liveness_support import World
 from tests.support import TEST_KEYS
 from vigil.clock import ManualClock
@@ -163,6 +163,8 @@ class HarnessWorld:
         bearer = caller.secret if isinstance(caller, Actor) else caller
         outcome = self.doors.call(door, tool, arguments, bearer)
         if outcome.ok:
+            assert outcome.result is not None
+            assert_published(tool, outcome.result)
             self.cast.absorb(outcome.result)
         return outcome
 

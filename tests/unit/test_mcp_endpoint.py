@@ -146,6 +146,51 @@ def test_every_tool_lists_a_closed_input_schema_and_an_output_schema(
         assert tool["description"]
 
 
+def test_annotations_say_only_what_differs_from_the_defaults(
+    endpoint: McpEndpoint, tenant: Tenant
+) -> None:
+    """A host reads an absent hint as its default (writes, destroys, not idempotent, open
+    world): each listed hint must be one that changes that reading, and a title is read from
+    the annotations by every revision's hosts."""
+    _, reply = post(endpoint, rpc("tools/list"), tenant.operator_secret, x_mcp_toolsets="all")
+    listed = {t["name"]: t for t in reply["result"]["tools"]}
+    for tool in catalog.tools():
+        seen = listed[tool.name]
+        assert "title" not in seen
+        hints = seen["annotations"]
+        assert hints["title"] == tool.title
+        assert hints["openWorldHint"] is False
+        assert "idempotentHint" not in hints
+        if tool.read_only:
+            assert hints.get("readOnlyHint") is True
+            assert "destructiveHint" not in hints
+        else:
+            assert "readOnlyHint" not in hints
+            assert hints.get("destructiveHint", True) is tool.destructive
+    assert listed["list_switches"]["annotations"]["readOnlyHint"] is True
+    assert listed["heartbeat"]["annotations"]["destructiveHint"] is False
+    assert "destructiveHint" not in listed["delete_channel"]["annotations"]
+
+
+def test_a_listed_output_schema_is_the_results_members_and_their_types(
+    endpoint: McpEndpoint, tenant: Tenant
+) -> None:
+    _, reply = post(endpoint, rpc("tools/list"), tenant.operator_secret, x_mcp_toolsets="all")
+    listed = {t["name"]: t["outputSchema"] for t in reply["result"]["tools"]}
+    assert listed["list_directory"] == {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array"},
+            "next_cursor": {"type": ["string", "null"]},
+            "order": {"type": "string"},
+        },
+    }
+    for tool in catalog.tools():
+        fields = tool.output_model.model_fields
+        names = [field.serialization_alias or field.alias or name for name, field in fields.items()]
+        assert list(listed[tool.name]["properties"]) == names, tool.name
+
+
 def test_tool_results_carry_structured_content_and_the_same_json_as_text(
     endpoint: McpEndpoint, tenant: Tenant
 ) -> None:

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from vigil import catalog
 from vigil.context import Context
-from vigil.kit.tooling import Tool
+from vigil.kit.tooling import Tool, outline, published
 
 _NAMED = ("properties", "patternProperties", "$defs")
 
@@ -66,3 +66,85 @@ def test_every_reference_resolves_within_its_schema_and_none_recurs(tool: Tool[C
 def test_no_schema_carries_a_title(tool: Tool[Context]) -> None:
     for schema in _schemas(tool):
         assert "title" not in _keywords(schema)
+
+
+def test_what_only_costs_bytes_is_left_out_and_validation_does_not_change() -> None:
+    name = {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"}
+    optional = {"type": "string", "minLength": 1, "pattern": "^[a-z]*$"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": name,
+            "optional": optional,
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "limit": {"type": "integer", "default": 50},
+        },
+    }
+    shown = published(schema)
+    assert shown["properties"] == {
+        "name": {"type": "string", "pattern": "^[a-z]+$"},
+        "optional": optional,
+        "note": {"type": ["string", "null"]},
+        "limit": {"type": "integer", "default": 50},
+    }
+    for document in ({"name": ""}, {"optional": ""}, {"name": "a", "note": None}, {"limit": 1}):
+        before = Draft202012Validator(schema).is_valid(document)
+        assert Draft202012Validator(shown).is_valid(document) is before, document
+
+
+def test_an_outline_names_each_member_and_its_types_and_accepts_what_the_whole_accepts() -> None:
+    schema = {
+        "$defs": {
+            "Switch": {
+                "type": "object",
+                "properties": {"scope": {"type": "string"}},
+                "required": ["scope"],
+                "additionalProperties": False,
+            }
+        },
+        "type": "object",
+        "properties": {
+            "switch": {"$ref": "#/$defs/Switch"},
+            "death": {"anyOf": [{"$ref": "#/$defs/Switch"}, {"type": "null"}]},
+            "state": {"enum": ["armed", "fired"]},
+            "kind": {"const": "beat"},
+            "count": {"type": ["integer", "null"]},
+            "ratio": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
+            "payload": {},
+        },
+        "required": ["switch", "state"],
+    }
+    shown = outline(schema)
+    assert shown == {
+        "type": "object",
+        "properties": {
+            "switch": {"type": "object"},
+            "death": {"type": ["object", "null"]},
+            "state": {"type": "string"},
+            "kind": {"type": "string"},
+            "count": {"type": ["integer", "null"]},
+            "ratio": {"type": "number"},
+            "payload": {},
+        },
+    }
+    accepted = {
+        "switch": {"scope": "a"},
+        "death": None,
+        "state": "fired",
+        "kind": "beat",
+        "count": 3,
+        "ratio": 0.5,
+        "payload": [1, "x"],
+    }
+    assert Draft202012Validator(schema).is_valid(accepted)
+    assert Draft202012Validator(shown).is_valid(accepted)
+    assert not Draft202012Validator(shown).is_valid({**accepted, "switch": "a"})
+    assert not Draft202012Validator(shown).is_valid({**accepted, "count": "3"})
+
+
+@pytest.mark.parametrize("tool", catalog.tools(), ids=lambda tool: tool.name)
+def test_every_listed_output_schema_is_valid_and_self_contained(tool: Tool[Context]) -> None:
+    listed = tool.listed_output_schema()
+    Draft202012Validator.check_schema(listed)
+    assert _references(listed) == set()
+    assert listed["type"] == "object"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from tests.support import Tenant
+from vigil import catalog
 from vigil.kit.http import HttpRequest
+from vigil.transports.openapi import openapi_document
 from vigil.transports.router import Router
 
 ALLOWED = "https://console.example"
@@ -150,3 +152,16 @@ def test_a_browser_caller_may_read_where_to_sign_in(tenant: Tenant) -> None:
     assert "resource_metadata" in response.headers["www-authenticate"]
     exposed = response.headers["access-control-expose-headers"].split(", ")
     assert "www-authenticate" in exposed
+
+
+def test_the_rest_document_says_who_may_call_what_a_listing_leaves_out() -> None:
+    """tools/list leaves a tool out for whoever may not call it, so its description does not
+    say who may; the REST mirror's document lists every tool, so it says so there."""
+    paths = openapi_document()["paths"]
+    said = {name: paths[f"/v1/{name}"]["post"]["description"] for name in catalog.DECLARED_IN}
+    assert said["create_channel"].endswith(" Operators only.")
+    assert said["list_switches"].endswith(" People and operators only.")
+    assert said["heartbeat"] == catalog.tool("heartbeat").description
+    for tool in catalog.tools():
+        assert "perators only" not in tool.description, tool.name
+        assert said[tool.name] == f"{tool.description} {tool.callers}".rstrip()

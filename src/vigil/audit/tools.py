@@ -88,7 +88,7 @@ TOOLS: tuple[Tool[AuditContext], ...] = (
         description=(
             "The audit trail of your namespace, newest first: every change made with an "
             "operator's power or by the deployer, with who, what, when and the versions before "
-            "and after. Operators only."
+            "and after."
         ),
         input_model=ListAuditEventsInput,
         output_model=AuditPage,

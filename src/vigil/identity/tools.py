@@ -238,7 +238,7 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         title="Register a principal",
         description=(
             "Create a person, agent or service in the caller's namespace and issue its secret. "
-            "The secret appears in this response only; Vigil keeps just its hash. Operators only. "
+            "The secret appears in this response only; Vigil keeps just its hash. "
             "An agent's mailbox address is agent:<id>."
         ),
         input_model=RegisterInput,
@@ -285,9 +285,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="list_agents",
         title="List agents",
         description=(
-            "List the agents of the caller's namespace with their mailbox addresses. They come "
-            "as the array in the result's agents field: MCP structured output is an object, so "
-            "the list the catalog describes has this wrapper."
+            "List the agents of the caller's namespace with their mailbox addresses, in the "
+            "result's agents field."
         ),
         input_model=NoInput,
         output_model=AgentList,

@@ -3,6 +3,7 @@ capability lists its tools with (its ``TOOLS``), typed by the context its functi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
@@ -30,7 +31,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="Retry key: the same key and arguments return the first result.",
+        description="Retry key: reuse it only with the same arguments.",
     ),
     normalised(128),
 ]
@@ -109,6 +110,16 @@ class Tool(Generic[C]):
         return role in self.roles or kind in self.kinds
 
     @property
+    def callers(self) -> str:
+        """Who may call it, as a sentence for the REST mirror's document, which lists every
+        tool; an MCP listing says it by leaving the tool out for anyone else."""
+        if self.roles == ANYONE:
+            return ""
+        if self.roles != OPERATORS or not self.kinds <= PEOPLE:
+            raise ValueError(f"{self.name}: no sentence says who may call it")
+        return "People and operators only." if self.kinds else "Operators only."
+
+    @property
     def idempotency_field(self) -> str:
         return self.input_model.idempotency_field
 
@@ -126,9 +137,14 @@ class Tool(Generic[C]):
         )
 
     def output_schema(self) -> dict[str, Any]:
+        """The result's whole shape, as the REST mirror's OpenAPI document publishes it."""
         return published(
             self.output_model.model_json_schema(mode="serialization", schema_generator=_Untitled)
         )
+
+    def listed_output_schema(self) -> dict[str, Any]:
+        """The output schema tools/list carries: ``outline(self.output_schema())``."""
+        return outline(self.output_schema())
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +186,9 @@ def published(schema: dict[str, Any]) -> dict[str, Any]:
     fewer bytes: a titled subschema (a named shape, such as one level of a JSON value) is
     written once under ``$defs`` and referenced wherever it recurs; titles are dropped (a
     model's is its ``$defs`` key); ``anyOf: [X, null]`` becomes ``X`` with ``null`` in its
-    types where X's keywords only constrain its own type."""
+    types where X's keywords only constrain its own type; a default of null is left out (a
+    member not required may be left out, and null is what leaving it out means), and so is a
+    minLength of 1 beside a pattern that no empty string matches."""
     shapes: dict[str, Any] = {}
 
     def shape(node: dict[str, Any]) -> dict[str, Any]:
@@ -194,9 +212,11 @@ def published(schema: dict[str, Any]) -> dict[str, Any]:
                 }
             elif key in _SUBSCHEMAS:
                 rebuilt[key] = walk(value, hoist=True)
+            elif key == "default" and value is None:
+                continue
             else:
                 rebuilt[key] = value
-        rebuilt = _nullable(rebuilt)
+        rebuilt = _nullable(_without_implied_length(rebuilt))
         if hoist:
             return shape(rebuilt)
         rebuilt.pop("title", None)
@@ -208,6 +228,75 @@ def published(schema: dict[str, Any]) -> dict[str, Any]:
     if shapes:
         result["$defs"] = {**result.get("$defs", {}), **shapes}
     return result
+
+
+_JSON_TYPES: dict[type, str] = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    type(None): "null",
+    dict: "object",
+    list: "array",
+}
+_TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+def outline(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object's schema reduced to its members and their JSON types: what tools/list carries
+    as a tool's output schema. Every document the whole schema accepts, the outline accepts; a
+    member's own shape (a switch's fields, a page's items) is left to the whole schema, which
+    /openapi.json publishes, because an agent's host reads every listed byte on every turn and
+    a code generator needs the names and types of what it gets back, not every bound."""
+    definitions = schema.get("$defs", {})
+
+    def resolved(node: dict[str, Any]) -> dict[str, Any]:
+        while isinstance(node.get("$ref"), str):
+            node = definitions[node["$ref"].removeprefix("#/$defs/")]
+        return node
+
+    def types(node: dict[str, Any]) -> set[str] | None:
+        """The JSON types ``node`` admits; None where it admits any."""
+        node = resolved(node)
+        declared = node.get("type")
+        if isinstance(declared, str):
+            return {declared}
+        if isinstance(declared, list):
+            return set(declared)
+        if "const" in node:
+            return {_JSON_TYPES[type(node["const"])]}
+        if isinstance(node.get("enum"), list):
+            return {_JSON_TYPES[type(value)] for value in node["enum"]}
+        alternatives = node.get("anyOf", node.get("oneOf"))
+        if isinstance(alternatives, list):
+            found: set[str] = set()
+            for alternative in alternatives:
+                admitted = types(alternative)
+                if admitted is None:
+                    return None
+                found |= admitted
+            return found
+        return None
+
+    def member(node: dict[str, Any]) -> dict[str, Any]:
+        admitted = types(node)
+        if admitted is None:
+            return {}
+        if "integer" in admitted and "number" in admitted:
+            admitted.discard("integer")
+        ordered = [name for name in _TYPE_ORDER if name in admitted]
+        return {"type": ordered[0] if len(ordered) == 1 else ordered}
+
+    whole = resolved(schema)
+    members = {name: member(node) for name, node in whole.get("properties", {}).items()}
+    return {"type": "object", "properties": members}
+
+
+def _without_implied_length(node: dict[str, Any]) -> dict[str, Any]:
+    pattern = node.get("pattern")
+    if node.get("minLength") != 1 or not isinstance(pattern, str) or re.search(pattern, ""):
+        return node
+    return {key: value for key, value in node.items() if key != "minLength"}
 
 
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:

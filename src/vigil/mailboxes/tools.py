@@ -321,9 +321,7 @@ TOOLS: tuple[Tool[MailboxContext], ...] = (
     Tool(
         name="get_usage",
         title="Read usage",
-        description=(
-            "Billable usage: first deliveries per receiving principal and UTC day. Operators only."
-        ),
+        description=("Billable usage: first deliveries per receiving principal and UTC day."),
         input_model=GetUsageInput,
         output_model=UsagePage,
         run=get_usage,

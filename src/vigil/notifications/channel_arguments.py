@@ -65,7 +65,7 @@ ChannelId = Annotated[
     str,
     Field(
         pattern=r"^chn_[a-z2-7]{16}$",
-        description="A channel's id (chn_…), as create_channel or list_channels returned it.",
+        description="A channel's id, as list_channels shows it.",
     ),
 ]
 Version = Annotated[

@@ -63,7 +63,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         title="Send a test notification",
         description=(
             "Send a channel.test event to a channel once, as a real event goes, and say what the "
-            "receiver answered. Works on a disabled channel too. Operators only."
+            "receiver answered. Works on a disabled channel too."
         ),
         input_model=TestChannelInput,
         output_model=ChannelTested,

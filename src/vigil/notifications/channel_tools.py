@@ -278,7 +278,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
             "Send the namespace's events (switch fired, request opened, session stale...) to "
             "people outside Vigil: a signed webhook, a Slack incoming webhook or an email "
             "address, chosen by rules. A webhook's signing secret appears in this response "
-            "only. Operators only."
+            "only."
         ),
         input_model=CreateChannelInput,
         output_model=ChannelIssued,
@@ -291,8 +291,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         description=(
             "Every channel of the caller's namespace with its rules, state (and why it is "
             "disabled) and version. Never shows a secret: a webhook's signing secrets only by "
-            "when they were made and stop signing, a Slack webhook only by its host. Operators "
-            "only."
+            "when they were made and stop signing, a Slack webhook only by its host."
         ),
         input_model=ListChannelsInput,
         output_model=ChannelList,
@@ -306,8 +305,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         description=(
             "Issue a new signing secret for a webhook channel, shown in this response only. "
             f"The replaced secret goes on signing for {_OVERLAP_HOURS} hours (each delivery "
-            "then carries both signatures), so receivers can switch without refusing one. "
-            "Operators only."
+            "then carries both signatures), so receivers can switch without refusing one."
         ),
         input_model=RotateChannelSecretInput,
         output_model=ChannelIssued,
@@ -319,8 +317,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         title="Enable or disable a channel",
         description=(
             "Disable a channel (it receives no events until enabled again) or enable it, "
-            "including one Vigil disabled because its receiver answered 410 Gone. Operators "
-            "only."
+            "including one Vigil disabled because its receiver answered 410 Gone."
         ),
         input_model=SetChannelStateInput,
         output_model=ChannelResult,
@@ -332,7 +329,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         title="Delete a channel",
         description=(
             "Delete a channel at the version given: it receives nothing more and its place in "
-            "the namespace's quota is freed. Operators only."
+            "the namespace's quota is freed."
         ),
         input_model=DeleteChannelInput,
         output_model=ChannelDeleted,

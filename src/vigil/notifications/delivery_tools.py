@@ -151,7 +151,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         description=(
             "The events a channel did not receive, newest first: each gave up after "
             f"{MAX_ATTEMPTS} attempts over some 11 hours, or at once on an answer a retry would "
-            "not change (a 4xx, a redirect, 410 Gone). Kept 30 days. Operators only."
+            "not change (a 4xx, a redirect, 410 Gone). Kept 30 days."
         ),
         input_model=ListDeliveryFailuresInput,
         output_model=DeliveryFailures,
@@ -165,7 +165,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         description=(
             "Start a failed delivery again: an attempt now and, if it fails, the same retries "
             "as the first time. The event keeps its id (a webhook's webhook-id), so a receiver "
-            "that did get it deduplicates it. Audited. Operators only."
+            "that did get it deduplicates it. Audited."
         ),
         input_model=ReplayDeliveryInput,
         output_model=DeliveryReplayed,
@@ -177,9 +177,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         title="Acknowledge an alert",
         description=(
             "Say that a person has seen an alert (a switch fired, a request opened): its "
-            "repeats stop, and it does not escalate. Takes the alert's id or a repeat's, as "
-            "notifications carry them (the webhook-id). Acknowledging again changes nothing "
-            "and tells who did first. People and operators."
+            "repeats stop and it does not escalate. Takes the id a notification carries (its "
+            "webhook-id); acknowledging again changes nothing and tells who did first."
         ),
         input_model=AcknowledgeAlertInput,
         output_model=AlertAcknowledged,

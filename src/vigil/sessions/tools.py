@@ -400,7 +400,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         title="Instruct a session",
         description=(
             "Send an instruction to an agent's session; its session_heartbeat hands it out "
-            "until the agent acknowledges it. For people and operators."
+            "until the agent acknowledges it."
         ),
         input_model=PostInstructionInput,
         output_model=InstructionView,
@@ -425,7 +425,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         title="Watch sessions",
         description=(
             "The sessions of your namespace with status, progress and last beat; stale ones "
-            f"have not beaten for {STALE_AFTER_SECONDS} s. For people and operators."
+            f"have not beaten for {STALE_AFTER_SECONDS} s."
         ),
         input_model=ListSessionsInput,
         output_model=SessionPage,

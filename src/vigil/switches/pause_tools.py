@@ -187,7 +187,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         description=(
             "For maintenance: pause the dead-man switches whose scope begins with scope_prefix, "
             "until a time or their next beat. A paused switch does not fire or alert; beats keep "
-            "working. Audited. Operators only."
+            "working. Audited."
         ),
         input_model=PauseSwitchesInput,
         output_model=PauseView,
@@ -199,7 +199,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         title="End a pause",
         description=(
             "End a pause early, by its id or scope_prefix, at its current version; each switch it "
-            "held then has its own window from now. Audited. Operators only."
+            "held then has its own window from now. Audited."
         ),
         input_model=ResumeSwitchesInput,
         output_model=PauseView,
@@ -211,7 +211,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         title="Paused switches",
         description=(
             "The pauses in force in your namespace, in scope prefix order, with who set them, "
-            "until when, and their version. For people and operators."
+            "until when, and their version."
         ),
         input_model=ListPausesInput,
         output_model=PausePage,

@@ -119,7 +119,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         title="Watch dead-man switches",
         description=(
             "The dead-man switches of your namespace in scope order, with state, holder, deadline "
-            "and last beat; state and scope_prefix narrow it. For people and operators."
+            "and last beat; state and scope_prefix narrow it."
         ),
         input_model=ListSwitchesInput,
         output_model=SwitchPage,
@@ -133,7 +133,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         title="Recent deaths",
         description=(
             "The deaths of your namespace's dead-man switches, newest first, with how late each "
-            "fired and what its actions did. For people and operators."
+            "fired and what its actions did."
         ),
         input_model=ListDeathsInput,
         output_model=DeathPage,

@@ -126,21 +126,31 @@ ANONYMOUS: tuple[Kind, Role] = ("agent", "worker")
 
 
 def described(tool: Tool[Context]) -> dict[str, Any]:
-    """The tool as tools/list shows it."""
+    """The tool as tools/list shows it: its output schema outlined (kit.tooling.outline), and
+    its annotations carrying only what differs from the specification's defaults. Its title is
+    in its annotations alone, where every revision's hosts read it (a top-level title, since
+    2025-06-18, would repeat it)."""
     return {
         "name": tool.name,
-        "title": tool.title,
         "description": tool.description,
         "inputSchema": tool.input_schema(),
-        "outputSchema": tool.output_schema(),
-        "annotations": {
-            "title": tool.title,
-            "readOnlyHint": tool.read_only,
-            "destructiveHint": tool.destructive,
-            "idempotentHint": tool.read_only or tool.takes_idempotency_key,
-            "openWorldHint": False,
-        },
+        "outputSchema": tool.listed_output_schema(),
+        "annotations": hints(tool),
     }
+
+
+def hints(tool: Tool[Context]) -> dict[str, Any]:
+    """A tool's hints, each only where it differs from its default (not read-only, destructive,
+    open-world); whether it destroys is said only of a tool that writes, as the specification
+    reads it. None claims to be idempotent: a write repeats safely only with the same
+    idempotency_key, which a caller may leave out."""
+    said: dict[str, Any] = {"title": tool.title}
+    if tool.read_only:
+        said["readOnlyHint"] = True
+    elif not tool.destructive:
+        said["destructiveHint"] = False
+    said["openWorldHint"] = False
+    return said
 
 
 def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "operationId": tool.name,
                 "summary": tool.title,
-                "description": tool.description,
+                "description": f"{tool.description} {tool.callers}".rstrip(),
                 "requestBody": {
                     "required": True,
                     "content": {

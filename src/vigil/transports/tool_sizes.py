@@ -1,8 +1,9 @@
 """How much of a model's context the tools take. What a model is shown of a tool is its name,
 description and input schema, as tools/list sends them (compact JSON, ASCII with escapes); its
-size in tokens is estimated as its bytes / 4. Its output schema is listed too, and some hosts
-show it. Measured here for each tool, each toolset, the default listing and each kind of
-principal's full listing: scripts/tool_sizes.py prints the figures and writes the table into
+size in tokens is estimated as its bytes / 4. Its outlined output schema and its annotations
+are listed too, and some hosts show them: the whole tools/list result is measured as well.
+Measured here for each tool, each toolset, the default listing and each kind of principal's
+full listing: scripts/tool_sizes.py prints the figures and writes the table into
 the README, and tests/unit/test_tool_sizes.py keeps them within their goals and fails while the
 README's table differs (docs/PERFORMANCE.md, "Tool definitions")."""
 
@@ -43,11 +44,18 @@ def _tokens(size: int) -> int:
 @dataclass(frozen=True)
 class Size:
     tools: int
+    # What a model is shown: names, descriptions, input schemas.
     bytes: int
+    # The whole tools/list result: output schemas and annotations too.
+    listing_bytes: int
 
     @property
     def tokens(self) -> int:
         return _tokens(self.bytes)
+
+    @property
+    def listing_tokens(self) -> int:
+        return _tokens(self.listing_bytes)
 
 
 def wire(document: Any) -> bytes:
@@ -76,8 +84,9 @@ def output_tokens(tool: Tool[Context]) -> int:
 
 
 def size_of(tools: Iterable[Tool[Context]]) -> Size:
-    sizes = [len(shown(tool)) for tool in tools]
-    return Size(len(sizes), sum(sizes))
+    chosen = list(tools)
+    listing = wire({"tools": [described(tool) for tool in chosen]})
+    return Size(len(chosen), sum(len(shown(tool)) for tool in chosen), len(listing))
 
 
 def toolset_sizes() -> dict[str, Size]:
@@ -107,9 +116,14 @@ def table() -> str:
         rows.append(
             f"| `{toolset.name}` | {toolset.summary} | {size.tools} | {size.tokens:,} | {default} |"
         )
-    rows += ["", "| toolsets chosen | tools | tokens |", "| --- | ---: | ---: |"]
     rows += [
-        f"| {label} | {size.tools} | {size.tokens:,} |" for label, size in listing_sizes().items()
+        "",
+        "| toolsets chosen | tools | tokens shown | the whole tools/list |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    rows += [
+        f"| {label} | {size.tools} | {size.tokens:,} | {size.listing_tokens:,} |"
+        for label, size in listing_sizes().items()
     ]
     return "\n".join([*rows, END])
 
