@@ -101,7 +101,7 @@ def test_an_ended_session_is_listed_as_ended_and_never_as_stale(world: World) ->
     listing = page(browser, "/console/sessions")
     assert '<span class="badge state-ended">ended</span> completed, <time' in listing
     assert "state-stale" not in listing
-    assert f'builder <small class="meta">{agent_id}</small>' in listing
+    assert f'builder <small class="meta id">{agent_id}</small>' in listing
     overview = page(browser, "/console")
     assert re.search(r'<span class="count" id="count-stale">0</span>', overview)
 
@@ -166,6 +166,6 @@ def test_the_runs_page_marks_a_paused_switch_and_names_its_holder(world: World) 
         row = re.search(rf"<tr><td><a href=\"/console/switch\?scope={SCOPE}\">.*?</tr>", body)
         assert row is not None, path
         assert '<span class="badge state-paused">paused</span>' in row.group(0), path
-        assert f'builder (worker-3) <small class="meta">{agent_id}</small>' in row.group(0), path
+        assert f'builder (worker-3) <small class="meta id">{agent_id}</small>' in row.group(0), path
     switch = page(browser, "/console/switch", scope=SCOPE)
-    assert f'builder (worker-3) <small class="meta">{agent_id}</small>' in switch
+    assert f'builder (worker-3) <small class="meta id">{agent_id}</small>' in switch

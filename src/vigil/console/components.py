@@ -88,16 +88,28 @@ def link(path: str, text: Any, **query: str) -> Html:
     return render('<a href="{href}">{text}</a>', href=href, text=text)
 
 
+def ident(value: str) -> Html:
+    """An id shown on its own, kept on one line so that it is copied whole."""
+    return render('<span class="id">{value}</span>', value=value)
+
+
 def named(principal_id: str, label: str | None, names: Mapping[str, str]) -> Html:
     """A principal as people know it: its display name, with its id in small type beside it
     (the id alone when the name is not known), and the label an instance gave itself."""
     name = names.get(principal_id)
+    if name is None:
+        return join([ident(principal_id), f" ({label})" if label else ""])
     return render(
-        "{name}{label}{ident}",
-        name=name or principal_id,
+        '{name}{label} <small class="meta id">{id}</small>',
+        name=name,
         label=f" ({label})" if label else "",
-        ident=render(' <small class="meta">{id}</small>', id=principal_id) if name else "",
+        id=principal_id,
     )
+
+
+def everyone(principal_ids: Iterable[str], names: Mapping[str, str]) -> Html:
+    """Several principals, each by ``named``."""
+    return join((named(p, None, names) for p in principal_ids), ", ")
 
 
 def next_page(path: str, query: Mapping[str, str]) -> Html:

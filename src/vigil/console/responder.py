@@ -18,6 +18,7 @@ from vigil.console.frame import REFRESH_MS, frame, live
 from vigil.console.html import Html, join, render
 from vigil.console.session import ConsoleSession
 from vigil.errors import HTTP_STATUS, VigilError
+from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
 
@@ -74,11 +75,16 @@ class Responder:
                 return "Your role may not see this."
             return error.message
 
-    def agent_names(self, visit: Visit) -> Mapping[str, str]:
-        """The display names of the namespace's agents, by id, for saying who holds or owns
-        what; none where the visitor may not list them (the ids are shown then)."""
-        found = self.call(visit, "list_agents")
-        return {} if isinstance(found, str) else {a["id"]: a["name"] for a in found["agents"]}
+    def names(self, visit: Visit) -> Mapping[str, str]:
+        """The display names of the namespace's principals, by id, read once for a page, for
+        saying who holds, asked, decided or wrote what; none if they cannot be read (the ids
+        are shown then)."""
+        try:
+            return names_of(
+                lambda tool, arguments: self.app.call_as(tool, arguments, visit.principal)
+            )
+        except VigilError:
+            return {}
 
     def act(self, visit: Visit, tool: str, arguments: dict[str, Any], back: str) -> HttpResponse:
         """A form's tool call: back to ``back`` (303) when it is done, or a page saying why

@@ -7,23 +7,36 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.components import link, relative, section, table
+from vigil.console.components import ident, link, named, relative, section, table
 from vigil.console.html import Html, join, render
-from vigil.console.pages.requests import first_line
+from vigil.console.pages.requests import conversation_title, first_line
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
 from vigil.kit.http import HttpRequest, HttpResponse
+
+# The conversations listing looks up the titles of this many conversations (one call each);
+# any further one is shown by its id.
+TITLED = 20
 
 
 # -- handlers ----------------------------------------------------------------------------------
 def conversations(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     """There is no tool that lists a namespace's conversations: the page lists those of the
-    person's requests and opens any other by its id."""
+    person's requests (by title, for the first ``TITLED`` of them) and opens any other by its
+    id."""
     found = responder.call(visit, "request_status")
     seen: dict[str, str] = {}
     if not isinstance(found, str):
         for r in found["requests"]:
             seen.setdefault(r["conversation_id"], first_line(r["body"]))
-    rows = [[link("/console/conversation", c, id=c), about] for c, about in seen.items()]
+    rows = []
+    for n, (conversation_id, about) in enumerate(seen.items()):
+        title = conversation_title(responder, visit, conversation_id) if n < TITLED else None
+        rows.append(
+            [
+                link("/console/conversation", title or ident(conversation_id), id=conversation_id),
+                about,
+            ]
+        )
     body = join(
         [
             render(
@@ -47,11 +60,23 @@ def conversation(responder: Responder, request: HttpRequest, visit: Visit) -> Ht
     found = responder.call(visit, "get_conversation", id=conversation_id)
     if isinstance(found, str):
         return responder.not_found("Conversation", found, visit)
-    who = ", ".join(f"{x['principal_id']} ({x['kind']})" for x in found["participants"])
+    names = responder.names(visit)
+    who = join(
+        (
+            render("{who} ({kind})", who=named(x["principal_id"], None, names), kind=x["kind"])
+            for x in found["participants"]
+        ),
+        ", ",
+    )
     live = join(
         [
-            render('<p class="meta">{kind} · {who}</p>', kind=found["kind"], who=who),
-            message_list(found["messages"], now),
+            render(
+                '<p class="meta">{kind} {ident} · {who}</p>',
+                kind=found["kind"],
+                ident=ident(conversation_id),
+                who=who,
+            ),
+            message_list(found["messages"], now, visit.principal.id, names),
         ]
     )
     form = render(
@@ -66,7 +91,12 @@ def conversation(responder: Responder, request: HttpRequest, visit: Visit) -> Ht
         id=conversation_id,
         key=idempotency_key(),
     )
-    title = found["title"] or f"Conversation {conversation_id}"
+    others = [
+        names.get(x["principal_id"], x["principal_id"])
+        for x in found["participants"]
+        if x["principal_id"] != visit.principal.id
+    ]
+    title = found["title"] or f"Conversation with {', '.join(others) or 'yourself'}"
     return responder.live_page(request, title, f"{PREFIX}/conversations", live, form, visit)
 
 
@@ -75,12 +105,15 @@ def send(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRes
 
 
 # -- what they show ----------------------------------------------------------------------------
-def message_list(messages: Iterable[Mapping[str, Any]], now: datetime) -> Html:
+def message_list(
+    messages: Iterable[Mapping[str, Any]], now: datetime, me: str, names: Mapping[str, str]
+) -> Html:
+    """The messages, each under its author's name: the reader's own under "you"."""
     items = [
         render(
             '<li><p class="meta"><strong>{sender}</strong> · {sent}</p>'
             '<p class="body">{body}</p>{files}</li>',
-            sender=m["sender"],
+            sender="you" if m["sender"] == me else named(m["sender"], None, names),
             sent=relative(m["sent_at"], now),
             body=m["body"],
             files=(

@@ -40,7 +40,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 
     armed_list = listed(armed, "switches")
     pause_list = listed(paused, "pauses")
-    names = responder.agent_names(visit)
+    names = responder.names(visit)
     soon = [s for s in armed_list if expiring(s, now) and not pausing(pause_list, s)]
     death_list = listed(deaths, "deaths")
     since = now - timedelta(days=1)
@@ -75,7 +75,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                     lambda _: table(
                         "Open requests you decide",
                         REQUEST_HEADERS,
-                        request_rows(mine, me, now),
+                        request_rows(mine, me, now, names),
                         "Nothing waits for you.",
                     ),
                 ),
@@ -107,7 +107,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                     lambda _: table(
                         "Pauses in force: a held switch does not fire or alert",
                         PAUSE_HEADERS,
-                        pause_rows(pause_list, now),
+                        pause_rows(pause_list, now, names),
                         "No switch is paused.",
                         "pauses-in-force",
                     ),

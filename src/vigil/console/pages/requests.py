@@ -12,9 +12,12 @@ from vigil.console.components import (
     action_flag,
     badge,
     countdown,
+    everyone,
     exact_action,
     facts,
+    ident,
     link,
+    named,
     next_page,
     relative,
     section,
@@ -38,6 +41,7 @@ def requests(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     if request.query.get("cursor"):
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "request_status", **arguments)
+    names = responder.names(visit)
     filters = render(
         "<p>{open} · {all}</p>",
         open=link("/console/requests", "Open"),
@@ -45,7 +49,7 @@ def requests(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     )
 
     def draw(page: Mapping[str, Any]) -> Html:
-        rows = request_rows(page["requests"], visit.principal.id, now)
+        rows = request_rows(page["requests"], visit.principal.id, now, names)
         more = Html("")
         if page["next_cursor"]:
             more = next_page(
@@ -72,13 +76,16 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     if isinstance(found, str):
         return responder.not_found("Request", found, visit)
     r = found
+    names = responder.names(visit)
+    me = visit.principal.id
     parts = [
         facts(
             [
+                ("Request", ident(r["id"])),
                 ("State", badge(r["state"])),
                 ("Kind", r["kind"] + (" (blocking)" if r["blocking"] else "")),
-                ("Asked by", r["requester"]),
-                ("Decided by", ", ".join(r["audience"])),
+                ("Asked by", named(r["requester"], None, names)),
+                deciders(r, me, names),
                 ("Asked", when(r["asked_at"])),
                 (
                     "Expires",
@@ -88,7 +95,11 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                 ),
                 (
                     "Conversation",
-                    link("/console/conversation", r["conversation_id"], id=r["conversation_id"]),
+                    link(
+                        "/console/conversation",
+                        ident(r["conversation_id"]),
+                        id=r["conversation_id"],
+                    ),
                 ),
                 ("Response", verbatim(r["response"]) if r["response"] else "—"),
             ]
@@ -117,15 +128,15 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
             table(
                 "Every change, oldest first",
                 ("Change", "By", "When", "Version"),
-                history_rows(r["history"], now),
+                history_rows(r["history"], now, names),
                 "No change yet.",
             ),
         )
     )
     decide = Html("")
-    if r["state"] == "open" and visit.principal.id in r["audience"]:
+    if r["state"] == "open" and me in r["audience"]:
         decide = section("Your decision", "decide", reply_form(r, visit.csrf))
-    title = f"{r['kind'].capitalize()} {r['id']}"
+    title = heading(r, conversation_title(responder, visit, r["conversation_id"]))
     return responder.live_page(request, title, f"{PREFIX}/requests", join(parts), decide, visit)
 
 
@@ -143,7 +154,9 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
 
 
 # -- what they show ----------------------------------------------------------------------------
-def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) -> list[list[Any]]:
+def request_rows(
+    requests: Iterable[Mapping[str, Any]], me: str, now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
         [
             join(
@@ -154,7 +167,7 @@ def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) 
             ),
             r["kind"],
             badge(r["state"]),
-            r["requester"],
+            named(r["requester"], None, names),
             "you decide" if me in r["audience"] else "you asked",
             (countdown if r["state"] == "open" else relative)(r["expires_at"], now),
         ]
@@ -162,14 +175,47 @@ def request_rows(requests: Iterable[Mapping[str, Any]], me: str, now: datetime) 
     ]
 
 
+def deciders(r: Mapping[str, Any], me: str, names: Mapping[str, str]) -> tuple[str, Html]:
+    """Who decides an open request (saying so when the reader is among them), and who decided
+    it once it is decided; a request that expired or was replaced names who could have."""
+    by = r["response"]["by"] if r["response"] else None
+    if by is not None:
+        return "Decided by", named(by, None, names)
+    if r["state"] != "open":
+        return "Who could decide", everyone(r["audience"], names)
+    return ("Yours to decide" if me in r["audience"] else "Who decides"), everyone(
+        r["audience"], names
+    )
+
+
+def conversation_title(responder: Responder, visit: Visit, conversation_id: str) -> str | None:
+    """The title of a request's conversation (given when it was asked), if the reader may
+    read the conversation and it has one."""
+    found = responder.call(visit, "get_conversation", id=conversation_id)
+    return None if isinstance(found, str) else found["title"]
+
+
+def heading(r: Mapping[str, Any], title: str | None) -> str:
+    """A request as people call it: its conversation's title, or what it asks."""
+    return title or f"{r['kind'].capitalize()}: {first_line(r['body'], 60)}"
+
+
 def first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "(empty)"
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def history_rows(history: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def history_rows(
+    history: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
-        [c["kind"], c["by"] or "(expiry)", relative(c["at"], now), c["version"]] for c in history
+        [
+            c["kind"],
+            named(c["by"], None, names) if c["by"] else "(expiry)",
+            relative(c["at"], now),
+            c["version"],
+        ]
+        for c in history
     ]
 
 

@@ -16,7 +16,7 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
     scope = request.query.get("scope") or ""
     run_id = request.query.get("run_id") or ""
     parts = []
-    names = responder.agent_names(visit)
+    names = responder.names(visit)
     if scope:
         packet = responder.call(visit, "resume_packet", scope=scope)
         parts.append(

@@ -25,7 +25,7 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     if request.query.get("cursor"):
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "list_sessions", **arguments)
-    names = responder.agent_names(visit)
+    names = responder.names(visit)
     filters = render(
         "<p>{all} · {stale}</p>",
         all=link("/console/sessions", "All sessions"),
@@ -54,7 +54,7 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     live = table(
         "Instructions, oldest first",
         INSTRUCTION_HEADERS,
-        instruction_rows(found["instructions"], now),
+        instruction_rows(found["instructions"], now, responder.names(visit)),
         "No instruction yet.",
         "instructions",
     )
@@ -122,7 +122,9 @@ def _step(session: Mapping[str, Any]) -> str:
     return str(step)
 
 
-def instruction_rows(instructions: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def instruction_rows(
+    instructions: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
         [
             render('<span class="body">{body}</span>', body=i["body"]),
@@ -131,7 +133,7 @@ def instruction_rows(instructions: Iterable[Mapping[str, Any]], now: datetime) -
                 state=i["state"],
                 id=i["id"],
             ),
-            i["posted_by"],
+            named(i["posted_by"], None, names),
             relative(i["posted_at"], now),
             i["delivery_count"],
             relative(i["acknowledged_at"], now) if i["acknowledged_at"] else "—",

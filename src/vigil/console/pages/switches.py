@@ -46,7 +46,7 @@ def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     arguments = {"state": state, "scope_prefix": prefix, "cursor": request.query.get("cursor")}
     found = responder.call(visit, "list_switches", **{k: v for k, v in arguments.items() if v})
     pause_list = listed(responder.call(visit, "list_pauses"), "pauses")
-    names = responder.agent_names(visit)
+    names = responder.names(visit)
     states = join(
         render(
             '<option value="{v}"{sel}>{t}</option>',
@@ -93,7 +93,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
     paused = responder.call(visit, "list_pauses")
     if isinstance(packet, str):
         return responder.not_found(scope or "Switch", packet, visit)
-    names = responder.agent_names(visit)
+    names = responder.names(visit)
     over = pausing(listed(paused, "pauses"), packet)
     history = [d for d in listed(deaths, "deaths") if d["scope"] == scope]
     death = packet["death"]
@@ -122,7 +122,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                 table(
                     "Pauses in force whose prefix begins this scope",
                     PAUSE_HEADERS,
-                    pause_rows(over, now),
+                    pause_rows(over, now, names),
                     "No pause covers this switch.",
                 ),
             ),
@@ -232,12 +232,14 @@ def pausing(
     return [pause for pause in pauses if pause_reaches(pause, switch)]
 
 
-def pause_rows(pauses: Iterable[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
+def pause_rows(
+    pauses: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
+) -> list[list[Any]]:
     return [
         [
             link("/console/switches", pause["scope_prefix"], scope_prefix=pause["scope_prefix"]),
             _pause_end(pause, now),
-            pause["paused_by"],
+            named(pause["paused_by"], None, names),
             relative(pause["paused_at"], now),
             pause["reason"] or "—",
         ]
