@@ -188,7 +188,8 @@ def test_a_person_sees_an_agents_switch_and_steers_its_session(cli: Cli) -> None
     shown = cli.run("switches", "--scope-prefix", scope, env=me)
     assert shown.returncode == 0, shown.stderr
     assert scope in shown.stdout
-    assert f"w-9 ({agent_id})" in shown.stdout
+    assert "cli-worker (w-9)" in shown.stdout  # held by its agent's name, with its label
+    assert agent_id not in shown.stdout
     assert "armed" in shown.stdout
     assert "in 9m" in shown.stdout  # its deadline, relative: in 9m 59s or so
     page = cli.json("switches", "--scope-prefix", scope, env=me)

@@ -83,7 +83,7 @@ def test_a_switch_is_shown_armed_then_expiring_then_fired(world: World) -> None:
     assert "armed" in armed
     assert "expiring" not in armed
     assert "in 30s" in armed
-    assert "worker-3 (agt_" in armed
+    assert " (worker-3)" in armed
 
     world.advance(21)  # 9 s left of 30: under a third
     expiring = shown()
@@ -261,3 +261,73 @@ def test_a_switch_a_pause_holds_is_shown_paused_not_expiring() -> None:
         render.status_screen(Overview([held, loose], [], [], pauses=[pause]), NOW, "Vigil")
     )
     assert "2 armed, 1 expiring soon, 0 fired, 1 held by a pause" in shown
+
+
+def test_principals_are_shown_by_name_where_the_name_is_known(world: World) -> None:
+    person, person_secret = world.tenant.register(kind="person", name="Watcher")
+    agent, agent_secret = world.tenant.register(name="deploy-bot")
+    world.call("heartbeat", agent_secret, scope="job-9", expect_within_seconds=5, agent_id="w-3")
+    world.call("session_heartbeat", agent_secret, sessionId="build-9", idempotencyKey="b")
+    asked = world.call(
+        "ask",
+        agent_secret,
+        target={"kind": "person", "id": person},
+        body="May I deploy?",
+        kind="approval",
+    )
+    world.advance(6)
+    now = world.clock.now()
+    names = {agent: "deploy-bot", person: "Watcher"}
+    switches = world.call("list_switches", person_secret)["switches"]
+    deaths = world.call("list_deaths", person_secret)["deaths"]
+    sessions = world.call("list_sessions", person_secret)["sessions"]
+    drawn = [
+        render.switches_table(switches, now, names=names),
+        render.deaths_table(deaths, now, names=names),
+        render.sessions_table(sessions, now, names=names),
+        render.requests_table([asked], now, names=names),
+    ]
+    for table in drawn:
+        shown = render.to_text(table)
+        assert "deploy-bot" in shown
+        assert agent not in shown
+    assert "deploy-bot (w-3)" in render.to_text(drawn[0])
+    decision = render.request_text(asked, now, names=names)
+    assert "from deploy-bot (" in decision
+    # Unknown, the id is shown.
+    assert agent in render.to_text(render.requests_table([asked], now))
+
+
+def test_at_80_columns_the_status_screen_keeps_every_id_on_one_line(world: World) -> None:
+    person, person_secret = world.tenant.register(kind="person", name="Watcher")
+    agent, agent_secret = world.tenant.register(name="deploy-bot-for-billing")
+    world.call(
+        "heartbeat",
+        agent_secret,
+        scope="acme-billing-nightly-job",
+        expect_within_seconds=5,
+        agent_id="worker-3",
+    )
+    world.call(
+        "session_heartbeat", agent_secret, sessionId="acme-build-2026-03-01-17", idempotencyKey="b"
+    )
+    world.advance(6 * 60)
+    asked = world.call(
+        "ask",
+        agent_secret,
+        target={"kind": "person", "id": person},
+        body="May I deploy billing-api 1.2.3 to production now, after the freeze has ended?",
+        kind="approval",
+        action={"op": "deploy"},
+    )
+    now = world.clock.now()
+    overview = Overview(
+        world.call("list_switches", person_secret)["switches"],
+        world.call("list_sessions", person_secret, stale_only=True)["sessions"],
+        [asked],
+        names={agent: "deploy-bot-for-billing", person: "Watcher"},
+    )
+    shown = render.to_text(render.status_screen(overview, now, "Vigil at here"), width=80)
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    for ident in (asked["id"], "acme-billing-nightly-job", "acme-build-2026-03-01-17"):
+        assert ident in shown, ident

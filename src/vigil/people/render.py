@@ -11,9 +11,10 @@ from __future__ import annotations
 import io
 import json
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -27,6 +28,8 @@ from vigil.switches.records import expiring_soon, pause_reaches
 # A section of the status screen lists at most this many rows, and says how many more.
 STATUS_ROWS = 10
 TEXT_WIDTH = 60
+# Where no principal's display name is known: each is shown by its id.
+NO_NAMES: Mapping[str, str] = MappingProxyType({})
 _UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
 
 
@@ -87,11 +90,21 @@ def _id(value: str) -> Text:
     return Text(printable(value), overflow="fold")
 
 
+def _who(principal_id: str, names: Mapping[str, str], label: str | None = None) -> Text:
+    """A principal by its display name (by its id where the name is not known), with the
+    label an instance gave itself."""
+    name = printable(names.get(principal_id, principal_id))
+    return Text(f"{name} ({printable(label)})" if label else name, overflow="fold")
+
+
 def _table(title: str, columns: Sequence[str], ids: Sequence[str] = ()) -> Table:
+    """A table whose ``ids`` columns are the last to give up width: an id is pasted into
+    another command whole, so the other columns wrap first (one folds only when nothing else
+    can)."""
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column in columns:
         if column in ids:
-            table.add_column(column, overflow="fold", min_width=8)
+            table.add_column(column, overflow="fold", no_wrap=True)
         else:
             table.add_column(column)
     return table
@@ -126,10 +139,6 @@ def _missed_deadline(switch: dict[str, Any]) -> datetime:
     return last + timedelta(seconds=switch["expect_within_seconds"])
 
 
-def _held_by(holder: str, label: str | None) -> Text:
-    return _id(f"{label} ({holder})" if label else holder)
-
-
 _ARMED_AS = {"expiring": "armed, expiring soon", "paused": "armed, held by a pause"}
 _STATE_STYLE = {
     "fired": "bold red",
@@ -141,7 +150,11 @@ _STATE_STYLE = {
 
 
 def switches_table(
-    switches: Sequence[dict[str, Any]], now: datetime, pauses: Sequence[dict[str, Any]] = ()
+    switches: Sequence[dict[str, Any]],
+    now: datetime,
+    pauses: Sequence[dict[str, Any]] = (),
+    *,
+    names: Mapping[str, str] = NO_NAMES,
 ) -> RenderableType:
     """The switches, each in its condition: one a pause in ``pauses`` holds says so, past its
     deadline too (the pause keeps it from firing)."""
@@ -150,7 +163,7 @@ def switches_table(
     table = _table(
         "Switches",
         ("scope", "state", "held by", "deadline", "last beat", "window", "gen"),
-        ids=("scope", "held by"),
+        ids=("scope",),
     )
     for switch in switches:
         shown = condition(switch, now, pauses)
@@ -164,7 +177,7 @@ def switches_table(
             table,
             _id(switch["scope"]),
             state,
-            _held_by(switch["holder"], switch["agent_id"]),
+            _who(switch["holder"], names, switch["agent_id"]),
             deadline,
             relative(switch["last_beat_at"], now),
             span(switch["expect_within_seconds"]),
@@ -173,13 +186,15 @@ def switches_table(
     return table
 
 
-def deaths_table(deaths: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+def deaths_table(
+    deaths: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> RenderableType:
     if not deaths:
         return _none("deaths")
     table = _table(
         "Deaths",
         ("scope", "fired", "late", "held by", "done", "released"),
-        ids=("scope", "held by"),
+        ids=("scope",),
     )
     for death in deaths:
         done = ", ".join(death["completed"]) or "-"
@@ -191,7 +206,7 @@ def deaths_table(deaths: Sequence[dict[str, Any]], now: datetime) -> RenderableT
             _id(death["scope"]),
             relative(death["fired_at"], now),
             _lateness(death["lateness_seconds"]),
-            _held_by(death["holder"], death["agent_id"]),
+            _who(death["holder"], names, death["agent_id"]),
             done,
             "-" if released is None else str(released),
         )
@@ -208,13 +223,15 @@ def _progress(session: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def sessions_table(sessions: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+def sessions_table(
+    sessions: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> RenderableType:
     if not sessions:
         return _none("sessions")
     table = _table(
         "Sessions",
         ("session", "agent", "status", "progress", "current step", "last beat"),
-        ids=("session", "agent"),
+        ids=("session",),
     )
     for session in sessions:
         last_beat = Text(relative(session["last_beat_at"], now))
@@ -226,7 +243,7 @@ def sessions_table(sessions: Sequence[dict[str, Any]], now: datetime) -> Rendera
         _add(
             table,
             _id(session["session_id"]),
-            _id(session["owner"]),
+            _who(session["owner"], names),
             status,
             _progress(session),
             _cell(session["current_step"]),
@@ -236,20 +253,26 @@ def sessions_table(sessions: Sequence[dict[str, Any]], now: datetime) -> Rendera
 
 
 # -- requests -------------------------------------------------------------------------------
-def requests_table(requests: Sequence[dict[str, Any]], now: datetime) -> RenderableType:
+def requests_table(
+    requests: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> RenderableType:
+    """The requests, each by its id (whole, to paste into vigil approve), what it is (with its
+    state once it is not open), who asked it and its text."""
     if not requests:
         return _none("requests")
-    table = _table(
-        "Requests", ("id", "kind", "state", "from", "asked", "expires", "text"), ids=("id", "from")
-    )
+    table = _table("Requests", ("id", "what", "from", "asked", "expires", "text"), ids=("id",))
     for request in requests:
-        expires = relative(request["expires_at"], now) if request["state"] == "open" else "-"
+        what = request["kind"]
+        expires = "-"
+        if request["state"] == "open":
+            expires = relative(request["expires_at"], now)
+        else:
+            what += f", {request['state']}"
         _add(
             table,
             _id(request["id"]),
-            request["kind"],
-            request["state"],
-            _id(request["requester"]),
+            what,
+            _who(request["requester"], names),
             relative(request["asked_at"], now),
             expires,
             _cell(request["body"]),
@@ -257,10 +280,16 @@ def requests_table(requests: Sequence[dict[str, Any]], now: datetime) -> Rendera
     return table
 
 
-def request_text(request: dict[str, Any], now: datetime) -> str:
-    """A request for a person deciding it: who asks, what, and the exact action it binds."""
+def request_text(
+    request: dict[str, Any], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> str:
+    """A request for a person deciding it: who asks (by name and id), what, and the exact
+    action it binds."""
+    requester = printable(request["requester"])
+    if request["requester"] in names:
+        requester = f"{printable(names[request['requester']])} ({requester})"
     lines = [
-        f"{request['kind']} {printable(request['id'])} from {printable(request['requester'])}, "
+        f"{request['kind']} {printable(request['id'])} from {requester}, "
         f"asked {relative(request['asked_at'], now)}, "
         f"expires {relative(request['expires_at'], now)}",
         "",
@@ -301,6 +330,7 @@ class Overview:
     waiting: list[dict[str, Any]]
     truncated: bool = False  # the switches were more than one screen's walk reads
     pauses: list[dict[str, Any]] = field(default_factory=list)  # in force
+    names: Mapping[str, str] = field(default_factory=dict)  # display names, by principal id
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -339,7 +369,7 @@ def status_screen(
     parts.append(Text(summary))
     attention, more = _capped(expiring + fired, "switches")
     if attention:
-        parts.append(switches_table(attention, now, overview.pauses))
+        parts.append(switches_table(attention, now, overview.pauses, names=overview.names))
     if more:
         parts.append(more)
     for title, rows, table, command in (
@@ -349,7 +379,7 @@ def status_screen(
         parts.append(Text(f"\n{title}: {len(rows)}"))
         shown, more = _capped(rows, command)
         if shown:
-            parts.append(table(shown, now))
+            parts.append(table(shown, now, names=overview.names))
         if more:
             parts.append(more)
     return Group(*parts)

@@ -1,0 +1,125 @@
+"""The people's commands that act: post an instruction, send a message, decide a request
+(approve only after showing the exact action and asking, on a terminal) and acknowledge an
+alert.
+
+Only the standard library and the REST client at import: rich (in ``render``) is imported
+when something is drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from vigil.people import output
+from vigil.people.client import Exit, Failure, Refused, RestClient
+
+
+def post(args: argparse.Namespace, client: RestClient) -> Exit:
+    posted = client.call(
+        "post_instruction",
+        {
+            "session_id": args.session,
+            "body": args.text,
+            "idempotency_key": output.idempotency_key(),
+        },
+    )
+    if args.json:
+        output.print_json(posted)
+    else:
+        print(
+            f"Posted {posted['id']} to session {output.plain(posted['session_id'])}: "
+            f"{posted['state']} until one of its beats hands it out."
+        )
+    return Exit.OK
+
+
+def send(args: argparse.Namespace, client: RestClient) -> Exit:
+    from vigil.kit.principals import kind_of
+
+    arguments: dict[str, Any] = {"body": args.text, "idempotency_key": output.idempotency_key()}
+    if args.to.startswith("cnv_"):
+        arguments["conversation_id"] = args.to
+    else:
+        try:
+            kind = kind_of(args.to)
+        except ValueError:
+            raise Failure(
+                Exit.USAGE, "TO is a principal id (per_…, agt_…, svc_…) or a conversation id"
+            ) from None
+        # One direct conversation per pair, as a person writing to an agent expects.
+        arguments |= {"target": {"kind": kind, "id": args.to}, "reuse_direct": True}
+    sent = client.call("send", arguments)
+    if args.json:
+        output.print_json(sent)
+    else:
+        (message,) = sent["messages"]
+        print(f"Sent {message['id']} in conversation {sent['conversation_id']}.")
+    return Exit.OK
+
+
+def approve(args: argparse.Namespace, client: RestClient) -> Exit:
+    if not args.yes and not sys.stdin.isatty():
+        raise Failure(
+            Exit.USAGE,
+            "approve shows the action and asks first, which needs a terminal: pass --yes to "
+            "approve without asking",
+        )
+    request = client.call("get_request", {"id": args.id})
+    if not args.yes and request["state"] == "open" and request["kind"] == "approval":
+        from vigil.people.render import request_text
+
+        print(request_text(request, output.now(), names=output.names(client)), file=sys.stderr)
+        sys.stderr.write("\nApprove? [y/N] ")
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("Not approved: nothing was sent.", file=sys.stderr)
+            return Exit.REFUSED
+    return _reply(args, client, request, "approved", args.note)
+
+
+def deny(args: argparse.Namespace, client: RestClient) -> Exit:
+    request = client.call("get_request", {"id": args.id})
+    return _reply(args, client, request, "denied", args.note)
+
+
+def answer(args: argparse.Namespace, client: RestClient) -> Exit:
+    request = client.call("get_request", {"id": args.id})
+    return _reply(args, client, request, "answered", args.text)
+
+
+def ack(args: argparse.Namespace, client: RestClient) -> Exit:
+    acked = client.call("acknowledge_alert", {"event_id": args.event})
+    if args.json:
+        output.print_json(acked)
+    else:
+        print(f"{acked['event_id']} acknowledged by {acked['acknowledged_by']}.")
+    return Exit.OK
+
+
+def _reply(
+    args: argparse.Namespace,
+    client: RestClient,
+    request: dict[str, Any],
+    outcome: str,
+    answer: str | None,
+) -> Exit:
+    """``reply`` at the version just read: a change in between is a version_conflict, never
+    a decision on something not seen."""
+    arguments = output.without_none(
+        id=request["id"], version=request["version"], outcome=outcome, answer=answer
+    )
+    try:
+        replied = client.call("reply", arguments)
+    except Refused as refused:
+        if refused.code == "invalid_argument" and request["choices"]:
+            offered = ", ".join(json.dumps(choice) for choice in request["choices"])
+            refused.message += f" (the choices: {offered})"
+        raise
+    if args.json:
+        output.print_json(replied)
+    else:
+        print(f"{replied['id']} {replied['state']}.")
+    return Exit.OK
