@@ -1,8 +1,9 @@
 """The web console in a real browser: Debian's Chromium, headless, driven by Playwright, against
 the local runtime. A person signs in; a switch an agent armed for 3 s fires on the overview
 without a reload; an instruction posted from the session page reaches the agent on its next
-beat and the page follows it from pending to delivered to acknowledged; an approval is granted
-with the bound action shown as it is redeemed, and the agent redeems it. The API page at /docs
+beat and the page follows it from pending to delivered to acknowledged; an approval headed by
+its title, its people by name, is granted with the bound action shown as it is redeemed and
+confirmed on a second page that shows it again, and the agent redeems it. The API page at /docs
 lists every operation of the OpenAPI document, from this origin alone. An unbroken 8 KiB
 instruction wraps instead of widening the page, on a phone and on a laptop; the instruction form
 counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page.
@@ -164,6 +165,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     expect(page.get_by_role("heading", name=scope, level=1)).to_be_visible()
     expect(page.locator("dl.facts")).to_contain_text("failed")
     expect(page.locator("#history")).to_contain_text(agent_id)
+    expect(page.locator("#history")).to_contain_text("builder (builder-1)")
     shot(page, "switch")
     page.goto(f"{base}/console/switches")
     expect(page.locator("table")).to_contain_text(scope)
@@ -214,6 +216,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
         agent_secret,
         "ask",
         target={"kind": "person", "id": person_id},
+        title="Deploy checkout 1.2.3",
         body="May I deploy checkout 1.2.3?",
         kind="approval",
         action=DEPLOY,
@@ -227,12 +230,33 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     expect(page.locator("#armed-switches")).to_contain_text("browser/nightly-report")
     shot(page, "overview")
     page.get_by_role("link", name="May I deploy checkout 1.2.3?").click()
-    expect(page.locator("#action pre")).to_have_text(json.dumps(DEPLOY, indent=2, sort_keys=True))
+    shown = json.dumps(DEPLOY, indent=2, sort_keys=True)
+    # Headed by its title, who asked it by name, and that it is the reader's to decide.
+    expect(page.get_by_role("heading", name="Deploy checkout 1.2.3", level=1)).to_be_visible()
+    expect(page.locator("dl.facts")).to_contain_text("Asked by")
+    expect(page.locator("dl.facts")).to_contain_text("builder")
+    expect(page.locator("dl.facts")).to_contain_text("Yours to decide")
+    expect(page.locator("dl.facts")).not_to_contain_text("Decided by")
+    expect(page.locator("#action pre")).to_have_text(shown)
     shot(page, "request-open")
+    # Approve asks again, with the action once more; only "Yes, approve" decides.
     page.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Approve “Deploy checkout 1.2.3”?")
+    expect(page.locator("#confirm pre")).to_have_text(shown)
+    assert rest(state, agent_secret, "get_request", id=asked["id"])["state"] == "open"
+    shot(page, "request-confirm")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "request-confirm-390")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.get_by_role("button", name="Yes, approve").click()
     expect(page.locator("dl.facts")).to_contain_text("approved")
+    expect(page.locator("dl.facts")).to_contain_text("Decided by")
+    expect(page.locator("dl.facts")).to_contain_text("Pat")
     expect(page.get_by_role("button", name="Approve")).to_have_count(0)
     shot(page, "request-approved")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "request-approved-390")
+    page.set_viewport_size({"width": 1280, "height": 800})
     intent = rest(state, agent_secret, "redeem_approval", id=asked["id"], action=DEPLOY)
     assert intent["state"] == "intended"
 
@@ -244,6 +268,8 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     page.get_by_label("Reply").fill("Go ahead; watch the error rate.")
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".messages")).to_contain_text("Go ahead; watch the error rate.")
+    # Authors by name, the reader's own as "you".
+    expect(page.locator(".messages strong")).to_have_text([f"builder {agent_id}", "you"])
     shot(page, "conversation")
     page.goto(f"{base}/console/conversations")
     shot(page, "conversations")

@@ -293,6 +293,7 @@ def forms(scene: Scene, csrf: str) -> dict[str, dict[str, str]]:
             "id": scene.request_id,
             "version": "1",
             "outcome": "approved",
+            "confirm": "yes",
         },
         "/console/conversations/send": {
             "csrf": csrf,
@@ -1157,6 +1158,10 @@ def test_a_person_approves_the_version_shown(scene: Scene) -> None:
         "version": field_of(page, "version"),
         "outcome": "approved",
     }
+    # Approve asks again (tests/integration/test_console_decisions.py); its page confirms.
+    confirm = pat.post("/console/requests/reply", form)
+    assert scene.request()["state"] == "open"
+    form["confirm"] = field_of(confirm, "confirm")
     back = location(pat.post("/console/requests/reply", form))
     assert back == f"/console/request?{urlencode({'id': scene.request_id})}"
     request = scene.request()
@@ -1217,7 +1222,13 @@ def test_a_reply_to_a_version_no_longer_current_is_refused_and_changes_nothing(
 
 def test_a_reply_with_a_version_that_is_no_number_is_refused(scene: Scene) -> None:
     pat = scene.signed_in(scene.pat)
-    form = {"csrf": pat.csrf(), "id": scene.request_id, "version": "one", "outcome": "approved"}
+    form = {
+        "csrf": pat.csrf(),
+        "id": scene.request_id,
+        "version": "one",
+        "outcome": "approved",
+        "confirm": "yes",
+    }
     response = pat.post("/console/requests/reply", form)
     assert response.status == 400
     assert "invalid_argument" in response.body.decode()

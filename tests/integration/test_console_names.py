@@ -66,6 +66,7 @@ def test_a_request_is_headed_by_its_title_and_says_who_asks_and_who_decides(
     assert f'<span class="id">{asked["id"]}</span>' in fact(body, "Request")
     assert fact(body, "Asked by") == named("ann", asked["ann"])
     assert fact(body, "Yours to decide") == named("Pat Doe", asked["pat"])
+    assert f">{TITLE}</a>" in fact(body, "Conversation")
     assert "Decided by" not in body
     # The requester reads who decides; nobody has decided yet.
     ann = signed_in(world, asked["ann_secret"])

@@ -19,6 +19,7 @@ from vigil.console.components import (
     link,
     named,
     next_page,
+    problem,
     relative,
     section,
     shown,
@@ -31,6 +32,8 @@ from vigil.console.responder import PREFIX, Responder, Visit, integer
 from vigil.kit.http import HttpRequest, HttpResponse
 
 REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "Yours to", "Expires")
+# The outcomes a person confirms on a second page before they are sent, by the verb it uses.
+CONFIRMED = {"approved": "approve", "denied": "deny"}
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -78,6 +81,7 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     r = found
     names = responder.names(visit)
     me = visit.principal.id
+    title = conversation_title(responder, visit, r["conversation_id"])
     parts = [
         facts(
             [
@@ -93,14 +97,7 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                     if r["state"] == "open"
                     else when(r["expires_at"]),
                 ),
-                (
-                    "Conversation",
-                    link(
-                        "/console/conversation",
-                        ident(r["conversation_id"]),
-                        id=r["conversation_id"],
-                    ),
-                ),
+                ("Conversation", conversation_link(r["conversation_id"], title)),
                 ("Response", verbatim(r["response"]) if r["response"] else "—"),
             ]
         ),
@@ -136,21 +133,97 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     decide = Html("")
     if r["state"] == "open" and me in r["audience"]:
         decide = section("Your decision", "decide", reply_form(r, visit.csrf))
-    title = heading(r, conversation_title(responder, visit, r["conversation_id"]))
-    return responder.live_page(request, title, f"{PREFIX}/requests", join(parts), decide, visit)
+    return responder.live_page(
+        request, heading(r, title), f"{PREFIX}/requests", join(parts), decide, visit
+    )
 
 
 def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    """A reply to a request; an approval's Approve or Deny first shows the confirmation page,
+    and only the form submitted from there (``confirm=yes``) decides."""
     request_id = form.get("id", "")
     back = f"{PREFIX}/request?{urlencode({'id': request_id})}"
+    outcome = form.get("outcome", "")
+    if outcome in CONFIRMED and form.get("confirm") != "yes":
+        return confirmation(responder, form, visit, back)
     arguments: dict[str, Any] = {
         "id": request_id,
-        "outcome": form.get("outcome", ""),
+        "outcome": outcome,
         "version": integer(form.get("version")),
     }
     if form.get("answer"):
         arguments["answer"] = form["answer"]
     return responder.act(visit, "reply", arguments, back)
+
+
+def confirmation(
+    responder: Responder, form: Mapping[str, str], visit: Visit, back: str
+) -> HttpResponse:
+    """The second step of approving or denying: the exact action once more, and the form that
+    decides at the version the person read (a denial with its reason); or, if the request
+    changed since, a page that says so and decides nothing."""
+    found = responder.call(visit, "get_request", id=form.get("id", ""))
+    if isinstance(found, str):
+        return responder.not_found("Request", found, visit)
+    outcome = form["outcome"]
+    verb = CONFIRMED[outcome]
+    if found["state"] != "open" or str(found["version"]) != form.get("version"):
+        return responder.page(
+            "It changed",
+            join(
+                [
+                    problem(
+                        f"version_conflict: this request is {found['state']} at version "
+                        f"{found['version']}, not the version you read: read it again before "
+                        "deciding."
+                    ),
+                    render('<p><a href="{back}">Back to the request</a></p>', back=back),
+                ]
+            ),
+            visit,
+            status=409,
+        )
+    action = (
+        exact_action(found["action"])
+        if found["action"] is not None
+        else Html('<p class="empty">It binds no action: this only says your decision.</p>')
+    )
+    reason = (
+        Html(
+            '<label for="answer">Reason (optional, the agent reads it)</label>'
+            '<textarea id="answer" name="answer" rows="3"></textarea>'
+        )
+        if outcome == "denied"
+        else Html("")
+    )
+    body = render(
+        '<p class="body">{asked}</p>'
+        '<section aria-labelledby="confirm-title" id="confirm">'
+        '<h2 id="confirm-title">The action you {verb}, exactly</h2>{action}</section>'
+        '<form method="post" action="/console/requests/reply" class="reply">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="id" value="{id}">'
+        '<input type="hidden" name="version" value="{version}">'
+        '<input type="hidden" name="outcome" value="{outcome}">'
+        '<input type="hidden" name="confirm" value="yes">{reason}'
+        '<div class="decision"><button type="submit" class="{kind}">Yes, {verb}</button>'
+        '<a href="{back}">Cancel</a></div></form>',
+        asked=found["body"],
+        verb=verb,
+        action=action,
+        csrf=visit.csrf,
+        id=found["id"],
+        version=form["version"],
+        outcome=outcome,
+        reason=reason,
+        kind="approve" if outcome == "approved" else "deny",
+        back=back,
+    )
+    title = conversation_title(responder, visit, found["conversation_id"])
+    named_as = title or first_line(found["body"], 60)
+    return responder.page(
+        f"{verb.capitalize()} “{named_as}”?", body, visit, here=f"{PREFIX}/requests"
+    )
 
 
 # -- what they show ----------------------------------------------------------------------------
@@ -195,6 +268,18 @@ def conversation_title(responder: Responder, visit: Visit, conversation_id: str)
     return None if isinstance(found, str) else found["title"]
 
 
+def conversation_link(conversation_id: str, title: str | None) -> Html:
+    """A link to a request's conversation: by its title, with its id in small type, when it
+    has one."""
+    if title is None:
+        return link("/console/conversation", ident(conversation_id), id=conversation_id)
+    return render(
+        '{a} <small class="meta id">{id}</small>',
+        a=link("/console/conversation", title, id=conversation_id),
+        id=conversation_id,
+    )
+
+
 def heading(r: Mapping[str, Any], title: str | None) -> str:
     """A request as people call it: its conversation's title, or what it asks."""
     return title or f"{r['kind'].capitalize()}: {first_line(r['body'], 60)}"
@@ -237,6 +322,8 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
             '<div class="decision">'
             '<button type="submit" name="outcome" value="approved" class="approve">Approve</button>'
             '<button type="submit" name="outcome" value="denied" class="deny">Deny</button></div>'
+            '<p class="hint">You confirm on the next page, which shows the action again; '
+            "a denial can say why.</p>"
         )
     elif kind == "task":
         controls = Html(

@@ -1,0 +1,115 @@
+"""Decisions with care, over HTTP on the in-memory app: Approve and Deny each lead to a page
+that shows the exact action once more (its invisible characters made visible) and asks again,
+and only the confirmed form decides; a denial can carry a reason; a request that changed
+before the confirmation is not decided."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from tests.integration.test_console_http import Browser, field_of, location
+from tests.integration.test_console_states import page, signed_in
+from tests.liveness_support import World
+from vigil.clock import ManualClock
+
+DISGUISED = {"op": "deploy", "op\u200b": "drop-database"}
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> World:
+    return World(clock)
+
+
+@pytest.fixture
+def asked(world: World) -> dict[str, str]:
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Doe")
+    _, ann_secret = world.tenant.register(name="ann")
+    request = world.call(
+        "ask",
+        ann_secret,
+        target={"kind": "person", "id": pat},
+        kind="approval",
+        body="May I deploy?",
+        action=DISGUISED,
+    )
+    return {"id": request["id"], "pat_secret": pat_secret, "ann_secret": ann_secret}
+
+
+def decision_form(browser: Browser, request_id: str, outcome: str) -> dict[str, str]:
+    """The request page's form as its Approve or Deny button submits it."""
+    shown = browser.get("/console/request", id=request_id)
+    return {
+        "csrf": field_of(shown, "csrf"),
+        "id": field_of(shown, "id"),
+        "version": field_of(shown, "version"),
+        "outcome": outcome,
+    }
+
+
+def state(world: World, asked: dict[str, str]) -> dict[str, object]:
+    return world.call("get_request", asked["ann_secret"], id=asked["id"])
+
+
+@pytest.mark.parametrize(("outcome", "verb"), [("approved", "approve"), ("denied", "deny")])
+def test_approve_and_deny_ask_again_showing_the_exact_action(
+    world: World, asked: dict[str, str], outcome: str, verb: str
+) -> None:
+    pat = signed_in(world, asked["pat_secret"])
+    form = decision_form(pat, asked["id"], outcome)
+    confirm = pat.post("/console/requests/reply", form)
+    assert confirm.status == 200
+    body = confirm.body.decode()
+    assert f"Yes, {verb}" in body
+    assert "U+200B ZERO WIDTH SPACE" in body
+    assert html.escape('"op\\u200b": "drop-database"', quote=True) in body
+    assert "\u200b" not in body
+    assert field_of(confirm, "confirm") == "yes"
+    assert field_of(confirm, "version") == form["version"]
+    assert 'href="/console/request?id=' in body  # a way back without deciding
+    assert state(world, asked)["state"] == "open"  # the first submission decides nothing
+    # The confirmation decides.
+    back = location(pat.post("/console/requests/reply", {**form, "confirm": "yes"}))
+    assert back == f"/console/request?id={asked['id']}"
+    assert state(world, asked)["state"] == outcome
+
+
+def test_a_denial_carries_its_reason(world: World, asked: dict[str, str]) -> None:
+    pat = signed_in(world, asked["pat_secret"])
+    form = decision_form(pat, asked["id"], "denied")
+    confirm = pat.post("/console/requests/reply", form).body.decode()
+    assert re.search(r'<textarea id="answer" name="answer"', confirm)
+    reason = "Not during the freeze."
+    pat.post("/console/requests/reply", {**form, "confirm": "yes", "answer": reason})
+    response = state(world, asked)["response"]
+    assert isinstance(response, dict)
+    assert (response["outcome"], response["answer"]) == ("denied", reason)
+
+
+def test_a_request_that_changed_before_the_confirmation_is_not_decided(
+    world: World, asked: dict[str, str]
+) -> None:
+    pat = signed_in(world, asked["pat_secret"])
+    form = decision_form(pat, asked["id"], "approved")
+    world.call(
+        "replace_request",
+        asked["ann_secret"],
+        id=asked["id"],
+        version=1,
+        body="May I drop the database?",
+        idempotency_key="replace-1",
+    )
+    confirm = pat.post("/console/requests/reply", form)
+    assert confirm.status == 409
+    assert "Yes, approve" not in confirm.body.decode()
+    assert pat.post("/console/requests/reply", {**form, "confirm": "yes"}).status == 409
+    assert state(world, asked)["state"] == "replaced"
+
+
+def test_the_request_page_says_a_decision_is_confirmed_next(
+    world: World, asked: dict[str, str]
+) -> None:
+    body = page(signed_in(world, asked["pat_secret"]), "/console/request", id=asked["id"])
+    assert "You confirm on the next page" in body
