@@ -992,7 +992,8 @@ def test_a_worker_agent_sees_only_what_its_tools_show_it(scene: Scene) -> None:
     ann = scene.signed_in(scene.ann)
     for path in ("/console", "/console/switches", "/console/sessions", "/console/runs"):
         body = ann.get(path).body.decode()
-        assert "Your role may not see this." in body, path
+        # Left out, or said once where the page's only listing is refused.
+        assert body.count("Your role may not see this.") <= 1, path
         assert scene.scope not in body, path
         assert scene.session_id not in body, path
     # Her own request is hers to see: the role is narrowed, not the whole console.

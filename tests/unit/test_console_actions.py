@@ -48,9 +48,9 @@ def test_a_plain_action_is_shown_canonically_without_a_warning() -> None:
 
 def test_the_list_flags_a_request_whose_action_is_disguised() -> None:
     me = "per_bbbbbbbbbbbbbbbb"
-    (flagged,) = request_rows([approval(DISGUISED)], me, NOW)
-    (plain,) = request_rows([approval({"op": "deploy"})], me, NOW)
-    (bare,) = request_rows([approval(None)], me, NOW)
+    (flagged,) = request_rows([approval(DISGUISED)], me, NOW, {})
+    (plain,) = request_rows([approval({"op": "deploy"})], me, NOW, {})
+    (bare,) = request_rows([approval(None)], me, NOW, {})
     assert "hidden or lookalike characters" in flagged[0]
     assert "hidden or lookalike characters" not in plain[0]
     assert "hidden or lookalike characters" not in bare[0]

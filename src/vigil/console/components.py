@@ -196,6 +196,8 @@ def section(title: str, ident: str, body: Html) -> Html:
 
 
 Outcome = Mapping[str, Any] | str  # a tool's result, or why it could not be had
+# Why a tool's result could not be had when the visitor's role may not call the tool.
+FORBIDDEN = "Your role may not see this."
 
 
 def shown(result: Outcome, draw: Callable[[Mapping[str, Any]], Html]) -> Html:
@@ -205,3 +207,14 @@ def shown(result: Outcome, draw: Callable[[Mapping[str, Any]], Html]) -> Html:
 def listed(result: Outcome, key: str) -> list[Any]:
     """The items a listing tool returned under ``key``, or none where it was refused."""
     return [] if isinstance(result, str) else list(result[key])
+
+
+def allowed(result: Outcome) -> bool:
+    """Whether the visitor's role may see what a tool returned: a page of several listings
+    leaves out those it may not, rather than say so under each."""
+    return result != FORBIDDEN
+
+
+def counted(count: int | str, one: str, many: str) -> str:
+    """The words after a count: ``one`` for exactly one, ``many`` for any other."""
+    return one if str(count) == "1" else many

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from vigil.app import App
-from vigil.console.components import problem
+from vigil.console.components import FORBIDDEN, problem
 from vigil.console.frame import REFRESH_MS, frame, live
 from vigil.console.html import Html, join, render
 from vigil.console.session import ConsoleSession
@@ -72,7 +72,7 @@ class Responder:
             return self.app.call_as(tool, arguments, visit.principal)
         except VigilError as error:
             if error.code.value == "forbidden":
-                return "Your role may not see this."
+                return FORBIDDEN
             return error.message
 
     def names(self, visit: Visit) -> Mapping[str, str]:
@@ -159,6 +159,17 @@ class Responder:
         if "fragment" in request.query:
             return HttpResponse(200, live_part.encode(), dict(PAGE_HEADERS))
         return self.page(title, join([live(live_part, every_ms), rest]), visit, here=here)
+
+    def unnamed(self, what: str, listing: str, visit: Visit) -> HttpResponse:
+        """The page of one thing opened without its id: which it needs, and where to find
+        one (a 404, as for an id that names nothing)."""
+        body = render(
+            "<p>This page shows one {what}, named in its address: open one from "
+            '<a href="{listing}">the {what} listing</a>.</p>',
+            what=what,
+            listing=listing,
+        )
+        return self.page(f"Which {what}?", body, visit, status=404)
 
     def not_found(self, title: str, why: str, visit: Visit) -> HttpResponse:
         """The page of a thing its tool would not give: what it said instead."""

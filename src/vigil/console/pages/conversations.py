@@ -57,6 +57,8 @@ def conversations(responder: Responder, request: HttpRequest, visit: Visit) -> H
 def conversation(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
     conversation_id = request.query.get("id", "")
+    if not conversation_id:
+        return responder.unnamed("conversation", "/console/conversations", visit)
     found = responder.call(visit, "get_conversation", id=conversation_id)
     if isinstance(found, str):
         return responder.not_found("Conversation", found, visit)

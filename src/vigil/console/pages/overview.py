@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from vigil.console.components import listed, section, shown, table
+from vigil.console.components import (
+    allowed,
+    counted,
+    listed,
+    section,
+    shown,
+    table,
+)
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
 from vigil.console.pages.requests import REQUEST_HEADERS, request_rows
@@ -48,98 +55,101 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
     stale_list = listed(stale, "sessions")
     mine = [r for r in listed(waiting, "requests") if me in r["audience"]]
+    # (result it depends on, count id, count, one, many): a count its role may not see is
+    # left out with its section.
+    figures = (
+        (armed, "armed", len(armed_list), "armed", "armed"),
+        (armed, "soon", len(soon), "expiring soon", "expiring soon"),
+        (paused, "paused", len(pause_list), "pause in force", "pauses in force"),
+        (deaths, "fired", fired, "fired in 24 h", "fired in 24 h"),
+        (stale, "stale", len(stale_list), "stale session", "stale sessions"),
+        (waiting, "waiting", len(mine), "request waiting for you", "requests waiting for you"),
+    )
     counts = join(
         render(
             '<li><span class="count" id="count-{k}">{n}</span> {label}</li>',
             k=k,
             n=n,
-            label=label,
+            label=counted(n, one, many),
         )
-        for k, n, label in (
-            ("armed", len(armed_list), "armed"),
-            ("soon", len(soon), "expiring soon"),
-            ("paused", len(pause_list), "pauses in force"),
-            ("fired", fired, "fired in 24 h"),
-            ("stale", len(stale_list), "stale sessions"),
-            ("waiting", len(mine), "requests waiting for you"),
-        )
+        for result, k, n, one, many in figures
+        if allowed(result)
+    )
+    sections = (
+        (
+            waiting,
+            "Requests waiting for you",
+            "waiting",
+            lambda _: table(
+                "Open requests you decide",
+                REQUEST_HEADERS,
+                request_rows(mine, me, now, names),
+                "Nothing waits for you.",
+            ),
+        ),
+        (
+            armed,
+            "Armed switches",
+            "armed",
+            lambda _: table(
+                "Armed, soonest deadline first",
+                SWITCH_HEADERS,
+                switch_rows(
+                    sorted(armed_list, key=lambda s: s["deadline"]), now, pause_list, names
+                ),
+                "No switch is armed.",
+                "armed-switches",
+            ),
+        ),
+        (
+            paused,
+            "Pauses",
+            "pauses",
+            lambda _: table(
+                "Pauses in force: a held switch does not fire or alert",
+                PAUSE_HEADERS,
+                pause_rows(pause_list, now, names),
+                "No switch is paused.",
+                "pauses-in-force",
+            ),
+        ),
+        (
+            deaths,
+            "Fired",
+            "fired",
+            lambda _: table(
+                "Switches that fired, newest first",
+                DEATH_HEADERS,
+                death_rows(death_list, now, names),
+                "No switch has fired.",
+                "fired-switches",
+            ),
+        ),
+        (
+            stale,
+            "Stale sessions",
+            "stale",
+            lambda _: table(
+                "Sessions with no recent beat",
+                SESSION_HEADERS,
+                session_rows(stale_list, now, names),
+                "No session is stale.",
+            ),
+        ),
+    )
+    visible = [
+        (result, title, ident, draw) for result, title, ident, draw in sections if allowed(result)
+    ]
+    narrowed = (
+        Html('<p class="hint" id="narrowed">Only what your role may see is shown here.</p>')
+        if len(visible) < len(sections)
+        else Html("")
     )
     live = join(
         [
+            narrowed,
             render('<ul class="summary" aria-label="At a glance">{c}</ul>', c=counts),
-            section(
-                "Requests waiting for you",
-                "waiting",
-                shown(
-                    waiting,
-                    lambda _: table(
-                        "Open requests you decide",
-                        REQUEST_HEADERS,
-                        request_rows(mine, me, now, names),
-                        "Nothing waits for you.",
-                    ),
-                ),
-            ),
-            section(
-                "Armed switches",
-                "armed",
-                shown(
-                    armed,
-                    lambda _: table(
-                        "Armed, soonest deadline first",
-                        SWITCH_HEADERS,
-                        switch_rows(
-                            sorted(armed_list, key=lambda s: s["deadline"]),
-                            now,
-                            pause_list,
-                            names,
-                        ),
-                        "No switch is armed.",
-                        "armed-switches",
-                    ),
-                ),
-            ),
-            section(
-                "Pauses",
-                "pauses",
-                shown(
-                    paused,
-                    lambda _: table(
-                        "Pauses in force: a held switch does not fire or alert",
-                        PAUSE_HEADERS,
-                        pause_rows(pause_list, now, names),
-                        "No switch is paused.",
-                        "pauses-in-force",
-                    ),
-                ),
-            ),
-            section(
-                "Fired",
-                "fired",
-                shown(
-                    deaths,
-                    lambda _: table(
-                        "Switches that fired, newest first",
-                        DEATH_HEADERS,
-                        death_rows(death_list, now, names),
-                        "No switch has fired.",
-                        "fired-switches",
-                    ),
-                ),
-            ),
-            section(
-                "Stale sessions",
-                "stale",
-                shown(
-                    stale,
-                    lambda _: table(
-                        "Sessions with no recent beat",
-                        SESSION_HEADERS,
-                        session_rows(stale_list, now, names),
-                        "No session is stale.",
-                    ),
-                ),
-            ),
+            *(section(title, ident, shown(result, draw)) for result, title, ident, draw in visible),
         ]
     )
     return responder.live_page(

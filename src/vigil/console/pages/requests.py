@@ -75,6 +75,8 @@ def requests(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
     request_id = request.query.get("id", "")
+    if not request_id:
+        return responder.unnamed("request", "/console/requests", visit)
     found = responder.call(visit, "get_request", id=request_id)
     if isinstance(found, str):
         return responder.not_found("Request", found, visit)

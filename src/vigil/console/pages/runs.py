@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from vigil.console.components import badge, countdown, facts, listed, named, section, shown, when
+from vigil.console.components import (
+    allowed,
+    badge,
+    countdown,
+    facts,
+    listed,
+    named,
+    section,
+    shown,
+    when,
+)
 from vigil.console.html import join, render
 from vigil.console.pages.switches import leases_table, switches_table
 from vigil.console.responder import PREFIX, Responder, Visit
@@ -57,17 +67,20 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
             )
         )
     armed = responder.call(visit, "list_switches", state="armed")
-    pauses = listed(responder.call(visit, "list_pauses"), "pauses")
-    parts.append(
-        section(
-            "Who holds which switch",
-            "holders",
-            shown(
-                armed,
-                lambda page: switches_table("Armed switches", page["switches"], now, pauses, names),
-            ),
+    if allowed(armed):
+        pauses = listed(responder.call(visit, "list_pauses"), "pauses")
+        parts.append(
+            section(
+                "Who holds which switch",
+                "holders",
+                shown(
+                    armed,
+                    lambda page: switches_table(
+                        "Armed switches", page["switches"], now, pauses, names
+                    ),
+                ),
+            )
         )
-    )
     forms = render(
         '<form method="get" action="/console/runs" class="filters">'
         '<label for="scope">Scope</label><input id="scope" name="scope" value="{scope}">'

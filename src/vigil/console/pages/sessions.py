@@ -48,6 +48,8 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
     session_id = request.query.get("id", "")
+    if not session_id:
+        return responder.unnamed("session", "/console/sessions", visit)
     found = responder.call(visit, "list_instructions", session_id=session_id)
     if isinstance(found, str):
         return responder.not_found("Session", found, visit)

@@ -88,6 +88,8 @@ def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
     scope = request.query.get("scope", "")
+    if not scope:
+        return responder.unnamed("switch", "/console/switches", visit)
     packet = responder.call(visit, "resume_packet", scope=scope)
     deaths = responder.call(visit, "list_deaths")
     paused = responder.call(visit, "list_pauses")
