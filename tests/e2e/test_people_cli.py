@@ -522,7 +522,7 @@ def test_a_person_acknowledges_an_alert_by_the_id_its_notification_carried(cli: 
     alert = event_id(namespace, "request.opened", asked["id"])
     acked = cli.run("ack", alert, env=cli.as_(person))
     assert acked.returncode == 0, acked.stderr
-    assert acked.stdout.strip() == f"{alert} acknowledged by {person_id}."
+    assert acked.stdout.strip() == f"{alert} acknowledged by cli-acknowledger ({person_id})."
     unknown = cli.run("ack", "evt_" + "a" * 26, env=cli.as_(person))
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("error: not_found: ")

@@ -95,7 +95,10 @@ def ack(args: argparse.Namespace, client: RestClient) -> Exit:
     if args.json:
         output.print_json(acked)
     else:
-        print(f"{acked['event_id']} acknowledged by {acked['acknowledged_by']}.")
+        from vigil.people.render import known_as
+
+        by = known_as(acked["acknowledged_by"], output.names(client))
+        print(f"{acked['event_id']} acknowledged by {by}.")
     return Exit.OK
 
 

@@ -97,6 +97,12 @@ def _who(principal_id: str, names: Mapping[str, str], label: str | None = None) 
     return Text(f"{name} ({printable(label)})" if label else name, overflow="fold")
 
 
+def known_as(principal_id: str, names: Mapping[str, str]) -> str:
+    """A principal in a line of text: its display name with its id after it, or its id."""
+    shown = printable(principal_id)
+    return f"{printable(names[principal_id])} ({shown})" if principal_id in names else shown
+
+
 def _table(title: str, columns: Sequence[str], ids: Sequence[str] = ()) -> Table:
     """A table whose ``ids`` columns are the last to give up width: an id is pasted into
     another command whole, so the other columns wrap first (one folds only when nothing else
@@ -285,11 +291,9 @@ def request_text(
 ) -> str:
     """A request for a person deciding it: who asks (by name and id), what, and the exact
     action it binds."""
-    requester = printable(request["requester"])
-    if request["requester"] in names:
-        requester = f"{printable(names[request['requester']])} ({requester})"
     lines = [
-        f"{request['kind']} {printable(request['id'])} from {requester}, "
+        f"{request['kind']} {printable(request['id'])} from "
+        f"{known_as(request['requester'], names)}, "
         f"asked {relative(request['asked_at'], now)}, "
         f"expires {relative(request['expires_at'], now)}",
         "",
