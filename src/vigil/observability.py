@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
+from vigil.errors import VigilError
+
 correlation_id: ContextVar[str | None] = ContextVar("correlation_id", default=None)
 
 # Keys whose values are replaced before a record is written, whatever the caller logged.
@@ -82,6 +84,19 @@ def log_event(
     logger: logging.Logger, message: str, level: int = logging.INFO, **fields: Any
 ) -> None:
     logger.log(level, message, extra={"fields": fields})
+
+
+def log_failure(logger: logging.Logger, message: str, error: BaseException, **fields: Any) -> None:
+    """A failure that is handed back to be tried again (a queue's record, an asynchronous
+    invocation). A retryable ``VigilError`` (throttled, unavailable, lost races) is one the
+    design expects and the retry is its remedy: a warning with its code and reason, no
+    traceback. Anything else is a bug or an outage nobody planned for: an error, with its
+    traceback."""
+    if isinstance(error, VigilError) and error.retryable:
+        fields = {**fields, "code": error.code.value, "reason": error.message}
+        log_event(logger, message, logging.WARNING, **fields)
+    else:
+        logger.error(message, exc_info=error, extra={"fields": fields})
 
 
 # ---------------------------------------------------------------- metrics

@@ -1,11 +1,13 @@
-"""``vigil local`` as a person runs it, in its own process: the banner is the first thing its
-terminal shows, a request adds no line there unless asked, a browser that goes away leaves no
-traceback, errors still show; and a second runtime on the same state directory is refused,
-leaving the first and its files as they were.
+"""``vigil local`` as a person runs it, in its own process and process group, stopped by Ctrl+C:
+the banner is the first thing its terminal shows, a request adds no line there unless asked, a
+browser that goes away leaves no traceback, errors still show; a load with the retries it
+brings, then Ctrl+C, leave no error in its log; and a second runtime on the same state
+directory is refused, leaving the first and its files as they were.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -14,20 +16,30 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-from vigil.clock import ManualClock
+from tests.support import interruptible
+from vigil.alarms.kinds import STALE
+from vigil.alarms.timers import Timer
+from vigil.clock import ManualClock, SystemClock, to_ms
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.local.lock import StateDirectoryInUse, hold
 from vigil.local.logs import logs_to, terminal_handler
+from vigil.local.signatures import AccessKey
+from vigil.local.stack import AwsClients, LocalNames
 from vigil.observability import get_logger, log_event
+from vigil.stores.dynamo import DynamoStore
 
 BANNER = "Vigil is running locally"
 REQUESTS = 20
@@ -55,9 +67,10 @@ class Running:
         return str(self.state()["mcp_url"]).removesuffix("/mcp")
 
     def stop(self) -> str:
-        """Stops the runtime; everything its terminal showed."""
+        """Stops the runtime as Ctrl+C does, with SIGINT to every process of its group at once;
+        everything its terminal showed."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            os.killpg(self.process.pid, signal.SIGINT)
         assert self.process.wait(timeout=30) == 0
         return self.shown()
 
@@ -75,6 +88,9 @@ def launch(state_dir: Path, *options: str) -> Running:
             env={**os.environ, "VIGIL_LOG_LEVEL": "INFO"},
             stdout=output,
             stderr=subprocess.STDOUT,
+            # A job of its own, as a shell starts it, whose processes all take Ctrl+C.
+            process_group=0,
+            preexec_fn=interruptible,
         )
     running = Running(process, state_dir, terminal)
     deadline = time.monotonic() + DEADLINE_SECONDS
@@ -208,6 +224,137 @@ def test_a_request_cannot_write_control_characters_to_the_terminal() -> None:
     assert "\x1b" not in shown
     assert "\x07" not in shown
     assert "\\x1b[2J" in shown
+
+
+# -- a load, then Ctrl+C --------------------------------------------------------------------
+SESSION = "s-load"
+BEATERS = 6
+# The reason the watch of a session gives when it loses to the session's beats every time.
+WATCH_LOST = "the session's watch lost to its beats"
+
+
+class Client:
+    """One caller of the REST mirror, on a connection of its own that it keeps."""
+
+    def __init__(self, rest_url: str, secret: str) -> None:
+        parts = urlsplit(rest_url)
+        self.path = parts.path
+        self.secret = secret
+        self.connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+
+    def call(self, tool: str, **arguments: Any) -> tuple[int, dict[str, Any]]:
+        self.connection.request(
+            "POST",
+            f"{self.path}/{tool}",
+            json.dumps(arguments),
+            {"Content-Type": "application/json", "Authorization": f"Bearer {self.secret}"},
+        )
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
+
+
+def session_beat() -> dict[str, Any]:
+    return {"sessionId": SESSION, "status": "active", "idempotencyKey": uuid.uuid4().hex}
+
+
+def switch_beat() -> dict[str, Any]:
+    return {"scope": "load", "expect_within_seconds": 3600}
+
+
+def beat_until(
+    stopped: threading.Event,
+    client: Client,
+    tool: str,
+    arguments: Callable[[], dict[str, Any]],
+    seen: list[int],
+) -> None:
+    while not stopped.is_set():
+        try:
+            status, _ = client.call(tool, **arguments())
+        except (OSError, http.client.HTTPException):
+            return  # the runtime has stopped
+        seen.append(status)
+
+
+def make_the_watch_due(store: DynamoStore, clients: AwsClients, namespace: str) -> None:
+    """Moves the session's watch to now, as if its stale-after period had passed (committed as
+    the watch commits its moves), and hands its timer to the notify function, where it races
+    the session's beats."""
+    due = to_ms(SystemClock().now())
+    while True:
+        session = store.get_session(namespace, SESSION)
+        assert session is not None
+        try:
+            UnitOfWork(store).commit(store.save_beat(session.changed(watch_due=due), [], []))
+            break
+        except ConditionFailed:
+            continue  # beaten meanwhile
+    queue = clients.sqs.get_queue_url(QueueName=LocalNames().physical("WatchQueue"))["QueueUrl"]
+    timer = Timer(kind=STALE, namespace=namespace, key=SESSION, due_at=due)
+    clients.sqs.send_message(QueueUrl=queue, MessageBody=timer.model_dump_json())
+
+
+def logged(state_dir: Path) -> list[dict[str, Any]]:
+    """Every line of the runtime's log, the rolled-over file's first."""
+    files = sorted(state_dir.glob("local.log*"), reverse=True)
+    return [entry for path in files for entry in json_lines(path.read_text(encoding="utf-8"))]
+
+
+def test_a_load_and_ctrl_c_leave_no_error_in_the_log(
+    tmp_path: Path, started: list[Running]
+) -> None:
+    running = launch(tmp_path / "state")
+    started.append(running)
+    state = running.state()
+    status, agent = Client(state["rest_url"], state["operator_secret"]).call(
+        "register", kind="agent", name="load"
+    )
+    assert status == 200, agent
+    secret = agent["secret"]
+    assert Client(state["rest_url"], secret).call("session_heartbeat", **session_beat())[0] == 200
+    keys = json.loads((running.state_dir / "keys.json").read_text())["runtime"]
+    clients = AwsClients.local(
+        state["aws_endpoint_url"],
+        dynamodb_endpoint_url=state["dynamodb_endpoint_url"],
+        key=AccessKey(keys["id"], keys["secret"]),
+    )
+    store = DynamoStore(clients.dynamodb, LocalNames().physical("VigilTable"))
+
+    stopped = threading.Event()
+    statuses: list[int] = []
+    loads = [("session_heartbeat", session_beat)] * BEATERS + [("heartbeat", switch_beat)]
+    beaters = [
+        threading.Thread(
+            target=beat_until,
+            args=(stopped, Client(state["rest_url"], secret), tool, arguments, statuses),
+        )
+        for tool, arguments in loads
+    ]
+    for beater in beaters:
+        beater.start()
+    try:
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not any(WATCH_LOST in json.dumps(e) for e in logged(running.state_dir)):
+            assert time.monotonic() < deadline, "the watch never lost to the beats"
+            make_the_watch_due(store, clients, state["namespace"])
+            time.sleep(0.2)
+        shown = running.stop()  # while the beats go on
+    finally:
+        stopped.set()
+        for beater in beaters:
+            beater.join()
+
+    assert 200 in statuses
+    entries = logged(running.state_dir)
+    retried = [e for e in entries if WATCH_LOST in json.dumps(e)]
+    assert {e["level"] for e in retried} <= {"INFO", "WARNING"}, retried[0]
+    assert [e for e in retried if "exception" in e] == []
+    assert [e for e in entries if e["level"] in ("ERROR", "CRITICAL")] == []
+    # Nothing found an engine gone: they stop after whatever calls them.
+    assert [e for e in entries if "unavailable" in (e.get("outcome"), e.get("code"))] == []
+    assert " error: " not in shown, shown
+    assert "Traceback" not in shown, shown
+    assert shown.splitlines()[-1] == "Vigil stopped.", shown
 
 
 # -- one runtime per state directory --------------------------------------------------------

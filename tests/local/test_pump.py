@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from vigil.clock import ManualClock
+from vigil.errors import contended
 from vigil.local.deployment import LocalDeployment
 from vigil.local.pump import EventPump, fire_time
 from vigil.local.stack import AwsClients
@@ -480,3 +482,43 @@ def test_an_item_written_again_after_the_scan_keeps_its_new_ttl(
         del clients.dynamodb.scan
     item = clients.dynamodb.get_item(TableName=table.name, Key=key)["Item"]
     assert item["ttl"] == {"N": str(now + 3600)}
+
+
+# ---------------------------------------------------------------- what is logged
+
+
+@pytest.mark.parametrize("source", ["queue", "scheduler"])
+@pytest.mark.parametrize(
+    ("error", "level", "traceback"),
+    [
+        (contended("the function lost races; retry later"), logging.WARNING, False),
+        (RuntimeError("a bug"), logging.ERROR, True),
+    ],
+    ids=["retryable", "unexpected"],
+)
+def test_a_failed_invocation_is_logged_as_what_it_is(
+    source: str,
+    error: Exception,
+    level: int,
+    traceback: bool,
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alarm.error = error
+    if source == "queue":
+        send(clients, deployment, "one")
+    else:
+        schedule(clients, deployment, "2026-01-01T00:01:00")
+        clock.advance(60)
+
+    pump.tick()
+    pump.tick()
+
+    assert len(alarm.calls) == 1
+    [failed] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert failed.levelno == level
+    assert (failed.exc_info is not None) == traceback

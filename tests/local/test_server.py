@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import stat
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -364,6 +365,56 @@ def test_stopping_closes_kept_alive_connections(cfn: dict[str, Any]) -> None:
         send_again()
     connection.close()
     assert len(function.events) == 1
+
+
+def test_stopping_lets_the_requests_being_answered_finish_and_takes_no_more(
+    cfn: dict[str, Any],
+) -> None:
+    """A function stopped halfway would find its engines gone, which stop after the server."""
+    entered, release = threading.Event(), threading.Event()
+    happened: list[str] = []
+
+    def function(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if event.get("body") == "slow":
+            entered.set()
+            release.wait(10)
+            happened.append("answered")
+        return {"statusCode": 200, "body": event.get("body") or ""}
+
+    server = LocalHttpServer(http_routes(cfn), function)
+    server.start()
+    kept = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    kept.request("POST", "/mcp", b"quick")
+    assert kept.getresponse().read() == b"quick"
+    slow: list[tuple[int, dict[str, str], bytes]] = []
+    answering = threading.Thread(
+        target=lambda: slow.append(request(server, "POST", "/mcp", b"slow"))
+    )
+    answering.start()
+    assert entered.wait(10)
+
+    def stop() -> None:
+        server.stop()
+        happened.append("stopped")
+
+    stopping = threading.Thread(target=stop)
+    stopping.start()
+    # Once the stop has begun, a kept-alive connection's next request reaches no function.
+    while True:
+        kept.request("POST", "/mcp", b"quick")
+        response = kept.getresponse()
+        body = response.read()
+        if response.status == 503:
+            break
+        assert body == b"quick"
+    assert response.getheader("connection") == "close"
+    release.set()
+    answering.join()
+    stopping.join()
+
+    assert happened == ["answered", "stopped"]
+    assert [(status, body) for status, _, body in slow] == [(200, b"slow")]
+    kept.close()
 
 
 def test_the_local_dynamodb_serves_concurrent_transactions(tmp_path: Path) -> None:

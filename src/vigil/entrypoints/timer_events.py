@@ -14,7 +14,7 @@ from typing import Any
 from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver
 from vigil.clock import Clock
 from vigil.kit.uow import Committer, UnitOfWork
-from vigil.observability import log_event
+from vigil.observability import log_event, log_failure
 
 
 def in_a_unit_of_work(
@@ -50,7 +50,9 @@ def serve(
     for record in records:
         try:
             run(Timer.model_validate(json.loads(record["body"])))
-        except Exception:
-            log.exception("timer failed", extra={"fields": {"message_id": record.get("messageId")}})
+        except Exception as error:
+            # The record goes back to its queue, which hands it out again after its
+            # visibility timeout, and to its dead-letter queue after maxReceiveCount.
+            log_failure(log, "timer failed", error, message_id=record.get("messageId"))
             failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}

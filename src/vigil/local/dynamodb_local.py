@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import secrets
 import shutil
@@ -133,10 +134,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     # A child must not outlive a runtime killed with -9 (the engine would hold the database).
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)  # the runtime died before the signal was asked for
 
 
 @dataclass
@@ -169,16 +172,22 @@ def start_child(
 ) -> LoopbackChild:
     """Starts ``python -m <a vigil.local module> ...arguments``, where ``{port}`` in
     ``arguments`` is a free loopback port, writes ``given`` to its standard input (what
-    must not show in a process list), and waits until it listens on that port."""
+    must not show in a process list), and waits until it listens on that port.
+
+    The child has a process group of its own: Ctrl+C in a terminal signals every process of
+    the runtime's group at once, and an engine that died first would fail the pump and the
+    functions still at work. The runtime stops it with ``stop``, after them."""
     port = _free_port()
     log = open(log_path, "ab")  # noqa: SIM115 - closed by stop()
+    die_with_parent = functools.partial(_die_with_parent, os.getpid())
     process = subprocess.Popen(  # noqa: S603 - our own command line, no shell
         [sys.executable, "-m", *(a.replace("{port}", str(port)) for a in arguments)],
         env=env,
         stdin=subprocess.PIPE,
         stdout=log,
         stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        process_group=0,
+        preexec_fn=die_with_parent if sys.platform == "linux" else None,
     )
     assert process.stdin is not None
     process.stdin.write(given)

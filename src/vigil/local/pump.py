@@ -45,7 +45,7 @@ from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
 from vigil.local.stack import AwsClients
-from vigil.observability import get_logger, log_event
+from vigil.observability import get_logger, log_event, log_failure
 
 log = get_logger("vigil.local.pump")
 
@@ -272,11 +272,13 @@ class EventPump:
         event = sqs_event(messages, queue.arn, self.deployment.names.region)
         try:
             response = self.handlers[mapping.function](event, function.context())
-        except Exception:
-            log.warning(
+        except Exception as error:
+            log_failure(
+                log,
                 "batch failed; its messages return after the visibility timeout",
-                exc_info=True,
-                extra={"fields": {"function": function.name, "size": len(messages)}},
+                error,
+                function=function.name,
+                size=len(messages),
             )
             return
         failed = _failed_records(mapping, response, {m["MessageId"] for m in messages})
@@ -520,10 +522,11 @@ class EventPump:
                 ):
                     self._async_failed(invocation, error)
                     continue
-                log.warning(
+                log_failure(
+                    log,
                     "asynchronous invocation failed; Lambda retries it",
-                    exc_info=True,
-                    extra={"fields": {"function": function.name}},
+                    error,
+                    function=function.name,
                 )
                 delay = _ASYNC_RETRY_BASE_SECONDS * 2**retries
                 invocation.next_attempt = now + timedelta(seconds=delay)

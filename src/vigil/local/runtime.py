@@ -77,6 +77,9 @@ class LocalRuntime:
     _closer: contextlib.ExitStack
 
     def stop(self) -> None:
+        """Stops what calls the engines before the engines: the pump (the passes under way
+        finish), then the HTTP API (the requests being answered finish), then moto, the
+        DynamoDB front and DynamoDB Local."""
         self._closer.close()
 
     def __enter__(self) -> LocalRuntime:

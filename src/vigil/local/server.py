@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from vigil.clock import Clock, SystemClock
@@ -39,6 +39,9 @@ LOCAL_API_ID = "local"
 _ANY_METHOD = "x-amazon-apigateway-any-method"
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"})
 _DEFAULT_ROUTE = "$default"
+# How long a stop waits for the requests being answered: a tool call takes milliseconds (a
+# second or two on a machine saturated by a load run), and the runtime stops within five.
+_ANSWERING_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ class LocalHttpServer:
             self._thread.join()
             self._thread = None
         self._httpd.server_close()
-        self._httpd.close_connections()
+        self._httpd.close_connections(after_answering=_ANSWERING_SECONDS)
 
     def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self.routes:
@@ -252,7 +255,9 @@ class LocalHttpServer:
 
 
 class _TrackingServer(ThreadingHTTPServer):
-    """Closes kept-alive connections on stop, so that nothing reaches a stopped stack."""
+    """On stop, lets the requests being answered finish, then closes kept-alive connections,
+    so that nothing reaches a stopped stack: the runtime stops its engines after the server,
+    and a function stopped halfway would find them gone."""
 
     daemon_threads = True
     request_queue_size = 128  # the listen backlog: a burst of clients waits, not refused
@@ -260,16 +265,35 @@ class _TrackingServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
         self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
+        self._answering = 0
+        self._closing = False
+        self._changed = threading.Condition()
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
+        with self._changed:
+            if self._closing:
+                # Accepted just before the stop, too late to be answered.
+                self.shutdown_request(request)
+                return
             self._connections.add(request)
         try:
             super().process_request_thread(request, client_address)
         finally:
-            with self._connections_lock:
+            with self._changed:
                 self._connections.discard(request)
+
+    def admit(self) -> bool:
+        """Counts a request in until ``answered``; False once the server is closing."""
+        with self._changed:
+            if self._closing:
+                return False
+            self._answering += 1
+            return True
+
+    def answered(self) -> None:
+        with self._changed:
+            self._answering -= 1
+            self._changed.notify_all()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A browser that closes a tab or stops a page hangs up mid-request: there is no one
@@ -278,8 +302,12 @@ class _TrackingServer(ThreadingHTTPServer):
             return
         log.exception("a request failed in the HTTP server")
 
-    def close_connections(self) -> None:
-        with self._connections_lock:
+    def close_connections(self, after_answering: float) -> None:
+        """Admits no more requests, waits up to ``after_answering`` seconds for those being
+        answered, then closes every connection."""
+        with self._changed:
+            self._closing = True
+            self._changed.wait_for(lambda: self._answering == 0, after_answering)
             connections = list(self._connections)
         for connection in connections:
             with contextlib.suppress(OSError):
@@ -333,7 +361,16 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:
-            self._serve()
+            tracking = cast(_TrackingServer, self.server)
+            if not tracking.admit():
+                # Stopping: API Gateway's answer when no function can take the request.
+                self.close_connection = True
+                self._send(_gateway_error(503, "Service Unavailable"), str(uuid.uuid4()))
+                return
+            try:
+                self._serve()
+            finally:
+                tracking.answered()
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_GET
 
