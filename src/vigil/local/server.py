@@ -164,7 +164,8 @@ FrontDoor = HttpApiDoor | FunctionUrlDoor
 def front_door(cfn: Mapping[str, Any], deployment: LocalDeployment) -> FrontDoor:
     """The door a deploy of ``cfn`` with the deployment's parameter values opens: its
     Function URL when it has one, else its HTTP APIs' routes."""
-    for url in deployment.function_urls.values():
+    if deployment.function_urls:
+        (url,) = deployment.function_urls.values()
         return FunctionUrlDoor((urlsplit(url).hostname or "").split(".")[0])
     present = Resolver(cfn, deployment.names).present()
     return HttpApiDoor(tuple(http_routes({"Resources": present})))
