@@ -343,6 +343,15 @@ def test_exactly_one_front_door_exists(cfn_of_door: dict[str, Any], door: str) -
     assert front_door_resources(present) == FRONT_DOOR_TYPES[door]
 
 
+def test_neither_door_adds_cors_headers_of_its_own(cfn: dict[str, Any]) -> None:
+    """The function answers CORS from ALLOWED_ORIGINS behind either door: a door that added
+    its own headers would send them twice."""
+    api = props(cfn["Resources"]["HttpApi"])
+    assert "CorsConfiguration" not in api
+    assert "x-amazon-apigateway-cors" not in api["Body"]
+    assert "Cors" not in props(cfn["Resources"]["ApiFunctionUrl"])
+
+
 def test_the_front_door_is_the_http_api_by_default(sam: dict[str, Any]) -> None:
     assert sam["Parameters"]["FrontDoor"]["Default"] == "HttpApi"
     assert sam["Parameters"]["FrontDoor"]["AllowedValues"] == ["HttpApi", "FunctionUrl"]
