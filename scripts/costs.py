@@ -1,6 +1,6 @@
 """What the liveness path costs on AWS, measured through the two functions' handlers on moto,
 and priced; and what a notification adds, through the notify function's. Usage:
-    .venv/bin/python scripts/costs.py [--repeats 25] [--notifications]
+    .venv/bin/python scripts/costs.py [--repeats 25] [--notifications | --steady [--json]]
 
 Both entry points (``vigil.entrypoints.api.handler`` and ``vigil.entrypoints.alarm.handler``)
 run in-process on moto, built from the environment as on Lambda, with the clock moved by hand.
@@ -17,6 +17,11 @@ For each step (a tool call or an alarm delivery) the script measures, in one run
    ingests with the lines Lambda and the HTTP API add (their formats are inputs, below);
 3. the handler's duration (median of ``--repeats`` calls, after a warm-up), and the part of it
    spent inside AWS SDK calls, which is moto's work here and network time on AWS.
+
+The steady beat's section (7; ``--steady`` measures it alone, ``--json`` prints its figures
+for tests/unit/test_costs.py) prices one steady beat all-in through each front door the
+template offers (FrontDoor: the HTTP API or a Function URL) and each logging choice, against
+the goals of $2.00 and $1.00 per million, every assumption printed beside the figures.
 
 The notifications' section (6; ``--notifications`` measures it alone, with the expiry it is
 compared with) runs an expiry in a namespace with one channel of each kind (webhook, Slack,
@@ -86,17 +91,23 @@ GB = 1024**3
 # (docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
 XRAY_RESERVOIR_PER_SECOND = 1
 XRAY_FIXED_RATE = 0.05
-# Lambda's own lines per invocation in the Text log format (the template sets no LogFormat),
-# in the shape AWS documents them, with a traced invocation's XRAY line; their length is an
-# input, as a price is.
-LAMBDA_PLATFORM_LINES = (
-    "START RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b Version: 12\n"
-    "END RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b\n"
-    "REPORT RequestId: 6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b\tDuration: 23.45 ms\t"
-    "Billed Duration: 24 ms\tMemory Size: 512 MB\tMax Memory Used: 98 MB\t\n"
-    "XRAY TraceId: 1-6759c2a1-0a1b2c3d4e5f60718293a4b5\tSegmentId: 1a2b3c4d5e6f7a8b\t"
-    "Sampled: true\t\n"
-)
+# Lambda's own records per invocation in the JSON log format (the template's LogFormat), by
+# the system log level (its PlatformLogLevel parameter): at INFO a platform.start and a traced
+# invocation's platform.report, in the shape AWS documents them; at WARN none (only a timeout
+# or an out-of-memory end would write one). Their length is an input, as a price is.
+LAMBDA_PLATFORM_LINES = {
+    "INFO": (
+        '{"time":"2026-12-01T12:00:00.000Z","type":"platform.start","record":'
+        '{"requestId":"6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b","version":"12"}}\n'
+        '{"time":"2026-12-01T12:00:00.024Z","type":"platform.report","record":'
+        '{"requestId":"6f2c8e1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b","metrics":{"durationMs":23.45,'
+        '"billedDurationMs":24,"memorySizeMB":512,"maxMemoryUsedMB":98},"tracing":'
+        '{"spanId":"1a2b3c4d5e6f7a8b","type":"X-Amzn-Trace-Id","value":'
+        '"Root=1-6759c2a1-0a1b2c3d4e5f60718293a4b5;Parent=1a2b3c4d5e6f7a8b;Sampled=1"},'
+        '"status":"success"}}\n'
+    ),
+    "WARN": "",
+}
 # Values of the documented shapes for the HTTP API access log's variables (template.yaml's
 # format); the response length is the step's own.
 ACCESS_LOG_VALUES = {
@@ -332,16 +343,22 @@ def template_facts() -> dict[str, Any]:
         if resource["Type"] == "AWS::Lambda::Function"
     }
     api = functions["ApiFunction"]
-    http_api = next(
+    stage = next(
         r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGatewayV2::Stage"
     )
+    # The access log's settings when ApiAccessLog is on (the Fn::If's first branch).
+    _, access_log, _ = stage["Properties"]["AccessLogSettings"]["Fn::If"]
+    defaults = {name: spec.get("Default") for name, spec in template["Parameters"].items()}
     return {
         "memory_mb": {name: props["MemorySize"] for name, props in functions.items()},
         "architectures": {a for props in functions.values() for a in props["Architectures"]},
         "tracing": {name: props["TracingConfig"]["Mode"] for name, props in functions.items()},
-        "log_format": api.get("LoggingConfig", {}).get("LogFormat", "Text"),
-        "log_level": template["Parameters"]["LogLevel"]["Default"],
-        "access_log_format": http_api["Properties"]["AccessLogSettings"]["Format"],
+        "log_format": api["LoggingConfig"]["LogFormat"],
+        "log_level": defaults["LogLevel"],
+        "platform_log_level": defaults["PlatformLogLevel"],
+        "access_log": defaults["ApiAccessLog"] == "on",
+        "front_door": defaults["FrontDoor"],
+        "access_log_format": access_log["Format"],
     }
 
 
@@ -483,12 +500,16 @@ class Stack:
         """A GET of the console's overview by ``who``, signed in once, as its script asks for
         it every few seconds (``query`` ``fragment=1``) or as a whole page."""
         from vigil.console.session import COOKIE
+        from vigil.console.sign_in import kept
         from vigil.entrypoints import api
 
         app = api.router().app
         principal = app.authenticate(self.secrets[who])
         signer = api.router().console().signer
-        cookie = f"{COOKIE}={signer.encode(signer.issue(principal, self.clock.now()))}"
+        # Signed in as the sign-in form does it: a session is live while the store keeps it.
+        session = signer.issue(principal, self.clock.now())
+        app.store.open_sign_in(kept(session))
+        cookie = f"{COOKIE}={signer.encode(session)}"
 
         def get() -> Any:
             event = {
@@ -1045,14 +1066,18 @@ def measure(stack: Stack, step: Step, repeats: int) -> Measured:
 class Prices:
     memory_gb: float
     platform_log_bytes: int
-    access_log_format: str
+    access_log_format: str  # empty: no access log (ApiAccessLog off, or a Function URL)
 
     def duration_usd(self, milliseconds: float) -> float:
         """Lambda bills duration by the millisecond, rounded up."""
         return math.ceil(milliseconds) / 1000 * self.memory_gb * PRICE["lambda_arm64_gb_second"]
 
     def log_bytes(self, row: Measured) -> int:
-        access = access_log_bytes(self.access_log_format, row.response_bytes)
+        access = (
+            access_log_bytes(self.access_log_format, row.response_bytes)
+            if self.access_log_format
+            else 0
+        )
         return (
             row.log_bytes + self.platform_log_bytes + (access if row.step.function == "api" else 0)
         )
@@ -1073,10 +1098,19 @@ def xray_traced(calls_per_second: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=25, help="timed calls per step")
-    parser.add_argument(
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
         "--notifications",
         action="store_true",
         help="measure only the notifications' section (and the expiry it is added to)",
+    )
+    only.add_argument(
+        "--steady",
+        action="store_true",
+        help="measure only the steady beat, all in, by front door and logging (section 7)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="with --steady: print its figures as JSON"
     )
     options = parser.parse_args()
 
@@ -1091,9 +1125,16 @@ def main() -> None:
     assert len(memory) == 1, facts["memory_mb"]
     prices = Prices(
         memory_gb=memory.pop() / 1024,
-        platform_log_bytes=len(LAMBDA_PLATFORM_LINES.encode()),
-        access_log_format=facts["access_log_format"],
+        platform_log_bytes=len(LAMBDA_PLATFORM_LINES[facts["platform_log_level"]].encode()),
+        access_log_format=facts["access_log_format"] if facts["access_log"] else "",
     )
+    if options.steady:
+        beats = measure_steady_beats(options.repeats)
+        if options.json:
+            print(json.dumps(steady_figures(beats, prices, facts), indent=2))
+        else:
+            report_steady(beats, prices, facts)
+        return
     rows: dict[str, Measured] = {}
     chosen = [*STEPS, LONG_POLL]
     if options.notifications:
@@ -1109,6 +1150,178 @@ def main() -> None:
         report(rows, rows.pop(LONG_POLL.key), prices, facts, options.repeats)
     notified = measure_notifications(options.repeats, facts["log_level"])
     report_notifications(rows["expiry"], notified, prices)
+    if not options.notifications:
+        report_steady(measure_steady_beats(options.repeats), prices, facts)
+
+
+# -- 7. a steady beat, all in, by front door and logging ---------------------------------------
+# The goals (issue 26), USD per million steady beats, everything included.
+GOALS = {"HttpApi": 2.00, "FunctionUrl": 1.00}
+# Vigil's own level (the LogLevel parameter) decides whether a call writes its line.
+APP_LOG_LEVELS = ("INFO", "WARNING")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A deploy's choices that a steady beat's price depends on: its template parameters."""
+
+    door: str  # FrontDoor
+    log_level: str  # LogLevel
+    platform_log_level: str  # PlatformLogLevel
+    access_log: bool  # ApiAccessLog; a Function URL has none
+
+    @property
+    def label(self) -> str:
+        access = ("on" if self.access_log else "off") if self.door == "HttpApi" else "-"
+        return f"{self.door:12} {self.log_level:8} {self.platform_log_level:8} {access:6}"
+
+
+CHOICES = (
+    Choice("HttpApi", "INFO", "INFO", True),
+    Choice("HttpApi", "INFO", "WARN", True),
+    Choice("HttpApi", "WARNING", "WARN", True),
+    Choice("HttpApi", "WARNING", "WARN", False),
+    Choice("FunctionUrl", "INFO", "INFO", False),
+    Choice("FunctionUrl", "INFO", "WARN", False),
+    Choice("FunctionUrl", "WARNING", "WARN", False),
+)
+
+
+def measure_steady_beats(repeats: int) -> dict[str, Measured]:
+    """The steady beat at each of Vigil's log levels, each on a deployment of its own."""
+    from moto import mock_aws
+
+    step = next(step for step in STEPS if step.key == "steady")
+    beats = {}
+    for level in APP_LOG_LEVELS:
+        with mock_aws():
+            stack = Stack.up(Meter(), SdkTime(), LogBytes(), level)
+            beats[level] = measure(stack, step, repeats)
+    return beats
+
+
+def price_steady(beat: Measured, choice: Choice, prices: Prices) -> dict[str, Any]:
+    """One steady beat's price, USD per million, part by part, for ``choice``; and how many
+    billed milliseconds its goal leaves for the duration."""
+    per_ms = prices.memory_gb * PRICE["lambda_arm64_gb_second"] / 1000
+    access = (
+        access_log_bytes(prices.access_log_format, beat.response_bytes)
+        if choice.access_log and choice.door == "HttpApi" and prices.access_log_format
+        else 0
+    )
+    platform = len(LAMBDA_PLATFORM_LINES[choice.platform_log_level].encode())
+    log_bytes = beat.log_bytes + platform + access
+    parts = {
+        "http_api": PRICE["http_api_request"] if choice.door == "HttpApi" else 0.0,
+        "lambda_request": PRICE["lambda_request"],
+        "dynamodb": beat.write_units * PRICE["dynamodb_write_unit"]
+        + beat.read_units * PRICE["dynamodb_read_unit"],
+        "duration": prices.duration_usd(beat.median_ms),
+        "logs": log_bytes / GB * PRICE["logs_ingested_gb"],
+    }
+    counted = sum(value for name, value in parts.items() if name != "duration")
+    goal = GOALS[choice.door] / 1e6
+    return {
+        **{name: value * 1e6 for name, value in parts.items()},
+        "total": sum(parts.values()) * 1e6,
+        "goal": GOALS[choice.door],
+        "log_bytes": {"vigil": beat.log_bytes, "platform": platform, "access": access},
+        "billed_ms": math.ceil(beat.median_ms),
+        # The handler's own milliseconds here, outside AWS calls: a floor for its duration.
+        "own_ms": beat.median_ms - beat.sdk_ms,
+        "own_duration": prices.duration_usd(beat.median_ms - beat.sdk_ms) * 1e6,
+        # What the goal leaves for the duration, in billed milliseconds (negative: nothing).
+        "budget_ms": math.floor((goal - counted) / per_ms) if goal > counted else -1,
+    }
+
+
+def steady_figures(
+    beats: dict[str, Measured], prices: Prices, facts: dict[str, Any]
+) -> dict[str, Any]:
+    steady = beats[APP_LOG_LEVELS[0]]
+    return {
+        "calls": dict(_counted(steady)),
+        "write_units": steady.write_units,
+        "read_units": steady.read_units,
+        "item_bytes": steady.largest_item,
+        "memory_mb": int(prices.memory_gb * 1024),
+        "defaults": {
+            "FrontDoor": facts["front_door"],
+            "LogLevel": facts["log_level"],
+            "PlatformLogLevel": facts["platform_log_level"],
+            "ApiAccessLog": "on" if facts["access_log"] else "off",
+        },
+        "choices": [
+            {
+                "FrontDoor": choice.door,
+                "LogLevel": choice.log_level,
+                "PlatformLogLevel": choice.platform_log_level,
+                "ApiAccessLog": "on" if choice.access_log else "off",
+                **price_steady(beats[choice.log_level], choice, prices),
+            }
+            for choice in CHOICES
+        ],
+    }
+
+
+def report_steady(beats: dict[str, Measured], prices: Prices, facts: dict[str, Any]) -> None:
+    figures = steady_figures(beats, prices, facts)
+    steady = beats[APP_LOG_LEVELS[0]]
+    info = figures["choices"][0]
+    print(
+        "\n7. A steady beat, all in, by front door and logging (USD per million beats; goals: "
+        + ", ".join(f"{door} ${goal:.2f}" for door, goal in GOALS.items())
+        + ")"
+    )
+    print(
+        f"   AWS calls: {steady.calls}: {steady.write_units:g} write unit (the item is "
+        f"{steady.largest_item} bytes, under 1 KB) at ${PRICE['dynamodb_write_unit'] * 1e6:.3f}"
+        f" per million and {steady.read_units:g} read unit (a strongly consistent read of the "
+        f"caller's principal, under 4 KB) at ${PRICE['dynamodb_read_unit'] * 1e6:.3f};"
+    )
+    print(
+        f"   one Lambda request (${PRICE['lambda_request'] * 1e6:.2f} per million), and one HTTP "
+        f"API request (${PRICE['http_api_request'] * 1e6:.2f}) through the HTTP API, none "
+        "through a Function URL;"
+    )
+    print(
+        f"   duration: the handler's median here, {steady.median_ms:.1f} ms ({steady.sdk_ms:.1f} "
+        f"of it in moto's AWS calls, {steady.median_ms - steady.sdk_ms:.1f} its own), billed by "
+        f"the ms at {figures['memory_mb']} MB arm64; on AWS the two DynamoDB round trips "
+        "replace moto's work, on about a third of a vCPU;"
+    )
+    print(
+        f"   logs at ${PRICE['logs_ingested_gb']:.2f} per GB: Vigil's own line per call, "
+        f"{beats['INFO'].log_bytes} bytes at LogLevel INFO and {beats['WARNING'].log_bytes} at "
+        f"WARNING (measured); Lambda's JSON records, {info['log_bytes']['platform']} bytes at "
+        "PlatformLogLevel INFO (platform.start and platform.report) and none at WARN; the "
+        f"access log's line, {info['log_bytes']['access']} bytes (its format, this response)."
+    )
+    print(
+        f"   Defaults: {', '.join(f'{k} {v}' for k, v in figures['defaults'].items())}; "
+        "API Gateway cannot sample an access log: on or off."
+    )
+    print(
+        f"{'FrontDoor':12} {'LogLevel':8} {'platform':8} {'access':6} {'HTTP API':>8} "
+        f"{'Lambda':>6} {'DynamoDB':>8} {'duration':>8} {'logs':>5} {'total':>6} "
+        f"{'goal':>5}  billed ms the goal leaves"
+    )
+    for choice, row in zip(CHOICES, figures["choices"], strict=True):
+        cells = " ".join(
+            f"{row[name]:{width}.2f}"
+            for name, width in (
+                ("http_api", 8),
+                ("lambda_request", 6),
+                ("dynamodb", 8),
+                ("duration", 8),
+                ("logs", 5),
+                ("total", 6),
+                ("goal", 5),
+            )
+        )
+        budget = row["budget_ms"]
+        left = f"{budget} (this beat bills {row['billed_ms']})" if budget >= 0 else "none"
+        print(f"{choice.label} {cells}  {left}")
 
 
 def report(

@@ -85,6 +85,32 @@ def test_sample_events_round_trip(operator_secret: str) -> None:
     assert "/v1/register" in document["paths"]
 
 
+def test_a_function_url_event_is_served_as_an_http_api_one(operator_secret: str) -> None:
+    """A Function URL's event has no route and no path parameters, and its request context
+    names the URL: the handler reads the same request from it, the caller's address and the
+    address the caller reached (for the challenge's metadata URL) included."""
+    event = sample("function_url_whoami.json", operator_secret)
+    request = api.request_from_event(event)
+    assert (request.method, request.path, request.source_ip) == (
+        "POST",
+        "/v1/whoami",
+        "203.0.113.10",
+    )
+    assert (
+        request.origin() == "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws"
+    )
+
+    answered = api.handler(event)
+    assert answered["statusCode"] == 200
+    assert body_of(answered)["principal"]["namespace"] == "acme"
+    refused = api.handler(sample("function_url_whoami.json", "not-a-secret"))
+    assert refused["statusCode"] == 401
+    assert refused["headers"]["www-authenticate"].endswith(
+        'resource_metadata="https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws'
+        '/.well-known/oauth-protected-resource"'
+    )
+
+
 def test_rest_mirror_registers_and_lists(operator_secret: str) -> None:
     event = sample("rest_list_agents.json", operator_secret, {"kind": "agent", "name": "w1"})
     event["rawPath"] = "/v1/register"
@@ -222,4 +248,9 @@ def test_the_clients_know_every_service_botocore_does() -> None:
 
 def test_events_folder_has_the_documented_samples() -> None:
     names = {p.name for p in Path(EVENTS).glob("*.json")}
-    assert {"mcp_initialize.json", "rest_list_agents.json", "timer_sqs.json"} <= names
+    assert {
+        "mcp_initialize.json",
+        "rest_list_agents.json",
+        "function_url_whoami.json",
+        "timer_sqs.json",
+    } <= names

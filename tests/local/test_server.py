@@ -18,7 +18,17 @@ import pytest
 
 from tests.conftest import ROOT
 from vigil.clock import ManualClock
-from vigil.local.server import MAX_BODY_BYTES, LocalHttpServer, http_routes
+from vigil.local.deployment import LocalDeployment
+from vigil.local.provisioning import provision
+from vigil.local.server import (
+    MAX_BODY_BYTES,
+    FunctionUrlDoor,
+    HttpApiDoor,
+    LocalHttpServer,
+    front_door,
+    http_routes,
+)
+from vigil.local.stack import AwsClients, LocalNames
 
 
 class StubFunction:
@@ -43,7 +53,7 @@ def function() -> StubFunction:
 def server(
     cfn: dict[str, Any], function: StubFunction, clock: ManualClock
 ) -> Iterator[LocalHttpServer]:
-    server = LocalHttpServer(http_routes(cfn), function, clock=clock)
+    server = LocalHttpServer(HttpApiDoor(tuple(http_routes(cfn))), function, clock=clock)
     server.start()
     yield server
     server.stop()
@@ -214,8 +224,8 @@ def test_unknown_routes_reach_the_function_through_default(
 def test_without_a_default_route_unknown_routes_get_api_gateways_404(
     cfn: dict[str, Any], function: StubFunction, clock: ManualClock, method: str, target: str
 ) -> None:
-    routes = [route for route in http_routes(cfn) if route.key != "$default"]
-    server = LocalHttpServer(routes, function, clock=clock)
+    routes = tuple(route for route in http_routes(cfn) if route.key != "$default")
+    server = LocalHttpServer(HttpApiDoor(routes), function, clock=clock)
     server.start()
     try:
         status, headers, body = request(server, method, target, b"{}")
@@ -225,6 +235,61 @@ def test_without_a_default_route_unknown_routes_get_api_gateways_404(
     assert (status, json.loads(body)) == (404, {"message": "Not Found"})
     assert headers["content-type"] == "application/json"
     assert function.events == []
+
+
+@pytest.mark.parametrize(
+    ("method", "target"), [("POST", "/v1/heartbeat?x=1"), ("GET", "/nowhere"), ("PUT", "/mcp")]
+)
+def test_a_function_url_sends_every_request_as_its_default_route(
+    function: StubFunction, clock: ManualClock, method: str, target: str
+) -> None:
+    """A Function URL has no routes: every request reaches the function, and its event names
+    route $default, carries no path parameters and is keyed by the URL's id."""
+    server = LocalHttpServer(FunctionUrlDoor("abcdefgh"), function, clock=clock)
+    server.start()
+    try:
+        status, headers, _ = request(server, method, target, b"{}", [("User-Agent", "t/1")])
+    finally:
+        server.stop()
+
+    assert status == 200
+    assert headers["x-amzn-requestid"]
+    assert "apigw-requestid" not in headers
+    (event,) = function.events
+    assert event["routeKey"] == "$default"
+    assert "pathParameters" not in event
+    assert event["rawPath"] == target.split("?")[0]
+    context = event["requestContext"]
+    assert (context["apiId"], context["routeKey"], context["stage"]) == (
+        "abcdefgh",
+        "$default",
+        "$default",
+    )
+    assert context["domainName"] == event["headers"]["host"] == f"127.0.0.1:{server.port}"
+    assert context["http"]["sourceIp"] == "127.0.0.1"
+    assert event["headers"]["x-forwarded-proto"] == "http"
+
+
+@pytest.mark.parametrize("door", ["HttpApi", "FunctionUrl"])
+def test_the_server_plays_the_door_the_front_door_parameter_opens(
+    cfn: dict[str, Any], clients: AwsClients, door: str
+) -> None:
+    names = LocalNames(stack_name=f"t{uuid.uuid4().hex[:10]}", parameters={"FrontDoor": door})
+    deployment: LocalDeployment = provision(cfn, clients, names)
+
+    played = front_door(cfn, deployment)
+
+    if door == "FunctionUrl":
+        (url,) = deployment.function_urls.values()
+        assert url == f"https://{played.api_id}.lambda-url.us-east-1.on.aws/"
+        assert isinstance(played, FunctionUrlDoor)
+    else:
+        assert deployment.function_urls == {}
+        assert isinstance(played, HttpApiDoor)
+        assert {route.key for route in played.routes} == {route.key for route in http_routes(cfn)}
+    # Links in notifications name the door's address (the runtime then points them here).
+    notify = deployment.functions["NotifyFunction"].environment["CONSOLE_BASE_URL"]
+    assert ("lambda-url" in notify) is (door == "FunctionUrl")
 
 
 def test_a_failing_function_is_a_500_without_details(
@@ -281,13 +346,26 @@ def post_json(url: str, payload: Any, headers: dict[str, str]) -> tuple[int, Any
         connection.close()
 
 
-def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("door", "request_id_header"),
+    [("HttpApi", "apigw-requestid"), ("FunctionUrl", "x-amzn-requestid")],
+)
+def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(
+    tmp_path: Path, door: str, request_id_header: str
+) -> None:
+    """Through either front door (``vigil local --parameter FrontDoor=...``): MCP, REST, the
+    OpenAPI document and a browser's preflight, answered by the real handlers."""
     from vigil.local.runtime import start
 
     endpoint_before = os.environ.get("AWS_ENDPOINT_URL")
     state_dir = tmp_path / "state"
 
-    with start(port=0, state_dir=state_dir, template=ROOT / "template.yaml") as runtime:
+    with start(
+        port=0,
+        state_dir=state_dir,
+        template=ROOT / "template.yaml",
+        parameters={"FrontDoor": door},
+    ) as runtime:
         state_file = state_dir / "local.json"
         state = json.loads(state_file.read_text())
         assert set(state) == {
@@ -338,6 +416,38 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
         assert answer["result"]["protocolVersion"] == "2025-06-18"
         assert answer["result"]["serverInfo"]["name"] == "vigil"
 
+        origin = runtime.mcp_url.removesuffix("/mcp")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request(
+            "POST",
+            "/v1/whoami",
+            "{}",
+            {
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {runtime.operator_secret}",
+                "Origin": origin,
+            },
+        )
+        response = connection.getresponse()
+        whoami = json.loads(response.read())
+        assert response.status == 200
+        assert whoami["principal"]["id"] == runtime.operator_id
+        assert response.getheader(request_id_header)
+        # One source of CORS headers, the function's, whichever the door.
+        allowed = [v for k, v in response.getheaders() if k == "access-control-allow-origin"]
+        assert allowed == [origin]
+        connection.request(
+            "OPTIONS",
+            "/v1/whoami",
+            headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+        )
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        assert response.status == 204
+        allowed = [v for k, v in response.getheaders() if k == "access-control-allow-origin"]
+        assert allowed == [origin]
+
     # Kept: the next start goes on with the same operator (tests/local/test_durable.py).
     assert json.loads(state_file.read_text()) == state
     assert os.environ.get("AWS_ENDPOINT_URL") == endpoint_before
@@ -349,7 +459,7 @@ def test_the_runtime_serves_the_real_handlers_and_stops_cleanly(tmp_path: Path) 
 
 def test_stopping_closes_kept_alive_connections(cfn: dict[str, Any]) -> None:
     function = StubFunction()
-    server = LocalHttpServer(http_routes(cfn), function)
+    server = LocalHttpServer(HttpApiDoor(tuple(http_routes(cfn))), function)
     server.start()
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     connection.request("POST", "/mcp", b"{}")

@@ -48,9 +48,15 @@ INTENDED: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"ApiFunction", "AlarmFunction", "NotifyFunction"}),
     ),
     "CKV_AWS_115": (
-        "concurrency is bounded by the HTTP API's route throttling and the notify queue's "
-        "MaximumConcurrency, not reserved concurrency",
-        frozenset({"ApiFunction", "AlarmFunction", "NotifyFunction"}),
+        "concurrency is bounded by the HTTP API's route throttling (or the API function's "
+        "reservation, ApiReservedConcurrency) and the notify queue's MaximumConcurrency; the "
+        "alarm function is left the account's unreserved pool",
+        frozenset({"AlarmFunction", "NotifyFunction"}),
+    ),
+    "CKV_AWS_95": (
+        "the HTTP API's access log is a parameter (ApiAccessLog, on by default; API Gateway "
+        "cannot sample it), under an Fn::If checkov does not read",
+        frozenset({"HttpApiApiGatewayDefaultStage"}),
     ),
     "CKV_AWS_116": (
         "the API function is only invoked synchronously (API Gateway): a DLQ would never fire",

@@ -162,6 +162,19 @@ def resolver_for(
     return Resolver(template, LocalNames(region=region, parameters=parameters))
 
 
+def chosen(resolver: Resolver, value: Any) -> Any:
+    """``value`` with each Fn::If replaced by the branch its condition picks, and every other
+    intrinsic left as it is (to read which resource a property names)."""
+    if isinstance(value, list):
+        return [chosen(resolver, item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"Fn::If"}:
+        condition, when_true, when_false = value["Fn::If"]
+        return chosen(resolver, when_true if resolver.condition(condition) else when_false)
+    return {key: chosen(resolver, item) for key, item in value.items()}
+
+
 def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command, capture_output=True, text=True, timeout=300, check=False, **kwargs
@@ -185,11 +198,30 @@ def test_cfn_lint_sam_template() -> None:
     cfn_lint(TEMPLATE)
 
 
-def test_cfn_lint_translated_template(cfn: dict[str, Any], tmp_path: Path) -> None:
+# Each front door, as a deploy would choose it: the template's conditions keep one door's
+# resources, and each door's expansion must lint and deploy on its own.
+DOORS = {
+    "HttpApi": {"FrontDoor": "HttpApi"},
+    "FunctionUrl": {"FrontDoor": "FunctionUrl", "ApiReservedConcurrency": "50"},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(DOORS))
+def door(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture(scope="module")
+def cfn_of_door(door: str) -> dict[str, Any]:
+    return translate(TEMPLATE, DOORS[door])
+
+
+def test_cfn_lint_translated_template(cfn_of_door: dict[str, Any], tmp_path: Path) -> None:
     # Linting the expanded form is what catches a dependency cycle between
     # generated resources (E3004) that the SAM form hides.
     translated = tmp_path / "template.json"
-    translated.write_text(json.dumps(cfn, indent=2), encoding="utf-8")
+    translated.write_text(json.dumps(cfn_of_door, indent=2), encoding="utf-8")
     cfn_lint(translated)
 
 
@@ -221,6 +253,8 @@ def test_sam_validate_lint() -> None:
         {"EnableSnapStart": "false", "DeletionProtection": "false"},
         {"LogLevel": "DEBUG", "AllowedOrigins": "https://a.example,https://b.example"},
         {"ApiBurstLimit": "50", "ApiRateLimit": "25", "EdgeProtection": "cloudfront-waf"},
+        {"ApiAccessLog": "off", "PlatformLogLevel": "INFO"},
+        {**DOORS["FunctionUrl"], "EdgeProtection": "cloudfront-waf"},
     ],
 )
 def test_translates_with_non_default_parameters(parameters: dict[str, str]) -> None:
@@ -236,8 +270,10 @@ def test_samconfig_overrides_name_template_parameters(sam: dict[str, Any]) -> No
         assert value in [str(allowed) for allowed in spec.get("AllowedValues", [value])], name
 
 
-def test_no_dependency_cycle(cfn: dict[str, Any]) -> None:
-    resources = cfn["Resources"]
+def test_no_dependency_cycle(cfn_of_door: dict[str, Any], door: str) -> None:
+    # Among the resources the door's deploy creates: a cycle that only the other door's
+    # resources would close is still a cycle for that door.
+    resources = resolver_for(cfn_of_door, **DOORS[door]).present()
     graph: dict[str, set[str]] = {}
     for logical_id, resource in resources.items():
         deps = {name for name in references(resource.get("Properties", {})) if name in resources}
@@ -272,6 +308,53 @@ def test_every_reference_resolves(cfn: dict[str, Any]) -> None:
         if name not in known
     }
     assert not unknown
+
+
+FRONT_DOOR_TYPES = {
+    "HttpApi": {
+        "AWS::ApiGatewayV2::Api",
+        "AWS::ApiGatewayV2::Stage",
+        "AWS::Logs::LogGroup:access",
+        "AWS::Lambda::Permission:apigateway.amazonaws.com",
+    },
+    "FunctionUrl": {
+        "AWS::Lambda::Url",
+        "AWS::Lambda::Permission:*",
+    },
+}
+
+
+def front_door_resources(resources: dict[str, Any]) -> set[str]:
+    """The kinds of front-door resource among ``resources``."""
+    kinds = set()
+    for logical_id, resource in resources.items():
+        kind = resource["Type"]
+        if kind in ("AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage", "AWS::Lambda::Url"):
+            kinds.add(kind)
+        elif kind == "AWS::Lambda::Permission":
+            kinds.add(f"{kind}:{props(resource)['Principal']}")
+        elif logical_id == "HttpApiAccessLogGroup":
+            kinds.add(f"{kind}:access")
+    return kinds
+
+
+def test_exactly_one_front_door_exists(cfn_of_door: dict[str, Any], door: str) -> None:
+    present = resolver_for(cfn_of_door, **DOORS[door]).present()
+    assert front_door_resources(present) == FRONT_DOOR_TYPES[door]
+
+
+def test_neither_door_adds_cors_headers_of_its_own(cfn: dict[str, Any]) -> None:
+    """The function answers CORS from ALLOWED_ORIGINS behind either door: a door that added
+    its own headers would send them twice."""
+    api = props(cfn["Resources"]["HttpApi"])
+    assert "CorsConfiguration" not in api
+    assert "x-amazon-apigateway-cors" not in api["Body"]
+    assert "Cors" not in props(cfn["Resources"]["ApiFunctionUrl"])
+
+
+def test_the_front_door_is_the_http_api_by_default(sam: dict[str, Any]) -> None:
+    assert sam["Parameters"]["FrontDoor"]["Default"] == "HttpApi"
+    assert sam["Parameters"]["FrontDoor"]["AllowedValues"] == ["HttpApi", "FunctionUrl"]
 
 
 # ---------------------------------------------------------------- IAM
@@ -531,8 +614,9 @@ def test_api_function_is_served_through_its_snapstart_alias(cfn: dict[str, Any])
     } <= routes
     for path, operations in body["paths"].items():
         for method, operation in operations.items():
-            uri = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
-            assert f"${{{alias_id}}}" in uri, f"{method} {path} bypasses the alias"
+            text, variables = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+            assert text.endswith("/functions/${Alias}/invocations"), f"{method} {path}"
+            assert variables == {"Alias": {"Ref": alias_id}}, f"{method} {path} bypasses the alias"
     for logical_id, permission in resources_of(cfn, "AWS::Lambda::Permission").items():
         assert ref_target(props(permission)["FunctionName"]) == alias_id, logical_id
 
@@ -542,7 +626,7 @@ def test_version_description_fits(sam: dict[str, Any]) -> None:
     # so that changing only a parameter still publishes a new version.
     text = sam["Resources"]["ApiFunction"]["Properties"]["VersionDescription"]["Fn::Sub"]
     parameters = sam["Parameters"]
-    for name in ("LogLevel", "EnableSnapStart", "AllowedOrigins"):
+    for name in ("LogLevel", "PlatformLogLevel", "EnableSnapStart", "AllowedOrigins"):
         assert f"${{{name}}}" in text
     longest = text
     for name, spec in parameters.items():
@@ -563,10 +647,35 @@ def test_api_throttling_and_access_logs(cfn: dict[str, Any]) -> None:
         "ThrottlingBurstLimit": "200",
         "ThrottlingRateLimit": "100",
     }
-    access_log = properties["AccessLogSettings"]
-    assert getatt_target(access_log["DestinationArn"]) in resources_of(cfn, "AWS::Logs::LogGroup")
+    resolver = resolver_for(cfn)
+    resolver.register("HttpApiAccessLogGroup", "access", Arn="arn:of:the:access:log")
+    access_log = resolver.resolve(properties["AccessLogSettings"])
+    assert access_log["DestinationArn"] == "arn:of:the:access:log"
     json.loads(access_log["Format"])  # one JSON object per request
     assert "header" not in access_log["Format"].lower()
+
+
+def test_the_access_log_can_be_turned_off(cfn: dict[str, Any]) -> None:
+    """API Gateway cannot sample an HTTP API's access log: it is on or off, by parameter."""
+    resolver = resolver_for(cfn, ApiAccessLog="off")
+    resolver.register("HttpApi", "api123")
+    (stage,) = present_of(resolver, "AWS::ApiGatewayV2::Stage").values()
+    assert "AccessLogSettings" not in resolver.resolve(props(stage))
+    assert "HttpApiAccessLogGroup" not in resolver.present()
+
+
+def test_the_functions_log_json_and_drop_the_platform_lines_by_default(
+    cfn: dict[str, Any], sam: dict[str, Any]
+) -> None:
+    assert sam["Parameters"]["PlatformLogLevel"]["Default"] == "WARN"
+    for logical_id, function in resources_of(cfn, "AWS::Lambda::Function").items():
+        config = resolver_for(cfn).resolve(props(function)["LoggingConfig"])
+        assert config["LogFormat"] == "JSON", logical_id
+        # Vigil filters its own lines (LogLevel): Lambda passes on whatever it writes.
+        assert config["ApplicationLogLevel"] == "TRACE", logical_id
+        assert config["SystemLogLevel"] == "WARN", logical_id
+        kept = resolver_for(cfn, PlatformLogLevel="INFO").resolve(props(function)["LoggingConfig"])
+        assert kept["SystemLogLevel"] == "INFO", logical_id
 
 
 def test_stage_throttle_comes_from_the_parameters(cfn: dict[str, Any]) -> None:
@@ -582,6 +691,9 @@ EDGE_TYPES = frozenset({"AWS::WAFv2::WebACL", "AWS::CloudFront::Distribution"})
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST_HEADER = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
 EXECUTE_API = "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"
+
+
+FUNCTION_URL = "https://abcdefgh.lambda-url.us-east-1.on.aws/"
 
 
 def edge_on(cfn: dict[str, Any], region: str = "us-east-1", **parameters: str) -> Resolver:
@@ -669,6 +781,7 @@ def test_edge_web_acl_limits_each_source_address(cfn: dict[str, Any]) -> None:
 
 def test_edge_distribution_forwards_every_request_uncached(cfn: dict[str, Any]) -> None:
     resolver = edge_on(cfn)
+    resolver.register("ApiFunctionUrl", "url", FunctionUrl=FUNCTION_URL)
     ((_, distribution),) = present_of(resolver, "AWS::CloudFront::Distribution").items()
     config = resolver.resolve(props(distribution)["DistributionConfig"])
     assert config["Enabled"] is True
@@ -739,7 +852,7 @@ def test_a_stack_made_web_acl_needs_us_east_1(cfn: dict[str, Any]) -> None:
 def test_alarms(cfn: dict[str, Any]) -> None:
     watched = set()
     for alarm in resources_of(cfn, "AWS::CloudWatch::Alarm").values():
-        properties = props(alarm)
+        properties = chosen(resolver_for(cfn), props(alarm))
         for dimension in properties["Dimensions"]:
             target = getatt_target(dimension["Value"]) or ref_target(dimension["Value"])
             watched.add((properties["MetricName"], target))
@@ -767,10 +880,107 @@ def test_outputs(cfn: dict[str, Any]) -> None:
         ("ApiDocsUrl", "/docs"),
     ):
         edge, rest = outputs[name]["Value"]["Fn::If"][1:]
-        custom, origin = rest["Fn::If"][1:]
+        custom, door = rest["Fn::If"][1:]
+        function_url, http_api = door["Fn::If"][1:]
         assert edge["Fn::Sub"].endswith(suffix)
         assert custom["Fn::Sub"] == "https://${CustomDomainName}" + suffix
-        assert origin["Fn::Sub"] == EXECUTE_API + suffix
+        assert function_url["Fn::Sub"] == "${ApiFunctionUrl.FunctionUrl}" + suffix[1:]
+        assert http_api["Fn::Sub"] == EXECUTE_API + suffix
+
+
+# ---------------------------------------------------------------- the Function URL door
+
+
+def function_url_on(cfn: dict[str, Any], **parameters: str) -> Resolver:
+    resolver = resolver_for(cfn, **{**DOORS["FunctionUrl"], **parameters})
+    resolver.register("ApiFunctionUrl", "url", FunctionUrl=FUNCTION_URL)
+    resolver.register("EdgeDistribution", "EDGEID", DomainName="d111.cloudfront.net")
+    resolver.register("EdgeWebAcl", "edge-acl-id", Arn="arn:of:the:stack:web:acl")
+    return resolver
+
+
+def test_the_function_url_is_public_and_leaves_authentication_and_cors_to_vigil(
+    cfn: dict[str, Any],
+) -> None:
+    resolver = function_url_on(cfn)
+    ((_, url),) = present_of(resolver, "AWS::Lambda::Url").items()
+    (alias_id,) = resources_of(cfn, "AWS::Lambda::Alias")
+    # No Cors: the function answers CORS itself, so the headers have one source.
+    assert props(url) == {
+        "AuthType": "NONE",
+        "InvokeMode": "BUFFERED",
+        "TargetFunctionArn": {"Ref": alias_id},
+    }
+    grants = {
+        props(permission)["Action"]: props(permission)
+        for permission in present_of(resolver, "AWS::Lambda::Permission").values()
+    }
+    assert grants == {
+        "lambda:InvokeFunctionUrl": {
+            "Action": "lambda:InvokeFunctionUrl",
+            "FunctionName": {"Ref": alias_id},
+            "Principal": "*",
+            "FunctionUrlAuthType": "NONE",
+        },
+        "lambda:InvokeFunction": {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Ref": alias_id},
+            "Principal": "*",
+            "InvokedViaFunctionUrl": True,
+        },
+    }
+    assert output_urls(cfn, resolver) == {
+        "McpUrl": FUNCTION_URL + "mcp",
+        "RestBaseUrl": FUNCTION_URL + "v1",
+        "OpenApiUrl": FUNCTION_URL + "openapi.json",
+        "ConsoleUrl": FUNCTION_URL + "console",
+        "ApiDocsUrl": FUNCTION_URL + "docs",
+    }
+    notify = props(cfn["Resources"]["NotifyFunction"])["Environment"]["Variables"]
+    assert resolver.resolve(notify["CONSOLE_BASE_URL"]) == FUNCTION_URL.rstrip("/")
+    assert broken_rules(cfn, resolver) == []
+
+
+def test_the_function_url_is_capped_by_reserved_concurrency(cfn: dict[str, Any]) -> None:
+    reservation = props(cfn["Resources"]["ApiFunction"])["ReservedConcurrentExecutions"]
+    assert function_url_on(cfn).resolve(reservation) == "50"
+    # The HTTP API's stage throttles; by default nothing is reserved there.
+    assert resolver_for(cfn).resolve({"x": reservation}) == {}
+    (reason,) = broken_rules(cfn, function_url_on(cfn, ApiReservedConcurrency="0"))
+    assert "ApiReservedConcurrency" in reason
+
+
+def test_a_function_url_takes_no_custom_domain(cfn: dict[str, Any]) -> None:
+    resolver = function_url_on(
+        cfn,
+        CustomDomainName="api.example.com",
+        CustomDomainCertificateArn="arn:aws:acm:us-east-1:123456789012:certificate/abc",
+    )
+    assert not present_of(resolver, "AWS::ApiGatewayV2::DomainName")
+    (reason,) = broken_rules(cfn, resolver)
+    assert "Function URL takes no custom domain" in reason
+
+
+def test_edge_protection_fronts_the_function_url(cfn: dict[str, Any]) -> None:
+    resolver = function_url_on(cfn, EdgeProtection="cloudfront-waf")
+    ((_, distribution),) = present_of(resolver, "AWS::CloudFront::Distribution").items()
+    config = resolver.resolve(props(distribution)["DistributionConfig"])
+    (origin,) = config["Origins"]
+    assert origin["DomainName"] == "abcdefgh.lambda-url.us-east-1.on.aws"
+    assert config["DefaultCacheBehavior"]["OriginRequestPolicyId"] == (
+        ALL_VIEWER_EXCEPT_HOST_HEADER
+    )
+    assert output_urls(cfn, resolver)["McpUrl"] == "https://d111.cloudfront.net/mcp"
+    assert broken_rules(cfn, resolver) == []
+
+
+def test_the_5xx_alarm_watches_the_door_in_use(cfn: dict[str, Any]) -> None:
+    alarm = props(cfn["Resources"]["Api5xxAlarm"])
+    via_url = chosen(function_url_on(cfn), alarm)
+    assert (via_url["Namespace"], via_url["MetricName"]) == ("AWS/Lambda", "Url5xxCount")
+    assert via_url["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "ApiFunction"}}]
+    via_api = chosen(resolver_for(cfn), alarm)
+    assert (via_api["Namespace"], via_api["MetricName"]) == ("AWS/ApiGateway", "5xx")
 
 
 # ---------------------------------------------------------------- build
@@ -973,7 +1183,7 @@ def test_the_alarms_watch_throttles_5xx_and_the_timer_queues_age(cfn: dict[str, 
     for resource in cfn["Resources"].values():
         if resource["Type"] != "AWS::CloudWatch::Alarm":
             continue
-        properties = props(resource)
+        properties = chosen(resolver_for(cfn), props(resource))
         for dimension in properties["Dimensions"]:
             value = dimension["Value"]
             target = getatt_target(value) or ref_target(value) or value
@@ -1076,13 +1286,15 @@ def test_one_alarm_covers_the_dead_letters_of_every_mailbox(cfn: dict[str, Any])
     assert alarm["AlarmActions"] == alarm["OKActions"] == [{"Ref": "AlarmTopic"}]
 
 
-def dashboard_body(cfn: dict[str, Any]) -> dict[str, Any]:
-    """The dashboard's JSON, with each ${Name} or ${Name.Attribute} in it replaced by that
-    text and the lateness threshold by its default."""
+def dashboard_body(cfn: dict[str, Any], **parameters: str) -> dict[str, Any]:
+    """The dashboard's JSON for a deploy with these values, with each ${Name} or
+    ${Name.Attribute} in it replaced by that text and the lateness threshold by its default."""
     dashboard = props(cfn["Resources"]["Dashboard"])
     assert dashboard["DashboardName"] == {"Ref": "AWS::StackName"}
-    text = dashboard["DashboardBody"]["Fn::Sub"]
+    text, variables = dashboard["DashboardBody"]["Fn::Sub"]
     assert isinstance(text, str)
+    for name, value in chosen(resolver_for(cfn, **parameters), variables).items():
+        text = text.replace(f"${{{name}}}", value["Fn::Sub"])
     text = text.replace("${ExpiryLatenessThresholdSeconds}", "5")
     body: dict[str, Any] = json.loads(re.sub(r"\$\{([^}]+)\}", r"\1", text))
     return body
@@ -1134,12 +1346,27 @@ def test_the_dashboard_shows_every_alarm_and_what_the_issue_asks_for(cfn: dict[s
     ours = {names for names in shown if names[0] == "Vigil"}
     assert {names[1] for names in ours} <= emitted_metric_names()
     assert all(names[2:4] == ("Stack", "AWS::StackName") for names in ours)
+
     # Errors by code and by tool, whichever have occurred, in this stack only.
     assert sorted(queries) == sorted(
         f"SELECT SUM(Errors) FROM SCHEMA(Vigil, Stack, {key}) "
         f"WHERE Stack = 'AWS::StackName' GROUP BY {key} ORDER BY SUM() DESC{limit}"
         for key, limit in (("Code", ""), ("Tool", " LIMIT 10"))
     )
+
+
+def test_the_dashboard_counts_the_function_urls_requests_behind_that_door(
+    cfn: dict[str, Any],
+) -> None:
+    (requests,) = [
+        widget
+        for widget in dashboard_body(cfn, **DOORS["FunctionUrl"])["widgets"]
+        if widget["properties"].get("title", "").startswith("API requests")
+    ]
+    assert [line[:4] for line in requests["properties"]["metrics"]] == [
+        ["AWS/Lambda", metric, "FunctionName", "ApiFunction"]
+        for metric in ("UrlRequestCount", "Url4xxCount", "Url5xxCount")
+    ]
 
 
 def test_no_configuration_for_a_library_that_is_not_used(sam: dict[str, Any]) -> None:

@@ -107,6 +107,7 @@ class LocalDeployment:
     schedule_groups: dict[str, str] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)  # logical id: ARN
+    function_urls: dict[str, str] = field(default_factory=dict)  # logical id: URL
     functions: dict[str, LocalFunction] = field(default_factory=dict)
     event_source_mappings: list[LocalEventSourceMapping] = field(default_factory=list)
     # "LogicalId (Type)" of every resource that exists in AWS but not locally.

@@ -2,9 +2,9 @@
 
 Only what the handlers touch is created: tables, queues, buckets, schedule groups and roles.
 Functions, their event source mappings and their asynchronous invocation settings are collected
-for the event pump, which runs them in-process. Everything else is listed in
-``LocalDeployment.ignored``. Provisioning is idempotent, so it may run again against the same
-moto (a restart within one process keeps moto's state).
+for the event pump, which runs them in-process, and a Function URL for the local HTTP server.
+Everything else is listed in ``LocalDeployment.ignored``. Provisioning is idempotent, so it may
+run again against the same moto (a restart within one process keeps moto's state).
 """
 
 from __future__ import annotations
@@ -253,6 +253,14 @@ class _Provisioning:
         )
         self.resolver.register(logical_id, name, Arn=arn)
 
+    def function_url(self, logical_id: str, raw: Mapping[str, Any]) -> None:
+        """A Function URL: the local HTTP server plays it (vigil.local.server); its address
+        is named as Lambda names one, for what the template builds from it."""
+        url_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.names.stack_name}/{logical_id}").hex
+        url = f"https://{url_id}.lambda-url.{self.names.region}.on.aws/"
+        self.resolver.register(logical_id, url, FunctionUrl=url)
+        self.deployment.function_urls[logical_id] = url
+
     def event_invoke_config(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         props = self.resolve(raw)
         function = self.deployment.function_by_reference(as_text(props["FunctionName"]))
@@ -300,6 +308,7 @@ _PROVISIONERS: dict[str, Provisioner] = {
     "AWS::IAM::Role": _Provisioning.role,
     "AWS::SecretsManager::Secret": _Provisioning.secret,
     "AWS::Lambda::Function": _Provisioning.function,
+    "AWS::Lambda::Url": _Provisioning.function_url,
     "AWS::Lambda::EventInvokeConfig": _Provisioning.event_invoke_config,
     "AWS::Lambda::EventSourceMapping": _Provisioning.event_source_mapping,
 }

@@ -2,8 +2,9 @@
 
 No AWS account and no Docker: AWS's DynamoDB Local (a child process) holds the table, moto runs
 in-process as the endpoint of every other service, the template's resources are created on
-them, the deployed handlers run in this process behind a local HTTP API, and the event pump
-plays the Scheduler and the event source mappings. Everything lives in the state directory:
+them, the deployed handlers run in this process behind the template's front door (its HTTP API,
+or with ``--parameter FrontDoor=FunctionUrl`` its Function URL), and the event pump plays the
+Scheduler and the event source mappings. Everything lives in the state directory:
 a restart, even after ``kill -9``, goes on from where it was (losing at most the last second
 of queues, objects and schedules; never a DynamoDB write that was answered).
 """
@@ -31,7 +32,7 @@ from vigil.local.lock import hold
 from vigil.local.logs import LOG_FILE, log_file_handler, logs_to, on_the_terminal
 from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
-from vigil.local.server import LocalHttpServer, http_routes
+from vigil.local.server import LocalHttpServer, front_door
 from vigil.local.signatures import RuntimeKeys
 from vigil.local.stack import DEFAULT_REGION, AwsClients, LocalNames
 from vigil.observability import get_logger, log_event
@@ -318,7 +319,7 @@ def start(
 
         api = deployment.functions[API_FUNCTION]
         server = LocalHttpServer(
-            http_routes(cfn),
+            front_door(cfn, deployment),
             handlers[API_FUNCTION],
             host=host,
             port=port,

@@ -1,8 +1,11 @@
-"""The HTTP API played locally: requests become API Gateway payload 2.0 events.
+"""The API function's front door played locally: requests become payload 2.0 events.
 
-Only the routes that the template declares reach the function, as behind API Gateway: the
-route table is read from the translated template, so a route added to ``template.yaml`` is
-served locally without a change here, and a route missing from it fails here first.
+The template opens one of two doors (its FrontDoor parameter), and the server plays the one a
+deploy with the same parameter values would open. Behind an HTTP API only the routes that the
+template declares reach the function: the route table is read from the translated template,
+so a route added to ``template.yaml`` is served locally without a change here, and a route
+missing from it fails here first. Behind a Function URL every request reaches the function,
+and its event names no route and carries no path parameters, as Lambda's does.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from vigil.clock import Clock, SystemClock
+from vigil.local.deployment import LocalDeployment
 from vigil.local.logs import ACCESS_LOGGER
+from vigil.local.resolver import Resolver
 from vigil.local.stack import DEFAULT_ACCOUNT_ID
 from vigil.observability import get_logger, log_event
 
@@ -118,6 +123,57 @@ def http_routes(cfn: Mapping[str, Any]) -> list[Route]:
     return sorted(set(routes), key=lambda r: r.key)
 
 
+@dataclass(frozen=True)
+class HttpApiDoor:
+    """An HTTP API: a request reaches the function through the most specific of its routes,
+    or API Gateway answers 404 itself."""
+
+    routes: tuple[Route, ...]
+    api_id: str = LOCAL_API_ID
+    request_id_header = "apigw-requestid"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "routes", tuple(sorted(self.routes, key=Route.specificity, reverse=True))
+        )
+
+    def route(self, method: str, path: str) -> tuple[str, dict[str, str]] | None:
+        """The route key and path parameters of the route that takes the request, if any."""
+        for route in self.routes:
+            parameters = route.match(method, path)
+            if parameters is not None:
+                return route.key, parameters
+        return None
+
+
+@dataclass(frozen=True)
+class FunctionUrlDoor:
+    """A Lambda Function URL: every request reaches the function, as route ``$default``."""
+
+    url_id: str
+    request_id_header = "x-amzn-requestid"
+
+    @property
+    def api_id(self) -> str:
+        return self.url_id
+
+    def route(self, method: str, path: str) -> tuple[str, dict[str, str]]:
+        return _DEFAULT_ROUTE, {}
+
+
+FrontDoor = HttpApiDoor | FunctionUrlDoor
+
+
+def front_door(cfn: Mapping[str, Any], deployment: LocalDeployment) -> FrontDoor:
+    """The door a deploy of ``cfn`` with the deployment's parameter values opens: its
+    Function URL when it has one, else its HTTP APIs' routes."""
+    if deployment.function_urls:
+        (url,) = deployment.function_urls.values()
+        return FunctionUrlDoor((urlsplit(url).hostname or "").split(".")[0])
+    present = Resolver(cfn, deployment.names).present()
+    return HttpApiDoor(tuple(http_routes({"Resources": present})))
+
+
 def _default_handler(event: dict[str, Any], context: Any) -> Any:
     from vigil.entrypoints.api import handler
 
@@ -125,25 +181,23 @@ def _default_handler(event: dict[str, Any], context: Any) -> Any:
 
 
 class LocalHttpServer:
-    """A ``ThreadingHTTPServer`` in front of one Lambda handler, as the HTTP API is."""
+    """A ``ThreadingHTTPServer`` in front of one Lambda handler, as its front door is."""
 
     def __init__(
         self,
-        routes: list[Route],
+        door: FrontDoor,
         handler: Handler | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
         context_factory: Callable[[], Any] | None = None,
         account_id: str = DEFAULT_ACCOUNT_ID,
-        api_id: str = LOCAL_API_ID,
         clock: Clock | None = None,
     ) -> None:
-        self.routes = sorted(routes, key=Route.specificity, reverse=True)
+        self.door = door
         self.handler = handler or _default_handler
         self.context_factory = context_factory or (lambda: None)
         self.account_id = account_id
-        self.api_id = api_id
         self.clock = clock or SystemClock()
         self._httpd = _TrackingServer((host, port), _request_handler(self))
         self._thread: threading.Thread | None = None
@@ -175,13 +229,6 @@ class LocalHttpServer:
         self._httpd.server_close()
         self._httpd.close_connections(after_answering=_ANSWERING_SECONDS)
 
-    def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route in self.routes:
-            parameters = route.match(method, path)
-            if parameters is not None:
-                return route, parameters
-        return None
-
     def event(
         self,
         *,
@@ -190,10 +237,10 @@ class LocalHttpServer:
         headers: list[tuple[str, str]],
         body: bytes,
         source_ip: str,
-        route: Route,
+        route_key: str,
         path_parameters: dict[str, str],
     ) -> dict[str, Any]:
-        """The payload 2.0 event API Gateway sends for this request."""
+        """The payload 2.0 event the front door sends for this request."""
         split = urlsplit(target)
         joined: dict[str, str] = {}
         cookies: list[str] = []
@@ -203,7 +250,7 @@ class LocalHttpServer:
                 cookies.extend(c.strip() for c in value.split(";") if c.strip())
                 continue
             joined[name] = f"{joined[name]},{value}" if name in joined else value
-        # API Gateway adds these, appending to any the client sent.
+        # API Gateway and Function URLs add these, appending to any the client sent.
         forwarded_for = joined.get("x-forwarded-for")
         joined["x-forwarded-for"] = f"{forwarded_for}, {source_ip}" if forwarded_for else source_ip
         joined["x-forwarded-port"] = str(self.port)
@@ -215,13 +262,13 @@ class LocalHttpServer:
         request_id = str(uuid.uuid4())
         event: dict[str, Any] = {
             "version": "2.0",
-            "routeKey": route.key,
+            "routeKey": route_key,
             "rawPath": split.path,
             "rawQueryString": split.query,
             "headers": joined,
             "requestContext": {
                 "accountId": self.account_id,
-                "apiId": self.api_id,
+                "apiId": self.door.api_id,
                 "domainName": joined.get("host", f"127.0.0.1:{self.port}"),
                 "domainPrefix": joined.get("host", "127.0.0.1").split(".")[0],
                 "http": {
@@ -232,7 +279,7 @@ class LocalHttpServer:
                     "userAgent": joined.get("user-agent", ""),
                 },
                 "requestId": request_id,
-                "routeKey": route.key,
+                "routeKey": route_key,
                 "stage": "$default",
                 "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
                 "timeEpoch": int(now.timestamp() * 1000),
@@ -392,20 +439,19 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
                 self._send(_gateway_error(400, "Bad Request"), request_id)
                 return
             path = urlsplit(self.path).path
-            found = server.route(self.command, path)
+            found = server.door.route(self.command, path)
             if found is None:
                 reply = _gateway_error(404, "Not Found")
                 route_key = "-"
             else:
-                route, parameters = found
-                route_key = route.key
+                route_key, parameters = found
                 event = server.event(
                     method=self.command,
                     target=self.path,
                     headers=list(self.headers.items()),
                     body=body,
                     source_ip=self.client_address[0],
-                    route=route,
+                    route_key=route_key,
                     path_parameters=parameters,
                 )
                 request_id = event["requestContext"]["requestId"]
@@ -453,7 +499,7 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(reply.status)
             for name, value in reply.headers:
                 self.send_header(name, value)
-            self.send_header("apigw-requestid", request_id)
+            self.send_header(server.door.request_id_header, request_id)
             self.send_header("content-length", str(len(reply.body)))
             if self.close_connection:
                 self.send_header("connection", "close")
