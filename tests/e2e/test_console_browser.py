@@ -6,7 +6,9 @@ its title, its people by name, is granted with the bound action shown as it is r
 confirmed on a second page that shows it again, and the agent redeems it. The API page at /docs
 lists every operation of the OpenAPI document, from this origin alone. An unbroken 8 KiB
 instruction wraps instead of widening the page, on a phone and on a laptop; the instruction form
-counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page.
+counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page. An
+operator creates a webhook channel (its signing secret shown once) and pauses a prefix after
+confirming, on a laptop and on a phone, and no page of theirs scrolls sideways on the phone.
 
 Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
 browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
@@ -388,3 +390,89 @@ def test_an_instruction_over_the_limit_is_counted_kept_and_refused_out_loud(
     expect(page.get_by_role("alert")).to_contain_text("8192")
     listed = rest(state, person_secret, "list_instructions", session_id="limits")
     assert listed["instructions"] == []  # refused, and nothing was cut and posted
+
+
+def fits(page: Page, width: int) -> None:
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= width, f"{page.url} is {wide} px wide at {width} px"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_an_operator_creates_a_webhook_channel_and_pauses_a_prefix(
+    state: dict[str, Any], browser: Browser, width: int, height: int
+) -> None:
+    base = state["mcp_url"].removesuffix("/mcp")
+    _, agent_secret = register(state, "agent", f"backup-{width}")
+    scope = f"ops-{width}/backup-nightly"
+    rest(state, agent_secret, "heartbeat", scope=scope, expect_within_seconds=900)
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/console")
+    page.get_by_label("Your secret").fill(state["operator_secret"])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{base}/console")
+
+    # A webhook for two events under a prefix; the page that answers shows its secret once.
+    name = f"Pager receiver {width}"
+    page.goto(f"{base}/console/channels")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Kind").select_option("webhook")
+    page.get_by_label("URL").fill("https://receiver.example.com/vigil")
+    page.get_by_label("request.opened").check()
+    page.get_by_label("Only for scopes beginning with").fill(f"ops-{width}/")
+    expect(page.get_by_text("Repeats and escalation")).to_be_visible()
+    shot(page, f"channels-new-{width}")
+    page.get_by_role("button", name="Create the channel").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Channel “{name}” created")
+    secret = page.locator("#signing-secret").inner_text()
+    assert secret.startswith("whsec_")
+    fits(page, width)
+    shot(page, f"channel-created-{width}")
+
+    # Never again: the channel's page says when its secret was made, not what it is.
+    page.get_by_role("link", name="The channel's page", exact=True).click()
+    expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
+    expect(page.locator("dl.facts")).to_contain_text("switch.fired, request.opened under ops-")
+    assert secret not in page.content()
+    fits(page, width)
+    shot(page, f"channel-{width}")
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Delete “{name}”?")
+    fits(page, width)
+    shot(page, f"channel-delete-{width}")
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
+    listed = rest(state, state["operator_secret"], "list_channels")["channels"]
+    assert name in [c["name"] for c in listed]
+
+    # A pause of the prefix: the confirmation lists the armed switch it would hold.
+    page.goto(f"{base}/console/switches")
+    page.get_by_label("Every switch whose scope begins with").fill(f"ops-{width}/")
+    page.get_by_label("For at most").select_option("4")
+    page.get_by_label("Reason").fill("backup window")
+    shot(page, f"switches-pause-{width}")
+    page.get_by_role("button", name="Pause", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        f"Pause every switch under “ops-{width}/”?"
+    )
+    expect(page.locator("#held")).to_contain_text(scope)
+    fits(page, width)
+    shot(page, f"pause-confirm-{width}")
+    page.get_by_role("button", name="Yes, pause").click()
+    expect(page).to_have_url(f"{base}/console/switches")
+    pauses = page.locator("#pauses")
+    expect(pauses).to_contain_text(f"ops-{width}/")
+    expect(pauses).to_contain_text("backup window")
+    shot(page, f"switches-paused-{width}")
+    (paused,) = [
+        p
+        for p in rest(state, state["operator_secret"], "list_pauses")["pauses"]
+        if p["scope_prefix"] == f"ops-{width}/"
+    ]
+    assert paused["reason"] == "backup window"
+    page.get_by_role("button", name=f"Resume ops-{width}/").click()
+    expect(page).to_have_url(f"{base}/console/switches")
+    expect(pauses).not_to_contain_text(f"ops-{width}/")
+    assert errors == [], errors

@@ -69,6 +69,7 @@ def test_an_agent_sees_no_section_it_may_not_see(world: World) -> None:
         ("/console/conversation", "Which conversation?"),
         ("/console/session", "Which session?"),
         ("/console/switch", "Which switch?"),
+        ("/console/channel", "Which channel?"),
     ],
 )
 def test_a_page_opened_without_its_id_is_a_friendly_404(

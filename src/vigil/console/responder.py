@@ -12,12 +12,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from vigil.app import App
+from vigil import catalog
+from vigil.app import App, parse_arguments
 from vigil.console.components import FORBIDDEN, problem
 from vigil.console.frame import REFRESH_MS, frame, live
 from vigil.console.html import Html, join, render
 from vigil.console.session import ConsoleSession
-from vigil.errors import HTTP_STATUS, VigilError
+from vigil.errors import HTTP_STATUS, ErrorCode, VigilError, forbidden
 from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
@@ -86,20 +87,67 @@ class Responder:
         except VigilError:
             return {}
 
+    def may(self, visit: Visit, tool: str) -> bool:
+        """Whether the visitor's role may call ``tool``: a page shows a form only to those
+        whose call it would make."""
+        principal = visit.principal
+        return catalog.tool(tool).admits(principal.kind, principal.role)
+
+    def check(self, visit: Visit, tool: str, arguments: dict[str, Any]) -> VigilError | None:
+        """What would refuse ``tool`` called with ``arguments`` before it ran (its input
+        schema, then the visitor's role, in the order a call checks them), or None: the
+        first step of a form confirmed on a second page, which calls nothing yet."""
+        try:
+            parse_arguments(catalog.tool(tool), arguments)
+        except VigilError as error:
+            return error
+        return None if self.may(visit, tool) else forbidden()
+
+    def attempt(
+        self, visit: Visit, tool: str, arguments: dict[str, Any]
+    ) -> dict[str, Any] | VigilError:
+        """A form's tool call: its result, or the error that refused it, for a page that
+        shows either."""
+        try:
+            return self.app.call_as(tool, arguments, visit.principal)
+        except VigilError as error:
+            return error
+
     def act(self, visit: Visit, tool: str, arguments: dict[str, Any], back: str) -> HttpResponse:
         """A form's tool call: back to ``back`` (303) when it is done, or a page saying why
         it was not."""
-        try:
-            self.app.call_as(tool, arguments, visit.principal)
-        except VigilError as error:
-            return self._problem_page(
-                "Not done",
-                _reason(error),
-                render('<p><a href="{back}">Back</a></p>', back=back),
-                visit,
-                HTTP_STATUS[error.code],
-            )
+        done = self.attempt(visit, tool, arguments)
+        if isinstance(done, VigilError):
+            return self.not_done(done, back, visit)
         return redirect(back)
+
+    def not_done(self, error: VigilError, back: str, visit: Visit) -> HttpResponse:
+        """The page of a form its tool refused: why, and the way back to ``back``; a version
+        conflict as the thing having changed since it was read."""
+        if error.code is ErrorCode.VERSION_CONFLICT:
+            return self.changed(reason(error), back, visit)
+        return self._problem_page(
+            "Not done",
+            reason(error),
+            render('<p><a href="{back}">Back</a></p>', back=back),
+            visit,
+            HTTP_STATUS[error.code],
+        )
+
+    def changed(self, why: str, back: str, visit: Visit) -> HttpResponse:
+        """The page of a form made for a version of something that has changed since: the
+        form did nothing, and the way back to ``back`` reads it again."""
+        return self._problem_page(
+            "It changed meanwhile",
+            why,
+            render(
+                "<p>Nothing was done: it changed meanwhile. "
+                '<a href="{back}">Read it again</a> before acting.</p>',
+                back=back,
+            ),
+            visit,
+            HTTP_STATUS[ErrorCode.VERSION_CONFLICT],
+        )
 
     def post_text(
         self, visit: Visit, form: Mapping[str, str], tool: str, to: str, page: str
@@ -158,7 +206,23 @@ class Responder:
         seconds; ``rest`` (its forms) stays as the person left it."""
         if "fragment" in request.query:
             return HttpResponse(200, live_part.encode(), dict(PAGE_HEADERS))
-        return self.page(title, join([live(live_part, every_ms), rest]), visit, here=here)
+        return self.whole_page(title, here, live_part, rest, visit, every_ms)
+
+    def whole_page(
+        self,
+        title: str,
+        here: str,
+        live_part: Html,
+        rest: Html,
+        visit: Visit,
+        every_ms: int = REFRESH_MS,
+        status: int = 200,
+    ) -> HttpResponse:
+        """A live page in full: as a GET shows it, or as a form its tool refused answers, with
+        the refusal and the form as it was sent in ``rest``."""
+        return self.page(
+            title, join([live(live_part, every_ms), rest]), visit, here=here, status=status
+        )
 
     def unnamed(self, what: str, listing: str, visit: Visit) -> HttpResponse:
         """The page of one thing opened without its id: which it needs, and where to find
@@ -193,7 +257,7 @@ class Responder:
         return self.page(title, join([problem(message), back]), visit, status=status)
 
 
-def _reason(error: VigilError) -> str:
+def reason(error: VigilError) -> str:
     """Why a form's call was refused, with each field's problem (a text over its limit says
     which limit): what the person fixes before posting again."""
     problems = error.details.get("problems") or []

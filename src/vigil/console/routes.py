@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from vigil.app import App
 from vigil.console import static
 from vigil.console.pages import (
+    channel_actions,
     channels,
     conversations,
     overview,
@@ -37,15 +38,25 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/conversations": conversations.conversations,
     f"{PREFIX}/conversation": conversations.conversation,
     f"{PREFIX}/channels": channels.channels,
+    f"{PREFIX}/channel": channels.channel,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
-# back to its page, or answers with a page saying why the call was refused.
+# back to its page, or answers with a page saying why the call was refused. Some answer with
+# a page of their own: the second step of one confirmed before it is made (no call yet), what
+# a call gave that is shown once (a new signing secret) or is its whole point (a test).
 ACTIONS: dict[str, Action] = {
     f"{PREFIX}/sign-out": sign_out,
     f"{PREFIX}/sessions/instructions": sessions.post_instruction,
     f"{PREFIX}/requests/reply": requests.reply,
     f"{PREFIX}/conversations/send": conversations.send,
     f"{PREFIX}/alerts/acknowledge": switches.acknowledge,
+    f"{PREFIX}/switches/pause": switches.pause,
+    f"{PREFIX}/switches/resume": switches.resume,
+    f"{PREFIX}/channels/create": channel_actions.create,
+    f"{PREFIX}/channels/test": channel_actions.test,
+    f"{PREFIX}/channels/state": channel_actions.set_state,
+    f"{PREFIX}/channels/rotate": channel_actions.rotate,
+    f"{PREFIX}/channels/delete": channel_actions.delete,
 }
 
 

@@ -14,16 +14,14 @@ from vigil.console.components import (
 )
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
+from vigil.console.pages.pauses import PAUSE_HEADERS, pause_rows, pausing
 from vigil.console.pages.requests import REQUEST_HEADERS, request_rows
 from vigil.console.pages.sessions import SESSION_HEADERS, session_rows
 from vigil.console.pages.switches import (
     DEATH_HEADERS,
-    PAUSE_HEADERS,
     SWITCH_HEADERS,
     death_rows,
     expiring,
-    pause_rows,
-    pausing,
     switch_rows,
 )
 from vigil.console.responder import PREFIX, Responder, Visit

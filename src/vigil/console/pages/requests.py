@@ -19,7 +19,6 @@ from vigil.console.components import (
     link,
     named,
     next_page,
-    problem,
     relative,
     section,
     shown,
@@ -170,20 +169,11 @@ def confirmation(
     outcome = form["outcome"]
     verb = CONFIRMED[outcome]
     if found["state"] != "open" or str(found["version"]) != form.get("version"):
-        return responder.page(
-            "It changed",
-            join(
-                [
-                    problem(
-                        f"version_conflict: this request is {found['state']} at version "
-                        f"{found['version']}, not the version you read: read it again before "
-                        "deciding."
-                    ),
-                    render('<p><a href="{back}">Back to the request</a></p>', back=back),
-                ]
-            ),
+        return responder.changed(
+            f"version_conflict: this request is {found['state']} at version "
+            f"{found['version']}, not the version you read.",
+            back,
             visit,
-            status=409,
         )
     action = (
         exact_action(found["action"])

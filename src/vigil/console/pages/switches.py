@@ -1,6 +1,7 @@
-"""The switches' pages: the listing, one switch with its pauses, leases and deaths, and the
-form that acknowledges a fired switch's alert; and the rows other pages show switches,
-pauses, deaths and leases in."""
+"""The switches' pages: the listing with the pauses in force, one switch with its pauses,
+leases and deaths; the forms that pause a prefix and end a pause (operators'), and the one
+that acknowledges a fired switch's alert; and the rows other pages show switches, deaths and
+leases in."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vigil.console.components import (
+    allowed,
     badge,
     countdown,
     facts,
@@ -28,24 +30,52 @@ from vigil.console.components import (
 )
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
-from vigil.console.responder import PREFIX, Responder, Visit
+from vigil.console.pages.pauses import (
+    PAUSE_DEFAULTS,
+    PAUSE_HEADERS,
+    RESUME_HEADER,
+    pause_arguments,
+    pause_confirmation,
+    pause_form,
+    pause_rows,
+    paused_by,
+    pausing,
+)
+from vigil.console.responder import (
+    PREFIX,
+    Responder,
+    Visit,
+    idempotency_key,
+    integer,
+    reason,
+    redirect,
+)
+from vigil.errors import HTTP_STATUS, VigilError
 from vigil.kit.http import HttpRequest, HttpResponse
-from vigil.switches.records import expiring_soon, pause_reaches
+from vigil.switches.records import expiring_soon
 
 SWITCH_HEADERS = ("Scope", "State", "Fires", "Holder", "Generation", "Last beat")
-PAUSE_HEADERS = ("Scopes beginning with", "Ends", "Set by", "Set", "Reason")
 DEATH_HEADERS = ("Scope", "Generation", "Holder", "Fired", "Lateness", "Leases released", "Done")
 LEASE_HEADERS = ("Resource", "Holder", "Generation", "Expires")
 
 
 # -- handlers ----------------------------------------------------------------------------------
 def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    live, filters = _listing(responder, visit, request.query)
+    rest = join([filters, _pause_form(responder, visit, PAUSE_DEFAULTS, None, idempotency_key())])
+    return responder.live_page(request, "Switches", f"{PREFIX}/switches", live, rest, visit)
+
+
+def _listing(responder: Responder, visit: Visit, query: Mapping[str, str]) -> tuple[Html, Html]:
+    """The switches' page: its live part (the switches chosen by ``query``, and the pauses in
+    force, each with the button that ends it for an operator) and its filters."""
     now = responder.now()
-    state = request.query.get("state") or None
-    prefix = request.query.get("scope_prefix") or None
-    arguments = {"state": state, "scope_prefix": prefix, "cursor": request.query.get("cursor")}
+    state = query.get("state") or None
+    prefix = query.get("scope_prefix") or None
+    arguments = {"state": state, "scope_prefix": prefix, "cursor": query.get("cursor")}
     found = responder.call(visit, "list_switches", **{k: v for k, v in arguments.items() if v})
-    pause_list = listed(responder.call(visit, "list_pauses"), "pauses")
+    paused = responder.call(visit, "list_pauses")
+    pause_list = listed(paused, "pauses")
     names = responder.names(visit)
     states = join(
         render(
@@ -80,9 +110,40 @@ def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         switches = page["switches"]
         return join([switches_table("Switches", switches, now, pause_list, names), more])
 
-    return responder.live_page(
-        request, "Switches", f"{PREFIX}/switches", shown(found, draw), filters, visit
-    )
+    live = shown(found, draw)
+    if allowed(paused):
+        csrf = visit.csrf if responder.may(visit, "resume_switches") else None
+        headers = PAUSE_HEADERS + ((RESUME_HEADER,) if csrf else ())
+        rows = pause_rows(pause_list, now, names, csrf)
+        live = join(
+            [
+                live,
+                section(
+                    "Pauses in force",
+                    "pauses",
+                    table(
+                        "The pauses in force, by scope prefix",
+                        headers,
+                        rows,
+                        "No switch is paused.",
+                    ),
+                ),
+            ]
+        )
+    return live, filters
+
+
+def _pause_form(
+    responder: Responder,
+    visit: Visit,
+    values: Mapping[str, str],
+    refusal: str | None,
+    key: str,
+) -> Html:
+    """The form that pauses a prefix, for those who may."""
+    if not responder.may(visit, "pause_switches"):
+        return Html("")
+    return pause_form(visit.csrf, values, refusal, key)
 
 
 def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
@@ -180,6 +241,53 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
     )
 
 
+def pause(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    """Pausing a prefix: the form's first submission shows what it would hold and asks again
+    (or, if the tool would refuse it, says why on the switches' page); the confirmation
+    pauses."""
+    now = responder.now()
+    back = f"{PREFIX}/switches"
+    arguments = pause_arguments(form, now)
+    if form.get("confirm") != "yes":
+        refusal = responder.check(visit, "pause_switches", arguments)
+        if refusal is None:
+            return _confirm_pause(responder, visit, arguments, now)
+    else:
+        done = responder.attempt(visit, "pause_switches", arguments)
+        if not isinstance(done, VigilError):
+            return redirect(back)
+        refusal = done
+    if not responder.may(visit, "pause_switches"):
+        return responder.not_done(refusal, back, visit)
+    live, filters = _listing(responder, visit, {})
+    values = {**PAUSE_DEFAULTS, **form}
+    key = arguments["idempotency_key"] or idempotency_key()
+    rest = join([filters, _pause_form(responder, visit, values, reason(refusal), key)])
+    status = HTTP_STATUS[refusal.code]
+    return responder.whole_page("Switches", back, live, rest, visit, status=status)
+
+
+def _confirm_pause(
+    responder: Responder, visit: Visit, arguments: Mapping[str, Any], now: datetime
+) -> HttpResponse:
+    prefix = arguments["scope_prefix"]
+    armed = responder.call(visit, "list_switches", scope_prefix=prefix, state="armed")
+    more = not isinstance(armed, str) and armed["next_cursor"] is not None
+    body = pause_confirmation(arguments, listed(armed, "switches"), more, now, visit.csrf)
+    title = f"Pause every switch under “{prefix}”?"
+    return responder.page(title, body, visit, here=f"{PREFIX}/switches")
+
+
+def resume(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    """Ending a pause, at the version the page showed."""
+    arguments = {
+        "scope_prefix": form.get("scope_prefix", ""),
+        "version": integer(form.get("version")),
+        "idempotency_key": form.get("idempotency_key") or None,
+    }
+    return responder.act(visit, "resume_switches", arguments, f"{PREFIX}/switches")
+
+
 def acknowledge(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
     back = f"{PREFIX}/switch?{urlencode({'scope': form.get('scope', '')})}"
     arguments = {"event_id": form.get("event_id", "")}
@@ -224,56 +332,6 @@ def switches_table(
     names: Mapping[str, str],
 ) -> Html:
     return table(caption, SWITCH_HEADERS, switch_rows(switches, now, pauses, names), "None.")
-
-
-def pausing(
-    pauses: Iterable[Mapping[str, Any]], switch: Mapping[str, Any]
-) -> list[Mapping[str, Any]]:
-    """The pauses of ``pauses`` (in force, as list_pauses returns them) whose prefix begins
-    the switch's scope; one until the next beat covers it only while it is not beaten since."""
-    return [pause for pause in pauses if pause_reaches(pause, switch)]
-
-
-def pause_rows(
-    pauses: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
-) -> list[list[Any]]:
-    return [
-        [
-            link("/console/switches", pause["scope_prefix"], scope_prefix=pause["scope_prefix"]),
-            _pause_end(pause, now),
-            named(pause["paused_by"], None, names),
-            relative(pause["paused_at"], now),
-            pause["reason"] or "—",
-        ]
-        for pause in pauses
-    ]
-
-
-def _pause_end(pause: Mapping[str, Any], now: datetime) -> Html:
-    parts = []
-    if pause["until"] is not None:
-        parts.append(countdown(pause["until"], now))
-    if pause["until_next_beat"]:
-        parts.append(Html("at each switch's next beat"))
-    return join(parts, " or ")
-
-
-def paused_by(pauses: Sequence[Mapping[str, Any]], now: datetime) -> Html:
-    """One line on a switch's page: which pause holds it, or that none does."""
-    if not pauses:
-        return Html("no")
-    return join(
-        (
-            render(
-                "{badge} under {prefix}, ending {end}",
-                badge=badge("paused"),
-                prefix=pause["scope_prefix"],
-                end=_pause_end(pause, now),
-            )
-            for pause in pauses
-        ),
-        "; ",
-    )
 
 
 def expiring(switch: Mapping[str, Any], now: datetime) -> bool:
