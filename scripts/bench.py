@@ -5,10 +5,13 @@ Usage: .venv/bin/python scripts/bench.py [--write docs/BENCHMARKS.md] [--samples
 
 1. Cold start: the import time of each function's handler module, in fresh interpreters,
    beside ``import boto3`` (``scripts/measure.py``'s ``import_ms``).
-2. Every tool of the catalog: the AWS calls one call makes, by service, counted at the botocore
-   layer, priced at public on-demand prices (``scripts/costs.py``'s ``Meter`` and ``PRICE``),
-   and its warm in-process latency (median, p99) on moto. The calls come from the fault tests'
-   scenarios (``tests/faults/scenarios.py``), so a new tool is measured as soon as it exists.
+2. Every tool of the catalog: the AWS calls one call makes, by service and operation, counted
+   at the botocore layer, priced at public on-demand prices (``scripts/costs.py``'s ``Meter``
+   and ``PRICE``), and its warm in-process latency (median, p99) on moto. The calls come from
+   the fault tests' scenarios (``tests/faults/scenarios.py``), so a new tool is measured as soon
+   as it exists. Measured first: a case that answers an error stops the run, and no page is
+   written. ``count`` is the measure of one case without the timings, which
+   tests/unit/test_benchmark_page.py runs for every case against the page.
 3. Local throughput: steady heartbeats per second over HTTP against the local runtime, from a
    few concurrent clients, beside its DynamoDB's own conditional-write throughput (raw
    ``PutItem`` with a condition, to DynamoDB Local through the runtime's signature-checking
@@ -16,9 +19,10 @@ Usage: .venv/bin/python scripts/bench.py [--write docs/BENCHMARKS.md] [--samples
 4. Expiry lateness: a short run of ``scripts/lateness.py`` (its ``measure``), switches with
    2-20 s windows on the local runtime; ``make lateness``-style long runs are that script's.
 
-Cold start and the per-tool figures run on moto in this process; throughput and lateness run
-on the local runtime (DynamoDB Local and moto). Absolute times are the machine's; the ratios
-measured in the same run, and the call counts, are the point. Traffic goes to 127.0.0.1 only.
+The per-tool figures run on moto in this process, cold start in fresh interpreters; throughput
+and lateness run on the local runtime (DynamoDB Local behind its signature-checking front, and
+moto). Absolute times are the machine's; the ratios measured in the same run, and the call
+counts, are the point. Traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -39,18 +43,29 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
-SERVICE_NAMES = {"dynamodb": "DynamoDB", "sqs": "SQS", "scheduler": "Scheduler"}
+SERVICE_NAMES = {"dynamodb": "DynamoDB", "sqs": "SQS", "scheduler": "Scheduler", "s3": "S3"}
+TOOLS_HEADING = "## Every tool: AWS calls, cost, warm latency"
 
 
-@dataclass
-class ToolRow:
+@dataclass(frozen=True)
+class Counted:
+    """What one call of a tool makes on AWS: the page's row for it, but for the timings."""
+
     name: str
-    calls: str
-    cost_per_million: float
-    median_ms: float | None
-    p99_ms: float | None
+    calls: dict[str, int]
+    usd_per_million: float
     outcome: str
+
+    def cells(self) -> list[str]:
+        """The row's first columns: the tool and case, its AWS calls, their price."""
+        return [self.name, by_service(self.calls), f"{self.usd_per_million:.2f}"]
+
+
+@dataclass(frozen=True)
+class ToolRow:
+    counted: Counted
+    median_ms: float
+    p99_ms: float
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -98,51 +113,75 @@ def by_service(calls: dict[str, int]) -> str:
     )
 
 
-def per_tool(samples: int) -> list[ToolRow]:
+def row_name(scenario: Any) -> str:
+    return f"`{scenario.tool}`" + (f", {scenario.variant}" if scenario.variant else "")
+
+
+def count(scenario: Any) -> tuple[Counted, Any]:
+    """One call of ``scenario``'s tool after its setup, in a fresh world on moto (which the
+    caller has started): its AWS calls, counted at the botocore layer, and their price. The
+    world is returned for timing more calls in it."""
     from costs import Meter
+
+    from tests.faults.runner import attempt
+    from tests.faults.world import World
+
+    world = World()
+    arguments = scenario.prepare(world)
+    meter = Meter()
+    clients = (world.dynamodb, world.sqs, world.scheduler, world.s3)
+    for client in clients:
+        meter.hook(client)
+    try:
+        outcome, _ = attempt(world, scenario, arguments)
+    finally:
+        for client in clients:
+            meter.unhook(client)  # its reads of the items written must not be timed
+    price = meter.cost(via_api=True) * 1e6
+    return Counted(row_name(scenario), dict(meter.calls), price, outcome), world
+
+
+def per_tool(samples: int) -> list[ToolRow]:
     from moto import mock_aws
 
     from tests.faults.runner import attempt
     from tests.faults.scenarios import every_scenario
-    from tests.faults.world import World
 
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     os.environ.pop("AWS_ENDPOINT_URL", None)
-    rows = []
+    rows, failed = [], []
     with mock_aws():
         for scenario in every_scenario():
-            world = World()
-            meter = Meter()
-            for client in (world.dynamodb, world.sqs, world.scheduler, world.s3):
-                meter.hook(client)
-            arguments = scenario.prepare(world)
-            meter.reset()
-            outcome, _ = attempt(world, scenario, arguments)
-            calls, cost = dict(meter.calls), meter.cost(via_api=True)
-            meter.paused = True  # its reads of the items written must not be timed
+            counted, world = count(scenario)
             timings: list[float] = []
-            for _ in range(samples if outcome == "ok" else 0):
+            outcome = counted.outcome
+            while outcome == "ok" and len(timings) < samples:
                 arguments = scenario.prepare(world)
                 started = time.perf_counter()
-                repeated, _ = attempt(world, scenario, arguments)
-                if repeated != "ok":
-                    outcome = f"{repeated} on repeat {len(timings) + 1}"
-                    break
+                outcome, _ = attempt(world, scenario, arguments)
                 timings.append((time.perf_counter() - started) * 1000)
-            rows.append(
-                ToolRow(
-                    name=f"`{scenario.tool}`"
-                    + (f", {scenario.variant}" if scenario.variant else ""),
-                    calls=by_service(calls),
-                    cost_per_million=cost * 1e6,
-                    median_ms=statistics.median(timings) if timings else None,
-                    p99_ms=_percentile(timings, 0.99) if timings else None,
-                    outcome=outcome,
-                )
-            )
-            print(f"  {rows[-1].name}: {rows[-1].calls}", file=sys.stderr, flush=True)
+            print(f"  {counted.name}: {by_service(counted.calls)}", file=sys.stderr, flush=True)
+            if outcome != "ok":
+                when = f" on repeat {len(timings)}" if timings else ""
+                failed.append(f"{counted.name}: answered {outcome}{when}")
+                continue
+            median, p99 = statistics.median(timings), _percentile(timings, 0.99)
+            rows.append(ToolRow(counted, median, p99))
+    if failed:
+        # A row for a call that failed would show what an error costs, not what the tool does.
+        raise SystemExit(
+            "these scenarios (tests/faults/scenarios.py) did not answer:\n" + "\n".join(failed)
+        )
     return rows
+
+
+def tools_on(page: str) -> dict[str, list[str]]:
+    """The per-tool table of a page ``markdown`` wrote: each row's first cells (``cells``),
+    by its tool and case."""
+    section = page[page.index(TOOLS_HEADING) :].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines() if line.startswith("| `")]
+    return {cells[0].strip(): [cell.strip() for cell in cells[:3]] for cells in rows}
 
 
 # -- 3. throughput ------------------------------------------------------------------------------
@@ -241,15 +280,20 @@ def command_line(argv: list[str]) -> str:
     return shlex.join([shown, "scripts/bench.py", *argv])
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+@dataclass(frozen=True)
+class When:
+    """When the run was, how long it took, and how busy the machine was (1-minute load)."""
+
+    started: datetime
+    minutes: float
+    load_at_start: float
+    load_at_end: float
 
 
 def markdown(
     argv: list[str],
     args: argparse.Namespace,
-    started: datetime,
-    took: float,
+    when: When,
     cold: list[tuple[str, float]],
     tools: list[ToolRow],
     rate: dict[str, float],
@@ -268,11 +312,16 @@ def markdown(
         f"make bench   # = {command_line(argv)}",
         "```",
         "",
-        f"on {started:%Y-%m-%d %H:%M} UTC, {took / 60:.1f} min, {os.cpu_count()} CPUs, Python "
+        f"on {when.started:%Y-%m-%d %H:%M} UTC, {when.minutes:.1f} min, {os.cpu_count()} CPUs "
+        f"(1-minute load average {when.load_at_start:.1f} at the start, "
+        f"{when.load_at_end:.1f} at the end: above the CPUs' count, other work shared them, "
+        "and times and rates are worse than an idle machine's), Python "
         f"{platform.python_version()}, {platform.system()} {platform.machine()}. The per-tool "
-        "figures run on moto in this process, throughput and lateness on the local runtime "
-        "(DynamoDB Local and moto), so absolute times are the machine's; the call counts and "
-        "the ratios within the run are the point. Lambda runs Python 3.13 on arm64.",
+        "figures run on moto in this process; throughput and lateness on the local runtime: "
+        "DynamoDB Local behind its signature-checking front (each a process of its own), "
+        "moto for SQS, Scheduler and S3. Absolute times are the machine's at that hour; the "
+        "call counts, which are the same in every run, and the ratios within the run are the "
+        "point. Lambda runs Python 3.13 on arm64.",
         "",
         "## Cold start",
         "",
@@ -283,7 +332,7 @@ def markdown(
         "| --- | ---: | ---: |",
         *[f"| {label} | {ms:.1f} | {ms / boto:.2f} |" for label, ms in cold],
         "",
-        "## Every tool: AWS calls, cost, warm latency",
+        TOOLS_HEADING,
         "",
         "One call of each tool after its scenario's setup (`tests/faults/scenarios.py`), "
         "calls counted at the botocore layer on moto, by service; USD per million calls at "
@@ -299,17 +348,18 @@ def markdown(
         f"(${PRICE['lambda_request'] * 1e6:.2f} per million); Lambda duration excluded). "
         f"Latency: `App.call` in-process on moto, {args.samples} calls each after a fresh "
         "setup (setup not timed); mutations carry a new idempotency key each time where the "
-        "tool takes one.",
+        "tool takes one. `tests/unit/test_benchmark_page.py` counts the calls of one call of "
+        "every case again (`count` in `scripts/bench.py`) and fails when a row's calls or "
+        "price differ from them; every case answered without error, or the page would not "
+        "have been written.",
         "",
         "| tool, case | AWS calls per call | USD per million | median ms | p99 ms |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
-    for row in tools:
-        note = "" if row.outcome == "ok" else f" (answered `{row.outcome}`)"
-        lines.append(
-            f"| {row.name}{note} | {row.calls} | {row.cost_per_million:.2f} | "
-            f"{_ms(row.median_ms)} | {_ms(row.p99_ms)} |"
-        )
+    lines += [
+        f"| {' | '.join(row.counted.cells())} | {row.median_ms:.2f} | {row.p99_ms:.2f} |"
+        for row in tools
+    ]
     ratio = rate["beats_per_second"] / rate["puts_per_second"]
     lines += [
         "",
@@ -319,7 +369,10 @@ def markdown(
         "runtime (`vigil.local.runtime.start`): steady heartbeats over HTTP (REST, keep-alive; "
         "each is the authentication read and one conditional update on DynamoDB Local, plus "
         "the HTTP server and the handler), then raw conditional `PutItem`s to the same "
-        "DynamoDB Local, through the runtime's signature-checking front as the handlers' calls.",
+        "DynamoDB Local, through the runtime's signature-checking front as the handlers' calls "
+        'go (`PERFORMANCE.md`, "The local DynamoDB\'s signature check", has what that hop '
+        "costs). The clients are threads of this process, as the runtime's HTTP server, "
+        "functions and pump are; DynamoDB Local and its front share the same cores.",
         "",
         "| what | per second |",
         "| --- | ---: |",
@@ -370,17 +423,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    started, clock = datetime.now(UTC), time.monotonic()
-    print("cold start...", file=sys.stderr, flush=True)
-    cold = cold_start(args.runs)
+    os.environ.setdefault("VIGIL_LOG_LEVEL", "WARNING")
+    started, clock, load_at_start = datetime.now(UTC), time.monotonic(), os.getloadavg()[0]
+    # First: a case that fails stops the run before the slow parts.
     print("every tool...", file=sys.stderr, flush=True)
     tools = per_tool(args.samples)
+    print("cold start...", file=sys.stderr, flush=True)
+    cold = cold_start(args.runs)
     print("throughput...", file=sys.stderr, flush=True)
     rate = throughput(args.clients, args.seconds)
     print("lateness...", file=sys.stderr, flush=True)
     late = lateness(args.switches, args.max_window, seed=1)
     asked = request_lateness(args.switches, args.max_window, seed=1)
-    text = markdown(argv, args, started, time.monotonic() - clock, cold, tools, rate, late, asked)
+    when = When(started, (time.monotonic() - clock) / 60, load_at_start, os.getloadavg()[0])
+    text = markdown(argv, args, when, cold, tools, rate, late, asked)
     print(text)
     if args.write is not None:
         args.write.write_text(text)

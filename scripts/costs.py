@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ["VIGIL_LOG_LEVEL"] = "WARNING"
 
 # Public on-demand prices, us-east-1, USD, without free tiers (AWS pricing pages, 2025):
 PRICE = {
@@ -156,17 +155,17 @@ class Meter:
         self.trace: list[Traced] = []
         self._readers: dict[int, Any] = {}
         self._key_names: dict[str, list[str]] = {}
+        self._handlers: dict[int, list[tuple[str, Callable[..., None]]]] = {}
 
     def hook(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
         built: dict[str, dict[str, Any]] = {}
         before: dict[str, list[int]] = {}
+
         # The parameters as the caller gave them, counted once the call is really made:
         # signing a presigned request builds parameters too, and sends nothing.
-        client.meta.events.register(
-            "before-parameter-build.*.*",
-            lambda model, params, **_: built.__setitem__(model.name, params),
-        )
+        def parameters(model: Any, params: dict[str, Any], **_: Any) -> None:
+            built[model.name] = params
 
         def before_call(model: Any, **_: Any) -> None:
             params = built.get(model.name, {})
@@ -196,9 +195,20 @@ class Meter:
                 )
             )
 
-        client.meta.events.register("before-call.*.*", before_call)
-        client.meta.events.register("after-call.*.*", after_call)
+        handlers = [
+            ("before-parameter-build.*.*", parameters),
+            ("before-call.*.*", before_call),
+            ("after-call.*.*", after_call),
+        ]
+        for event, handler in handlers:
+            client.meta.events.register(event, handler)
+        self._handlers[id(client)] = handlers
         return client
+
+    def unhook(self, client: Any) -> None:
+        """Stops counting ``client``'s calls: a client that outlives the meter is left as it was."""
+        for event, handler in self._handlers.pop(id(client)):
+            client.meta.events.unregister(event, handler)
 
     # What DynamoDB charges: ``sizes`` are the item sizes before and after, per item written.
     def _write(self, operation: str, before: list[int], after: list[int]) -> None:
@@ -1116,6 +1126,7 @@ def main() -> None:
 
     from moto import mock_aws
 
+    os.environ["VIGIL_LOG_LEVEL"] = "WARNING"
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     os.environ.pop("AWS_ENDPOINT_URL", None)

@@ -449,6 +449,19 @@ def _resume(world: World) -> dict[str, Any]:
     return {"scope": _armed(world)["scope"]}
 
 
+def _one_armed(world: World) -> dict[str, Any]:
+    _armed(world)
+    return {}
+
+
+def _one_died(world: World) -> dict[str, Any]:
+    """A switch whose late beat ran its expiry, so its death is recorded."""
+    arguments = _armed(world)
+    world.clock.advance(301)
+    world.call("heartbeat", "worker", **arguments)
+    return {}
+
+
 def _in(world: World, seconds: int) -> str:
     return iso(world.clock.now() + timedelta(seconds=seconds))
 
@@ -787,6 +800,8 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
     ],
     "resume_packet": [Scenario("resume_packet", "armed", "worker", _resume)],
+    "list_switches": [Scenario("list_switches", "one armed", "operator", _one_armed)],
+    "list_deaths": [Scenario("list_deaths", "one recorded", "operator", _one_died)],
     "pause_switches": [
         Scenario("pause_switches", "a scope's switch, until a time", "operator", _pause)
     ],
