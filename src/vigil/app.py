@@ -15,7 +15,7 @@ from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
 from vigil.context import Context
-from vigil.errors import VigilError, forbidden, invalid, unauthenticated, unavailable
+from vigil.errors import ErrorCode, VigilError, forbidden, invalid, unauthenticated, unavailable
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
@@ -287,13 +287,16 @@ def _shorten(text: str) -> str:
 
 
 def _log_call(tool: str, caller: Caller | None, started: float, outcome: str) -> None:
-    """The call's log line; for an error (``outcome`` is its code), its metric too."""
+    """The call's log line; for an error (``outcome`` is its code), its metric too. A refusal
+    the caller caused or may retry (bad input, a lost race, a quota) is the service working
+    as designed, so it is INFO like a success; only ``unavailable``, which the service owes,
+    is a WARNING (its cause was logged as an ERROR where it happened)."""
     if outcome != "ok":
         metrics.error(tool, outcome)
     log_event(
         log,
         "tool call",
-        logging.INFO if outcome == "ok" else logging.WARNING,
+        logging.WARNING if outcome == ErrorCode.UNAVAILABLE.value else logging.INFO,
         tool=tool,
         outcome=outcome,
         namespace=caller.namespace if caller else None,

@@ -309,3 +309,31 @@ def test_only_a_rotation_of_ones_own_secret_leaves_a_replay(tenant: Tenant) -> N
     tenant.call("rotate_secret", **arguments)
     error = error_of(tenant.call, "rotate_secret", old, **arguments)
     assert error.code is ErrorCode.UNAUTHENTICATED
+
+
+def test_a_refusal_the_caller_caused_is_not_a_warning(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The terminal and a WARNING-level deployment show what the service owes, not every
+    caller's bad input: a refused call is logged at INFO, an unavailable one at WARNING."""
+    _, secret = tenant.register()
+    with caplog.at_level(logging.INFO, logger="vigil"):
+        with pytest.raises(VigilError):
+            tenant.app.call("heartbeat", {"scope": "s", "expect_within_seconds": "x"}, secret)
+        with pytest.raises(VigilError):
+            tenant.app.call("whoami", {}, secret + "x")
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("internal detail")
+
+        monkeypatch.setattr(tenant.app.store, "list_principals", broken)
+        with pytest.raises(VigilError):
+            tenant.app.call("list_agents", {}, secret)
+    calls = [
+        (r.levelno, r.__dict__["fields"]["outcome"]) for r in caplog.records if r.msg == "tool call"
+    ][-3:]
+    assert calls == [
+        (logging.INFO, "invalid_argument"),
+        (logging.INFO, "unauthenticated"),
+        (logging.WARNING, "unavailable"),
+    ]
