@@ -36,6 +36,7 @@ from vigil.clock import ManualClock, SystemClock, to_ms
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.local.lock import StateDirectoryInUse, hold
 from vigil.local.logs import logs_to, terminal_handler
+from vigil.local.runtime import goodbye
 from vigil.local.signatures import AccessKey
 from vigil.local.stack import AwsClients, LocalNames
 from vigil.observability import get_logger, log_event
@@ -192,6 +193,16 @@ def test_log_json_shows_the_json_logs_on_the_terminal(
     shown = running.stop()
     requests = [e for e in json_lines(shown) if e["logger"] == "vigil.local.access"]
     assert len(requests) == REQUESTS, shown
+
+
+def test_the_last_line_stands_on_its_own_after_a_terminals_ctrl_c() -> None:
+    class Terminal(StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert goodbye([signal.SIGINT], Terminal()) == "\nVigil stopped."
+    assert goodbye([signal.SIGTERM], Terminal()) == "Vigil stopped."
+    assert goodbye([signal.SIGINT], StringIO()) == "Vigil stopped."
 
 
 def test_errors_reach_the_terminal_and_requests_only_when_asked() -> None:

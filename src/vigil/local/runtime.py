@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import TextIO
 
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
@@ -467,5 +468,11 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print("Vigil stopped.")
+    print(goodbye(stopping, sys.stdout))
     return 0
+
+
+def goodbye(stopped_by: list[int], terminal: TextIO) -> str:
+    """The last line: on its own line after the ^C that a terminal echoes for Ctrl+C."""
+    echoed = stopped_by[:1] == [signal.SIGINT] and terminal.isatty()
+    return ("\n" if echoed else "") + "Vigil stopped."
