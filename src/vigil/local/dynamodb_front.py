@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -82,7 +81,7 @@ class DynamoDBFront:
         """The request's Authorization with the database's key id in place of the signer's."""
         return authorization.replace(f"Credential={key_id}/", f"Credential={self.database_key_id}/")
 
-    def writing(self, target: str, body: bytes) -> AbstractContextManager[None]:
+    def writing(self, target: str, body: bytes) -> contextlib.AbstractContextManager[None]:
         """Around the forwarding of a request: its marks in the expiry index, if a write."""
         operation = target.rpartition(".")[2]
         if self.expiry is None or operation not in WRITES:

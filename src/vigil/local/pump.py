@@ -18,7 +18,7 @@ pump plays three parts, each in-process and on the injected clock:
 - **DynamoDB's TTL.** DynamoDB Local deletes expired items only from tables without a global
   secondary index, and on the wall clock. The pump's sweep (``vigil.local.expiry_sweep``)
   deletes the items whose TTL has passed on the pump's clock, from an index of what is about
-  to expire, never by scanning the table.
+  to expire; it scans a table only once, to fill the index when it first watches it.
 
 Progress that lives only in the pump (pending retries, schedules fired but kept) is lost when
 the process stops; a schedule that was not yet deleted fires again after a restart, which is the
