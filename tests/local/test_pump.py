@@ -424,66 +424,6 @@ def test_an_unreachable_target_follows_the_schedule_retry_policy_and_dlq(
     assert alarm.calls == []
 
 
-# ---------------------------------------------------------------- TTL
-
-
-def test_the_pump_deletes_items_past_their_ttl_on_its_clock_page_by_page(
-    pump: EventPump,
-    deployment: LocalDeployment,
-    clients: AwsClients,
-    clock: ManualClock,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import vigil.local.pump as pump_module
-
-    monkeypatch.setattr(pump_module, "SWEEP_PAGE_ITEMS", 2)
-    monkeypatch.setattr(pump_module, "SWEEP_PAGE_SECONDS", 0.0)
-    table = deployment.tables["VigilTable"]
-    assert table.ttl_attribute == "ttl"
-    now = int(clock.now().timestamp())
-
-    def put(name: str, ttl: int) -> dict[str, Any]:
-        key = {"pk": {"S": f"TTL#{name}"}, "sk": {"S": "X"}}
-        clients.dynamodb.put_item(TableName=table.name, Item={**key, "ttl": {"N": str(ttl)}})
-        return key
-
-    expired = [put(f"old{i}", now + 10) for i in range(5)]
-    kept = put("young", now + 3600)
-    clock.advance(60)
-    for _ in range(5):  # five pages of two: the whole table, whatever else it holds
-        pump.tick()
-
-    def present(key: dict[str, Any]) -> bool:
-        return "Item" in clients.dynamodb.get_item(TableName=table.name, Key=key)
-
-    assert [present(key) for key in expired] == [False] * 5
-    assert present(kept)
-
-
-def test_an_item_written_again_after_the_scan_keeps_its_new_ttl(
-    pump: EventPump, deployment: LocalDeployment, clients: AwsClients, clock: ManualClock
-) -> None:
-    table = deployment.tables["VigilTable"]
-    now = int(clock.now().timestamp())
-    key = {"pk": {"S": "TTL#renewed"}, "sk": {"S": "X"}}
-    clients.dynamodb.put_item(TableName=table.name, Item={**key, "ttl": {"N": str(now - 1)}})
-    scan = clients.dynamodb.scan
-
-    def scan_then_renew(**request: Any) -> Any:
-        page = scan(**request)
-        # Between the scan and the delete, a writer gives the item a new life.
-        clients.dynamodb.put_item(TableName=table.name, Item={**key, "ttl": {"N": str(now + 3600)}})
-        return page
-
-    clients.dynamodb.scan = scan_then_renew  # type: ignore[method-assign]
-    try:
-        pump.tick()
-    finally:
-        del clients.dynamodb.scan
-    item = clients.dynamodb.get_item(TableName=table.name, Key=key)["Item"]
-    assert item["ttl"] == {"N": str(now + 3600)}
-
-
 # ---------------------------------------------------------------- what is logged
 
 

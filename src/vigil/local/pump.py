@@ -16,10 +16,9 @@ pump plays three parts, each in-process and on the injected clock:
   error is Lambda's to retry (``MaximumRetryAttempts``, one then two minutes apart), after
   which the event goes to the function's dead-letter queue or on-failure destination.
 - **DynamoDB's TTL.** DynamoDB Local deletes expired items only from tables without a global
-  secondary index, and on the wall clock. The pump scans each TTL table a page at a time (one
-  page a second, so a pass stays short whatever the table's size) and deletes the items whose
-  TTL has passed on the pump's clock, each on the condition that it still has (an item written
-  again since has a new TTL and stays). A full round starts again every ``SWEEP_ROUND_SECONDS``.
+  secondary index, and on the wall clock. The pump's sweep (``vigil.local.expiry_sweep``)
+  deletes the items whose TTL has passed on the pump's clock, from an index of what is about
+  to expire; it scans a table only once, to fill the index when it first watches it.
 
 Progress that lives only in the pump (pending retries, schedules fired but kept) is lost when
 the process stops; a schedule that was not yet deleted fires again after a restart, which is the
@@ -33,7 +32,6 @@ import functools
 import json
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +42,7 @@ from zoneinfo import ZoneInfo
 from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
+from vigil.local.expiry_sweep import ExpirySweeper
 from vigil.local.stack import AwsClients
 from vigil.observability import get_logger, log_event, log_failure
 
@@ -56,9 +55,6 @@ _AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*
 # several receives within a batching window, which a local poll has no reason to imitate.
 _MAX_RECEIVE = 10
 _SCHEDULER_MAX_BACKOFF_SECONDS = 60
-SWEEP_PAGE_ITEMS = 1000
-SWEEP_PAGE_SECONDS = 1.0
-SWEEP_ROUND_SECONDS = 10.0
 _ASYNC_RETRY_BASE_SECONDS = 60
 
 
@@ -173,6 +169,7 @@ class EventPump:
         handlers: Mapping[str, Handler],
         clock: Clock | None = None,
         poll_interval: float = 0.2,
+        expiry: ExpirySweeper | None = None,
     ) -> None:
         missing = sorted(
             {m.function for m in deployment.event_source_mappings if m.function not in handlers}
@@ -193,9 +190,8 @@ class EventPump:
         self._schedules: dict[tuple[str, str], dict[str, Any]] = {}
         self._not_played: set[str] = set()
         self._async: list[_AsyncInvocation] = []
-        # Per TTL table: where its scan stands (None: at the start) and when it next goes on.
-        self._sweeps: dict[str, tuple[dict[str, Any] | None, float]] = {}
-        self._key_names: dict[str, list[str]] = {}
+        # None: TTL is not played (the runtime always plays it).
+        self.expiry = expiry
 
     # ---------------------------------------------------------------- running
 
@@ -302,59 +298,8 @@ class EventPump:
     # ---------------------------------------------------------------- TTL
 
     def _sweep_expired(self) -> None:
-        now = time.monotonic()
-        epoch = int(self.clock.now().timestamp())
-        for table in self.deployment.tables.values():
-            if table.ttl_attribute is None:
-                continue
-            start_key, due = self._sweeps.get(table.name, (None, 0.0))
-            if now < due:
-                continue
-            start_key = self._sweep_page(table.name, table.ttl_attribute, start_key, epoch)
-            wait = SWEEP_PAGE_SECONDS if start_key is not None else SWEEP_ROUND_SECONDS
-            self._sweeps[table.name] = (start_key, now + wait)
-
-    def _sweep_page(
-        self, table: str, attribute: str, start_key: dict[str, Any] | None, epoch: int
-    ) -> dict[str, Any] | None:
-        """Deletes the expired items of one page; returns where the next page starts."""
-        ddb = self.clients.dynamodb
-        keys = self._key_names.get(table)
-        if keys is None:
-            schema = ddb.describe_table(TableName=table)["Table"]["KeySchema"]
-            keys = self._key_names[table] = [element["AttributeName"] for element in schema]
-        request: dict[str, Any] = {
-            "TableName": table,
-            "Limit": SWEEP_PAGE_ITEMS,
-            "FilterExpression": "#ttl < :now",
-            "ProjectionExpression": ", ".join(f"#k{i}" for i in range(len(keys))),
-            "ExpressionAttributeNames": {
-                "#ttl": attribute,
-                **{f"#k{i}": key for i, key in enumerate(keys)},
-            },
-            "ExpressionAttributeValues": {":now": {"N": str(epoch)}},
-        }
-        if start_key is not None:
-            request["ExclusiveStartKey"] = start_key
-        page = ddb.scan(**request)
-        deleted = 0
-        for key in page.get("Items", []):
-            try:
-                ddb.delete_item(
-                    TableName=table,
-                    Key=key,
-                    ConditionExpression="#ttl < :now",
-                    ExpressionAttributeNames={"#ttl": attribute},
-                    ExpressionAttributeValues={":now": {"N": str(epoch)}},
-                )
-                deleted += 1
-            except Exception as error:
-                if error_code(error) != "ConditionalCheckFailedException":
-                    raise
-        if deleted:
-            log_event(log, "expired items deleted", table=table, count=deleted)
-        last: dict[str, Any] | None = page.get("LastEvaluatedKey")
-        return last
+        if self.expiry is not None:
+            self.expiry.sweep(self.clock.now())
 
     # ---------------------------------------------------------------- scheduler
 

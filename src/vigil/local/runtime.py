@@ -246,6 +246,9 @@ def start(
     from vigil.infra.template import translate
     from vigil.local.dynamodb_front import start_front
     from vigil.local.dynamodb_local import database_key, start_dynamodb_local
+    from vigil.local.expiry import INDEX_FILE as EXPIRY_INDEX_FILE
+    from vigil.local.expiry import ExpiryIndex
+    from vigil.local.expiry_sweep import ExpirySweeper
     from vigil.local.moto_server import LocalMotoServer, Signers
     from vigil.local.moto_state import Snapshotter, restore
     from vigil.stores.dynamo import DynamoStore
@@ -266,11 +269,13 @@ def start(
             engine = start_dynamodb_local(state_dir / DYNAMODB_DIR)
             closer.callback(engine.stop)
             dynamodb_endpoint_url, engine_pid = engine.endpoint_url, engine.process.pid
+        expiry_index = state_dir / DYNAMODB_DIR / EXPIRY_INDEX_FILE
         front = start_front(
             dynamodb_endpoint_url,
             database_key(state_dir / DYNAMODB_DIR),
             {keys.runtime.id: keys.runtime.secret},
             state_dir / DYNAMODB_DIR,
+            expiry_index,
         )
         closer.callback(front.stop)
         dynamodb_endpoint_url = front.endpoint_url
@@ -297,6 +302,12 @@ def start(
         cfn = translate(template, dict(parameters or {}))
         clients = AwsClients.local(endpoint_url, names.region, dynamodb_endpoint_url, keys.runtime)
         deployment = provision(cfn, clients, names)
+        # Before any function runs: a table watched for the first time is then scanned once.
+        expiry = ExpirySweeper(clients.dynamodb, ExpiryIndex(expiry_index))
+        closer.callback(expiry.index.close)
+        expiry.watch(
+            {t.name: t.ttl_attribute for t in deployment.tables.values() if t.ttl_attribute}
+        )
         # The functions presign for the bucket their settings name, and for that one only.
         signers.allow_presigned(keys.presign, deployment.environment()["ATTACHMENTS_BUCKET"])
         if deployment.ignored:
@@ -341,7 +352,7 @@ def start(
             _environment({"CONSOLE_BASE_URL": server.url, "ALLOWED_ORIGINS": ",".join(origins)}, [])
         )
 
-        pump = EventPump(deployment, clients, handlers, clock)
+        pump = EventPump(deployment, clients, handlers, clock, expiry=expiry)
         pump.start()
         closer.callback(pump.stop)
 
