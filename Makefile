@@ -106,8 +106,9 @@ $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive $$( [ "$$(id -u)" = 0 ] || echo sudo -E ) apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
 # The Node clients the end-to-end tests drive (the MCP Inspector, the official TypeScript SDK,
-# the MCP conformance suite) need Node 22, which npm ships as a package: all of them at the
-# versions tests/e2e/package-lock.json pins, installed again when it changes.
+# the MCP conformance suite) need Node 22, which npm ships as a package; the browser tests
+# inject axe-core into each console page: all of them at the versions
+# tests/e2e/package-lock.json pins, installed again when it changes.
 $(NODE_TOOLS)/.installed: tests/e2e/package.json tests/e2e/package-lock.json
 	mkdir -p $(NODE_TOOLS)
 	cp tests/e2e/package.json tests/e2e/package-lock.json $(NODE_TOOLS)/

@@ -8,11 +8,14 @@ lists every operation of the OpenAPI document, from this origin alone. An unbrok
 instruction wraps instead of widening the page, on a phone and on a laptop; the instruction form
 counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page. An
 operator creates a webhook channel (its signing secret shown once) and pauses a prefix after
-confirming, on a laptop and on a phone, and no page of theirs scrolls sideways on the phone.
+confirming, on a laptop and on a phone. Every page of the console, at 1280x800 and at 390x844,
+is no wider than the screen and passes axe-core's audit with no serious or critical finding.
 
 Screenshots of every page go to ``test-output/console/`` (``VIGIL_TEST_OUTPUT`` moves it). The
 browser is never downloaded: ``VIGIL_CHROMIUM`` or /usr/bin/chromium (``make test`` installs
-Debian's package). Waits poll with deadlines, never sleep blind.
+Debian's package); axe-core is the version tests/e2e/package-lock.json pins, which ``make tools``
+installs under .tools/node (``VIGIL_NODE_TOOLS`` moves it). Waits poll with deadlines, never
+sleep blind.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("VIGIL_TEST_OUTPUT", REPO / "test-output")) / "console"
+NODE_TOOLS = Path(os.environ.get("VIGIL_NODE_TOOLS", REPO / ".tools" / "node"))
+AXE = NODE_TOOLS / "node_modules" / "axe-core" / "axe.min.js"
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3", "regions": ["eu", "us"]}
 
 
@@ -96,6 +101,75 @@ def shot(page: Page, name: str) -> None:
     assert page.evaluate(UNLABELLED) == [], name
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def fits(page: Page) -> None:
+    """The page scrolls only up and down: nothing makes it wider than the window."""
+    wide, width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide <= width, f"{page.url} is {wide} px wide at {width} px"
+
+
+# axe-core's findings that fail a page: those it rates serious or critical, each with the rule,
+# what it asks for and where on the page it is broken.
+SERIOUS_FINDINGS = """async () => {
+  const found = (await axe.run(document, {resultTypes: ["violations"]})).violations;
+  return found.filter(v => v.impact === "serious" || v.impact === "critical").map(v =>
+    `${v.impact} ${v.id}: ${v.help} (${v.nodes.length} on the page: ` +
+    v.nodes.slice(0, 4).map(n => n.target.join(" ")).join("; ") + ")");
+}"""
+
+
+# What a finger taps (the navigation, buttons and the link beside them, form controls, a
+# box's label) and is smaller than 44 px either way.
+SMALL_TARGETS = """() => {
+  const found = [];
+  const tapped = "nav a, button, .decision a, input:not([type=hidden]), select, textarea";
+  for (const el of document.querySelectorAll(tapped)) {
+    if (!el.checkVisibility()) continue;
+    const box = (["checkbox", "radio"].includes(el.type) ? el.labels[0] : el)
+      .getBoundingClientRect();
+    if (box.width < 44 || box.height < 44) {
+      const size = `${Math.round(box.width)}x${Math.round(box.height)}`;
+      found.push(`${el.outerHTML.slice(0, 100)}: ${size}`);
+    }
+  }
+  return found;
+}"""
+
+# Where the keyboard's order through the header (the order of the page) differs from the
+# order a reader sees it in: each stop must be on the row of the one before it and to its
+# right, or on a row below.
+OUT_OF_ORDER = """() => {
+  const found = [];
+  const stops = [...document.querySelectorAll("header a, header button")];
+  for (let i = 1; i < stops.length; i++) {
+    const before = stops[i - 1].getBoundingClientRect();
+    const next = stops[i].getBoundingClientRect();
+    const sameRow = next.top < before.bottom && before.top < next.bottom;
+    if (sameRow ? next.left < before.left : next.top < before.top) {
+      found.push(`${stops[i - 1].textContent} before ${stops[i].textContent}`);
+    }
+  }
+  return found;
+}"""
+
+
+def audited(page: Page, name: str) -> None:
+    """A screenshot of the page, once it is checked for what a screen reader needs, for width
+    (no sideways scrolling), for targets big enough to tap, for a keyboard that goes through
+    the header in the order it is seen, and by axe-core. The audit is evaluated through the
+    browser's debugger protocol, which the page's Content-Security-Policy does not govern: the
+    console's policy stays as strict under test as it is in use."""
+    fits(page)
+    assert page.evaluate(SMALL_TARGETS) == [], f"{name}: too small to tap"
+    assert page.evaluate(OUT_OF_ORDER) == [], f"{name}: the keyboard goes out of order"
+    if not AXE.exists():
+        pytest.fail(f"no axe-core at {AXE}: `make tools` installs it")
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text())
+    findings = page.evaluate(SERIOUS_FINDINGS)
+    assert findings == [], f"{name} at {page.url}:\n" + "\n".join(findings)
+    shot(page, name)
 
 
 def sign_in(page: Page, base: str, secret: str) -> None:
@@ -392,11 +466,6 @@ def test_an_instruction_over_the_limit_is_counted_kept_and_refused_out_loud(
     assert listed["instructions"] == []  # refused, and nothing was cut and posted
 
 
-def fits(page: Page, width: int) -> None:
-    wide = page.evaluate("document.documentElement.scrollWidth")
-    assert wide <= width, f"{page.url} is {wide} px wide at {width} px"
-
-
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
 def test_an_operator_creates_a_webhook_channel_and_pauses_a_prefix(
     state: dict[str, Any], browser: Browser, width: int, height: int
@@ -423,25 +492,22 @@ def test_an_operator_creates_a_webhook_channel_and_pauses_a_prefix(
     page.get_by_label("request.opened").check()
     page.get_by_label("Only for scopes beginning with").fill(f"ops-{width}/")
     expect(page.get_by_text("Repeats and escalation")).to_be_visible()
-    shot(page, f"channels-new-{width}")
+    audited(page, f"channels-new-{width}")
     page.get_by_role("button", name="Create the channel").click()
     expect(page.get_by_role("heading", level=1)).to_have_text(f"Channel “{name}” created")
     secret = page.locator("#signing-secret").inner_text()
     assert secret.startswith("whsec_")
-    fits(page, width)
-    shot(page, f"channel-created-{width}")
+    audited(page, f"channel-created-{width}")
 
     # Never again: the channel's page says when its secret was made, not what it is.
     page.get_by_role("link", name="The channel's page", exact=True).click()
     expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
     expect(page.locator("dl.facts")).to_contain_text("switch.fired, request.opened under ops-")
     assert secret not in page.content()
-    fits(page, width)
-    shot(page, f"channel-{width}")
+    audited(page, f"channel-{width}")
     page.get_by_role("button", name="Delete").click()
     expect(page.get_by_role("heading", level=1)).to_have_text(f"Delete “{name}”?")
-    fits(page, width)
-    shot(page, f"channel-delete-{width}")
+    audited(page, f"channel-delete-{width}")
     page.get_by_role("link", name="Cancel").click()
     expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
     listed = rest(state, state["operator_secret"], "list_channels")["channels"]
@@ -452,20 +518,19 @@ def test_an_operator_creates_a_webhook_channel_and_pauses_a_prefix(
     page.get_by_label("Every switch whose scope begins with").fill(f"ops-{width}/")
     page.get_by_label("For at most").select_option("4")
     page.get_by_label("Reason").fill("backup window")
-    shot(page, f"switches-pause-{width}")
+    audited(page, f"switches-pause-{width}")
     page.get_by_role("button", name="Pause", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_have_text(
         f"Pause every switch under “ops-{width}/”?"
     )
     expect(page.locator("#held")).to_contain_text(scope)
-    fits(page, width)
-    shot(page, f"pause-confirm-{width}")
+    audited(page, f"pause-confirm-{width}")
     page.get_by_role("button", name="Yes, pause").click()
     expect(page).to_have_url(f"{base}/console/switches")
     pauses = page.locator("#pauses")
     expect(pauses).to_contain_text(f"ops-{width}/")
     expect(pauses).to_contain_text("backup window")
-    shot(page, f"switches-paused-{width}")
+    audited(page, f"switches-paused-{width}")
     (paused,) = [
         p
         for p in rest(state, state["operator_secret"], "list_pauses")["pauses"]
@@ -476,3 +541,115 @@ def test_an_operator_creates_a_webhook_channel_and_pauses_a_prefix(
     expect(page).to_have_url(f"{base}/console/switches")
     expect(pauses).not_to_contain_text(f"ops-{width}/")
     assert errors == [], errors
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
+    state: dict[str, Any], browser: Browser, width: int, height: int
+) -> None:
+    """Each page the console has, filled as it is after a day's use (a fired switch and an armed
+    one, a session with a long step, an approval with its action, a conversation, a channel, a
+    pause), and the pages that confirm a decision or a pause: none scrolls sideways, axe-core
+    finds nothing serious or critical, and each is photographed."""
+    base = state["mcp_url"].removesuffix("/mcp")
+    operator = rest(state, state["operator_secret"], "whoami")["principal"]["id"]
+    _, agent_secret = register(state, "agent", f"release-train-{width}")
+    fired = f"tour-{width}/nightly-database-backup-eu-west-1"
+    armed = f"tour-{width}/deploy-checkout-service-to-production"
+    rest(
+        state,
+        agent_secret,
+        "heartbeat",
+        scope=fired,
+        expect_within_seconds=2,
+        on_expiry=["mark_failed"],
+        agent_id="release-train-worker-7",
+    )
+    rest(
+        state,
+        agent_secret,
+        "heartbeat",
+        scope=armed,
+        expect_within_seconds=900,
+        agent_id="release-train-worker-7",
+    )
+    session = f"tour-session-{width}"
+    rest(
+        state,
+        agent_secret,
+        "session_heartbeat",
+        sessionId=session,
+        status="active",
+        currentStep="Migrating the orders table, batch 14 of 40",
+        idempotencyKey=session,
+    )
+    asked = rest(
+        state,
+        agent_secret,
+        "ask",
+        target={"kind": "person", "id": operator},
+        title=f"Deploy checkout 1.2.3 ({width})",
+        body="May I deploy checkout 1.2.3?",
+        kind="approval",
+        action=DEPLOY,
+        idempotency_key=f"tour-{width}",
+    )
+    channel = rest(
+        state,
+        state["operator_secret"],
+        "create_channel",
+        name=f"Pager {width}",
+        kind="webhook",
+        url="https://receiver.example.com/vigil",
+        rules=[{"events": ["switch.fired"], "scope_prefix": f"tour-{width}/"}],
+    )
+    rest(
+        state,
+        state["operator_secret"],
+        "pause_switches",
+        scope_prefix=f"tour-{width}/deploy",
+        until_next_beat=True,
+        reason="change freeze",
+    )
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(f"{base}/console")
+    audited(page, f"tour-sign-in-{width}")
+    page.get_by_label("Your secret").fill(state["operator_secret"])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#fired-switches")).to_contain_text(fired, timeout=20_000)
+    audited(page, f"tour-overview-{width}")
+    pages = {
+        "switches": "/console/switches",
+        "switch": f"/console/switch?scope={fired}",
+        "sessions": "/console/sessions",
+        "session": f"/console/session?id={session}",
+        "runs": f"/console/runs?scope={armed}",
+        "requests": "/console/requests?state=",
+        "request": f"/console/request?id={asked['id']}",
+        "conversations": "/console/conversations",
+        "conversation": f"/console/conversation?id={asked['conversation_id']}",
+        "channels": "/console/channels",
+        "channel": f"/console/channel?id={channel['channel']['id']}",
+    }
+    for name, path in pages.items():
+        page.goto(f"{base}{path}")
+        audited(page, f"tour-{name}-{width}")
+
+    # The pages that ask before a decision or a pause is made.
+    page.goto(f"{base}/console/request?id={asked['id']}")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#confirm pre")).to_be_visible()
+    audited(page, f"tour-request-confirm-{width}")
+    page.goto(f"{base}/console/switches")
+    page.get_by_label("Every switch whose scope begins with").fill(f"tour-{width}/")
+    page.get_by_role("button", name="Pause", exact=True).click()
+    expect(page.locator("#held")).to_contain_text(armed)
+    audited(page, f"tour-pause-confirm-{width}")
+    assert errors == [], errors
+    page.goto(f"{base}/console/nowhere")
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    audited(page, f"tour-not-found-{width}")

@@ -81,7 +81,9 @@ def test_the_overview_lists_the_pauses_and_marks_the_switches_they_hold(scene: S
     assert scene.acme.operator.id in pauses
 
     armed = section(body, "armed")
-    row = re.search(r"<tr><td><a href=\"/console/switch\?scope=acme-job-17\">.*?</tr>", armed)
+    row = re.search(
+        r'<tr><td data-label="Scope"><a href="/console/switch\?scope=acme-job-17">.*?</tr>', armed
+    )
     assert row is not None
     assert "due 1 min 40 s ago" in row.group(0)
     assert '<span class="badge state-paused">paused</span>' in row.group(0)

@@ -17,6 +17,7 @@ from tests.liveness_support import World
 from vigil.clock import ManualClock
 from vigil.console.components import countdown, relative
 from vigil.console.frame import REFRESH_LISTINGS_MS, REFRESH_MS
+from vigil.console.pages.switches import SWITCH_HEADERS
 from vigil.sessions.records import MAX_BODY_BYTES, STALE_AFTER_SECONDS
 from vigil.transports.router import Router
 
@@ -63,7 +64,9 @@ def test_a_request_answered_before_its_expiry_shows_the_expiry_ahead(world: Worl
     world.call("reply", person_secret, id=asked["id"], version=1, outcome="answered", answer="eu")
     world.advance(12)
     body = page(signed_in(world, person_secret), "/console/requests", state="")
-    row = re.search(rf"<tr><td><a href=\"/console/request\?id={asked['id']}\">.*?</tr>", body)
+    row = re.search(
+        rf'<tr><td data-label="Request"><a href="/console/request\?id={asked["id"]}">.*?</tr>', body
+    )
     assert row is not None
     assert ">in 23 h 58 min</time>" in row.group(0)
     assert " ago" not in row.group(0)
@@ -163,9 +166,24 @@ def test_the_runs_page_marks_a_paused_switch_and_names_its_holder(world: World) 
     browser = signed_in(world, person_secret)
     for path in ("/console/runs", "/console/switches", "/console"):
         body = page(browser, path)
-        row = re.search(rf"<tr><td><a href=\"/console/switch\?scope={SCOPE}\">.*?</tr>", body)
+        row = re.search(
+            rf'<tr><td data-label="Scope"><a href="/console/switch\?scope={SCOPE}">.*?</tr>', body
+        )
         assert row is not None, path
         assert '<span class="badge state-paused">paused</span>' in row.group(0), path
         assert f'builder (worker-3) <small class="meta id">{agent_id}</small>' in row.group(0), path
     switch = page(browser, "/console/switch", scope=SCOPE)
     assert f'builder (worker-3) <small class="meta id">{agent_id}</small>' in switch
+
+
+def test_every_cell_is_labelled_by_its_columns_header_for_a_narrow_screen(world: World) -> None:
+    """On a phone a table's rows become cards and each cell is shown under its column's name,
+    which the stylesheet reads from the cell itself."""
+    _, person_secret = world.tenant.register(kind="person", name="Pat")
+    _, agent = world.tenant.register(name="builder")
+    world.call("heartbeat", agent, scope=SCOPE, expect_within_seconds=600)
+    body = page(signed_in(world, person_secret), "/console/switches")
+    (row,) = re.findall(r"<tr><td.*?</tr>", body)
+    labels = re.findall(r'<td data-label="([^"]*)">', row)
+    assert labels == list(SWITCH_HEADERS)
+    assert row.count("<td") == len(SWITCH_HEADERS)

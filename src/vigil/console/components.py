@@ -129,9 +129,18 @@ def table(
     table_id: str | None = None,
 ) -> Html:
     """A table labelled for screen readers (caption, column headers), or a line saying it is
-    empty."""
+    empty. Each cell carries its column's header too: on a narrow screen, where each row is
+    shown as a card, the stylesheet writes it before the cell."""
     body = [
-        Html("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>") for row in rows
+        Html(
+            "<tr>"
+            + "".join(
+                f'<td data-label="{esc(header)}">{esc(cell)}</td>'
+                for header, cell in zip(headers, row, strict=True)
+            )
+            + "</tr>"
+        )
+        for row in rows
     ]
     if not body:
         return render('<p class="empty">{empty}</p>', empty=empty)
