@@ -100,6 +100,39 @@ def test_a_request_not_redeemed_has_no_execution(world: World) -> None:
     assert world.call("get_request", pat_secret, id=asked["id"])["execution"] is None
 
 
+def test_get_request_reads_an_execution_only_where_one_can_be(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Doe")
+    _, ann_secret = world.tenant.register(name="ann")
+    reads: list[str] = []
+    read = world.store.get_execution
+
+    def counted(namespace: str, request_id: str) -> Any:
+        reads.append(request_id)
+        return read(namespace, request_id)
+
+    monkeypatch.setattr(world.store, "get_execution", counted)
+    target = {"kind": "person", "id": pat}
+    question = world.call("ask", ann_secret, target=target, body="Which region?")
+    bare = world.call("ask", ann_secret, target=target, kind="approval", body="Fine?")
+    bound = world.call(
+        "ask", ann_secret, target=target, kind="approval", body="May I?", action=ACTION
+    )
+    for asked, outcome in ((question, "answered"), (bare, "approved"), (bound, "approved")):
+        world.call("get_request", pat_secret, id=asked["id"])
+        world.call(
+            "reply",
+            pat_secret,
+            id=asked["id"],
+            version=1,
+            outcome=outcome,
+            answer="eu" if outcome == "answered" else None,
+        )
+        world.call("get_request", pat_secret, id=asked["id"])
+    assert reads == [bound["id"]]
+
+
 def test_a_request_page_shows_its_whole_life(world: World, executed: dict[str, Any]) -> None:
     body = page(signed_in(world, executed["pat_secret"]), "/console/request", id=executed["id"])
     decision = section_of(body, "outcome")
