@@ -135,6 +135,9 @@ def test_five_mib_through_the_rest_mirror_and_a_presigned_form(state: dict[str, 
     assert got["base64"] is None
     with urllib.request.urlopen(got["download_url"], timeout=60) as response:
         assert hashlib.sha256(response.read()).hexdigest() == draft["sha256"]
+        # A browser that follows the URL saves the bytes; it never shows them as a page.
+        assert response.headers["content-disposition"] == "attachment"
+        assert response.headers["content-type"] == "application/octet-stream"
 
 
 def test_the_form_posted_again_after_finish_changes_nothing_served(state: dict[str, Any]) -> None:

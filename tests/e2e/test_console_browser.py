@@ -3,7 +3,8 @@ the local runtime. A person signs in; a switch an agent armed for 3 s fires on t
 without a reload; an instruction posted from the session page reaches the agent on its next
 beat and the page follows it from pending to delivered to acknowledged; an approval headed by
 its title, its people by name, is granted with the bound action shown as it is redeemed and
-confirmed on a second page that shows it again, and the agent redeems it. The API page at /docs
+confirmed on a second page that shows it again, and the agent redeems it and reports it
+succeeded, which the request page shows without a reload. The API page at /docs
 lists every operation of the OpenAPI document, from this origin alone. An unbroken 8 KiB
 instruction wraps instead of widening the page, on a phone and on a laptop; the instruction form
 counts the bytes typed, cuts nothing, and the refusal of one over the limit is on the page. An
@@ -58,7 +59,7 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-def rest(state: dict[str, Any], secret: str, tool: str, **arguments: Any) -> dict[str, Any]:
+def rest(state: dict[str, Any], secret: str, tool: str, /, **arguments: Any) -> dict[str, Any]:
     request = urllib.request.Request(
         state["mcp_url"].removesuffix("/mcp") + f"/v1/{tool}",
         data=json.dumps(arguments).encode(),
@@ -239,7 +240,11 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     # The switch's own page: state, holder, its death and its lateness.
     page.get_by_role("link", name=scope).first.click()
     expect(page.get_by_role("heading", name=scope, level=1)).to_be_visible()
-    expect(page.locator("dl.facts")).to_contain_text("failed")
+    expect(page.locator("dl.facts").first).to_contain_text("failed")
+    # Its death in words: whose it was, how late it fired, what it did.
+    expect(page.locator("#death")).to_contain_text("Its work was marked failed.")
+    expect(page.locator("#death")).to_contain_text("late by")
+    expect(page.locator("#death")).to_contain_text("builder (builder-1)")
     expect(page.locator("#history")).to_contain_text(agent_id)
     expect(page.locator("#history")).to_contain_text("builder (builder-1)")
     shot(page, "switch")
@@ -261,6 +266,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     expect(page.locator("table")).to_contain_text(session_id)
     shot(page, "sessions")
     page.get_by_role("link", name=session_id).click()
+    expect(page.locator("#status")).to_contain_text("active")
     page.get_by_label("New instruction").fill("Stop after the current step, please.")
     page.get_by_role("button", name="Post instruction").click()
     instructions = page.locator("#instructions")
@@ -268,11 +274,21 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     expect(instructions.locator("[data-instruction]")).to_have_text("pending")
     mark(page)
     beat = rest(
-        state, agent_secret, "session_heartbeat", sessionId=session_id, idempotencyKey="beat-2"
+        state,
+        agent_secret,
+        "session_heartbeat",
+        sessionId=session_id,
+        progressPercent=50,
+        currentStep="Render the report",
+        stepIndex=2,
+        stepCount=4,
+        idempotencyKey="beat-2",
     )
     (received,) = beat["instructions"]
     assert received["body"] == "Stop after the current step, please."
     expect(instructions.locator("[data-instruction]")).to_have_text("delivered", timeout=10_000)
+    expect(page.locator("#status")).to_contain_text("50 %")
+    expect(page.locator("#status")).to_contain_text("Render the report (2/4)")
     rest(
         state,
         agent_secret,
@@ -325,16 +341,37 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     shot(page, "request-confirm-390")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_role("button", name="Yes, approve").click()
-    expect(page.locator("dl.facts")).to_contain_text("approved")
-    expect(page.locator("dl.facts")).to_contain_text("Decided by")
-    expect(page.locator("dl.facts")).to_contain_text("Pat")
+    facts = page.locator("dl.facts").first
+    expect(facts).to_contain_text("approved")
+    expect(facts).to_contain_text("Decided by")
+    expect(facts).to_contain_text("Pat")
     expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(page.locator("#execution")).to_contain_text("Not redeemed yet")
     shot(page, "request-approved")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "request-approved-390")
     page.set_viewport_size({"width": 1280, "height": 800})
+    # The agent redeems and reports; the request page tells the person how it went.
     intent = rest(state, agent_secret, "redeem_approval", id=asked["id"], action=DEPLOY)
     assert intent["state"] == "intended"
+    rest(state, agent_secret, "report_execution", id=intent["id"], state="started")
+    rest(
+        state,
+        agent_secret,
+        "report_execution",
+        id=intent["id"],
+        state="succeeded",
+        result="checkout 1.2.3 is live in eu and us",
+    )
+    execution = page.locator("#execution")
+    expect(execution.locator("dl.facts")).to_contain_text("succeeded", timeout=15_000)
+    expect(execution).to_contain_text("checkout 1.2.3 is live in eu and us")
+    expect(execution).to_contain_text("builder")
+    expect(execution.locator("tbody tr")).to_have_count(2)
+    shot(page, "request-executed")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "request-executed-390")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     page.goto(f"{base}/console/requests?state=")
     expect(page.locator("#requests")).to_contain_text("approved")

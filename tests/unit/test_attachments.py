@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import pytest
@@ -202,6 +203,16 @@ def test_the_blob_store_contract(backend: str, request: Any) -> None:
     form = blobs.upload_form("files/acme/b", 5 * 1024 * 1024, 300)
     assert set(form) == {"url", "fields"}
     assert blobs.download_url("files/acme/a", 300)
+
+
+def test_a_presigned_download_is_saved_by_a_browser_never_shown(aws: Any) -> None:
+    # Whatever type its uploader's form declared, the bucket's answer is bytes to save: a file
+    # of HTML opened from a link never runs as a page.
+    client = boto3.client("s3", region_name="us-east-1")
+    url = S3Blobs(client, "attachments").download_url("files/acme/a", 300)
+    query = parse_qs(urlsplit(url).query)
+    assert query["response-content-disposition"] == ["attachment"]
+    assert query["response-content-type"] == ["application/octet-stream"]
 
 
 # -- large files: a presigned upload, then finish ------------------------------------------------

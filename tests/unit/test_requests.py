@@ -98,7 +98,7 @@ def test_a_question_reaches_its_agent_as_a_request_and_the_answer_comes_back(des
     assert response["kind"] == "response"
     assert response["payload"]["request_id"] == asked["id"]
     assert response["payload"]["response"]["outcome"] == "answered"
-    assert desk.get("ann", asked["id"]) == answered
+    assert desk.get("ann", asked["id"]) == {**answered, "execution": None}
 
 
 def test_the_first_outcome_stands_and_a_second_reply_is_told_the_final_state(
@@ -118,7 +118,7 @@ def test_a_stale_version_conflicts_and_changes_nothing(desk: Desk) -> None:
     stale = desk.refused("reply", "bob", id=asked["id"], version=2, outcome="answered")
     assert stale.code is ErrorCode.VERSION_CONFLICT
     assert stale.details["current_version"] == 1
-    assert desk.get("ann", asked["id"]) == asked
+    assert desk.get("ann", asked["id"]) == {**asked, "execution": None}
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,8 @@ class Blobs(ABC):
 
     @abstractmethod
     def download_url(self, key: str, expires_seconds: int) -> str:
-        """A presigned GET of ``key`` that works until it expires."""
+        """A presigned GET of ``key`` that works until it expires, answered as bytes to save
+        (``Content-Disposition: attachment``), never as a page."""
 
 
 class S3Blobs(Blobs):
@@ -107,7 +108,15 @@ class S3Blobs(Blobs):
         return form
 
     def download_url(self, key: str, expires_seconds: int) -> str:
+        # A presigned POST may declare any Content-Type, so the GET overrides it: bytes that a
+        # browser saves, never a page of the bucket's origin that it renders or runs.
+        params = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "ResponseContentDisposition": "attachment",
+            "ResponseContentType": "application/octet-stream",
+        }
         url: str = self.presigner.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_seconds
+            "get_object", Params=params, ExpiresIn=expires_seconds
         )
         return url

@@ -37,6 +37,7 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/request": requests.request,
     f"{PREFIX}/conversations": conversations.conversations,
     f"{PREFIX}/conversation": conversations.conversation,
+    f"{PREFIX}/attachment": conversations.attachment,
     f"{PREFIX}/channels": channels.channels,
     f"{PREFIX}/channel": channels.channel,
 }

@@ -67,6 +67,11 @@ def _body(environ: dict[str, Any]) -> bytes:
     return bytes(stream.read(int(environ.get("CONTENT_LENGTH") or 0)))
 
 
+# What a presigned GET may set of its answer besides its signature: the runtime's URLs make
+# the bytes a download (vigil.attachments.blobs).
+RESPONSE_OVERRIDES = frozenset({"response-content-disposition", "response-content-type"})
+
+
 class Signers:
     """Who may call the AWS stand-in, and what each may do.
 
@@ -119,7 +124,10 @@ class Signers:
             and method in ("GET", "HEAD")
             and bucket == self.presign_buckets[signed.key_id]
             and key
-            and all(name.startswith("X-Amz-") for name in _query_names(query))
+            and all(
+                name.startswith("X-Amz-") or name in RESPONSE_OVERRIDES
+                for name in _query_names(query)
+            )
         )
         if not presigned_get:
             raise Refused("the presign key only reads an object of its bucket, presigned")

@@ -102,6 +102,13 @@ class Requests:
             raise not_found("request")
         return request
 
+    def execution_of(self, request: Request) -> Execution | None:
+        """The execution intent of ``request``, read only where one can be: an approved
+        approval that binds an action (any other request costs no read)."""
+        if request.state != "approved" or request.action is None:
+            return None
+        return self.store.get_execution(request.namespace, request.id)
+
     def status(
         self,
         caller: Caller,

@@ -43,8 +43,10 @@ from vigil.requests.store import RequestPorts
 from vigil.requests.views import (
     ExecutionView,
     ReplaceResult,
+    RequestDetail,
     RequestStatusResult,
     RequestView,
+    detail,
     execution_view,
     view,
 )
@@ -178,8 +180,10 @@ def start_chat(ctx: RequestContext, args: StartChatInput) -> SendResult:
 
 
 # -- get_request ----------------------------------------------------------------------------
-def get_request(ctx: RequestContext, args: GetRequestInput) -> RequestView:
-    return view(_requests(ctx).readable(ctx.caller, args.id), ctx.clock.now())
+def get_request(ctx: RequestContext, args: GetRequestInput) -> RequestDetail:
+    requests = _requests(ctx)
+    request = requests.readable(ctx.caller, args.id)
+    return detail(request, requests.execution_of(request), ctx.clock.now())
 
 
 # -- reply ----------------------------------------------------------------------------------
@@ -291,9 +295,12 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
     Tool(
         name="get_request",
         title="Read a request",
-        description="A request you asked or decide: its state, version, response and history.",
+        description=(
+            "A request you asked or decide: its state, version, response and history, and "
+            "once redeemed its execution."
+        ),
         input_model=GetRequestInput,
-        output_model=RequestView,
+        output_model=RequestDetail,
         run=get_request,
         read_only=True,
     ),

@@ -1,5 +1,5 @@
-"""What the request tools return: a request, a page of them, a replacement, an execution
-intent; each built from its record."""
+"""What the request tools return: a request (with its execution intent, read on its own), a
+page of them, a replacement, an execution intent; each built from its record."""
 
 from __future__ import annotations
 
@@ -126,6 +126,19 @@ class ExecutionView(Output):
     proof: bool = Field(
         default=False,
         description="Always false: a report is the executor's word, not proof.",
+    )
+
+
+class RequestDetail(RequestView):
+    execution: ExecutionView | None = Field(
+        description="Its redemption and the executor's reports; null until it is redeemed."
+    )
+
+
+def detail(request: Request, execution: Execution | None, now: datetime) -> RequestDetail:
+    return RequestDetail(
+        **view(request, now).model_dump(),
+        execution=None if execution is None else execution_view(execution),
     )
 
 

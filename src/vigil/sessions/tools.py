@@ -314,6 +314,7 @@ class ListInstructionsInput(StrictInput):
 
 class InstructionPage(Output):
     session_id: str
+    session: SessionView = Field(description="The session as of this call: status, progress, step.")
     instructions: list[InstructionView] = Field(description="Oldest first, in posting order.")
     next_cursor: str | None = Field(
         description="Pass as cursor for the next page; null at the end."
@@ -329,6 +330,7 @@ def list_instructions(ctx: SessionContext, args: ListInstructionsInput) -> Instr
     )
     return InstructionPage(
         session_id=session.session_id,
+        session=SessionView.of(session, ctx.clock.now()),
         instructions=[InstructionView.of(i) for i in page],
         next_cursor=(
             encode_cursor("instructions", s=session.session_id, a=last)

@@ -161,6 +161,9 @@ class DeathView(Output):
     alert_envelope_id: str | None = Field(
         description="The alert queued into notify_address, once queue_alert is done."
     )
+    alert_address: str | None = Field(
+        default=None, description="The notify_address that alert was queued into."
+    )
     alert_id: str | None = Field(
         default=None,
         description="The switch.fired event's id, for acknowledge_alert.",
@@ -186,6 +189,7 @@ class DeathView(Output):
             released_pages=death.release.pages if chosen else None,
             blind_spot=release["blind_spot"] if release else None,
             alert_envelope_id=alert.get("envelope_id") if alert else None,
+            alert_address=alert.get("address") if alert else None,
             alert_id=(death.done.get("notify") or {}).get("event_id"),
         )
 

@@ -1,18 +1,34 @@
-"""Conversations: those of the person's requests, and one conversation's messages with the
-form that replies in it."""
+"""Conversations: those of the person's requests, one conversation's messages with the form
+that replies in it, and the download of a file in one."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from vigil.console.components import ident, link, named, relative, section, table
 from vigil.console.html import Html, join, render
 from vigil.console.pages.requests import conversation_title, first_line
-from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
+from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key, redirect
 from vigil.kit.http import HttpRequest, HttpResponse
 
+# The media types a download keeps as declared: none of them is a document a browser runs.
+INERT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/pdf",
+        "application/zip",
+        "image/gif",
+        "image/jpeg",
+        "image/png",
+        "image/webp",
+        "text/csv",
+        "text/plain",
+    }
+)
 # The conversations listing looks up the titles of this many conversations (one call each);
 # any further one is shown by its id.
 TITLED = 20
@@ -102,11 +118,64 @@ def conversation(responder: Responder, request: HttpRequest, visit: Visit) -> Ht
     return responder.live_page(request, title, f"{PREFIX}/conversations", live, form, visit)
 
 
+def attachment(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
+    """A file the person may read, through download_attachment's own checks: its bytes as a
+    download, or a redirect to the presigned URL of a larger one. Never shown inline: a file
+    is its sender's data, and a page of this origin that ran it could act as the person."""
+    file_id = request.query.get("id", "")
+    if not file_id:
+        return responder.unnamed("file", "/console/conversations", visit)
+    found = responder.call(visit, "download_attachment", id=file_id)
+    if isinstance(found, str):
+        return responder.not_found("File", found, visit)
+    if found["base64"] is None:
+        return redirect(found["download_url"])
+    headers = {
+        "content-type": download_type(found["media_type"]),
+        "content-disposition": disposition(found["file_name"]),
+        "x-content-type-options": "nosniff",
+        "content-security-policy": "default-src 'none'; sandbox",
+        "cache-control": "no-store",
+        "referrer-policy": "no-referrer",
+    }
+    return HttpResponse(200, base64.b64decode(found["base64"]), headers)
+
+
+def download_type(declared: str) -> str:
+    """The declared media type (without its parameters) if no browser runs or renders it as a
+    page; application/octet-stream otherwise."""
+    essence = declared.partition(";")[0].strip().lower()
+    return essence if essence in INERT_TYPES else "application/octet-stream"
+
+
+def disposition(file_name: str) -> str:
+    """Content-Disposition for a download: an ASCII name for old browsers (anything else an
+    underscore) and the exact name in UTF-8 (RFC 6266)."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in file_name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(file_name, safe='')}"
+
+
 def send(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
     return responder.post_text(visit, form, "send", "conversation_id", "conversation")
 
 
 # -- what they show ----------------------------------------------------------------------------
+def files(attachments: Iterable[Mapping[str, Any]]) -> Html:
+    """A message's files, each a download link with its size."""
+    return join(
+        (
+            render(
+                '<a href="{href}" download>{name}</a> ({size} B)',
+                href=f"{PREFIX}/attachment?{urlencode({'id': a['id']})}",
+                name=a["file_name"],
+                size=a["size"],
+            )
+            for a in attachments
+        ),
+        ", ",
+    )
+
+
 def message_list(
     messages: Iterable[Mapping[str, Any]], now: datetime, me: str, names: Mapping[str, str]
 ) -> Html:
@@ -119,10 +188,7 @@ def message_list(
             sent=relative(m["sent_at"], now),
             body=m["body"],
             files=(
-                render(
-                    '<p class="files">Files: {names}</p>',
-                    names=", ".join(f"{a['file_name']} ({a['size']} B)" for a in m["attachments"]),
-                )
+                render('<p class="files">Files: {files}</p>', files=files(m["attachments"]))
                 if m["attachments"]
                 else Html("")
             ),

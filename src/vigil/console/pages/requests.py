@@ -23,7 +23,6 @@ from vigil.console.components import (
     section,
     shown,
     table,
-    verbatim,
     when,
 )
 from vigil.console.html import Html, join, render
@@ -99,11 +98,14 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                     else when(r["expires_at"]),
                 ),
                 ("Conversation", conversation_link(r["conversation_id"], title)),
-                ("Response", verbatim(r["response"]) if r["response"] else "—"),
             ]
         ),
         section("What is asked", "body", render('<p class="body">{b}</p>', b=r["body"])),
     ]
+    if r["response"] is not None:
+        parts.append(section("Its outcome", "outcome", outcome(r["response"], now, names)))
+    if r["state"] == "approved" and r["action"] is not None:
+        parts.append(section("Its execution", "execution", execution(r["execution"], now, names)))
     if r["action"] is not None:
         parts.append(
             section("The action an approval binds, exactly", "action", exact_action(r["action"]))
@@ -294,6 +296,75 @@ def history_rows(
         ]
         for c in history
     ]
+
+
+def outcome(response: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:
+    """How a request ended: the outcome, who gave it and when, and its answer in words."""
+    pairs: list[tuple[str, Any]] = [
+        ("Outcome", badge(response["outcome"])),
+        ("By", named(response["by"], None, names) if response["by"] else "(its expiry)"),
+        ("When", relative(response["at"], now)),
+    ]
+    if response["answer"] is not None:
+        pairs.append(("Answer", readable(response["answer"])))
+    if response["reused_from"]:
+        pairs.append(
+            (
+                "Reused from",
+                link(
+                    "/console/request", ident(response["reused_from"]), id=response["reused_from"]
+                ),
+            )
+        )
+    return facts(pairs)
+
+
+def execution(found: Mapping[str, Any] | None, now: datetime, names: Mapping[str, str]) -> Html:
+    """What became of an approved action: its redemption and what its executor reported,
+    said to be the executor's word."""
+    if found is None:
+        return Html(
+            '<p class="empty">Not redeemed yet: the requester has not checked the action '
+            "against this approval, so nothing says it ran.</p>"
+        )
+    reports = table(
+        "What the executor reported, oldest first",
+        ("Report", "By", "When"),
+        [
+            [badge(r["state"]), named(r["by"], None, names), relative(r["at"], now)]
+            for r in found["reports"]
+        ],
+        "No report yet.",
+    )
+    pairs: list[tuple[str, Any]] = [
+        ("State", badge(found["state"])),
+        (
+            "Redeemed",
+            join(
+                [
+                    relative(found["redeemed_at"], now),
+                    " by ",
+                    named(found["redeemed_by"], None, names),
+                ]
+            ),
+        ),
+    ]
+    if found["result"] is not None:
+        pairs.append(("Result", readable(found["result"])))
+    return join(
+        [
+            facts(pairs),
+            reports,
+            Html('<p class="hint">A report is the executor\'s word, not proof.</p>'),
+        ]
+    )
+
+
+def readable(value: Any) -> Html:
+    """An answer or a result: text as a paragraph, any other JSON as an action is shown."""
+    if isinstance(value, str):
+        return render('<p class="body">{text}</p>', text=value)
+    return exact_action(value)
 
 
 def reply_form(request: Mapping[str, Any], csrf: str) -> Html:

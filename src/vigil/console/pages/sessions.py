@@ -1,5 +1,5 @@
-"""The agents' sessions: the listing, and one session's instructions with the form that
-posts a new one."""
+"""The agents' sessions: the listing, and one session (its status, progress and step, and its
+instructions with the form that posts a new one)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,18 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.components import badge, link, named, next_page, relative, shown, table
+from vigil.console.components import (
+    badge,
+    facts,
+    link,
+    named,
+    next_page,
+    relative,
+    section,
+    shown,
+    table,
+    when,
+)
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
 from vigil.kit.http import HttpRequest, HttpResponse
@@ -53,12 +64,22 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     found = responder.call(visit, "list_instructions", session_id=session_id)
     if isinstance(found, str):
         return responder.not_found("Session", found, visit)
-    live = table(
-        "Instructions, oldest first",
-        INSTRUCTION_HEADERS,
-        instruction_rows(found["instructions"], now, responder.names(visit)),
-        "No instruction yet.",
-        "instructions",
+    names = responder.names(visit)
+    live = join(
+        [
+            section("Where it stands", "status", status_facts(found["session"], now, names)),
+            section(
+                "Instructions",
+                "instruction-list",
+                table(
+                    "Instructions, oldest first",
+                    INSTRUCTION_HEADERS,
+                    instruction_rows(found["instructions"], now, names),
+                    "No instruction yet.",
+                    "instructions",
+                ),
+            ),
+        ]
     )
     form = render(
         '<form method="post" action="/console/sessions/instructions" class="post">'
@@ -103,6 +124,22 @@ def session_rows(
         ]
         for s in sessions
     ]
+
+
+def status_facts(session: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:
+    """One session as its agent last reported it, and whether it still beats."""
+    progress = session["progress_percent"]
+    return facts(
+        [
+            ("Agent", named(session["owner"], None, names)),
+            ("Status", badge(session["status"])),
+            ("Progress", "—" if progress is None else f"{progress:g} %"),
+            ("Step", _step(session)),
+            ("Last beat", relative(session["last_beat_at"], now)),
+            ("Liveness", _liveness(session, now)),
+            ("Started", when(session["created_at"])),
+        ]
+    )
 
 
 def _liveness(session: Mapping[str, Any], now: datetime) -> Html:

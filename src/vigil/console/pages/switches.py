@@ -14,6 +14,7 @@ from vigil.console.components import (
     allowed,
     badge,
     countdown,
+    counted,
     facts,
     link,
     listed,
@@ -29,7 +30,7 @@ from vigil.console.components import (
     when,
 )
 from vigil.console.frame import REFRESH_LISTINGS_MS
-from vigil.console.html import Html, join, render
+from vigil.console.html import Html, esc, join, render
 from vigil.console.pages.pauses import (
     PAUSE_DEFAULTS,
     PAUSE_HEADERS,
@@ -204,7 +205,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
             section(
                 "Latest death",
                 "death",
-                verbatim(death)
+                death_facts(death, now, names)
                 if death
                 else Html('<p class="empty">This switch has not died.</p>'),
             ),
@@ -354,6 +355,77 @@ def death_rows(
         ]
         for d in deaths
     ]
+
+
+def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:
+    """A death as people ask about it: when it fired and how late, whose it was, and what
+    each of its actions did (or has still to do)."""
+    done = set(death["completed"])
+    said: list[Html] = []
+    if "release_leases" in death["actions"]:
+        said.append(_released(death) if "release_leases" in done else Html("Releasing its leases."))
+    if death["marked_failed"]:
+        said.append(Html("Its work was marked failed."))
+    if "queue_alert" in done:
+        said.append(_alerted(death["alert_address"], names))
+    if death["alert_id"]:
+        said.append(render("The namespace's channels were told (alert {a}).", a=death["alert_id"]))
+    pending = [action for action in death["actions"] if action not in done]
+    if pending:
+        said.append(render("Still to do: {a}.", a=", ".join(pending)))
+    return facts(
+        [
+            ("Holder", named(death["holder"], death["agent_id"], names)),
+            ("Generation", death["generation"]),
+            ("Deadline", when(death["deadline"])),
+            (
+                "Fired",
+                join(
+                    [
+                        relative(death["fired_at"], now),
+                        f", late by {death['lateness_seconds']:.3f} s",
+                    ]
+                ),
+            ),
+            (
+                "What it did",
+                render("<ul>{items}</ul>", items=join(render("<li>{s}</li>", s=s) for s in said))
+                if said
+                else "Nothing: it was given no action.",
+            ),
+        ]
+    )
+
+
+def _released(death: Mapping[str, Any]) -> Html:
+    count = death["released_count"]
+    named_leases = ", ".join(
+        f"{lease['resource']} (generation {lease['generation']})" for lease in death["released"]
+    )
+    more = count - len(death["released"])
+    text = f"Released {count} {counted(count, 'lease', 'leases')}"
+    if named_leases:
+        text += f": {named_leases}" + (f" and {more} more (below)" if more > 0 else "")
+    text += "."
+    unscoped = (death["blind_spot"] or {}).get("unscoped_leases_held") or 0
+    if unscoped:
+        text += (
+            f" {unscoped} {counted(unscoped, 'lease', 'leases')} of the holder without a scope "
+            f"{counted(unscoped, 'was', 'were')} left alone."
+        )
+    return esc(text)
+
+
+def _alerted(address: str | None, names: Mapping[str, str]) -> Html:
+    """Who the alert was queued for: the agent behind its notify address, and its box."""
+    if address is None:
+        return Html("The alert could not be queued: its address is no longer registered.")
+    agent, _, box = address.removeprefix("agent:").partition("/")
+    return render(
+        "An alert was queued for {who}{box}.",
+        who=named(agent, None, names),
+        box=f" (mailbox {box})" if box else "",
+    )
 
 
 def leases_table(
