@@ -141,7 +141,7 @@ def test_a_request_page_shows_its_whole_life(world: World, executed: dict[str, A
     execution = section_of(body, "execution")
     assert '<span class="badge state-succeeded">succeeded</span>' in execution
     assert f'ann <small class="meta id">{executed["ann"]}</small>' in execution
-    reports = re.findall(r"<tr><td>(?:<span[^>]*>)?(started|succeeded)", execution)
+    reports = re.findall(r"<tr><td[^>]*>(?:<span[^>]*>)?(started|succeeded)", execution)
     assert reports == ["started", "succeeded"]
     # The result as an action is shown: canonical JSON, keys sorted, escaped.
     result = '{\n  "note": "rolled out",\n  "release": "r-42"\n}'
