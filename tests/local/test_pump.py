@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,8 +18,10 @@ import pytest
 
 from vigil.clock import ManualClock
 from vigil.local.deployment import LocalDeployment
-from vigil.local.pump import EventPump, fire_time
+from vigil.local.moto_state import saved_schedules
+from vigil.local.pump import EventPump
 from vigil.local.stack import AwsClients
+from vigil.local.timetable import Timetable, fire_time
 
 
 class Recorder:
@@ -47,16 +50,19 @@ def alarm() -> Recorder:
     return Recorder()
 
 
+def handlers(alarm: Recorder) -> dict[str, Recorder]:
+    return {"AlarmFunction": alarm, "ApiFunction": Recorder(), "NotifyFunction": Recorder()}
+
+
 @pytest.fixture
 def pump(
-    deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
+    deployment: LocalDeployment,
+    clients: AwsClients,
+    alarm: Recorder,
+    clock: ManualClock,
+    timetable: Timetable,
 ) -> EventPump:
-    return EventPump(
-        deployment,
-        clients,
-        {"AlarmFunction": alarm, "ApiFunction": Recorder(), "NotifyFunction": Recorder()},
-        clock,
-    )
+    return EventPump(deployment, clients, handlers(alarm), clock, timetable=timetable)
 
 
 def send(clients: AwsClients, deployment: LocalDeployment, body: str, **extra: Any) -> str:
@@ -244,7 +250,7 @@ def test_a_pump_needs_a_handler_for_every_mapped_function(
     deployment: LocalDeployment, clients: AwsClients
 ) -> None:
     with pytest.raises(ValueError, match="AlarmFunction"):
-        EventPump(deployment, clients, {})
+        EventPump(deployment, clients, {}, timetable=Timetable())
 
 
 # ---------------------------------------------------------------- Scheduler
@@ -270,13 +276,14 @@ def schedule(
     deployment: LocalDeployment,
     at: str,
     *,
+    name: str = "alarm-1",
     target_arn: str | None = None,
     after: str = "DELETE",
     **target: Any,
 ) -> str:
     group = deployment.schedule_groups["AlarmScheduleGroup"]
     clients.scheduler.create_schedule(
-        Name="alarm-1",
+        Name=name,
         GroupName=group,
         ScheduleExpression=f"at({at})",
         ScheduleExpressionTimezone="UTC",
@@ -420,6 +427,191 @@ def test_an_unreachable_target_follows_the_schedule_retry_policy_and_dlq(
     assert json.loads(dead["Body"]) == {"kind": "switch", "key": "k1"}
     assert schedule_names(clients, group) == []
     assert alarm.calls == []
+
+
+class SchedulerCalls:
+    """The Scheduler operations a client makes, by name, while counting."""
+
+    def __init__(self, clients: AwsClients) -> None:
+        self.events = clients.scheduler.meta.events
+        self.names: list[str] = []
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+
+    def __enter__(self) -> list[str]:
+        self.events.register("before-call.scheduler", self._count)
+        return self.names
+
+    def __exit__(self, *_: object) -> None:
+        self.events.unregister("before-call.scheduler", self._count)
+
+
+def test_a_pass_asks_moto_only_about_the_schedules_that_are_due(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    for index in range(1000):
+        schedule(clients, deployment, "2026-01-02T00:00:00", name=f"later-{index}")
+    schedule(clients, deployment, "2026-01-01T00:01:00", name="soon")
+
+    with SchedulerCalls(clients) as calls:
+        pump.tick()
+        pump.tick()
+    assert calls == []
+
+    clock.advance(60)
+    with SchedulerCalls(clients) as calls:
+        pump.tick()
+    assert calls == ["GetSchedule", "DeleteSchedule"]
+    assert len(alarm.calls) == 1
+
+
+def test_a_schedule_created_while_a_later_one_waits_fires_at_its_own_time(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    schedule(clients, deployment, "2026-01-01T01:00:00", name="later")
+    pump.tick()
+    schedule(clients, deployment, "2026-01-01T00:02:00", name="sooner")
+
+    clock.advance(120)
+    pump.tick()
+    assert len(alarm.calls) == 1
+    group = deployment.schedule_groups["AlarmScheduleGroup"]
+    assert schedule_names(clients, group) == ["later"]
+
+    clock.advance(3480)
+    pump.tick()
+    assert len(alarm.calls) == 2
+    assert schedule_names(clients, group) == []
+
+
+def racing(clients: AwsClients, change: Callable[[], None]) -> Callable[..., Any]:
+    """A GetSchedule that ``change`` overtakes once: what the pump reads is moto after it."""
+    read = clients.scheduler.get_schedule
+    pending = [change]
+
+    def get_schedule(**request: Any) -> Any:
+        while pending:
+            pending.pop()()
+        return read(**request)
+
+    return get_schedule
+
+
+def test_a_schedule_deleted_after_it_came_due_is_not_fired(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+    timetable: Timetable,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    clock.advance(60)
+
+    def delete() -> None:
+        clients.scheduler.delete_schedule(GroupName=group, Name="alarm-1")
+
+    clients.scheduler.get_schedule = racing(clients, delete)  # type: ignore[method-assign]
+    try:
+        pump.tick()
+    finally:
+        del clients.scheduler.get_schedule
+
+    clock.advance(3600)
+    pump.tick()
+    assert alarm.calls == []
+    assert timetable.pending(group) == 0
+
+
+def test_a_schedule_moved_later_after_it_came_due_fires_at_its_new_time_only(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    described = clients.scheduler.get_schedule(GroupName=group, Name="alarm-1")
+
+    def move() -> None:
+        clients.scheduler.update_schedule(
+            Name="alarm-1",
+            GroupName=group,
+            ScheduleExpression="at(2026-01-01T00:10:00)",
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            ActionAfterCompletion="DELETE",
+            Target=described["Target"],
+        )
+
+    clock.advance(60)
+    clients.scheduler.get_schedule = racing(clients, move)  # type: ignore[method-assign]
+    try:
+        pump.tick()
+    finally:
+        del clients.scheduler.get_schedule
+    assert alarm.calls == []
+
+    clock.advance(539)
+    pump.tick()
+    assert alarm.calls == []
+    clock.advance(1)
+    pump.tick()
+    pump.tick()
+    assert len(alarm.calls) == 1
+
+
+def test_a_schedule_updated_in_the_timetable_keeps_only_its_latest_time(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+    timetable: Timetable,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:05:00")
+    described = clients.scheduler.get_schedule(GroupName=group, Name="alarm-1")
+    clients.scheduler.update_schedule(
+        Name="alarm-1",
+        GroupName=group,
+        ScheduleExpression="at(2026-01-01T00:01:00)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target=described["Target"],
+    )
+    assert timetable.pending(group) == 1
+
+    clock.advance(60)
+    pump.tick()
+    clock.advance(600)
+    pump.tick()
+    assert len(alarm.calls) == 1
+
+
+def test_a_pump_on_a_timetable_rebuilt_from_moto_fires_what_was_pending(
+    deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    # What a restart does: a new timetable from the schedules moto restored.
+    rebuilt = Timetable()
+    for saved in saved_schedules():
+        rebuilt.note(*saved)
+    assert rebuilt.pending(group) == 1
+    pump = EventPump(deployment, clients, handlers(alarm), clock, timetable=rebuilt)
+
+    clock.advance(60)
+    pump.tick()
+    assert len(alarm.calls) == 1
+    assert schedule_names(clients, group) == []
 
 
 # ---------------------------------------------------------------- TTL

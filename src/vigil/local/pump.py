@@ -12,6 +12,8 @@ pump plays three parts, each in-process and on the injected clock:
 - **EventBridge Scheduler.** One-shot ``at()`` schedules of the stack's schedule groups are
   fired when due, at least once, then deleted or marked done per ``ActionAfterCompletion``.
   The Scheduler's retry policy and dead-letter queue apply when the target cannot be reached.
+  A pass takes from the timetable (``vigil.local.timetable``) only the schedules now due and
+  reads each back from moto before firing it: it costs what is due, not what is pending.
 - **Asynchronous invocation.** The Scheduler invokes a function asynchronously, so a function
   error is Lambda's to retry (``MaximumRetryAttempts``, one then two minutes apart), after
   which the event goes to the function's dead-letter queue or on-failure destination.
@@ -22,8 +24,8 @@ pump plays three parts, each in-process and on the injected clock:
   again since has a new TTL and stays). A full round starts again every ``SWEEP_ROUND_SECONDS``.
 
 Progress that lives only in the pump (pending retries, schedules fired but kept) is lost when
-the process stops; a schedule that was not yet deleted fires again after a restart, which is the
-Scheduler's at-least-once promise anyway.
+the process stops; a schedule that was not yet deleted is back on the timetable after a restart
+and fires again, which is the Scheduler's at-least-once promise anyway.
 """
 
 from __future__ import annotations
@@ -31,27 +33,25 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
 from vigil.local.stack import AwsClients
+from vigil.local.timetable import Timetable, fire_time
 from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.pump")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
-_AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*$")
 # SQS returns at most ten messages per receive; a larger BatchSize only lets Lambda gather
 # several receives within a batching window, which a local poll has no reason to imitate.
 _MAX_RECEIVE = 10
@@ -60,23 +60,6 @@ SWEEP_PAGE_ITEMS = 1000
 SWEEP_PAGE_SECONDS = 1.0
 SWEEP_ROUND_SECONDS = 10.0
 _ASYNC_RETRY_BASE_SECONDS = 60
-
-
-def fire_time(expression: str, timezone: str | None = None) -> datetime | None:
-    """When the Scheduler fires a one-shot ``at()`` expression; None for recurring ones.
-
-    The Scheduler works to the minute: a schedule for 12:00:30 fires during 12:01, never at
-    12:00:30. Locally it fires at the first whole minute at or after the ``at()`` time, the
-    latest AWS would, so code that needs a precise deadline meets the same gap here as in AWS
-    and must bridge it with its second, precise stage (the timer queue).
-    """
-    match = _AT_EXPRESSION.match(expression)
-    if match is None:
-        return None
-    local = datetime.fromisoformat(match.group(1)).replace(tzinfo=ZoneInfo(timezone or "UTC"))
-    moment = local.astimezone(UTC)
-    minute = moment.replace(second=0, microsecond=0)
-    return minute if minute == moment else minute + timedelta(minutes=1)
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -151,6 +134,7 @@ class TargetError(Exception):
 
 @dataclass
 class _ScheduleDelivery:
+    version: str
     failures: int = 0
     next_attempt: datetime | None = None
 
@@ -173,6 +157,8 @@ class EventPump:
         handlers: Mapping[str, Handler],
         clock: Clock | None = None,
         poll_interval: float = 0.2,
+        *,
+        timetable: Timetable,
     ) -> None:
         missing = sorted(
             {m.function for m in deployment.event_source_mappings if m.function not in handlers}
@@ -187,11 +173,9 @@ class EventPump:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        # Keyed by (schedule ARN, last modification): an updated schedule is a new one.
-        self._completed: set[tuple[str, str]] = set()
+        self.timetable = timetable
+        # Per (group, name): the retries of a schedule whose target could not be reached.
         self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
-        self._schedules: dict[tuple[str, str], dict[str, Any]] = {}
-        self._not_played: set[str] = set()
         self._async: list[_AsyncInvocation] = []
         # Per TTL table: where its scan stands (None: at the start) and when it next goes on.
         self._sweeps: dict[str, tuple[dict[str, Any] | None, float]] = {}
@@ -358,52 +342,43 @@ class EventPump:
 
     def _fire_schedules(self) -> None:
         now = self.clock.now()
-        seen: set[tuple[str, str]] = set()
         for group in self.deployment.schedule_groups.values():
-            for summary in self._list_schedules(group):
-                key = (summary["Arn"], str(summary.get("LastModificationDate")))
-                seen.add(key)
-                if key in self._completed or summary.get("State", "ENABLED") != "ENABLED":
-                    continue
+            for name in self.timetable.pop_due(group, now):
                 try:
-                    self._fire_if_due(group, summary["Name"], key, now)
+                    self._fire_if_due(group, name, now)
                 except Exception:
-                    log.exception("schedule pass failed", extra={"fields": {"schedule": key[0]}})
-        # Forget schedules that are gone, so that memory follows the live set.
-        self._completed &= seen
-        self._deliveries = {k: v for k, v in self._deliveries.items() if k in seen}
-        self._schedules = {k: v for k, v in self._schedules.items() if k in seen}
+                    log.exception("schedule pass failed", extra={"fields": {"schedule": name}})
+                    # Taken off the timetable but not fired: it comes up again next pass.
+                    self.timetable.set(group, name, now)
 
-    def _list_schedules(self, group: str) -> list[dict[str, Any]]:
-        summaries: list[dict[str, Any]] = []
-        request: dict[str, Any] = {"GroupName": group}
-        while True:
-            page = self.clients.scheduler.list_schedules(**request)
-            summaries.extend(page.get("Schedules", []))
-            if not page.get("NextToken"):
-                return summaries
-            request["NextToken"] = page["NextToken"]
-
-    def _fire_if_due(self, group: str, name: str, key: tuple[str, str], now: datetime) -> None:
-        schedule = self._schedules.get(key)
-        if schedule is None:
-            try:
-                schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
-            except Exception as error:
-                if error_code(error) == "ResourceNotFoundException":
-                    return  # deleted since it was listed
-                raise
-            self._schedules[key] = schedule
+    def _fire_if_due(self, group: str, name: str, now: datetime) -> None:
+        """Fires a schedule the timetable says is due, as moto holds it now: one deleted, or
+        updated to a later time, since the timetable heard of it fires nothing."""
+        try:
+            schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
+        except Exception as error:
+            if error_code(error) == "ResourceNotFoundException":
+                self._deliveries.pop((group, name), None)
+                return
+            raise
+        if schedule.get("State", "ENABLED") != "ENABLED":
+            # An update that enables it puts it back on the timetable.
+            self._deliveries.pop((group, name), None)
+            return
         due = fire_time(schedule["ScheduleExpression"], schedule.get("ScheduleExpressionTimezone"))
         if due is None:
-            if key[0] not in self._not_played:
-                self._not_played.add(key[0])
-                log_event(log, "recurring schedules are not played locally", schedule=key[0])
+            log_event(log, "recurring schedules are not played locally", schedule=schedule["Arn"])
             return
         if now < due:
+            self.timetable.set(group, name, due)
             return
-        delivery = self._deliveries.setdefault(key, _ScheduleDelivery())
+        version = str(schedule.get("LastModificationDate"))
+        delivery = self._deliveries.get((group, name))
+        if delivery is None or delivery.version != version:
+            # An updated schedule is a new one: its retries start afresh.
+            delivery = self._deliveries[(group, name)] = _ScheduleDelivery(version)
         if delivery.next_attempt is not None and now < delivery.next_attempt:
+            self.timetable.set(group, name, delivery.next_attempt)
             return
         try:
             self._deliver(schedule["Target"], now)
@@ -419,9 +394,10 @@ class EventPump:
             else:
                 backoff = min(_SCHEDULER_MAX_BACKOFF_SECONDS, 2 ** (delivery.failures - 1))
                 delivery.next_attempt = now + timedelta(seconds=backoff)
-                log_event(log, "schedule target failed; will retry", schedule=key[0])
+                self.timetable.set(group, name, delivery.next_attempt)
+                log_event(log, "schedule target failed; will retry", schedule=schedule["Arn"])
                 return
-        self._complete(group, name, key, schedule)
+        self._complete(group, name, schedule)
 
     def _deliver(self, target: Mapping[str, Any], now: datetime) -> None:
         arn = target["Arn"]
@@ -485,12 +461,9 @@ class EventPump:
         except Exception:
             log.exception("could not dead-letter a schedule", extra={"fields": {"dlq": dlq}})
 
-    def _complete(
-        self, group: str, name: str, key: tuple[str, str], schedule: Mapping[str, Any]
-    ) -> None:
-        # Remembered even when deleted, in case the delete fails: it must not fire twice.
-        self._completed.add(key)
-        self._deliveries.pop(key, None)
+    def _complete(self, group: str, name: str, schedule: Mapping[str, Any]) -> None:
+        # Off the timetable already, so it fires no more, even when its deletion fails.
+        self._deliveries.pop((group, name), None)
         if schedule.get("ActionAfterCompletion") == "DELETE":
             try:
                 self.clients.scheduler.delete_schedule(GroupName=group, Name=name)

@@ -242,7 +242,7 @@ def start(
     from vigil.local.dynamodb_front import start_front
     from vigil.local.dynamodb_local import database_key, start_dynamodb_local
     from vigil.local.moto_server import LocalMotoServer, Signers
-    from vigil.local.moto_state import Snapshotter, restore
+    from vigil.local.moto_state import Snapshotter, restore, saved_schedules
     from vigil.stores.dynamo import DynamoStore
 
     clock = clock or SystemClock()
@@ -278,6 +278,8 @@ def start(
         moto = LocalMotoServer(
             ip_address="127.0.0.1", port=0, verbose=False, signers=signers, snapshots=snapshots
         )
+        for schedule in saved_schedules():
+            moto.timetable.note(*schedule)
         moto.start()
         closer.callback(moto.stop)
         snapshots.start()
@@ -336,7 +338,7 @@ def start(
             _environment({"CONSOLE_BASE_URL": server.url, "ALLOWED_ORIGINS": ",".join(origins)}, [])
         )
 
-        pump = EventPump(deployment, clients, handlers, clock)
+        pump = EventPump(deployment, clients, handlers, clock, timetable=moto.timetable)
         pump.start()
         closer.callback(pump.stop)
 
