@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -246,6 +247,55 @@ def test_the_background_thread_delivers_until_stopped(
     assert alarm.events[0]["Records"][0]["body"] == "hello"
 
 
+class Calls:
+    """The operations a client makes, by name, while counting."""
+
+    def __init__(self, client: Any) -> None:
+        self.events = client.meta.events
+        self.names: list[str] = []
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+
+    def __enter__(self) -> list[str]:
+        self.events.register("before-call", self._count)
+        return self.names
+
+    def __exit__(self, *_: object) -> None:
+        self.events.unregister("before-call", self._count)
+
+
+def test_a_mapped_queue_is_received_from_when_a_message_may_be_there(
+    pump: EventPump, alarm: Recorder, clients: AwsClients, deployment: LocalDeployment
+) -> None:
+    [mapping] = [m for m in deployment.event_source_mappings if m.function == "AlarmFunction"]
+    now = time.time()
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now)  # the first pass looks, for what came before it
+        pump.poll_when_due(mapping, now + 1)
+    assert calls == ["ReceiveMessage"]
+
+    send(clients, deployment, "later", DelaySeconds=900)
+    sent = time.time()
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now + 1.2)
+    assert calls == []
+
+    send(clients, deployment, "now")
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, time.time() + 0.01)
+        pump.poll_when_due(mapping, time.time() + 0.02)  # after a batch, at once again
+    assert calls[:2] == ["ReceiveMessage", "DeleteMessageBatch"]
+    assert calls.count("ReceiveMessage") == 2
+    assert [r["body"] for event in alarm.events for r in event["Records"]] == ["now"]
+
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now + 1.5)
+        pump.poll_when_due(mapping, now + 60)  # failed records come back unannounced
+        pump.poll_when_due(mapping, sent + 900.01)
+    assert calls == ["ReceiveMessage", "ReceiveMessage"]
+
+
 def test_a_pump_needs_a_handler_for_every_mapped_function(
     deployment: LocalDeployment, clients: AwsClients
 ) -> None:
@@ -429,24 +479,6 @@ def test_an_unreachable_target_follows_the_schedule_retry_policy_and_dlq(
     assert alarm.calls == []
 
 
-class SchedulerCalls:
-    """The Scheduler operations a client makes, by name, while counting."""
-
-    def __init__(self, clients: AwsClients) -> None:
-        self.events = clients.scheduler.meta.events
-        self.names: list[str] = []
-
-    def _count(self, model: Any, **_: Any) -> None:
-        self.names.append(model.name)
-
-    def __enter__(self) -> list[str]:
-        self.events.register("before-call.scheduler", self._count)
-        return self.names
-
-    def __exit__(self, *_: object) -> None:
-        self.events.unregister("before-call.scheduler", self._count)
-
-
 def test_a_pass_asks_moto_only_about_the_schedules_that_are_due(
     pump: EventPump,
     alarm: Recorder,
@@ -458,13 +490,13 @@ def test_a_pass_asks_moto_only_about_the_schedules_that_are_due(
         schedule(clients, deployment, "2026-01-02T00:00:00", name=f"later-{index}")
     schedule(clients, deployment, "2026-01-01T00:01:00", name="soon")
 
-    with SchedulerCalls(clients) as calls:
+    with Calls(clients.scheduler) as calls:
         pump.tick()
         pump.tick()
     assert calls == []
 
     clock.advance(60)
-    with SchedulerCalls(clients) as calls:
+    with Calls(clients.scheduler) as calls:
         pump.tick()
     assert calls == ["GetSchedule", "DeleteSchedule"]
     assert len(alarm.calls) == 1

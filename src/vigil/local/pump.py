@@ -3,8 +3,11 @@
 moto stores schedules but never fires them, and runs no Lambda function without Docker. The
 pump plays three parts, each in-process and on the injected clock:
 
-- **Event source mappings.** Each mapped queue is polled; a batch becomes a real-shaped SQS
-  event for the function's handler; the records that succeeded are deleted. Failed records are
+- **Event source mappings.** Each mapped queue is received from when the timetable says a
+  message sent to it has become visible, again at once while receives bring messages, and
+  otherwise every ``QUEUE_IDLE_POLL_SECONDS`` (which finds failed records come back, and what
+  was sent before a restart). A batch becomes a real-shaped SQS event for the function's
+  handler; the records that succeeded are deleted. Failed records are
   left in flight, so SQS itself brings them back after the visibility timeout and moves them to
   the dead-letter queue after ``maxReceiveCount`` receives. moto implements both, and hides a
   message sent with ``DelaySeconds`` until it is due, so the pump adds nothing there. Those three
@@ -45,7 +48,7 @@ from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
 from vigil.local.stack import AwsClients
-from vigil.local.timetable import Timetable, fire_time
+from vigil.local.timetable import Timetable, fire_time, queue_name
 from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.pump")
@@ -60,6 +63,7 @@ SWEEP_PAGE_ITEMS = 1000
 SWEEP_PAGE_SECONDS = 1.0
 SWEEP_ROUND_SECONDS = 10.0
 _ASYNC_RETRY_BASE_SECONDS = 60
+QUEUE_IDLE_POLL_SECONDS = 2.0
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -174,6 +178,8 @@ class EventPump:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.timetable = timetable
+        # Per mapped queue, on moto's clock: when its thread receives again unprompted.
+        self._next_receive: dict[str, float] = {}
         # Per (group, name): the retries of a schedule whose target could not be reached.
         self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
         self._async: list[_AsyncInvocation] = []
@@ -203,11 +209,25 @@ class EventPump:
                 except Exception:
                     log.exception("event pump pass failed")
 
-    def _poll_safely(self, mapping: LocalEventSourceMapping) -> None:
+    def _poll_safely(self, mapping: LocalEventSourceMapping) -> int:
         try:
-            self._poll(mapping)
+            return self._poll(mapping)
         except Exception:
             log.exception("event pump pass failed")
+            return 0
+
+    def poll_when_due(self, mapping: LocalEventSourceMapping, now: float) -> None:
+        """What a mapping's thread does each interval: it receives only when a message may be
+        waiting, so that an idle queue costs a receive every ``QUEUE_IDLE_POLL_SECONDS``."""
+        queue = self.deployment.queues[mapping.queue]
+        sent = self.timetable.messages_due(queue_name(queue.url), now)
+        if not sent and now < self._next_receive.get(mapping.queue, 0.0):
+            return
+        received = self._poll_safely(mapping)
+        self._next_receive[mapping.queue] = now + (0.0 if received else QUEUE_IDLE_POLL_SECONDS)
+
+    def _poll_on_time(self, mapping: LocalEventSourceMapping) -> None:
+        self.poll_when_due(mapping, time.time())
 
     def start(self) -> None:
         """Polls each event source mapping on a thread of its own, as Lambda runs each
@@ -217,7 +237,7 @@ class EventPump:
             return
         self._stopping.clear()
         loops: list[tuple[str, Callable[[], None]]] = [
-            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_safely, m))
+            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_on_time, m))
             for m in self.deployment.event_source_mappings
             if m.enabled
         ]
@@ -239,7 +259,8 @@ class EventPump:
 
     # ---------------------------------------------------------------- event source mappings
 
-    def _poll(self, mapping: LocalEventSourceMapping) -> None:
+    def _poll(self, mapping: LocalEventSourceMapping) -> int:
+        """Delivers one batch; returns how many messages it received."""
         queue = self.deployment.queues[mapping.queue]
         function = self.deployment.functions[mapping.function]
         sqs = self.clients.sqs
@@ -252,7 +273,7 @@ class EventPump:
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not messages:
-            return
+            return 0
         event = sqs_event(messages, queue.arn, self.deployment.names.region)
         try:
             response = self.handlers[mapping.function](event, function.context())
@@ -262,13 +283,13 @@ class EventPump:
                 exc_info=True,
                 extra={"fields": {"function": function.name, "size": len(messages)}},
             )
-            return
+            return len(messages)
         failed = _failed_records(mapping, response, {m["MessageId"] for m in messages})
         if failed is None:
             log_event(
                 log, "invalid batchItemFailures: the whole batch failed", function=function.name
             )
-            return
+            return len(messages)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             sqs.delete_message_batch(
@@ -280,6 +301,7 @@ class EventPump:
         log_event(
             log, "batch delivered", function=function.name, done=len(done), failed=len(failed)
         )
+        return len(messages)
 
     # ---------------------------------------------------------------- TTL
 

@@ -1,14 +1,19 @@
-"""The local Scheduler's timetable: when each schedule moto holds comes due, in order, so that
-the event pump looks only at the schedules whose time has come, never at all that exist.
+"""The local runtime's timetable: when what moto holds comes due (each schedule, each message
+sent to a queue), in order, so that the event pump asks moto only about what is due, never
+about all that exists.
 
 moto keeps schedules but never fires them, and listing them all on every pass made the pump's
-cost grow with the schedules pending, not with those due. Every change to a schedule reaches
-moto through the runtime's WSGI stack, where ``recording`` notes the fire time of each one
-created or updated, and forgets each one deleted, once moto has accepted the change. After a
-restart the timetable is rebuilt from moto's saved schedules (``moto_state.saved_schedules``).
+cost grow with the schedules pending, not with those due; receiving from every mapped queue
+five times a second cost the idle runtime more than all else. Every request reaches moto
+through the runtime's WSGI stack, where ``recording`` notes, once moto has accepted it, the
+fire time of each schedule created or updated, forgets each one deleted, and notes when each
+message sent becomes visible. After a restart the schedules are rebuilt from moto's saved state
+(``moto_state.saved_schedules``); a queue is received from anyway every so often, which finds
+what was sent before it.
 
 The timetable is a hint and moto the truth: the pump reads a due schedule back before it fires
-it, so an entry that a deletion or an update overtook fires nothing.
+it, so an entry that a deletion or an update overtook fires nothing, and a receive that finds
+nothing is only a receive.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +38,9 @@ _AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*
 AT_ONCE = datetime.min.replace(tzinfo=UTC)
 _DEFAULT_GROUP = "default"
 _SCHEDULE_PATH = re.compile(r"^/schedules/(?P<name>[^/]+)$")
+_SENDS = ("AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch")
+# moto shows a message once its clock is past the visible time, to the millisecond.
+_VISIBLE_MARGIN_SECONDS = 0.002
 # Each lazily dropped heap entry costs a little memory until the heap is rebuilt.
 _STALE_ALLOWANCE = 64
 
@@ -86,11 +95,28 @@ class _Group:
 
 
 class Timetable:
-    """When each schedule comes due, by group; safe to share between threads."""
+    """When each schedule comes due, by group, on the clock the schedules' expressions name;
+    and when each message sent becomes visible, by queue name, on moto's clock (the wall
+    clock, ``time.time()``). Safe to share between threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
+        self._arrivals: dict[str, list[float]] = {}
+
+    def message_sent(self, queue: str, visible_at: float) -> None:
+        with self._lock:
+            heapq.heappush(self._arrivals.setdefault(queue, []), visible_at)
+
+    def messages_due(self, queue: str, now: float) -> bool:
+        """Whether a message sent to ``queue`` has become visible by ``now`` since last asked."""
+        with self._lock:
+            arrivals = self._arrivals.get(queue)
+            due = False
+            while arrivals and arrivals[0] <= now:
+                heapq.heappop(arrivals)
+                due = True
+            return due
 
     def set(self, group: str, name: str, due: datetime) -> None:
         with self._lock:
@@ -126,17 +152,53 @@ def _request_body(environ: dict[str, Any]) -> bytes:
     return body
 
 
-def recording(app: WsgiApp, timetable: Timetable) -> WsgiApp:
-    """WSGI middleware: what moto accepts of CreateSchedule, UpdateSchedule and DeleteSchedule
-    goes into ``timetable``.
+def queue_name(url: str) -> str:
+    return url.rstrip("/").rpartition("/")[2]
 
-    Those requests run one at a time, each noted before the next starts, so that the timetable
-    sees the changes in moto's order. A group's deletion is not followed: its schedules' entries
-    find nothing when they come up.
+
+def _accepted(
+    app: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> tuple[bool, list[bytes]]:
+    """moto's answer, and whether it accepted the request."""
+    statuses: list[str] = []
+
+    def noting_status(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+        statuses.append(status)
+        return start_response(status, headers, *rest)
+
+    answer = list(app(environ, noting_status))
+    return bool(statuses) and statuses[-1].startswith("2"), answer
+
+
+def _note_sends(timetable: Timetable, target: str, body: bytes, now: float) -> None:
+    request = json.loads(body or b"{}")
+    queue = queue_name(request.get("QueueUrl", ""))
+    messages = request.get("Entries", []) if target.endswith("Batch") else [request]
+    for message in messages:
+        delay = int(message.get("DelaySeconds") or 0)
+        timetable.message_sent(queue, now + delay + _VISIBLE_MARGIN_SECONDS)
+
+
+def recording(app: WsgiApp, timetable: Timetable) -> WsgiApp:
+    """WSGI middleware: what moto accepts of CreateSchedule, UpdateSchedule and DeleteSchedule,
+    and of SendMessage and SendMessageBatch (in SQS's JSON protocol), goes into ``timetable``.
+
+    The schedules' requests run one at a time, each noted before the next starts, so that the
+    timetable sees the changes in moto's order. A group's deletion is not followed: its
+    schedules' entries find nothing when they come up. A message's visible time is noted from
+    its own delay: a queue's default delay or a message made visible again is found by the
+    pump's receives every so often.
     """
     changing = threading.Lock()
 
     def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target in _SENDS:
+            body = _request_body(environ)
+            accepted, answer = _accepted(app, environ, start_response)
+            if accepted:
+                _note_sends(timetable, target, body, time.time())
+            return answer
         path = _SCHEDULE_PATH.match(environ.get("PATH_INFO", ""))
         method = environ.get("REQUEST_METHOD", "GET")
         if (
@@ -147,15 +209,9 @@ def recording(app: WsgiApp, timetable: Timetable) -> WsgiApp:
             return app(environ, start_response)
         name = path.group("name")
         body = _request_body(environ)
-        statuses: list[str] = []
-
-        def noting_status(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
-            statuses.append(status)
-            return start_response(status, headers, *rest)
-
         with changing:
-            answer = list(app(environ, noting_status))
-            if statuses and statuses[-1].startswith("2"):
+            accepted, answer = _accepted(app, environ, start_response)
+            if accepted:
                 if method == "DELETE":
                     query = parse_qs(environ.get("QUERY_STRING", ""))
                     timetable.forget(query.get("groupName", [_DEFAULT_GROUP])[0], name)
