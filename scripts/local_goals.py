@@ -2,6 +2,8 @@
 
 Usage: .venv/bin/python scripts/local_goals.py [--sizes 0,10000,100000] [--seconds 5]
                                                [--switches 40] [--calls 20000]
+       .venv/bin/python scripts/local_goals.py --pending 10000 [--pairs 3000] [--items 100000]
+                                               [--idle-seconds 20] [--seconds 5] [--switches 40]
 
 One runtime (DynamoDB Local on disk, moto, the pump, the HTTP API) in this process. For each
 size, the table is first filled to that many extra items (records the size of an idempotency
@@ -32,7 +34,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,9 @@ from load import Latencies, Rest  # noqa: E402
 CLIENTS = 8
 FILL_THREADS = 4
 FILL_PAD = "x" * 300
+# Long enough for the last writes to be saved and the pump to settle before idle is measured.
+SETTLE_SECONDS = 5.0
+PENDING_HOURS = 24
 
 
 def rss_mb(pid: int) -> float:
@@ -55,6 +60,37 @@ def rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                parent = int(stat.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError):
+            continue
+        if parent == pid:
+            found.append(int(entry))
+    return found
+
+
+def idle_cpu(pids: dict[str, int], seconds: float) -> dict[str, float]:
+    """Percent of one CPU each process uses over ``seconds`` of nothing asked of it."""
+    time.sleep(SETTLE_SECONDS)
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = time.monotonic()
+    time.sleep(seconds)
+    took = time.monotonic() - started
+    return {name: 100 * (cpu_seconds(pid) - before[name]) / took for name, pid in pids.items()}
 
 
 def for_seconds(seconds: float, workers: int, work: Callable[[int, float], int]) -> float:
@@ -77,11 +113,11 @@ class Goals:
         # The runtime's environment points DynamoDB at its engine's front, with its key.
         self.ddb = boto3.client("dynamodb", config=Config(max_pool_connections=16))
         self.engine_pid = runtime.engine_pid
-        latencies = Latencies()
-        operator = Rest(runtime.rest_url, runtime.operator_secret, latencies)
+        self.latencies = latencies = Latencies()
+        self.operator = Rest(runtime.rest_url, runtime.operator_secret, latencies)
         self.agents = []
         for worker in range(CLIENTS):
-            issued = operator.call("register", kind="agent", name=f"goals-{worker}")
+            issued = self.operator.call("register", kind="agent", name=f"goals-{worker}")
             self.agents.append(Rest(runtime.rest_url, issued["secret"], latencies))
         self.filled = 0
 
@@ -198,6 +234,144 @@ class Goals:
     def memory(self) -> tuple[float, float]:
         return rss_mb(os.getpid()), rss_mb(self.engine_pid)
 
+    def processes(self) -> dict[str, int]:
+        pids = {"runtime": os.getpid(), "engine": self.engine_pid}
+        for index, pid in enumerate(p for p in children(os.getpid()) if p != self.engine_pid):
+            pids[f"front{index or ''}"] = pid
+        return pids
+
+    def one_client(self, seconds: float) -> tuple[float, float]:
+        """One client's beats per second and their p99 latency in milliseconds."""
+        self.latencies.seconds.pop("heartbeat", None)
+        rate = self.beats(1, seconds)
+        return rate, 1000 * percentile(self.latencies.seconds["heartbeat"], 0.99)
+
+    def pend(self, count: int) -> float:
+        """Creates ``count`` one-shot schedules a day ahead, as an alarm arms one."""
+        import boto3
+
+        deployment = self.runtime.deployment
+        group = deployment.schedule_groups["AlarmScheduleGroup"]
+        target = {
+            "Arn": deployment.functions["AlarmFunction"].arn,
+            "RoleArn": deployment.roles["SchedulerRole"],
+            "Input": "{}",
+        }
+        scheduler = boto3.client("scheduler")
+        at = datetime.now(UTC) + timedelta(hours=PENDING_HOURS)
+        started = time.monotonic()
+
+        def create(worker: int) -> None:
+            for index in range(worker, count, FILL_THREADS):
+                moment = (at + timedelta(seconds=index)).strftime("%Y-%m-%dT%H:%M:%S")
+                scheduler.create_schedule(
+                    Name=f"pending-{index}",
+                    GroupName=group,
+                    ScheduleExpression=f"at({moment})",
+                    ScheduleExpressionTimezone="UTC",
+                    FlexibleTimeWindow={"Mode": "OFF"},
+                    ActionAfterCompletion="DELETE",
+                    Target=target,
+                )
+
+        threads = [threading.Thread(target=create, args=(w,)) for w in range(FILL_THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.monotonic() - started
+
+    def pairs(self, count: int) -> float:
+        """``count`` ask+reply pairs from one agent to one person; returns the seconds taken."""
+        if not hasattr(self, "person"):
+            issued = self.operator.call("register", kind="person", name="goals-person")
+            self.person = Rest(self.runtime.rest_url, issued["secret"], self.latencies)
+            self.person_id = issued["principal"]["id"]
+        target = {"kind": "person", "id": self.person_id}
+        started = time.monotonic()
+        for _ in range(count):
+            asked = self.agents[0].call("ask", target=target, body="?", kind="approval")
+            self.person.call("reply", id=asked["id"], version=asked["version"], outcome="approved")
+        return time.monotonic() - started
+
+
+def idle_goals(args: argparse.Namespace) -> int:
+    from vigil.local.runtime import start
+
+    load_before = os.getloadavg()[0]
+    with (
+        tempfile.TemporaryDirectory(prefix="vigil-goals-") as state_dir,
+        start(port=0, state_dir=Path(state_dir)) as runtime,
+    ):
+        goals = Goals(runtime)
+        pids = goals.processes()
+        for _ in range(2):
+            goals.one_client(args.seconds)
+        quiet = {"cpu": idle_cpu(pids, args.idle_seconds)}
+        quiet["beats"], quiet["p99"] = goals.one_client(args.seconds)
+        quiet["late"] = percentile(goals.lateness(args.switches, "quiet"), 0.99)
+        print(quiet, file=sys.stderr, flush=True)
+
+        took = goals.pend(args.pending)
+        print(f"{args.pending:,} schedules pending in {took:.0f} s", file=sys.stderr, flush=True)
+        pending = {"cpu": idle_cpu(pids, args.idle_seconds)}
+        pending["beats"], pending["p99"] = goals.one_client(args.seconds)
+        pending["late"] = percentile(goals.lateness(args.switches, "pending"), 0.99)
+        print(pending, file=sys.stderr, flush=True)
+
+        pairs = {}
+        if args.pairs:
+            goals.pairs(max(1, args.pairs // 10))
+            pairs["rss_before"] = rss_mb(os.getpid())
+            pairs["took"] = goals.pairs(args.pairs)
+            pairs["rss_after"] = rss_mb(os.getpid())
+            pairs["cpu"] = idle_cpu(pids, args.idle_seconds)
+            print(pairs, file=sys.stderr, flush=True)
+
+        items = {}
+        if args.items:
+            items["took"] = goals.fill(args.items)
+            items["cpu"] = idle_cpu(pids, args.idle_seconds)
+            print(items, file=sys.stderr, flush=True)
+
+    def total(cpu: dict[str, float]) -> str:
+        parts = " + ".join(f"{value:.1f}" for value in cpu.values())
+        return f"{sum(cpu.values()):.1f} % ({parts})"
+
+    print(f"| runtime at rest | quiet | {args.pending:,} schedules pending | pending ÷ quiet |")
+    print("| --- | ---: | ---: | ---: |")
+    print(
+        f"| idle CPU, {' + '.join(pids)} | {total(quiet['cpu'])} | {total(pending['cpu'])} "
+        f"| {sum(pending['cpu'].values()) / max(0.1, sum(quiet['cpu'].values())):.2f} |"
+    )
+    for key, label, unit in (
+        ("beats", "beats/s, 1 client", "/s"),
+        ("p99", "beat p99, 1 client", " ms"),
+        ("late", f"expiry lateness p99, {args.switches} switches", " s"),
+    ):
+        print(
+            f"| {label} | {quiet[key]:.2f}{unit} | {pending[key]:.2f}{unit} "
+            f"| {pending[key] / quiet[key]:.2f} |"
+        )
+    if pairs:
+        print(
+            f"{args.pairs:,} ask+reply pairs after {max(1, args.pairs // 10):,} of warm-up: "
+            f"{args.pairs / pairs['took']:.1f} pairs/s; runtime resident memory "
+            f"{pairs['rss_before']:.0f} → {pairs['rss_after']:.0f} MB "
+            f"(+{pairs['rss_after'] - pairs['rss_before']:.0f} MB); idle CPU after them "
+            f"{total(pairs['cpu'])}"
+        )
+    if items:
+        print(
+            f"+{args.items:,} items (filled in {items['took']:.0f} s): idle CPU "
+            f"{total(items['cpu'])}"
+        )
+    print(
+        f"{os.cpu_count()} CPUs; 1-minute load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end; idle CPU is percent of one CPU"
+    )
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -205,7 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--switches", type=int, default=40)
     parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--pending", type=int, default=None, help="measure at rest instead")
+    parser.add_argument("--pairs", type=int, default=3000)
+    parser.add_argument("--items", type=int, default=0)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
+    if args.pending is not None:
+        return idle_goals(args)
     sizes = [int(size) for size in args.sizes.split(",")]
 
     from vigil.local.runtime import start

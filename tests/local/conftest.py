@@ -1,4 +1,5 @@
-"""A moto server for the local runtime's tests, and the template provisioned on it.
+"""A moto server for the local runtime's tests (behind the runtime's middleware, so that its
+timetable follows the schedules), and the template provisioned on it.
 
 Each test provisions its own stack name: moto's state is global to the process, so names, not
 resets, keep tests (and any other local runtime in the process) apart.
@@ -12,22 +13,35 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from tests.conftest import translated_template
 from vigil.local.deployment import LocalDeployment
+from vigil.local.moto_server import LocalMotoServer, Signers
 from vigil.local.provisioning import provision
-from vigil.local.stack import AwsClients, LocalNames
+from vigil.local.stack import UNGUARDED_KEY, AwsClients, LocalNames
+from vigil.local.timetable import Timetable
 
 
 @pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
+def moto_server() -> Iterator[LocalMotoServer]:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = LocalMotoServer(
+        ip_address="127.0.0.1", port=0, verbose=False, signers=Signers(UNGUARDED_KEY)
+    )
     server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint(moto_server: LocalMotoServer) -> str:
+    host, port = moto_server.get_host_and_port()
+    return f"http://{host}:{port}"
+
+
+@pytest.fixture
+def timetable(moto_server: LocalMotoServer) -> Timetable:
+    return moto_server.timetable
 
 
 @pytest.fixture(scope="module")

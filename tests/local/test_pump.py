@@ -11,6 +11,8 @@ import hashlib
 import json
 import logging
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,8 +21,10 @@ import pytest
 from vigil.clock import ManualClock
 from vigil.errors import contended
 from vigil.local.deployment import LocalDeployment
-from vigil.local.pump import EventPump, fire_time
+from vigil.local.moto_state import saved_schedules
+from vigil.local.pump import EventPump
 from vigil.local.stack import AwsClients
+from vigil.local.timetable import Timetable, fire_time
 
 
 class Recorder:
@@ -49,16 +53,19 @@ def alarm() -> Recorder:
     return Recorder()
 
 
+def handlers(alarm: Recorder) -> dict[str, Recorder]:
+    return {"AlarmFunction": alarm, "ApiFunction": Recorder(), "NotifyFunction": Recorder()}
+
+
 @pytest.fixture
 def pump(
-    deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
+    deployment: LocalDeployment,
+    clients: AwsClients,
+    alarm: Recorder,
+    clock: ManualClock,
+    timetable: Timetable,
 ) -> EventPump:
-    return EventPump(
-        deployment,
-        clients,
-        {"AlarmFunction": alarm, "ApiFunction": Recorder(), "NotifyFunction": Recorder()},
-        clock,
-    )
+    return EventPump(deployment, clients, handlers(alarm), clock, timetable=timetable)
 
 
 def send(clients: AwsClients, deployment: LocalDeployment, body: str, **extra: Any) -> str:
@@ -242,11 +249,60 @@ def test_the_background_thread_delivers_until_stopped(
     assert alarm.events[0]["Records"][0]["body"] == "hello"
 
 
+class Calls:
+    """The operations a client makes, by name, while counting."""
+
+    def __init__(self, client: Any) -> None:
+        self.events = client.meta.events
+        self.names: list[str] = []
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+
+    def __enter__(self) -> list[str]:
+        self.events.register("before-call", self._count)
+        return self.names
+
+    def __exit__(self, *_: object) -> None:
+        self.events.unregister("before-call", self._count)
+
+
+def test_a_mapped_queue_is_received_from_when_a_message_may_be_there(
+    pump: EventPump, alarm: Recorder, clients: AwsClients, deployment: LocalDeployment
+) -> None:
+    [mapping] = [m for m in deployment.event_source_mappings if m.function == "AlarmFunction"]
+    now = time.time()
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now)  # the first pass looks, for what came before it
+        pump.poll_when_due(mapping, now + 1)
+    assert calls == ["ReceiveMessage"]
+
+    send(clients, deployment, "later", DelaySeconds=900)
+    sent = time.time()
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now + 1.2)
+    assert calls == []
+
+    send(clients, deployment, "now")
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, time.time() + 0.01)
+        pump.poll_when_due(mapping, time.time() + 0.02)  # after a batch, at once again
+    assert calls[:2] == ["ReceiveMessage", "DeleteMessageBatch"]
+    assert calls.count("ReceiveMessage") == 2
+    assert [r["body"] for event in alarm.events for r in event["Records"]] == ["now"]
+
+    with Calls(clients.sqs) as calls:
+        pump.poll_when_due(mapping, now + 1.5)
+        pump.poll_when_due(mapping, now + 60)  # failed records come back unannounced
+        pump.poll_when_due(mapping, sent + 900.01)
+    assert calls == ["ReceiveMessage", "ReceiveMessage"]
+
+
 def test_a_pump_needs_a_handler_for_every_mapped_function(
     deployment: LocalDeployment, clients: AwsClients
 ) -> None:
     with pytest.raises(ValueError, match="AlarmFunction"):
-        EventPump(deployment, clients, {})
+        EventPump(deployment, clients, {}, timetable=Timetable())
 
 
 # ---------------------------------------------------------------- Scheduler
@@ -272,13 +328,14 @@ def schedule(
     deployment: LocalDeployment,
     at: str,
     *,
+    name: str = "alarm-1",
     target_arn: str | None = None,
     after: str = "DELETE",
     **target: Any,
 ) -> str:
     group = deployment.schedule_groups["AlarmScheduleGroup"]
     clients.scheduler.create_schedule(
-        Name="alarm-1",
+        Name=name,
         GroupName=group,
         ScheduleExpression=f"at({at})",
         ScheduleExpressionTimezone="UTC",
@@ -422,6 +479,173 @@ def test_an_unreachable_target_follows_the_schedule_retry_policy_and_dlq(
     assert json.loads(dead["Body"]) == {"kind": "switch", "key": "k1"}
     assert schedule_names(clients, group) == []
     assert alarm.calls == []
+
+
+def test_a_pass_asks_moto_only_about_the_schedules_that_are_due(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    for index in range(1000):
+        schedule(clients, deployment, "2026-01-02T00:00:00", name=f"later-{index}")
+    schedule(clients, deployment, "2026-01-01T00:01:00", name="soon")
+
+    with Calls(clients.scheduler) as calls:
+        pump.tick()
+        pump.tick()
+    assert calls == []
+
+    clock.advance(60)
+    with Calls(clients.scheduler) as calls:
+        pump.tick()
+    assert calls == ["GetSchedule", "DeleteSchedule"]
+    assert len(alarm.calls) == 1
+
+
+def test_a_schedule_created_while_a_later_one_waits_fires_at_its_own_time(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    schedule(clients, deployment, "2026-01-01T01:00:00", name="later")
+    pump.tick()
+    schedule(clients, deployment, "2026-01-01T00:02:00", name="sooner")
+
+    clock.advance(120)
+    pump.tick()
+    assert len(alarm.calls) == 1
+    group = deployment.schedule_groups["AlarmScheduleGroup"]
+    assert schedule_names(clients, group) == ["later"]
+
+    clock.advance(3480)
+    pump.tick()
+    assert len(alarm.calls) == 2
+    assert schedule_names(clients, group) == []
+
+
+def racing(clients: AwsClients, change: Callable[[], None]) -> Callable[..., Any]:
+    """A GetSchedule that ``change`` overtakes once: what the pump reads is moto after it."""
+    read = clients.scheduler.get_schedule
+    pending = [change]
+
+    def get_schedule(**request: Any) -> Any:
+        while pending:
+            pending.pop()()
+        return read(**request)
+
+    return get_schedule
+
+
+def test_a_schedule_deleted_after_it_came_due_is_not_fired(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+    timetable: Timetable,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    clock.advance(60)
+
+    def delete() -> None:
+        clients.scheduler.delete_schedule(GroupName=group, Name="alarm-1")
+
+    clients.scheduler.get_schedule = racing(clients, delete)  # type: ignore[method-assign]
+    try:
+        pump.tick()
+    finally:
+        del clients.scheduler.get_schedule
+
+    clock.advance(3600)
+    pump.tick()
+    assert alarm.calls == []
+    assert timetable.pending(group) == 0
+
+
+def test_a_schedule_moved_later_after_it_came_due_fires_at_its_new_time_only(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    described = clients.scheduler.get_schedule(GroupName=group, Name="alarm-1")
+
+    def move() -> None:
+        clients.scheduler.update_schedule(
+            Name="alarm-1",
+            GroupName=group,
+            ScheduleExpression="at(2026-01-01T00:10:00)",
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            ActionAfterCompletion="DELETE",
+            Target=described["Target"],
+        )
+
+    clock.advance(60)
+    clients.scheduler.get_schedule = racing(clients, move)  # type: ignore[method-assign]
+    try:
+        pump.tick()
+    finally:
+        del clients.scheduler.get_schedule
+    assert alarm.calls == []
+
+    clock.advance(539)
+    pump.tick()
+    assert alarm.calls == []
+    clock.advance(1)
+    pump.tick()
+    pump.tick()
+    assert len(alarm.calls) == 1
+
+
+def test_a_schedule_updated_in_the_timetable_keeps_only_its_latest_time(
+    pump: EventPump,
+    alarm: Recorder,
+    clients: AwsClients,
+    deployment: LocalDeployment,
+    clock: ManualClock,
+    timetable: Timetable,
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:05:00")
+    described = clients.scheduler.get_schedule(GroupName=group, Name="alarm-1")
+    clients.scheduler.update_schedule(
+        Name="alarm-1",
+        GroupName=group,
+        ScheduleExpression="at(2026-01-01T00:01:00)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target=described["Target"],
+    )
+    assert timetable.pending(group) == 1
+
+    clock.advance(60)
+    pump.tick()
+    clock.advance(600)
+    pump.tick()
+    assert len(alarm.calls) == 1
+
+
+def test_a_pump_on_a_timetable_rebuilt_from_moto_fires_what_was_pending(
+    deployment: LocalDeployment, clients: AwsClients, alarm: Recorder, clock: ManualClock
+) -> None:
+    group = schedule(clients, deployment, "2026-01-01T00:01:00")
+    # What a restart does: a new timetable from the schedules moto restored.
+    rebuilt = Timetable()
+    for saved in saved_schedules():
+        rebuilt.note(*saved)
+    assert rebuilt.pending(group) == 1
+    pump = EventPump(deployment, clients, handlers(alarm), clock, timetable=rebuilt)
+
+    clock.advance(60)
+    pump.tick()
+    assert len(alarm.calls) == 1
+    assert schedule_names(clients, group) == []
 
 
 # ---------------------------------------------------------------- what is logged

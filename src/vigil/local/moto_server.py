@@ -19,10 +19,9 @@ from moto.server import ThreadedMotoServer
 from werkzeug.formparser import parse_form_data
 from werkzeug.serving import make_server
 
-from vigil.local.moto_state import Snapshotter, guarded
+from vigil.local.moto_state import Snapshotter, WsgiApp, guarded
 from vigil.local.signatures import AccessKey, Refused, admit_form, verify, verify_post_policy
-
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+from vigil.local.timetable import Timetable, recording
 
 
 class NoBrowsers:
@@ -188,6 +187,8 @@ class SignedOnly:
 
 
 class LocalMotoServer(ThreadedMotoServer):
+    """moto behind the runtime's middleware; ``timetable`` follows the schedules it holds."""
+
     def __init__(
         self,
         *args: Any,
@@ -198,9 +199,10 @@ class LocalMotoServer(ThreadedMotoServer):
         super().__init__(*args, **kwargs)
         self.signers = signers
         self.snapshots = snapshots
+        self.timetable = Timetable()
 
     def _server_entry(self) -> None:
-        app: WsgiApp = DomainDispatcherApplication(create_backend_app)
+        app = recording(DomainDispatcherApplication(create_backend_app), self.timetable)
         if self.snapshots is not None:
             app = guarded(app, self.snapshots)
         app = NoBrowsers(SignedOnly(app, self.signers))

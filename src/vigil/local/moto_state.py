@@ -26,6 +26,8 @@ from vigil.observability import get_logger, log_event
 
 log = get_logger("vigil.local.moto_state")
 
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
 # The attributes of each service's backend that hold what the runtime creates.
 STATE: Mapping[str, tuple[str, ...]] = {
     "sqs": ("queues",),
@@ -110,6 +112,19 @@ def restore(directory: Path) -> list[str]:
     return restored
 
 
+def saved_schedules() -> Iterable[tuple[str, str, str, str | None]]:
+    """Each schedule moto holds, as its group, name, expression and time zone."""
+    for _, _, backend in _backends("scheduler"):
+        for group in list(backend.schedule_groups.values()):
+            for schedule in list(group.schedules.values()):
+                yield (
+                    group.name,
+                    schedule.name,
+                    schedule.schedule_expression,
+                    schedule.schedule_expression_timezone,
+                )
+
+
 def _write(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -189,9 +204,7 @@ class Snapshotter:
             self.flush()
 
 
-def guarded(
-    app: Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]], snapshots: Snapshotter
-) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+def guarded(app: WsgiApp, snapshots: Snapshotter) -> WsgiApp:
     """WSGI middleware: a changing request runs under the snapshot lock and marks its service."""
 
     def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

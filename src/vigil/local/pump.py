@@ -3,8 +3,11 @@
 moto stores schedules but never fires them, and runs no Lambda function without Docker. The
 pump plays three parts, each in-process and on the injected clock:
 
-- **Event source mappings.** Each mapped queue is polled; a batch becomes a real-shaped SQS
-  event for the function's handler; the records that succeeded are deleted. Failed records are
+- **Event source mappings.** Each mapped queue is received from when the timetable says a
+  message sent to it has become visible, again at once while receives bring messages, and
+  otherwise every ``QUEUE_IDLE_POLL_SECONDS`` (which finds failed records come back, and what
+  was sent before a restart). A batch becomes a real-shaped SQS event for the function's
+  handler; the records that succeeded are deleted. Failed records are
   left in flight, so SQS itself brings them back after the visibility timeout and moves them to
   the dead-letter queue after ``maxReceiveCount`` receives. moto implements both, and hides a
   message sent with ``DelaySeconds`` until it is due, so the pump adds nothing there. Those three
@@ -12,6 +15,8 @@ pump plays three parts, each in-process and on the injected clock:
 - **EventBridge Scheduler.** One-shot ``at()`` schedules of the stack's schedule groups are
   fired when due, at least once, then deleted or marked done per ``ActionAfterCompletion``.
   The Scheduler's retry policy and dead-letter queue apply when the target cannot be reached.
+  A pass takes from the timetable (``vigil.local.timetable``) only the schedules now due and
+  reads each back from moto before firing it: it costs what is due, not what is pending.
 - **Asynchronous invocation.** The Scheduler invokes a function asynchronously, so a function
   error is Lambda's to retry (``MaximumRetryAttempts``, one then two minutes apart), after
   which the event goes to the function's dead-letter queue or on-failure destination.
@@ -21,8 +26,8 @@ pump plays three parts, each in-process and on the injected clock:
   to expire; it scans a table only once, to fill the index when it first watches it.
 
 Progress that lives only in the pump (pending retries, schedules fired but kept) is lost when
-the process stops; a schedule that was not yet deleted fires again after a restart, which is the
-Scheduler's at-least-once promise anyway.
+the process stops; a schedule that was not yet deleted is back on the timetable after a restart
+and fires again, which is the Scheduler's at-least-once promise anyway.
 """
 
 from __future__ import annotations
@@ -30,49 +35,31 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
 from vigil.local.expiry_sweep import ExpirySweeper
 from vigil.local.stack import AwsClients
+from vigil.local.timetable import Timetable, fire_time, queue_name
 from vigil.observability import get_logger, log_event, log_failure
 
 log = get_logger("vigil.local.pump")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
-_AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*$")
 # SQS returns at most ten messages per receive; a larger BatchSize only lets Lambda gather
 # several receives within a batching window, which a local poll has no reason to imitate.
 _MAX_RECEIVE = 10
 _SCHEDULER_MAX_BACKOFF_SECONDS = 60
 _ASYNC_RETRY_BASE_SECONDS = 60
-
-
-def fire_time(expression: str, timezone: str | None = None) -> datetime | None:
-    """When the Scheduler fires a one-shot ``at()`` expression; None for recurring ones.
-
-    The Scheduler works to the minute: a schedule for 12:00:30 fires during 12:01, never at
-    12:00:30. Locally it fires at the first whole minute at or after the ``at()`` time, the
-    latest AWS would, so code that needs a precise deadline meets the same gap here as in AWS
-    and must bridge it with its second, precise stage (the timer queue).
-    """
-    match = _AT_EXPRESSION.match(expression)
-    if match is None:
-        return None
-    local = datetime.fromisoformat(match.group(1)).replace(tzinfo=ZoneInfo(timezone or "UTC"))
-    moment = local.astimezone(UTC)
-    minute = moment.replace(second=0, microsecond=0)
-    return minute if minute == moment else minute + timedelta(minutes=1)
+QUEUE_IDLE_POLL_SECONDS = 2.0
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -147,6 +134,7 @@ class TargetError(Exception):
 
 @dataclass
 class _ScheduleDelivery:
+    version: str
     failures: int = 0
     next_attempt: datetime | None = None
 
@@ -169,6 +157,8 @@ class EventPump:
         handlers: Mapping[str, Handler],
         clock: Clock | None = None,
         poll_interval: float = 0.2,
+        *,
+        timetable: Timetable,
         expiry: ExpirySweeper | None = None,
     ) -> None:
         missing = sorted(
@@ -184,11 +174,11 @@ class EventPump:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        # Keyed by (schedule ARN, last modification): an updated schedule is a new one.
-        self._completed: set[tuple[str, str]] = set()
+        self.timetable = timetable
+        # Per mapped queue, on moto's clock: when its thread receives again unprompted.
+        self._next_receive: dict[str, float] = {}
+        # Per (group, name): the retries of a schedule whose target could not be reached.
         self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
-        self._schedules: dict[tuple[str, str], dict[str, Any]] = {}
-        self._not_played: set[str] = set()
         self._async: list[_AsyncInvocation] = []
         # None: TTL is not played (the runtime always plays it).
         self.expiry = expiry
@@ -215,11 +205,25 @@ class EventPump:
                 except Exception:
                     log.exception("event pump pass failed")
 
-    def _poll_safely(self, mapping: LocalEventSourceMapping) -> None:
+    def _poll_safely(self, mapping: LocalEventSourceMapping) -> int:
         try:
-            self._poll(mapping)
+            return self._poll(mapping)
         except Exception:
             log.exception("event pump pass failed")
+            return 0
+
+    def poll_when_due(self, mapping: LocalEventSourceMapping, now: float) -> None:
+        """What a mapping's thread does each interval: it receives only when a message may be
+        waiting, so that an idle queue costs a receive every ``QUEUE_IDLE_POLL_SECONDS``."""
+        queue = self.deployment.queues[mapping.queue]
+        sent = self.timetable.messages_due(queue_name(queue.url), now)
+        if not sent and now < self._next_receive.get(mapping.queue, 0.0):
+            return
+        received = self._poll_safely(mapping)
+        self._next_receive[mapping.queue] = now + (0.0 if received else QUEUE_IDLE_POLL_SECONDS)
+
+    def _poll_on_time(self, mapping: LocalEventSourceMapping) -> None:
+        self.poll_when_due(mapping, time.time())
 
     def start(self) -> None:
         """Polls each event source mapping on a thread of its own, as Lambda runs each
@@ -229,7 +233,7 @@ class EventPump:
             return
         self._stopping.clear()
         loops: list[tuple[str, Callable[[], None]]] = [
-            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_safely, m))
+            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_on_time, m))
             for m in self.deployment.event_source_mappings
             if m.enabled
         ]
@@ -251,7 +255,8 @@ class EventPump:
 
     # ---------------------------------------------------------------- event source mappings
 
-    def _poll(self, mapping: LocalEventSourceMapping) -> None:
+    def _poll(self, mapping: LocalEventSourceMapping) -> int:
+        """Delivers one batch; returns how many messages it received."""
         queue = self.deployment.queues[mapping.queue]
         function = self.deployment.functions[mapping.function]
         sqs = self.clients.sqs
@@ -264,7 +269,7 @@ class EventPump:
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not messages:
-            return
+            return 0
         event = sqs_event(messages, queue.arn, self.deployment.names.region)
         try:
             response = self.handlers[mapping.function](event, function.context())
@@ -276,13 +281,13 @@ class EventPump:
                 function=function.name,
                 size=len(messages),
             )
-            return
+            return len(messages)
         failed = _failed_records(mapping, response, {m["MessageId"] for m in messages})
         if failed is None:
             log_event(
                 log, "invalid batchItemFailures: the whole batch failed", function=function.name
             )
-            return
+            return len(messages)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             sqs.delete_message_batch(
@@ -294,6 +299,7 @@ class EventPump:
         log_event(
             log, "batch delivered", function=function.name, done=len(done), failed=len(failed)
         )
+        return len(messages)
 
     # ---------------------------------------------------------------- TTL
 
@@ -305,52 +311,43 @@ class EventPump:
 
     def _fire_schedules(self) -> None:
         now = self.clock.now()
-        seen: set[tuple[str, str]] = set()
         for group in self.deployment.schedule_groups.values():
-            for summary in self._list_schedules(group):
-                key = (summary["Arn"], str(summary.get("LastModificationDate")))
-                seen.add(key)
-                if key in self._completed or summary.get("State", "ENABLED") != "ENABLED":
-                    continue
+            for name in self.timetable.pop_due(group, now):
                 try:
-                    self._fire_if_due(group, summary["Name"], key, now)
+                    self._fire_if_due(group, name, now)
                 except Exception:
-                    log.exception("schedule pass failed", extra={"fields": {"schedule": key[0]}})
-        # Forget schedules that are gone, so that memory follows the live set.
-        self._completed &= seen
-        self._deliveries = {k: v for k, v in self._deliveries.items() if k in seen}
-        self._schedules = {k: v for k, v in self._schedules.items() if k in seen}
+                    log.exception("schedule pass failed", extra={"fields": {"schedule": name}})
+                    # Taken off the timetable but not fired: it comes up again next pass.
+                    self.timetable.set(group, name, now)
 
-    def _list_schedules(self, group: str) -> list[dict[str, Any]]:
-        summaries: list[dict[str, Any]] = []
-        request: dict[str, Any] = {"GroupName": group}
-        while True:
-            page = self.clients.scheduler.list_schedules(**request)
-            summaries.extend(page.get("Schedules", []))
-            if not page.get("NextToken"):
-                return summaries
-            request["NextToken"] = page["NextToken"]
-
-    def _fire_if_due(self, group: str, name: str, key: tuple[str, str], now: datetime) -> None:
-        schedule = self._schedules.get(key)
-        if schedule is None:
-            try:
-                schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
-            except Exception as error:
-                if error_code(error) == "ResourceNotFoundException":
-                    return  # deleted since it was listed
-                raise
-            self._schedules[key] = schedule
+    def _fire_if_due(self, group: str, name: str, now: datetime) -> None:
+        """Fires a schedule the timetable says is due, as moto holds it now: one deleted, or
+        updated to a later time, since the timetable heard of it fires nothing."""
+        try:
+            schedule = self.clients.scheduler.get_schedule(GroupName=group, Name=name)
+        except Exception as error:
+            if error_code(error) == "ResourceNotFoundException":
+                self._deliveries.pop((group, name), None)
+                return
+            raise
+        if schedule.get("State", "ENABLED") != "ENABLED":
+            # An update that enables it puts it back on the timetable.
+            self._deliveries.pop((group, name), None)
+            return
         due = fire_time(schedule["ScheduleExpression"], schedule.get("ScheduleExpressionTimezone"))
         if due is None:
-            if key[0] not in self._not_played:
-                self._not_played.add(key[0])
-                log_event(log, "recurring schedules are not played locally", schedule=key[0])
+            log_event(log, "recurring schedules are not played locally", schedule=schedule["Arn"])
             return
         if now < due:
+            self.timetable.set(group, name, due)
             return
-        delivery = self._deliveries.setdefault(key, _ScheduleDelivery())
+        version = str(schedule.get("LastModificationDate"))
+        delivery = self._deliveries.get((group, name))
+        if delivery is None or delivery.version != version:
+            # An updated schedule is a new one: its retries start afresh.
+            delivery = self._deliveries[(group, name)] = _ScheduleDelivery(version)
         if delivery.next_attempt is not None and now < delivery.next_attempt:
+            self.timetable.set(group, name, delivery.next_attempt)
             return
         try:
             self._deliver(schedule["Target"], now)
@@ -366,9 +363,10 @@ class EventPump:
             else:
                 backoff = min(_SCHEDULER_MAX_BACKOFF_SECONDS, 2 ** (delivery.failures - 1))
                 delivery.next_attempt = now + timedelta(seconds=backoff)
-                log_event(log, "schedule target failed; will retry", schedule=key[0])
+                self.timetable.set(group, name, delivery.next_attempt)
+                log_event(log, "schedule target failed; will retry", schedule=schedule["Arn"])
                 return
-        self._complete(group, name, key, schedule)
+        self._complete(group, name, schedule)
 
     def _deliver(self, target: Mapping[str, Any], now: datetime) -> None:
         arn = target["Arn"]
@@ -432,12 +430,9 @@ class EventPump:
         except Exception:
             log.exception("could not dead-letter a schedule", extra={"fields": {"dlq": dlq}})
 
-    def _complete(
-        self, group: str, name: str, key: tuple[str, str], schedule: Mapping[str, Any]
-    ) -> None:
-        # Remembered even when deleted, in case the delete fails: it must not fire twice.
-        self._completed.add(key)
-        self._deliveries.pop(key, None)
+    def _complete(self, group: str, name: str, schedule: Mapping[str, Any]) -> None:
+        # Off the timetable already, so it fires no more, even when its deletion fails.
+        self._deliveries.pop((group, name), None)
         if schedule.get("ActionAfterCompletion") == "DELETE":
             try:
                 self.clients.scheduler.delete_schedule(GroupName=group, Name=name)

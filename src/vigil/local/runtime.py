@@ -250,7 +250,7 @@ def start(
     from vigil.local.expiry import ExpiryIndex
     from vigil.local.expiry_sweep import ExpirySweeper
     from vigil.local.moto_server import LocalMotoServer, Signers
-    from vigil.local.moto_state import Snapshotter, restore
+    from vigil.local.moto_state import Snapshotter, restore, saved_schedules
     from vigil.stores.dynamo import DynamoStore
 
     clock = clock or SystemClock()
@@ -288,6 +288,8 @@ def start(
         moto = LocalMotoServer(
             ip_address="127.0.0.1", port=0, verbose=False, signers=signers, snapshots=snapshots
         )
+        for schedule in saved_schedules():
+            moto.timetable.note(*schedule)
         moto.start()
         closer.callback(moto.stop)
         snapshots.start()
@@ -352,7 +354,9 @@ def start(
             _environment({"CONSOLE_BASE_URL": server.url, "ALLOWED_ORIGINS": ",".join(origins)}, [])
         )
 
-        pump = EventPump(deployment, clients, handlers, clock, expiry=expiry)
+        pump = EventPump(
+            deployment, clients, handlers, clock, timetable=moto.timetable, expiry=expiry
+        )
         pump.start()
         closer.callback(pump.stop)
 
