@@ -1,7 +1,8 @@
 """DynamoDB's TTL, played from an index of what is about to expire.
 
-Writes go through a DynamoDB front (in this process, in front of moto's DynamoDB) that marks
-them in the index, as the runtime's front does; the sweep reads the same index file through a
+Writes go through a DynamoDB front (in this process, in front of moto's DynamoDB, served here
+without the runtime's signature check, as DynamoDB Local checks none) that marks them in the
+index, as the runtime's front does; the sweep reads the same index file through a
 connection of its own, as the runtime's does from another process. Time moves by a manual
 clock, and the sweep's DynamoDB requests are counted where botocore makes them.
 """
@@ -18,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+from moto.server import ThreadedMotoServer
 
 from vigil.clock import ManualClock
 from vigil.local.deployment import LocalDeployment
@@ -26,8 +28,20 @@ from vigil.local.expiry import INDEX_FILE, ExpiryIndex, Marks, Watched, expiry_m
 from vigil.local.expiry_sweep import ExpirySweeper
 from vigil.local.pump import EventPump
 from vigil.local.stack import LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY, AwsClients
+from vigil.local.timetable import Timetable
 
 TABLE = "VigilTable"
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    """The engine behind the front: the front signs what it forwards for the database's key id
+    and its own host, which DynamoDB Local accepts unchecked and the runtime's moto would not."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
 
 
 @contextlib.contextmanager
@@ -239,7 +253,7 @@ def test_the_pump_sweeps_on_its_pass(
     now: int,
 ) -> None:
     handlers = {name: lambda event, context: None for name in deployment.functions}
-    pump = EventPump(deployment, clients, handlers, clock, expiry=sweeper)
+    pump = EventPump(deployment, clients, handlers, clock, timetable=Timetable(), expiry=sweeper)
     item = put(ddb, table, "pumped", now + 10)
     clock.advance(60)
 

@@ -491,7 +491,7 @@ def test_stopping_lets_the_requests_being_answered_finish_and_takes_no_more(
             happened.append("answered")
         return {"statusCode": 200, "body": event.get("body") or ""}
 
-    server = LocalHttpServer(http_routes(cfn), function)
+    server = LocalHttpServer(HttpApiDoor(tuple(http_routes(cfn))), function)
     server.start()
     kept = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     kept.request("POST", "/mcp", b"quick")

@@ -36,6 +36,7 @@ import base64
 import functools
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
