@@ -19,15 +19,9 @@ import pytest
 from tests.conftest import ROOT
 from vigil.clock import ManualClock
 from vigil.local.deployment import LocalDeployment
+from vigil.local.doors import FunctionUrlDoor, HttpApiDoor, front_door, http_routes
 from vigil.local.provisioning import provision
-from vigil.local.server import (
-    MAX_BODY_BYTES,
-    FunctionUrlDoor,
-    HttpApiDoor,
-    LocalHttpServer,
-    front_door,
-    http_routes,
-)
+from vigil.local.server import MAX_BODY_BYTES, LocalHttpServer
 from vigil.local.stack import AwsClients, LocalNames
 
 

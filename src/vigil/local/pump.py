@@ -1,17 +1,18 @@
 """The event pump: what AWS would do on its own, and moto does not.
 
 moto stores schedules but never fires them, and runs no Lambda function without Docker. The
-pump plays three parts, each in-process and on the injected clock:
+pump plays four parts, each in-process and on the injected clock:
 
 - **Event source mappings.** Each mapped queue is received from when the timetable says a
   message sent to it has become visible, again at once while receives bring messages, and
   otherwise every ``QUEUE_IDLE_POLL_SECONDS`` (which finds failed records come back, and what
   was sent before a restart). A batch becomes a real-shaped SQS event for the function's
-  handler; the records that succeeded are deleted. Failed records are
-  left in flight, so SQS itself brings them back after the visibility timeout and moves them to
-  the dead-letter queue after ``maxReceiveCount`` receives. moto implements both, and hides a
-  message sent with ``DelaySeconds`` until it is due, so the pump adds nothing there. Those three
-  timings run on moto's clock, which is the wall clock, not the pump's.
+  handler (``vigil.local.lambda_events``); the records that succeeded are deleted. Failed
+  records are left in flight, so SQS itself brings them back after the visibility timeout and
+  moves them to the dead-letter queue after ``maxReceiveCount`` receives. moto implements
+  both, and hides a message sent with ``DelaySeconds`` until it is due, so the pump adds
+  nothing there. Those three timings run on moto's clock, which is the wall clock, not the
+  pump's.
 - **EventBridge Scheduler.** One-shot ``at()`` schedules of the stack's schedule groups are
   fired when due, at least once, then deleted or marked done per ``ActionAfterCompletion``.
   The Scheduler's retry policy and dead-letter queue apply when the target cannot be reached.
@@ -32,7 +33,6 @@ and fires again, which is the Scheduler's at-least-once promise anyway.
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import threading
@@ -47,6 +47,7 @@ from vigil.clock import Clock, SystemClock
 from vigil.kit.aws import error_code
 from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, LocalFunction
 from vigil.local.expiry_sweep import ExpirySweeper
+from vigil.local.lambda_events import failed_records, sqs_event
 from vigil.local.stack import AwsClients
 from vigil.local.timetable import Timetable, fire_time, queue_name
 from vigil.observability import get_logger, log_event, log_failure
@@ -61,64 +62,6 @@ _MAX_RECEIVE = 10
 _SCHEDULER_MAX_BACKOFF_SECONDS = 60
 _ASYNC_RETRY_BASE_SECONDS = 60
 QUEUE_IDLE_POLL_SECONDS = 2.0
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
-    """The event Lambda's SQS poller hands to a function for ``messages``."""
-    records = []
-    for message in messages:
-        record: dict[str, Any] = {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message.get("Body", ""),
-            "attributes": dict(message.get("Attributes") or {}),
-            "messageAttributes": {
-                name: _lambda_message_attribute(value)
-                for name, value in (message.get("MessageAttributes") or {}).items()
-            },
-            "md5OfBody": message.get("MD5OfBody"),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": queue_arn,
-            "awsRegion": region,
-        }
-        if "MD5OfMessageAttributes" in message:
-            record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
-        records.append(record)
-    return {"Records": records}
-
-
-def _lambda_message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
-    attribute: dict[str, Any] = {
-        "stringListValues": [],
-        "binaryListValues": [],
-        "dataType": value["DataType"],
-    }
-    if "StringValue" in value:
-        attribute["stringValue"] = value["StringValue"]
-    if "BinaryValue" in value:
-        attribute["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
-    return attribute
-
-
-def _failed_records(
-    mapping: LocalEventSourceMapping, response: Any, message_ids: set[str]
-) -> set[str] | None:
-    """Ids to keep after a successful invocation; None when the whole batch failed."""
-    if not mapping.report_batch_item_failures or not isinstance(response, dict):
-        return set()
-    failures = response.get("batchItemFailures")
-    if not failures:
-        return set()
-    if not isinstance(failures, list):
-        return None
-    failed = set()
-    for failure in failures:
-        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
-        if identifier not in message_ids:
-            # Lambda treats a malformed or unknown identifier as the failure of the batch.
-            return None
-        failed.add(identifier)
-    return failed
 
 
 def _string_attributes(values: Mapping[str, str]) -> dict[str, dict[str, str]]:
@@ -283,7 +226,7 @@ class EventPump:
                 size=len(messages),
             )
             return len(messages)
-        failed = _failed_records(mapping, response, {m["MessageId"] for m in messages})
+        failed = failed_records(mapping, response, {m["MessageId"] for m in messages})
         if failed is None:
             log_event(
                 log, "invalid batchItemFailures: the whole batch failed", function=function.name

@@ -29,11 +29,12 @@ from typing import TextIO
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
 from vigil.local.deployment import LocalDeployment
+from vigil.local.doors import front_door
 from vigil.local.lock import hold
 from vigil.local.logs import LOG_FILE, log_file_handler, logs_to, on_the_terminal
 from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump, Handler
-from vigil.local.server import LocalHttpServer, front_door
+from vigil.local.server import LocalHttpServer
 from vigil.local.signatures import RuntimeKeys
 from vigil.local.stack import DEFAULT_REGION, AwsClients, LocalNames
 from vigil.observability import get_logger, log_event

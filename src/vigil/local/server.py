@@ -1,34 +1,25 @@
-"""The API function's front door played locally: requests become payload 2.0 events.
-
-The template opens one of two doors (its FrontDoor parameter), and the server plays the one a
-deploy with the same parameter values would open. Behind an HTTP API only the routes that the
-template declares reach the function: the route table is read from the translated template,
-so a route added to ``template.yaml`` is served locally without a change here, and a route
-missing from it fails here first. Behind a Function URL every request reaches the function,
-and its event names no route and carries no path parameters, as Lambda's does.
-"""
+"""The API function's front door played locally: requests become payload 2.0 events, through
+the door (``vigil.local.doors``) that a deploy with the same parameter values would open."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
 import json
-import re
 import socket
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from vigil.clock import Clock, SystemClock
-from vigil.local.deployment import LocalDeployment
+from vigil.local.doors import FrontDoor
 from vigil.local.logs import ACCESS_LOGGER
-from vigil.local.resolver import Resolver
 from vigil.local.stack import DEFAULT_ACCOUNT_ID
 from vigil.observability import get_logger, log_event
 
@@ -39,139 +30,9 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 # Lambda's limit on a synchronous invocation's payload.
 MAX_BODY_BYTES = 6 * 1024 * 1024
-LOCAL_API_ID = "local"
-
-_ANY_METHOD = "x-amazon-apigateway-any-method"
-_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"})
-_DEFAULT_ROUTE = "$default"
 # How long a stop waits for the requests being answered: a tool call takes milliseconds (a
 # second or two on a machine saturated by a load run), and the runtime stops within five.
 _ANSWERING_SECONDS = 3.0
-
-
-@dataclass(frozen=True)
-class Route:
-    method: str  # upper case, or ANY
-    path: str  # with {param} and {greedy+} segments, or $default
-
-    @property
-    def key(self) -> str:
-        return _DEFAULT_ROUTE if self.path == _DEFAULT_ROUTE else f"{self.method} {self.path}"
-
-    def match(self, method: str, path: str) -> dict[str, str] | None:
-        """Path parameters if this route takes the request, else None."""
-        if self.path == _DEFAULT_ROUTE:
-            return {}
-        if self.method not in ("ANY", method):
-            return None
-        pattern = self.path.strip("/").split("/")
-        segments = path.strip("/").split("/")
-        parameters: dict[str, str] = {}
-        for index, part in enumerate(pattern):
-            greedy = re.fullmatch(r"\{(\w+)\+\}", part)
-            if greedy:
-                rest = segments[index:]
-                if not rest or rest == [""]:
-                    return None
-                parameters[greedy.group(1)] = unquote("/".join(rest))
-                return parameters
-            if index >= len(segments):
-                return None
-            variable = re.fullmatch(r"\{(\w+)\}", part)
-            if variable:
-                if not segments[index]:
-                    return None
-                parameters[variable.group(1)] = unquote(segments[index])
-            elif part != segments[index]:
-                return None
-        return parameters if len(segments) == len(pattern) else None
-
-    def specificity(self) -> tuple[int, int, int]:
-        """API Gateway prefers literal segments, then parameters, then greedy; then a method."""
-        if self.path == _DEFAULT_ROUTE:
-            return (-1, 0, 0)
-        parts = self.path.strip("/").split("/")
-        literal = sum(1 for p in parts if not p.startswith("{"))
-        greedy = any(p.endswith("+}") for p in parts)
-        return (literal, 0 if greedy else 1, 0 if self.method == "ANY" else 1)
-
-
-def http_routes(cfn: Mapping[str, Any]) -> list[Route]:
-    """The routes of every HTTP API in a translated template."""
-    routes: list[Route] = []
-    for resource in (cfn.get("Resources") or {}).values():
-        kind = resource.get("Type")
-        properties = resource.get("Properties") or {}
-        if kind == "AWS::ApiGatewayV2::Api" and isinstance(properties.get("Body"), dict):
-            for path, operations in (properties["Body"].get("paths") or {}).items():
-                if path == f"/{_DEFAULT_ROUTE}":
-                    # In an OpenAPI body, API Gateway's catch-all route is the path /$default.
-                    routes.append(Route("ANY", _DEFAULT_ROUTE))
-                    continue
-                for operation in operations:
-                    if operation == _ANY_METHOD:
-                        routes.append(Route("ANY", path))
-                    elif operation.lower() in _HTTP_METHODS:
-                        routes.append(Route(operation.upper(), path))
-        elif kind == "AWS::ApiGatewayV2::Route" and isinstance(properties.get("RouteKey"), str):
-            route_key = properties["RouteKey"]
-            if route_key == _DEFAULT_ROUTE:
-                routes.append(Route("ANY", _DEFAULT_ROUTE))
-            else:
-                method, _, path = route_key.partition(" ")
-                routes.append(Route(method.upper(), path))
-    return sorted(set(routes), key=lambda r: r.key)
-
-
-@dataclass(frozen=True)
-class HttpApiDoor:
-    """An HTTP API: a request reaches the function through the most specific of its routes,
-    or API Gateway answers 404 itself."""
-
-    routes: tuple[Route, ...]
-    api_id: str = LOCAL_API_ID
-    request_id_header = "apigw-requestid"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "routes", tuple(sorted(self.routes, key=Route.specificity, reverse=True))
-        )
-
-    def route(self, method: str, path: str) -> tuple[str, dict[str, str]] | None:
-        """The route key and path parameters of the route that takes the request, if any."""
-        for route in self.routes:
-            parameters = route.match(method, path)
-            if parameters is not None:
-                return route.key, parameters
-        return None
-
-
-@dataclass(frozen=True)
-class FunctionUrlDoor:
-    """A Lambda Function URL: every request reaches the function, as route ``$default``."""
-
-    url_id: str
-    request_id_header = "x-amzn-requestid"
-
-    @property
-    def api_id(self) -> str:
-        return self.url_id
-
-    def route(self, method: str, path: str) -> tuple[str, dict[str, str]]:
-        return _DEFAULT_ROUTE, {}
-
-
-FrontDoor = HttpApiDoor | FunctionUrlDoor
-
-
-def front_door(cfn: Mapping[str, Any], deployment: LocalDeployment) -> FrontDoor:
-    """The door a deploy of ``cfn`` with the deployment's parameter values opens: its
-    Function URL when it has one, else its HTTP APIs' routes."""
-    if deployment.function_urls:
-        (url,) = deployment.function_urls.values()
-        return FunctionUrlDoor((urlsplit(url).hostname or "").split(".")[0])
-    present = Resolver(cfn, deployment.names).present()
-    return HttpApiDoor(tuple(http_routes({"Resources": present})))
 
 
 def _default_handler(event: dict[str, Any], context: Any) -> Any:
