@@ -7,7 +7,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from vigil.console.charts import (
+    INSET,
     WIDTH,
     lateness_day,
     progress_bar,
@@ -41,6 +44,11 @@ def said(root: ET.Element) -> str:
     return " ".join(texts[label] for label in labels)
 
 
+def across(fraction: float) -> float:
+    """Where a timeline draws the instant ``fraction`` of the way through its window."""
+    return INSET + (WIDTH - 2 * INSET) * fraction
+
+
 def marks(root: ET.Element, kind: str) -> list[ET.Element]:
     return [e for e in root.iter() if kind in (e.get("class") or "").split()]
 
@@ -57,11 +65,11 @@ def test_a_switchs_day_places_beats_and_deaths_in_proportion_to_time() -> None:
     root = parsed(picture)
     # The window is the last 24 h, so 6 h ago is three quarters across and 12 h ago half.
     (beat,) = marks(root, "beat")
-    assert float(beat.get("cx") or "") == WIDTH * 0.75
+    assert float(beat.get("cx") or "") == across(0.75)
     (death,) = marks(root, "death")
-    assert float(death.get("x1") or "") == WIDTH * 0.5
+    assert float(death.get("x1") or "") == across(0.5)
     (armed,) = marks(root, "armed")
-    assert float(armed.get("x1") or "") == WIDTH * 0.25
+    assert float(armed.get("x1") or "") == across(0.25)
     text = said(root)
     assert "1 death in the last 24 hours" in text
     assert "late by 0.400 s" in text
@@ -80,9 +88,9 @@ def test_a_switchs_day_runs_on_to_its_deadline() -> None:
     root = parsed(picture)
     # 24 h behind and 6 h ahead: now is at 24/30 of the width, the deadline at its end.
     (deadline,) = marks(root, "deadline")
-    assert float(deadline.get("x1") or "") == WIDTH
+    assert float(deadline.get("x1") or "") == across(1)
     (now,) = marks(root, "now")
-    assert float(now.get("x1") or "") == WIDTH * 24 / 30
+    assert float(now.get("x1") or "") == pytest.approx(across(24 / 30))
     assert "fires in 6 h 0 min" in said(root)
     assert "No death in the last 24 hours" in said(root)
 
@@ -99,7 +107,7 @@ def test_lateness_is_drawn_by_when_each_fire_happened_and_how_late() -> None:
     )
     root = parsed(picture)
     points = marks(root, "fire")
-    assert [float(p.get("cx") or "") for p in points] == [WIDTH * 0.25, WIDTH * 0.75]
+    assert [float(p.get("cx") or "") for p in points] == [across(0.25), across(0.75)]
     # The latest (1 s) stands half as high above the axis as the latest of the day (2 s).
     base = float(marks(root, "axis")[0].get("y1") or "")
     heights = [base - float(p.get("cy") or "") for p in points]

@@ -26,8 +26,14 @@ LABEL_CHARACTERS = 36
 BAR = 34
 
 
+# A timeline's ends stand this far in from the picture's edges, so that a mark at either
+# end (now, a deadline) is drawn whole.
+INSET = 12
+
+
 def _x(at: datetime, start: datetime, end: datetime) -> float:
-    return WIDTH * (at - start).total_seconds() / (end - start).total_seconds()
+    window = (end - start).total_seconds()
+    return INSET + (WIDTH - 2 * INSET) * (at - start).total_seconds() / window
 
 
 def _figure(ident: str, height: int, title: str, description: str, marks: Html) -> Html:
