@@ -617,6 +617,7 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "session_heartbeat",
         sessionId=session,
         status="active",
+        progressPercent=35,
         currentStep="Migrating the orders table, batch 14 of 40",
         idempotencyKey=session,
     )
@@ -658,6 +659,8 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     page.get_by_label("Your secret").fill(state["operator_secret"])
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#fired-switches")).to_contain_text(fired, timeout=20_000)
+    # The fire shows in the overview's picture of lateness, as in its table.
+    expect(page.locator("#lateness svg circle.fire")).not_to_have_count(0)
     audited(page, f"tour-overview-{width}")
     pages = {
         "switches": "/console/switches",
@@ -675,6 +678,8 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     for name, path in pages.items():
         page.goto(f"{base}{path}")
         audited(page, f"tour-{name}-{width}")
+    page.goto(f"{base}/console/switch?scope={fired}")
+    expect(page.locator("#day svg line.death")).to_have_count(1)
 
     # The pages that ask before a decision or a pause is made.
     page.goto(f"{base}/console/request?id={asked['id']}")

@@ -52,7 +52,7 @@ def test_an_agent_sees_no_section_it_may_not_see(world: World) -> None:
     assert "Your role may not see this." not in body
     assert body.count('class="hint" id="narrowed"') == 1
     sections = re.findall(r'<section aria-labelledby="(\w+)-title"', body)
-    assert sections == ["waiting"]
+    assert sections == ["waiting", "ages"]
     assert list(counts(body)) == ["waiting"]
     # A page whose listing its role may not read says so once.
     for path in ("/console/switches", "/console/sessions", "/console/channels"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from vigil.console.charts import lateness_day, request_ages
 from vigil.console.components import (
     allowed,
     counted,
@@ -15,7 +16,7 @@ from vigil.console.components import (
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
 from vigil.console.pages.pauses import PAUSE_HEADERS, pause_rows, pausing
-from vigil.console.pages.requests import REQUEST_HEADERS, request_rows
+from vigil.console.pages.requests import REQUEST_HEADERS, heading, request_rows
 from vigil.console.pages.sessions import SESSION_HEADERS, session_rows
 from vigil.console.pages.switches import (
     DEATH_HEADERS,
@@ -121,6 +122,29 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
                 death_rows(death_list, now, names),
                 "No switch has fired.",
                 "fired-switches",
+            ),
+        ),
+        (
+            deaths,
+            "How late switches fired",
+            "lateness",
+            lambda _: lateness_day(
+                [(datetime.fromisoformat(d["fired_at"]), d["lateness_seconds"]) for d in day],
+                now,
+                "lateness",
+            ),
+        ),
+        (
+            waiting,
+            "Open requests by age",
+            "ages",
+            lambda page: request_ages(
+                [
+                    (heading(r, None), datetime.fromisoformat(r["asked_at"]))
+                    for r in page["requests"]
+                ],
+                now,
+                "ages",
             ),
         ),
         (

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from vigil.console.charts import progress_bar
 from vigil.console.components import (
     badge,
     facts,
@@ -67,7 +68,16 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     names = responder.names(visit)
     live = join(
         [
-            section("Where it stands", "status", status_facts(found["session"], now, names)),
+            section(
+                "Where it stands",
+                "status",
+                join(
+                    [
+                        status_facts(found["session"], now, names),
+                        progress_bar(found["session"]["progress_percent"], "progress"),
+                    ]
+                ),
+            ),
             section(
                 "Instructions",
                 "instruction-list",

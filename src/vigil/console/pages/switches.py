@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from vigil.console.charts import switch_day
 from vigil.console.components import (
     allowed,
     badge,
@@ -180,6 +181,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                     ("On expiry", ", ".join(packet["on_expiry"]) or "—"),
                 ]
             ),
+            section("Its last 24 hours", "day", _day(packet, history, now)),
             section(
                 "Pauses over this switch",
                 "paused",
@@ -239,6 +241,20 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
     )
     return responder.live_page(
         request, scope, f"{PREFIX}/switches", live, acknowledge, visit, REFRESH_LISTINGS_MS
+    )
+
+
+def _day(packet: Mapping[str, Any], deaths: Iterable[Mapping[str, Any]], now: datetime) -> Html:
+    """The picture of a switch's day: its last beat (the one beat the store keeps), when it
+    was armed, its recent deaths, and its deadline while armed."""
+    last_beat = parse_time(packet["last_beat_at"])
+    return switch_day(
+        beats=[] if last_beat is None else [last_beat],
+        armed_at=parse_time(packet["armed_at"]),
+        deaths=[(datetime.fromisoformat(d["fired_at"]), d["lateness_seconds"]) for d in deaths],
+        deadline=parse_time(packet["deadline"]) if packet["state"] == "armed" else None,
+        now=now,
+        ident="day",
     )
 
 

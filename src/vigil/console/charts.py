@@ -1,0 +1,236 @@
+"""The console's pictures, drawn here as inline SVG: a switch's day (its beats, arming, deaths
+and deadline), fire lateness over a day, open requests by how long they have waited, and a
+session's progress.
+
+Each function takes plain data and ``now`` and returns ``Html``: an ``<svg>`` sized by its
+viewBox alone (the stylesheet makes it as wide as its column, so it scales to a phone), with
+a title and a description that say in words what it shows, for screen readers; where there is
+nothing to draw, a line saying so instead. Colours come from classes in the stylesheet, since
+the console's CSP allows no inline style.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from vigil.console.components import from_now, span
+from vigil.console.html import Html, join, render
+
+WIDTH = 1000
+DAY = timedelta(days=1)
+# Room under a timeline's marks for the words at its ends.
+AXIS_LABELS = 30
+# Longest request title drawn beside its bar: the viewBox is no wider on a phone.
+LABEL_CHARACTERS = 36
+BAR = 34
+
+
+# A timeline's ends stand this far in from the picture's edges, so that a mark at either
+# end (now, a deadline) is drawn whole.
+INSET = 12
+
+
+def _x(at: datetime, start: datetime, end: datetime) -> float:
+    window = (end - start).total_seconds()
+    return INSET + (WIDTH - 2 * INSET) * (at - start).total_seconds() / window
+
+
+def _figure(ident: str, height: int, title: str, description: str, marks: Html) -> Html:
+    return render(
+        '<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {w} {h}" '
+        'preserveAspectRatio="xMidYMid meet" role="img" '
+        'aria-labelledby="{i}-title {i}-desc">'
+        '<title id="{i}-title">{title}</title><desc id="{i}-desc">{desc}</desc>{marks}</svg>',
+        w=WIDTH,
+        h=height,
+        i=ident,
+        title=title,
+        desc=description,
+        marks=marks,
+    )
+
+
+def _empty(text: str) -> Html:
+    return render('<p class="empty">{text}</p>', text=text)
+
+
+def _ends(height: int, left: str, right: str) -> Html:
+    """The words under a timeline's two ends."""
+    return render(
+        '<text class="label" x="0" y="{y}">{left}</text>'
+        '<text class="label" x="{w}" y="{y}" text-anchor="end">{right}</text>',
+        y=height - 6,
+        w=WIDTH,
+        left=left,
+        right=right,
+    )
+
+
+def _fired(deaths: Sequence[tuple[datetime, float]], now: datetime) -> str:
+    """How many fired in the day before ``now``, and when and how late the latest did."""
+    if not deaths:
+        return "No death in the last 24 hours."
+    at, late = max(deaths)
+    many = "death" if len(deaths) == 1 else "deaths"
+    return (
+        f"{len(deaths)} {many} in the last 24 hours, latest {from_now(at, now)}, "
+        f"late by {late:.3f} s."
+    )
+
+
+def switch_day(
+    beats: Sequence[datetime],
+    armed_at: datetime | None,
+    deaths: Sequence[tuple[datetime, float]],
+    deadline: datetime | None,
+    now: datetime,
+    ident: str,
+) -> Html:
+    """A switch's last 24 h on one line: its beats (dots), when it was armed, each death (a
+    red stroke, at its fire time) and, while armed, on to its deadline (at most a day
+    ahead)."""
+    start = now - DAY
+    end = now if deadline is None else min(max(deadline, now), now + DAY)
+    day_beats = [b for b in beats if start <= b <= now]
+    day_deaths = [(at, late) for at, late in deaths if start <= at <= now]
+    armed = armed_at if armed_at is not None and start <= armed_at <= now else None
+    if not day_beats and not day_deaths and armed is None and deadline is None:
+        return _empty("Nothing happened to this switch in the last 24 hours.")
+    height = 60 + AXIS_LABELS
+    middle = 30
+
+    def stroke(kind: str, at: datetime) -> Html:
+        x = _x(at, start, end)
+        return render('<line class="{k}" x1="{x}" x2="{x}" y1="4" y2="56"/>', k=kind, x=f"{x:g}")
+
+    drawn = [
+        render('<line class="axis" x1="0" x2="{w}" y1="{m}" y2="{m}"/>', w=WIDTH, m=middle),
+        stroke("now", now),
+    ]
+    if armed is not None:
+        drawn.append(stroke("armed", armed))
+    drawn += [stroke("death", at) for at, _ in day_deaths]
+    drawn += [
+        render(
+            '<circle class="beat" cx="{x}" cy="{m}" r="7"/>', x=f"{_x(b, start, end):g}", m=middle
+        )
+        for b in day_beats
+    ]
+    words = [_fired(day_deaths, now)]
+    if beats:
+        words.append(f"Its last beat {from_now(max(beats), now)}.")
+    if armed is not None:
+        words.append(f"Armed {from_now(armed, now)}.")
+    if deadline is not None:
+        drawn.append(stroke("deadline", min(max(deadline, now), end)))
+        words.append(f"It {'fires' if deadline > now else 'was due'} {from_now(deadline, now)}.")
+    ahead = "now" if end == now else from_now(end, now)
+    return _figure(
+        ident,
+        height,
+        "Its last 24 hours",
+        " ".join(words),
+        join([*drawn, _ends(height, "24 h ago", ahead)]),
+    )
+
+
+def lateness_day(fires: Sequence[tuple[datetime, float]], now: datetime, ident: str) -> Html:
+    """Each fire of the last 24 h as a dot: across by when it fired, up by how late it was
+    (the latest of the day at the top)."""
+    start = now - DAY
+    day = sorted((at, late) for at, late in fires if start <= at <= now)
+    if not day:
+        return _empty("No switch fired in the last 24 hours.")
+    top, base = 12, 120
+    height = base + AXIS_LABELS
+    worst = max(late for _, late in day)
+
+    def y(late: float) -> float:
+        return base if worst <= 0 else base - (base - top) * late / worst
+
+    dots = [
+        render(
+            '<circle class="fire" cx="{x}" cy="{y}" r="8"/>',
+            x=f"{_x(at, start, now):g}",
+            y=f"{y(late):g}",
+        )
+        for at, late in day
+    ]
+    at, late = day[-1]
+    many = "fire" if len(day) == 1 else "fires"
+    description = (
+        f"{len(day)} {many} in the last 24 hours, latest {from_now(at, now)}, "
+        f"late by {late:.3f} s; at most {worst:.3f} s."
+    )
+    axis = render(
+        '<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>'
+        '<text class="label" x="0" y="{t}">{worst}</text>',
+        w=WIDTH,
+        b=base,
+        t=top + 10,
+        worst=f"{worst:.3f} s late",
+    )
+    return _figure(
+        ident,
+        height,
+        "How late switches fired, over the last 24 hours",
+        description,
+        join([axis, *dots, _ends(height, "24 h ago", "now")]),
+    )
+
+
+def request_ages(requests: Sequence[tuple[str, datetime]], now: datetime, ident: str) -> Html:
+    """Each open request (its title and when it was asked) as a bar as long as it has
+    waited, the longest waiting first and longest drawn."""
+    if not requests:
+        return _empty("No request is open.")
+    waited = sorted(((now - asked).total_seconds(), title) for title, asked in requests)[::-1]
+    longest = waited[0][0]
+    rows = []
+    for row, (seconds, title) in enumerate(waited):
+        top = row * (BAR + 2 * 10)
+        shown = title if len(title) <= LABEL_CHARACTERS else title[: LABEL_CHARACTERS - 1] + "…"
+        width = 0 if longest <= 0 else WIDTH * max(seconds, 0) / longest
+        rows.append(
+            render(
+                '<text class="label" x="0" y="{ty}">{title} · {age}</text>'
+                '<rect class="age" x="0" y="{by}" width="{w}" height="{h}"/>',
+                ty=top + 16,
+                title=shown,
+                age=span(seconds),
+                by=top + 22,
+                w=f"{width:g}",
+                h=BAR - 14,
+            )
+        )
+    many = "open request" if len(waited) == 1 else "open requests"
+    description = (
+        f"{len(waited)} {many}; longest waiting {span(longest)}, newest {span(waited[-1][0])}."
+    )
+    return _figure(
+        ident,
+        len(waited) * (BAR + 20),
+        "Open requests by how long they have waited",
+        description,
+        join(rows),
+    )
+
+
+def progress_bar(percent: float | None, ident: str) -> Html:
+    """A session's latest progress as a bar filled to its percentage (nothing without one)."""
+    if percent is None:
+        return Html("")
+    whole = min(max(percent, 0.0), 100.0)
+    return _figure(
+        ident,
+        24,
+        "Progress",
+        f"{whole:g} % done.",
+        render(
+            '<rect class="todo" x="0" y="0" width="{w}" height="24"/>'
+            '<rect class="done" x="0" y="0" width="{d}" height="24"/>',
+            w=WIDTH,
+            d=f"{WIDTH * whole / 100:g}",
+        ),
+    )
