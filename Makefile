@@ -30,6 +30,8 @@ local: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## start Vigil on 127.0.0
 
 test: tools lint ## install everything, lint, type-check and run the whole test suite
 	$(BIN)/pytest -n $(TEST_WORKERS)
+	# The end-to-end suite again, through the other front door the template may open.
+	VIGIL_E2E_FRONT_DOOR=FunctionUrl $(BIN)/pytest -n $(TEST_WORKERS) tests/e2e
 
 quick: $(VENV)/.installed ## the unit and contract tests alone, in under two minutes
 	$(BIN)/pytest -n $(TEST_WORKERS) tests/unit tests/contract

@@ -1,4 +1,7 @@
-"""One local runtime (moto, the event pump, the HTTP server) shared by the end-to-end tests."""
+"""One local runtime (moto, the event pump, the HTTP server) shared by the end-to-end tests.
+
+It opens the front door that ``VIGIL_E2E_FRONT_DOOR`` names (the template's FrontDoor:
+``HttpApi``, the default, or ``FunctionUrl``); `make test` runs the suite through both."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from vigil.local.runtime import start
 
     state_dir = tmp_path_factory.mktemp("vigil-state")
-    with start(port=0, state_dir=state_dir) as local:
+    door = {"FrontDoor": os.environ.get("VIGIL_E2E_FRONT_DOOR", "HttpApi")}
+    with start(port=0, state_dir=state_dir, parameters=door) as local:
         yield local
 
 
