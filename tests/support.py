@@ -97,7 +97,7 @@ class Tenant:
         self.operator, self.operator_secret = bootstrap_operator(app.store, clock, namespace, "Ops")
 
     def call(self, tool: str, secret: str | None = None, **arguments: Any) -> dict[str, Any]:
-        return self.app.call(tool, arguments, secret or self.operator_secret)
+        return self.app.call(tool, arguments, secret or self.operator_secret, via="rest")
 
     def register(
         self, kind: str = "agent", role: str = "worker", name: str = "w"

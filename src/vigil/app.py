@@ -19,6 +19,7 @@ from vigil.errors import ErrorCode, VigilError, forbidden, invalid, unauthentica
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
+from vigil.kit.principals import Surface
 from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.mailboxes.queues import MailboxQueues
@@ -75,19 +76,24 @@ class App:
             raise unauthenticated()
         return principal
 
-    def call(self, name: str, arguments: Any, bearer: str | None) -> dict[str, Any]:
-        return self._call(name, arguments, bearer=bearer)
+    def call(
+        self, name: str, arguments: Any, bearer: str | None, *, via: Surface
+    ) -> dict[str, Any]:
+        return self._call(name, arguments, via, bearer=bearer)
 
-    def call_as(self, name: str, arguments: Any, principal: Principal) -> dict[str, Any]:
+    def call_as(
+        self, name: str, arguments: Any, principal: Principal, *, via: Surface
+    ) -> dict[str, Any]:
         """The call ``principal`` makes, whose credential the caller has already checked (the
         console's session, signed over that principal's current secret): the same validation,
         authorization and idempotency as any call, with no secret to hand over."""
-        return self._call(name, arguments, principal=principal)
+        return self._call(name, arguments, via, principal=principal)
 
     def _call(
         self,
         name: str,
         arguments: Any,
+        via: Surface,
         *,
         bearer: str | None = None,
         principal: Principal | None = None,
@@ -105,25 +111,25 @@ class App:
                 principal = self._principal_of(secret)
                 if principal is None or not secret_matches(secret, principal.secret_hash):
                     result = self._handed_over(tool, principal, secret, arguments)
-                    _log_call(tool.name, caller, started, "ok")
+                    _log_call(tool.name, via, caller, started, "ok")
                     return result
             caller = Caller(
-                principal.namespace, principal.id, principal.kind, principal.role, principal
+                principal.namespace, principal.id, principal.kind, principal.role, principal, via
             )
             args = parse_arguments(tool, arguments)
             if not tool.admits(caller.kind, caller.role):
                 raise forbidden()
             result = self._run(tool, caller, args, secret)
         except VigilError as error:
-            _log_call(tool.name, caller, started, error.code.value)
+            _log_call(tool.name, via, caller, started, error.code.value)
             raise
         except Exception:
             # Whatever went wrong stays in our logs; the caller gets a retryable, typed error.
             log.exception("unexpected failure", extra={"fields": {"tool": tool.name}})
             failure = unavailable()
-            _log_call(tool.name, caller, started, failure.code.value)
+            _log_call(tool.name, via, caller, started, failure.code.value)
             raise failure from None
-        _log_call(tool.name, caller, started, "ok")
+        _log_call(tool.name, via, caller, started, "ok")
         return result
 
     def _handed_over(
@@ -286,7 +292,7 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_FIELD else text[: _MAX_FIELD - 1] + "…"
 
 
-def _log_call(tool: str, caller: Caller | None, started: float, outcome: str) -> None:
+def _log_call(tool: str, via: Surface, caller: Caller | None, started: float, outcome: str) -> None:
     """The call's log line; for an error (``outcome`` is its code), its metric too. A refusal
     the caller caused or may retry (bad input, a lost race, a quota) is the service working
     as designed, so it is INFO like a success; only ``unavailable``, which the service owes,
@@ -298,6 +304,7 @@ def _log_call(tool: str, caller: Caller | None, started: float, outcome: str) ->
         "tool call",
         logging.WARNING if outcome == ErrorCode.UNAVAILABLE.value else logging.INFO,
         tool=tool,
+        via=via,
         outcome=outcome,
         namespace=caller.namespace if caller else None,
         principal_id=caller.principal_id if caller else None,

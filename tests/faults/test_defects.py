@@ -59,4 +59,4 @@ def test_rotating_your_own_secret_survives_a_lost_answer(aws: None) -> None:
     except VigilError as error:
         pytest.fail(f"the retry with the same key answered {error.code.value}")
     assert replayed["principal"]["version"] == 2
-    assert world.app.call("whoami", {}, replayed["secret"])["principal"]["version"] == 2
+    assert world.app.call("whoami", {}, replayed["secret"], via="rest")["principal"]["version"] == 2

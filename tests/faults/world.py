@@ -202,7 +202,7 @@ class World:
         return agent_address(self.ids[label], box)
 
     def call(self, tool: str, caller: str, **arguments: Any) -> dict[str, Any]:
-        return self.app.call(tool, arguments, self.secrets[caller])
+        return self.app.call(tool, arguments, self.secrets[caller], via="rest")
 
     def learn(self, result: Any) -> None:
         """Names the ids a result reveals for the first time (register's new principal, a new

@@ -87,7 +87,7 @@ class Doors:
 
     def _direct(self, tool: str, arguments: Any, bearer: str | None) -> Outcome:
         try:
-            result = self.app.call(tool, arguments, bearer)
+            result = self.app.call(tool, arguments, bearer, via="rest")
         except VigilError as error:
             payload = error.to_dict()
             return Outcome("app", error=payload, body=json.dumps(payload).encode())

@@ -60,7 +60,7 @@ def test_rotate_operator_replaces_an_operators_secret_with_aws_credentials(
 
     # Workers are rotated through the tools; an unknown id is refused alike.
     app = app_on(store, ManualClock())
-    worker = app.call("register", {"kind": "agent", "name": "w"}, printed["secret"])
+    worker = app.call("register", {"kind": "agent", "name": "w"}, printed["secret"], via="rest")
     for other in (worker["principal"]["id"], "per_aaaaaaaaaaaaaaaa"):
         assert cli.main([*argv, "--operator-id", other]) == 1
         assert "operator" in capsys.readouterr().err

@@ -51,7 +51,7 @@ def stage(tenant: Tenant, secret: str, data: bytes = b"hello", **more: Any) -> d
 def caller_of(tenant: Tenant, principal_id: str) -> Caller:
     principal = tenant.app.store.get_principal("acme", principal_id)
     assert principal is not None
-    return Caller("acme", principal.id, principal.kind, principal.role, principal)
+    return Caller("acme", principal.id, principal.kind, principal.role, principal, "rest")
 
 
 def test_a_staged_draft_keeps_its_bytes_and_metadata(

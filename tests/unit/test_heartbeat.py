@@ -198,7 +198,7 @@ def test_bad_heartbeat_input_is_a_typed_error_and_arms_nothing(
     world: World, agent: tuple[str, str], arguments: dict[str, Any]
 ) -> None:
     with pytest.raises(VigilError) as refused:
-        world.app.call("heartbeat", arguments, agent[1])
+        world.app.call("heartbeat", arguments, agent[1], via="rest")
     assert refused.value.code is ErrorCode.INVALID_ARGUMENT
     assert world.alarms.armed == []
     assert world.store.get_switch("acme", "s") is None
@@ -229,7 +229,10 @@ def test_agent_key_authenticates_when_no_header_is_sent(
     world: World, agent: tuple[str, str]
 ) -> None:
     result = world.app.call(
-        "heartbeat", {"scope": "k", "expect_within_seconds": 5, "agent_key": agent[1]}, None
+        "heartbeat",
+        {"scope": "k", "expect_within_seconds": 5, "agent_key": agent[1]},
+        None,
+        via="rest",
     )
     assert result["state"] == "armed"
     with pytest.raises(VigilError) as refused:
@@ -237,6 +240,7 @@ def test_agent_key_authenticates_when_no_header_is_sent(
             "heartbeat",
             {"scope": "k", "expect_within_seconds": 5, "agent_key": agent[1]},
             world.tenant.operator_secret,
+            via="rest",
         )
     assert refused.value.code is ErrorCode.UNAUTHENTICATED
 

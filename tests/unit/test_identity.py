@@ -25,7 +25,7 @@ def test_register_shows_the_secret_once_and_stores_only_its_hash(tenant: Tenant)
     assert isinstance(store, MemoryStore)
     stored = store.principals[("acme", agent["id"])]
     assert secret not in stored.model_dump_json()
-    assert tenant.app.call("whoami", {}, secret)["principal"]["id"] == agent["id"]
+    assert tenant.app.call("whoami", {}, secret, via="rest")["principal"]["id"] == agent["id"]
 
 
 def test_only_operators_register(tenant: Tenant) -> None:
@@ -49,13 +49,19 @@ def test_only_operators_register(tenant: Tenant) -> None:
 def test_bad_credentials_are_unauthenticated(
     memory_app: App, tenant: Tenant, secret: str | None
 ) -> None:
-    assert error_of(memory_app.call, "whoami", {}, secret).code is ErrorCode.UNAUTHENTICATED
+    assert (
+        error_of(memory_app.call, "whoami", {}, secret, via="rest").code
+        is ErrorCode.UNAUTHENTICATED
+    )
 
 
 def test_a_forged_secret_for_a_real_principal_is_refused(tenant: Tenant) -> None:
     _agent_id, secret = tenant.register()
     forged = secret[:-4] + ("AAAA" if not secret.endswith("AAAA") else "BBBB")
-    assert error_of(tenant.app.call, "whoami", {}, forged).code is ErrorCode.UNAUTHENTICATED
+    assert (
+        error_of(tenant.app.call, "whoami", {}, forged, via="rest").code
+        is ErrorCode.UNAUTHENTICATED
+    )
 
 
 def test_namespaces_do_not_see_each_other(tenant: Tenant, other_tenant: Tenant) -> None:
@@ -94,8 +100,10 @@ def test_rotation_invalidates_the_old_secret(tenant: Tenant) -> None:
     rotated = tenant.call("rotate_secret", old, version=1)
     new = rotated["secret"]
     assert rotated["principal"]["version"] == 2
-    assert error_of(tenant.app.call, "whoami", {}, old).code is ErrorCode.UNAUTHENTICATED
-    assert tenant.app.call("whoami", {}, new)["principal"]["id"] == agent_id
+    assert (
+        error_of(tenant.app.call, "whoami", {}, old, via="rest").code is ErrorCode.UNAUTHENTICATED
+    )
+    assert tenant.app.call("whoami", {}, new, via="rest")["principal"]["id"] == agent_id
     stale = error_of(tenant.call, "rotate_secret", principal_id=agent_id, version=1)
     assert stale.code is ErrorCode.VERSION_CONFLICT
 
@@ -111,14 +119,17 @@ def test_workers_cannot_rotate_or_revoke_others(tenant: Tenant) -> None:
         error_of(tenant.call, "revoke_principal", a_secret, principal_id=b, version=1).code
         is ErrorCode.NOT_FOUND
     )
-    assert tenant.app.call("whoami", {}, b_secret)["principal"]["status"] == "active"
+    assert tenant.app.call("whoami", {}, b_secret, via="rest")["principal"]["status"] == "active"
 
 
 def test_revocation_stops_the_secret(tenant: Tenant) -> None:
     agent_id, secret = tenant.register()
     revoked = tenant.call("revoke_principal", principal_id=agent_id, version=1)
     assert revoked["principal"]["status"] == "revoked"
-    assert error_of(tenant.app.call, "whoami", {}, secret).code is ErrorCode.UNAUTHENTICATED
+    assert (
+        error_of(tenant.app.call, "whoami", {}, secret, via="rest").code
+        is ErrorCode.UNAUTHENTICATED
+    )
 
 
 @pytest.mark.parametrize(
@@ -141,7 +152,7 @@ def test_bad_arguments_are_typed_errors_that_change_nothing(
     tenant: Tenant, arguments: dict
 ) -> None:  # type: ignore[type-arg]
     before = len(tenant.app.store.principals)  # type: ignore[attr-defined]
-    error = error_of(tenant.app.call, "register", arguments, tenant.operator_secret)
+    error = error_of(tenant.app.call, "register", arguments, tenant.operator_secret, via="rest")
     assert error.code is ErrorCode.INVALID_ARGUMENT
     assert len(tenant.app.store.principals) == before  # type: ignore[attr-defined]
 
@@ -192,9 +203,9 @@ def test_unexpected_failures_become_unavailable_and_are_logged(
 def test_logs_carry_no_secrets(tenant: Tenant, capsys: pytest.CaptureFixture[str]) -> None:
     logging.getLogger("vigil").handlers[0].stream = __import__("sys").stderr
     _, secret = tenant.register()
-    tenant.app.call("whoami", {}, secret)
+    tenant.app.call("whoami", {}, secret, via="rest")
     with pytest.raises(VigilError):
-        tenant.app.call("whoami", {}, secret + "x")
+        tenant.app.call("whoami", {}, secret + "x", via="rest")
     captured = capsys.readouterr()
     assert "tool call" in captured.err
     assert secret not in captured.err
@@ -207,7 +218,7 @@ def test_an_operator_cannot_take_over_or_lock_out_another_operator(tenant: Tenan
         error = error_of(tenant.call, tool, principal_id=other, version=1)
         assert error.code is ErrorCode.FORBIDDEN
     # The other operator is untouched: its secret works, at the version it had.
-    seen = tenant.app.call("whoami", {}, other_secret)["principal"]
+    seen = tenant.app.call("whoami", {}, other_secret, via="rest")["principal"]
     assert (seen["status"], seen["version"]) == ("active", 1)
     # Nor can that operator turn on the first one.
     error = error_of(
@@ -220,10 +231,14 @@ def test_an_operator_cannot_take_over_or_lock_out_another_operator(tenant: Tenan
 def test_an_operator_rotates_and_revokes_workers_and_itself(tenant: Tenant) -> None:
     agent_id, old = tenant.register()
     new = tenant.call("rotate_secret", principal_id=agent_id, version=1)["secret"]
-    assert error_of(tenant.app.call, "whoami", {}, old).code is ErrorCode.UNAUTHENTICATED
-    assert tenant.app.call("whoami", {}, new)["principal"]["version"] == 2
+    assert (
+        error_of(tenant.app.call, "whoami", {}, old, via="rest").code is ErrorCode.UNAUTHENTICATED
+    )
+    assert tenant.app.call("whoami", {}, new, via="rest")["principal"]["version"] == 2
     tenant.call("revoke_principal", principal_id=agent_id, version=2)
-    assert error_of(tenant.app.call, "whoami", {}, new).code is ErrorCode.UNAUTHENTICATED
+    assert (
+        error_of(tenant.app.call, "whoami", {}, new, via="rest").code is ErrorCode.UNAUTHENTICATED
+    )
     other, other_secret = tenant.register(kind="person", role="operator", name="op2")
     own = tenant.call("rotate_secret", other_secret, principal_id=other, version=1)["secret"]
     revoked = tenant.call("revoke_principal", own, principal_id=other, version=2)
@@ -235,7 +250,7 @@ def test_a_lost_rotation_of_ones_own_secret_is_replayed_with_the_old_one(tenant:
     first = tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
     again = tenant.call("rotate_secret", old, version=1, idempotency_key="r1")
     assert again == first
-    assert tenant.app.call("whoami", {}, first["secret"])["principal"]["id"] == agent_id
+    assert tenant.app.call("whoami", {}, first["secret"], via="rest")["principal"]["id"] == agent_id
     # The holder of the new secret replays the stored result, which never holds the secret.
     replayed = tenant.call("rotate_secret", first["secret"], version=1, idempotency_key="r1")
     assert replayed == {**first, "secret": None}
@@ -258,7 +273,7 @@ def test_the_old_secret_opens_that_replay_and_nothing_else(tenant: Tenant) -> No
     ]
     before = repr(tenant.app.store.__dict__)
     for tool, arguments in refused:
-        error = error_of(tenant.app.call, tool, arguments, old)
+        error = error_of(tenant.app.call, tool, arguments, old, via="rest")
         assert error.code is ErrorCode.UNAUTHENTICATED, tool
     assert repr(tenant.app.store.__dict__) == before
     # A forged secret for the same principal opens nothing either.
@@ -319,16 +334,18 @@ def test_a_refusal_the_caller_caused_is_not_a_warning(
     _, secret = tenant.register()
     with caplog.at_level(logging.INFO, logger="vigil"):
         with pytest.raises(VigilError):
-            tenant.app.call("heartbeat", {"scope": "s", "expect_within_seconds": "x"}, secret)
+            tenant.app.call(
+                "heartbeat", {"scope": "s", "expect_within_seconds": "x"}, secret, via="rest"
+            )
         with pytest.raises(VigilError):
-            tenant.app.call("whoami", {}, secret + "x")
+            tenant.app.call("whoami", {}, secret + "x", via="rest")
 
         def broken(*args: object, **kwargs: object) -> None:
             raise RuntimeError("internal detail")
 
         monkeypatch.setattr(tenant.app.store, "list_principals", broken)
         with pytest.raises(VigilError):
-            tenant.app.call("list_agents", {}, secret)
+            tenant.app.call("list_agents", {}, secret, via="rest")
     calls = [
         (r.levelno, r.__dict__["fields"]["outcome"]) for r in caplog.records if r.msg == "tool call"
     ][-3:]

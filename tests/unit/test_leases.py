@@ -252,7 +252,7 @@ def test_bad_arguments_are_invalid_and_change_nothing(
 ) -> None:
     agents.call("acquire_lease", agents.a, resource="repo", ttl_seconds=30)
     before = agents.stored()
-    error = error_of(agents.tenant.app.call, tool, arguments, agents.a)
+    error = error_of(agents.tenant.app.call, tool, arguments, agents.a, via="rest")
     assert error.code is ErrorCode.INVALID_ARGUMENT
     assert agents.stored() == before
 

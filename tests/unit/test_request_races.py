@@ -119,7 +119,7 @@ def test_a_reply_landing_between_the_expirys_read_and_write_wins(
 
     def reply() -> None:
         arguments = {"id": asked["id"], "version": 1, "outcome": "answered"}
-        replied.append(in_time.call("reply", arguments, pair.secrets["bob"]))
+        replied.append(in_time.call("reply", arguments, pair.secrets["bob"], via="rest"))
 
     clock.advance(60)
     # The alarm reads the request open and due; the reply lands before its write.

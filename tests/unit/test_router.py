@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
+
+import pytest
 
 from tests.support import Tenant
 from vigil import catalog
 from vigil.kit.http import HttpRequest
+from vigil.kit.principals import CLI_AGENT
 from vigil.transports.openapi import openapi_document
 from vigil.transports.router import Router
 
@@ -165,3 +169,22 @@ def test_the_rest_document_says_who_may_call_what_a_listing_leaves_out() -> None
     for tool in catalog.tools():
         assert "perators only" not in tool.description, tool.name
         assert said[tool.name] == f"{tool.description} {tool.callers}".rstrip()
+
+
+def test_each_door_tells_the_call_which_surface_it_came_through(
+    tenant: Tenant, caplog: pytest.LogCaptureFixture
+) -> None:
+    bearer = {"authorization": f"Bearer {tenant.operator_secret}"}
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}}
+    sent = [
+        ("/v1/whoami", {}, b"{}"),
+        ("/v1/whoami", {"user-agent": f"{CLI_AGENT}1.0"}, b"{}"),
+        ("/v1/whoami", {"user-agent": "curl/8.5"}, b"{}"),
+        ("/mcp", {"accept": "application/json, text/event-stream"}, json.dumps(rpc).encode()),
+    ]
+    with caplog.at_level(logging.INFO, logger="vigil"):
+        for path, headers, body in sent:
+            request = HttpRequest("POST", path, {**bearer, **headers}, body)
+            assert router(tenant).handle(request).status == 200
+    told = [r.__dict__["fields"]["via"] for r in caplog.records if r.msg == "tool call"]
+    assert told == ["rest", "cli", "rest", "mcp"]

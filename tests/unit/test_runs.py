@@ -407,7 +407,7 @@ def test_bad_arguments_are_invalid_and_change_nothing(
 ) -> None:
     workers.start()
     before = workers.stored()
-    error = error_of(workers.tenant.app.call, tool, arguments, workers.a)
+    error = error_of(workers.tenant.app.call, tool, arguments, workers.a, via="rest")
     assert error.code is ErrorCode.INVALID_ARGUMENT
     assert workers.stored() == before
 

@@ -87,7 +87,9 @@ def test_an_in_time_write_landing_between_the_alarms_read_and_its_firing_wins(
         on_expiry=["release_leases", "mark_failed", "queue_alert"],
         notify_address=f"agent:{watcher}",
     )
-    racing.store.between = lambda: app_at(racing, started).call("heartbeat", arguments, secret)  # type: ignore[attr-defined]
+    racing.store.between = lambda: app_at(racing, started).call(
+        "heartbeat", arguments, secret, via="rest"
+    )  # type: ignore[attr-defined]
     racing.run_alarms()
     assert racing.store.latest_death("acme", SCOPE) is None
     switch = racing.store.get_switch("acme", SCOPE)
@@ -111,7 +113,7 @@ def test_a_write_landing_after_the_firing_learns_of_the_death(world: World, oper
         "on_expiry": ["release_leases", "mark_failed", "queue_alert"],
         "notify_address": f"agent:{watcher}",
     }
-    result = app_at(world, started).call("heartbeat", arguments, secret)
+    result = app_at(world, started).call("heartbeat", arguments, secret, via="rest")
     assert result["death"]["generation"] == 1
     if operation == "disarm":
         assert result["state"] == "failed"  # a disarm cannot undo a death

@@ -70,7 +70,7 @@ class Responder:
     def call(self, visit: Visit, tool: str, **arguments: Any) -> dict[str, Any] | str:
         """A tool's result, or what refused it, in words for the page."""
         try:
-            return self.app.call_as(tool, arguments, visit.principal)
+            return self.app.call_as(tool, arguments, visit.principal, via="console")
         except VigilError as error:
             if error.code.value == "forbidden":
                 return FORBIDDEN
@@ -82,7 +82,9 @@ class Responder:
         are shown then)."""
         try:
             return names_of(
-                lambda tool, arguments: self.app.call_as(tool, arguments, visit.principal)
+                lambda tool, arguments: self.app.call_as(
+                    tool, arguments, visit.principal, via="console"
+                )
             )
         except VigilError:
             return {}
@@ -109,7 +111,7 @@ class Responder:
         """A form's tool call: its result, or the error that refused it, for a page that
         shows either."""
         try:
-            return self.app.call_as(tool, arguments, visit.principal)
+            return self.app.call_as(tool, arguments, visit.principal, via="console")
         except VigilError as error:
             return error
 

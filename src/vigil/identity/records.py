@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from vigil.kit.principals import Kind, Role, new_principal_id
+from vigil.kit.principals import Kind, Role, Surface, new_principal_id
 from vigil.kit.records import Record, Versioned
 
 Status = Literal["active", "revoked"]
@@ -74,13 +74,14 @@ class Principal(Versioned):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling, established from the credential alone."""
+    """Who is calling, established from the credential alone, and through which surface."""
 
     namespace: str
     principal_id: str
     kind: Kind
     role: Role
     principal: Principal  # as read while authenticating, so tools need not read it again
+    via: Surface
 
     @property
     def is_operator(self) -> bool:

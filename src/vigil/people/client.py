@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from vigil import __version__
+from vigil.kit.principals import CLI_AGENT
+
 TIMEOUT_SECONDS = 15.0
 # A call refused as retryable (throttled, unavailable, a contended version) is made again, with
 # the same arguments (the same idempotency key, so a retry never does the work twice), this
@@ -146,6 +149,7 @@ class RestClient:
             method="POST",
             headers={
                 "Authorization": f"Bearer {self.endpoint.secret}",
+                "User-Agent": f"{CLI_AGENT}{__version__}",
                 "Content-Type": "application/json",
                 "Accept": "application/json",
             },

@@ -308,7 +308,7 @@ class McpEndpoint:
         arguments = params.get("arguments", {})
         bearer = request.bearer()
         try:
-            payload = self.app.call(name, arguments, bearer)
+            payload = self.app.call(name, arguments, bearer, via="mcp")
         except UnknownTool:
             return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}")
         except VigilError as error:

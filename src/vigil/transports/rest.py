@@ -14,6 +14,7 @@ from vigil.kit.http import (
     method_not_allowed,
     too_large,
 )
+from vigil.kit.principals import CLI_AGENT, Surface
 
 PREFIX = "/v1/"
 
@@ -34,7 +35,10 @@ def handle_rest(app: App, request: HttpRequest) -> HttpResponse:
         return refused
     try:
         arguments = json_body(request.body) if request.body.strip() else {}
-        payload = app.call(name, arguments, request.bearer())
+        via: Surface = (
+            "cli" if request.headers.get("user-agent", "").startswith(CLI_AGENT) else "rest"
+        )
+        payload = app.call(name, arguments, request.bearer(), via=via)
     except UnknownTool:
         return _failure(request, not_found(f"tool {name!r}"))
     except VigilError as error:
