@@ -1287,7 +1287,7 @@ def report_steady(beats: dict[str, Measured], prices: Prices, facts: dict[str, A
     print(
         f"   AWS calls: {steady.calls}: {steady.write_units:g} write unit (the item is "
         f"{steady.largest_item} bytes, under 1 KB) at ${PRICE['dynamodb_write_unit'] * 1e6:.3f}"
-        f" per million and {steady.read_units:g} read unit (a strongly consistent read of the "
+        f" per million and {steady.read_units:g} read unit (an eventually consistent read of the "
         f"caller's principal, under 4 KB) at ${PRICE['dynamodb_read_unit'] * 1e6:.3f};"
     )
     print(

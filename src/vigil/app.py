@@ -62,11 +62,19 @@ class App:
 
     def _principal_of(self, secret: str) -> Principal | None:
         """The active principal a secret names, whether or not it is that principal's secret:
-        one keyed read, or none for a secret that names nobody."""
+        one keyed read, or none for a secret that names nobody.
+
+        The read is eventually consistent (half a read unit, on every call). A secret it does
+        not confirm (its principal not yet seen, its digest not yet the stored one) is read
+        again strongly, so a new principal or a new secret works at once; a revoked or
+        replaced secret stops when the revocation reaches the read, typically within a second.
+        """
         parsed = parse_secret(secret)
         if parsed is None:
             return None
-        principal = self.store.get_principal(*parsed)
+        principal = self.store.get_principal(*parsed, consistent=False)
+        if principal is None or not secret_matches(secret, principal.secret_hash):
+            principal = self.store.get_principal(*parsed)
         return principal if principal is not None and principal.status == "active" else None
 
     def authenticate(self, secret: str) -> Principal:

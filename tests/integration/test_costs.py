@@ -18,10 +18,10 @@ import pytest
 
 from tests.conftest import ROOT
 
-# The least a steady beat can bill at 512 MB on AWS: the handler's own time (about 1 ms on a
-# whole core here, three times that on the third of a vCPU 512 MB buys) and two in-region
-# DynamoDB round trips. A floor, not an estimate: the figure printed uses the measured median.
-DURATION_FLOOR_MS = 5
+# What a steady beat may bill at 512 MB on AWS: the handler's own time (about 1 ms on a whole
+# core here, three times that on the third of a vCPU 512 MB buys) and two in-region DynamoDB
+# round trips of a few milliseconds each, with room. The figure printed uses the measured median.
+DURATION_FLOOR_MS = 12
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def cheapest(figures: dict[str, Any], door: str) -> dict[str, Any]:
 
 def test_a_steady_beat_is_one_read_and_one_conditional_write(figures: dict[str, Any]) -> None:
     assert figures["calls"] == {"dynamodb.GetItem": 1, "dynamodb.UpdateItem": 1}
-    assert (figures["write_units"], figures["read_units"]) == (1, 1)
+    # The authentication read is eventually consistent: half a read unit.
+    assert (figures["write_units"], figures["read_units"]) == (1, 0.5)
     assert figures["item_bytes"] <= 1024
 
 
@@ -66,7 +67,7 @@ def test_each_door_can_meet_its_goal_with_its_logs_off(
     assert row["log_bytes"] == {"vigil": 0, "platform": 0, "access": 0}
     assert row["http_api"] == pytest.approx(1.00 if door == "HttpApi" else 0.0)
     assert row["lambda_request"] == pytest.approx(0.20)
-    assert row["dynamodb"] == pytest.approx(0.75)
+    assert row["dynamodb"] == pytest.approx(0.6875)
     assert row["budget_ms"] >= DURATION_FLOOR_MS
 
 

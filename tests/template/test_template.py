@@ -253,7 +253,7 @@ def test_sam_validate_lint() -> None:
         {"EnableSnapStart": "false", "DeletionProtection": "false"},
         {"LogLevel": "DEBUG", "AllowedOrigins": "https://a.example,https://b.example"},
         {"ApiBurstLimit": "50", "ApiRateLimit": "25", "EdgeProtection": "cloudfront-waf"},
-        {"ApiAccessLog": "off", "PlatformLogLevel": "INFO"},
+        {"ApiAccessLog": "off", "PlatformLogLevel": "INFO", "Tracing": "PassThrough"},
         {**DOORS["FunctionUrl"], "EdgeProtection": "cloudfront-waf"},
     ],
 )
@@ -583,7 +583,9 @@ def test_functions(cfn: dict[str, Any]) -> None:
         assert properties["Runtime"] == "python3.13", logical_id
         assert properties["Architectures"] == ["arm64"], logical_id
         assert properties["Handler"] == "app.handler", logical_id
-        assert properties["TracingConfig"] == {"Mode": "Active"}, logical_id
+        assert resolver_for(cfn).resolve(properties["TracingConfig"]) == {"Mode": "Active"}
+        off = resolver_for(cfn, Tracing="PassThrough").resolve(properties["TracingConfig"])
+        assert off == {"Mode": "PassThrough"}, logical_id
         assert set(properties["Environment"]["Variables"]) >= FUNCTION_ENV, logical_id
         assert properties["Environment"]["Variables"]["VIGIL_ENV"] == "aws"
         log_group = ref_target(properties["LoggingConfig"]["LogGroup"])

@@ -7,10 +7,11 @@ import logging
 
 import pytest
 
-from tests.support import Tenant, error_of
+from tests.support import Tenant, app_on, error_of
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.identity.records import Principal
 from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.stores.memory import MemoryStore
 
@@ -354,3 +355,71 @@ def test_a_refusal_the_caller_caused_is_not_a_warning(
         (logging.INFO, "unauthenticated"),
         (logging.WARNING, "unavailable"),
     ]
+
+
+class LaggingStore(MemoryStore):
+    """A store whose eventually consistent reads of principals answer from a replica that has
+    not yet seen the writes made since ``freeze``; strongly consistent reads see everything."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replica: dict[tuple[str, str], Principal] | None = None
+        self.reads: list[bool] = []
+
+    def freeze(self) -> None:
+        self.replica = dict(self.principals)
+
+    def get_principal(
+        self, namespace: str, principal_id: str, *, consistent: bool = True
+    ) -> Principal | None:
+        self.reads.append(consistent)
+        if consistent or self.replica is None:
+            return super().get_principal(namespace, principal_id)
+        found = self.replica.get((namespace, principal_id))
+        return found.model_copy() if found else None
+
+
+@pytest.fixture
+def lagging(clock: ManualClock) -> tuple[Tenant, LaggingStore]:
+    store = LaggingStore()
+    return Tenant(app_on(store, clock), clock, "acme"), store
+
+
+def test_a_steady_call_reads_its_credential_once_eventually_consistent(
+    lagging: tuple[Tenant, LaggingStore],
+) -> None:
+    tenant, store = lagging
+    _, secret = tenant.register()
+    store.reads.clear()
+    tenant.app.call("whoami", {}, secret, via="rest")
+    assert store.reads == [False]
+
+
+def test_a_new_principal_and_a_new_secret_work_at_once_though_the_replica_lags(
+    lagging: tuple[Tenant, LaggingStore],
+) -> None:
+    tenant, store = lagging
+    store.freeze()
+    agent_id, old = tenant.register()
+    # The replica has not seen the principal: its first call is confirmed by a strong read.
+    store.reads.clear()
+    assert tenant.app.call("whoami", {}, old, via="rest")["principal"]["id"] == agent_id
+    assert store.reads == [False, True]
+    store.freeze()
+    new = tenant.call("rotate_secret", old, version=1)["secret"]
+    assert tenant.app.call("whoami", {}, new, via="rest")["principal"]["version"] == 2
+
+
+def test_a_revoked_secret_stops_once_the_replica_has_the_revocation(
+    lagging: tuple[Tenant, LaggingStore],
+) -> None:
+    """The window the design accepts: a revocation is seen by the eventually consistent read
+    within DynamoDB's propagation (typically well under a second), not at once."""
+    tenant, store = lagging
+    agent_id, secret = tenant.register()
+    store.freeze()
+    tenant.call("revoke_principal", principal_id=agent_id, version=1)
+    assert tenant.app.call("whoami", {}, secret, via="rest")["principal"]["id"] == agent_id
+    store.freeze()
+    error = error_of(tenant.app.call, "whoami", {}, secret, via="rest")
+    assert error.code is ErrorCode.UNAUTHENTICATED

@@ -48,8 +48,10 @@ class DynamoIdentity(DynamoBase, IdentityStore, SignInStore):
         item = self._get(f"NS#{name}", "NAMESPACE")
         return Namespace.model_validate_json(item["doc"]["S"]) if item else None
 
-    def get_principal(self, namespace: str, principal_id: str) -> Principal | None:
-        item = self._get(f"NS#{namespace}", f"PRINCIPAL#{principal_id}")
+    def get_principal(
+        self, namespace: str, principal_id: str, *, consistent: bool = True
+    ) -> Principal | None:
+        item = self._get(f"NS#{namespace}", f"PRINCIPAL#{principal_id}", consistent=consistent)
         return Principal.model_validate_json(item["doc"]["S"]) if item else None
 
     def get_principals(self, namespace: str, principal_ids: list[str]) -> list[Principal]:

@@ -41,7 +41,9 @@ class MemoryIdentity(MemoryBase, IdentityStore, SignInStore):
             found = self.namespaces.get(name)
             return found.model_copy() if found else None
 
-    def get_principal(self, namespace: str, principal_id: str) -> Principal | None:
+    def get_principal(
+        self, namespace: str, principal_id: str, *, consistent: bool = True
+    ) -> Principal | None:
         with self._lock:
             found = self.principals.get((namespace, principal_id))
             return found.model_copy() if found else None

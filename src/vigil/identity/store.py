@@ -21,7 +21,11 @@ class IdentityStore(ABC):
     def get_namespace(self, name: str) -> Namespace | None: ...
 
     @abstractmethod
-    def get_principal(self, namespace: str, principal_id: str) -> Principal | None: ...
+    def get_principal(
+        self, namespace: str, principal_id: str, *, consistent: bool = True
+    ) -> Principal | None:
+        """The principal, or None; ``consistent=False`` reads for half the price and may not
+        yet show the latest write (DynamoDB's eventual consistency, typically under a second)."""
 
     @abstractmethod
     def get_principals(self, namespace: str, principal_ids: list[str]) -> list[Principal]:

@@ -112,12 +112,12 @@ class DynamoBase(Committer, IdempotencyStore):
                 raise ConditionFailed(str(kwargs.get("TableName", ""))) from None
             raise aws_failure(code, "the store") from None
 
-    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+    def _get(self, pk: str, sk: str, *, consistent: bool = True) -> dict[str, Any] | None:
         response = self._call(
             self.client.get_item,
             TableName=self.table,
             Key={"pk": attr_s(pk), "sk": attr_s(sk)},
-            ConsistentRead=True,
+            ConsistentRead=consistent,
         )
         item: dict[str, Any] | None = response.get("Item")
         return item
