@@ -103,3 +103,38 @@ def test_a_sessions_page_draws_its_progress(world: World) -> None:
     body = page(signed_in(world, person_secret), "/console/session", id="build-5")
     bar = picture(section_of(body, "status"), "progress")
     assert "40 % done" in description(bar)
+
+
+def test_a_switchs_day_draws_a_beat_for_each_half_hour_it_was_beaten(world: World) -> None:
+    _, person_secret = world.tenant.register(kind="person", name="Pat")
+    _, agent_secret = world.tenant.register(name="builder")
+    for _ in range(12):  # six hours of beats every 30 minutes, then three quiet hours
+        world.call("heartbeat", agent_secret, scope=SCOPE, expect_within_seconds=7200)
+        world.advance(1800)
+    world.advance(3 * 3600)
+    world.call("heartbeat", agent_secret, scope=SCOPE, expect_within_seconds=7200)
+    body = page(signed_in(world, person_secret), "/console/switch", scope=SCOPE)
+    day = picture(section_of(body, "day"), "day")
+    assert kinds(day).count("beat") == 13
+    assert "It beat in 13 of the last 48 half hours." in description(day)
+
+
+def test_a_sessions_page_draws_its_progress_over_time(world: World) -> None:
+    _, person_secret = world.tenant.register(kind="person", name="Pat")
+    _, agent_secret = world.tenant.register(name="builder")
+    for n, percent in enumerate((10, 10, 35, 60, 60, 90)):
+        world.call(
+            "session_heartbeat",
+            agent_secret,
+            sessionId="build-6",
+            progressPercent=percent,
+            idempotencyKey=f"b{n}",
+        )
+        world.advance(600)
+    body = page(signed_in(world, person_secret), "/console/session", id="build-6")
+    trend = picture(section_of(body, "status"), "progress-history")
+    assert kinds(trend).count("change") == 4
+    assert (
+        "3 changes since 1 h 0 min ago: from 10 % to 90 %, the latest 10 min 0 s ago."
+        in description(trend)
+    )

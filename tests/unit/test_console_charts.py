@@ -14,6 +14,7 @@ from vigil.console.charts import (
     WIDTH,
     lateness_day,
     progress_bar,
+    progress_over_time,
     request_ages,
     switch_day,
 )
@@ -163,3 +164,22 @@ def test_a_progress_bar_fills_in_proportion() -> None:
 
 def test_no_progress_draws_no_bar() -> None:
     assert progress_bar(None, ident="bar") == ""
+
+
+def test_progress_over_time_steps_through_each_change_to_now() -> None:
+    points = [
+        (NOW - timedelta(hours=2), 10.0),
+        (NOW - timedelta(hours=1), 40.0),
+        (NOW - timedelta(minutes=30), 75.0),
+    ]
+    root = parsed(progress_over_time(points, now=NOW, ident="trend"))
+    assert len(marks(root, "change")) == 3
+    (trend,) = marks(root, "trend")
+    assert (trend.get("d") or "").count("V") == 2
+    assert "2 changes since 2 h 0 min ago: from 10 % to 75 %, the latest 30 min 0 s ago." in said(
+        root
+    )
+
+
+def test_one_reported_percentage_draws_no_trend() -> None:
+    assert progress_over_time([(NOW, 40.0)], now=NOW, ident="trend") == ""

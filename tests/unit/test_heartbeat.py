@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tests.liveness_support import World
-from vigil.clock import parse_iso
+from vigil.clock import ManualClock, parse_iso
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.limits import dynamo_item_bytes
+from vigil.stores.dynamo import DynamoStore
+from vigil.stores.memory import MemoryStore
 
 
 def beat(
@@ -267,3 +270,75 @@ def test_the_first_beats_after_a_death_repeat_it_in_case_an_answer_was_lost(
         world.clock.advance(1)
     assert [r["generation"] if r else None for r in reports] == [1, 1, 1, None]
     assert world.call("resume_packet", scope="job-1")["death"]["generation"] == 1
+
+
+@pytest.mark.parametrize("backend", ["memory", "dynamo"])
+def test_a_switch_keeps_the_last_beat_of_each_half_hour_of_its_day(
+    clock: ManualClock, backend: str, request: pytest.FixtureRequest
+) -> None:
+    store = MemoryStore() if backend == "memory" else request.getfixturevalue("dynamo_store")
+    world = World(clock, store)
+    _, secret = world.tenant.register(name="worker")
+    window = 7200
+    start = clock.now()
+    beat(world, secret, window=window)
+    beaten = [start]
+    # Twenty hours of beats every 20 minutes, then a gap of three hours, then six more hours
+    # (another generation after a disarm, whose beats the picture keeps too).
+    for _ in range(60):
+        world.advance(1200)
+        beat(world, secret, window=window)
+        beaten.append(clock.now())
+    beat(world, secret, window=window, disarm=True)
+    world.advance(3 * 3600)
+    for _ in range(18):
+        world.advance(1200)
+        beat(world, secret, window=window)
+        beaten.append(clock.now())
+    packet = world.call("resume_packet", secret, scope="job-1")
+    # The day is this half hour and the 47 before it; each keeps its latest beat.
+    this_half_hour = int(clock.now().timestamp()) // 1800
+    latest: dict[int, datetime] = {}
+    for at in beaten:
+        if int(at.timestamp()) // 1800 > this_half_hour - 48:
+            latest[int(at.timestamp()) // 1800] = at
+    expected = [at.replace(second=0, microsecond=0) for at in sorted(latest.values())]
+    assert [parse_iso(at) for at in packet["recent_beats"]] == expected
+    # 30 half hours of the first generation, 5 without a beat, 13 of the second.
+    assert len(expected) == 43
+
+
+def test_a_switch_stored_before_it_kept_beats_takes_one_slow_beat(
+    clock: ManualClock, dynamo_store: DynamoStore
+) -> None:
+    world = World(clock, dynamo_store)
+    _, secret = world.tenant.register(name="worker")
+    beat(world, secret)
+    client, table = dynamo_store.client, dynamo_store.table
+    key = {"pk": {"S": "NS#acme#SW#job-1"}, "sk": {"S": "SWITCH"}}
+    stored = client.get_item(TableName=table, Key=key)["Item"]
+    assert "recent" in stored
+    client.update_item(TableName=table, Key=key, UpdateExpression="REMOVE recent")
+    world.advance(10)
+    assert beat(world, secret)["beats"] == 2
+    world.advance(10)
+    assert beat(world, secret)["beats"] == 3
+    packet = world.call("resume_packet", secret, scope="job-1")
+    assert len(packet["recent_beats"]) == 1
+
+
+def test_a_switch_with_a_full_day_of_beats_is_still_one_write_unit(
+    clock: ManualClock, dynamo_store: DynamoStore
+) -> None:
+    """The steady beat's one write unit holds for a switch with every half hour of its day
+    beaten, a 64-character scope and a notify address."""
+    world = World(clock, dynamo_store)
+    agent, secret = world.tenant.register(name="worker")
+    scope = "s" * 64
+    for _ in range(48):
+        beat(world, secret, scope=scope, window=3600, notify_address=f"agent:{agent}")
+        world.advance(1800)
+    key = {"pk": {"S": f"NS#acme#SW#{scope}"}, "sk": {"S": "SWITCH"}}
+    item = dynamo_store.client.get_item(TableName=dynamo_store.table, Key=key)["Item"]
+    assert len(item["recent"]["M"]) == 48
+    assert dynamo_item_bytes(item) <= 1024

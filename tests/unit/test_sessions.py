@@ -518,6 +518,7 @@ def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClo
         "owner": desk.agent_id,
         "status": "active",
         "progress_percent": None,
+        "progress_history": [],
         "current_step": "waiting on review",
         "step_index": 2,
         "step_count": 3,
@@ -527,6 +528,7 @@ def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClo
         "ended_at": None,
         "outcome": None,
     }
+    assert sessions["busy"]["progress_history"] == [{"at": "2026-01-01T00:01:00Z", "percent": 80.0}]
     assert list(listed(stale_only=True)) == ["quiet"]
     clock.advance(1)
     assert list(listed(stale_only=True)) == ["busy", "quiet"]
@@ -756,3 +758,19 @@ def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     [ended] = desk.tenant.call("list_sessions")["sessions"]
     assert (ended["stale"], ended["outcome"]) == (False, "completed")
     assert error_of(desk.beat).code is ErrorCode.VERSION_CONFLICT
+
+
+def test_a_session_keeps_each_change_of_its_progress_the_latest_twenty(
+    desk: Desk, clock: ManualClock
+) -> None:
+    desk.beat(progressPercent=0)
+    for percent in [0, 1, 1, *range(2, 30)]:
+        clock.advance(10)
+        desk.beat(progressPercent=percent)
+    clock.advance(10)
+    desk.beat(currentStep="no percentage this time")
+    (session,) = desk.tenant.call("list_sessions", desk.person)["sessions"]
+    history = session["progress_history"]
+    assert [point["percent"] for point in history] == list(range(10, 30))
+    # Each point is when the percentage changed, not the beats that repeated it.
+    assert history[0]["at"] == "2026-01-01T00:02:00Z"

@@ -118,6 +118,9 @@ def switch_day(
         for b in day_beats
     ]
     words = [_fired(day_deaths, now)]
+    if day_beats:
+        half_hours = len({int(b.timestamp()) // 1800 for b in day_beats})
+        words.append(f"It beat in {half_hours} of the last 48 half hours.")
     if beats:
         words.append(f"Its last beat {from_now(max(beats), now)}.")
     if armed is not None:
@@ -232,5 +235,55 @@ def progress_bar(percent: float | None, ident: str) -> Html:
             '<rect class="done" x="0" y="0" width="{d}" height="24"/>',
             w=WIDTH,
             d=f"{WIDTH * whole / 100:g}",
+        ),
+    )
+
+
+def progress_over_time(points: Sequence[tuple[datetime, float]], now: datetime, ident: str) -> Html:
+    """A session's progress as a step line from its first reported percentage to now, a dot at
+    each change (nothing with fewer than two: the bar says it)."""
+    if len(points) < 2:
+        return Html("")
+    start = points[0][0]
+    end = max(now, points[-1][0] + timedelta(seconds=1))
+    top, base = 12, 120
+    height = base + AXIS_LABELS
+
+    def y(percent: float) -> float:
+        return base - (base - top) * min(max(percent, 0.0), 100.0) / 100
+
+    xs = [_x(at, start, end) for at, _ in points]
+    path = [f"M{xs[0]:g} {y(points[0][1]):g}"]
+    for x, (_, percent) in zip(xs[1:], points[1:], strict=True):
+        path.append(f"H{x:g} V{y(percent):g}")
+    path.append(f"H{_x(end, start, end):g}")
+    dots = [
+        render('<circle class="change" cx="{x}" cy="{y}" r="6"/>', x=f"{x:g}", y=f"{y(p):g}")
+        for x, (_, p) in zip(xs, points, strict=True)
+    ]
+    axis = render(
+        '<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>'
+        '<text class="label" x="0" y="{t}">100 %</text>',
+        w=WIDTH,
+        b=base,
+        t=top + 10,
+    )
+    description = (
+        f"{len(points) - 1} changes since {from_now(start, now)}: "
+        f"from {points[0][1]:g} % to {points[-1][1]:g} %, "
+        f"the latest {from_now(points[-1][0], now)}."
+    )
+    return _figure(
+        ident,
+        height,
+        "Progress over time",
+        description,
+        join(
+            [
+                axis,
+                render('<path class="trend" d="{d}"/>', d=" ".join(path)),
+                *dots,
+                _ends(height, from_now(start, now), "now"),
+            ]
         ),
     )

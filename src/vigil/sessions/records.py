@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from pydantic import Field
+
 from vigil.clock import iso
 from vigil.errors import conflict
 from vigil.kit.principals import number_in, numbered_id
@@ -30,6 +32,9 @@ STALE_AFTER_SECONDS = 120
 MAX_BODY_BYTES = 8 * 1024
 # What an agent says it is doing: as long as an instruction may be.
 MAX_STEP_BYTES = MAX_BODY_BYTES
+# The progress a session keeps over time: each change of its percentage, the latest this many,
+# as (seconds since the session began, percent): a picture's worth, in under 300 bytes.
+PROGRESS_POINTS = 20
 
 
 class Session(Versioned):
@@ -55,6 +60,20 @@ class Session(Versioned):
     # more beats or instructions.
     ended_at: datetime | None = None
     outcome: SessionOutcome | None = None
+    progress_points: list[tuple[int, float]] = Field(default_factory=list)
+
+    def progress_over_time(self) -> list[tuple[datetime, float]]:
+        """Each change of the reported percentage, oldest first (the latest PROGRESS_POINTS)."""
+        return [
+            (self.created_at + timedelta(seconds=s), percent) for s, percent in self.progress_points
+        ]
+
+    def _progressed(self, percent: float | None, now: datetime) -> list[tuple[int, float]]:
+        points = self.progress_points
+        if percent is None or (points and points[-1][1] == percent):
+            return points
+        elapsed = int((now - self.created_at).total_seconds())
+        return [*points, (elapsed, percent)][-PROGRESS_POINTS:]
 
     def stale(self, now: datetime) -> bool:
         if self.ended_at is not None:
@@ -77,6 +96,7 @@ class Session(Versioned):
         now: datetime,
     ) -> Session:
         """The session its owner's first beat creates: active unless the beat says otherwise."""
+        percent = reported.get("progress_percent")
         return cls(
             namespace=namespace,
             session_id=session_id,
@@ -88,6 +108,7 @@ class Session(Versioned):
             acked_through=acked_through,
             last_seq=0,
             version=1,
+            progress_points=[] if percent is None else [(0, percent)],
         )
 
     def beaten(self, reported: dict[str, Any], acked_through: int, now: datetime) -> Session:
@@ -95,7 +116,11 @@ class Session(Versioned):
         self.require_open("takes no more beats; name a new session to start other work")
         changes = {name: value for name, value in reported.items() if value is not None}
         return self.changed(
-            **changes, last_beat_at=now, beats=self.beats + 1, acked_through=acked_through
+            **changes,
+            last_beat_at=now,
+            beats=self.beats + 1,
+            acked_through=acked_through,
+            progress_points=self._progressed(reported.get("progress_percent"), now),
         )
 
     def ended(self, outcome: SessionOutcome, now: datetime) -> Session:

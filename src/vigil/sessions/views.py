@@ -54,11 +54,19 @@ class InstructionView(Output):
         )
 
 
+class ProgressPoint(Output):
+    at: datetime
+    percent: float
+
+
 class SessionView(Output):
     session_id: str
     owner: str = Field(description="Principal id of the agent whose beats the session takes.")
     status: SessionStatus
     progress_percent: float | None
+    progress_history: list[ProgressPoint] = Field(
+        description="Each change of progress_percent, oldest first (the latest 20)."
+    )
     current_step: str | None
     step_index: int | None
     step_count: int | None
@@ -80,6 +88,10 @@ class SessionView(Output):
             owner=session.owner,
             status=session.status,
             progress_percent=session.progress_percent,
+            progress_history=[
+                ProgressPoint(at=at, percent=percent)
+                for at, percent in session.progress_over_time()
+            ],
             current_step=session.current_step,
             step_index=session.step_index,
             step_count=session.step_count,

@@ -12,7 +12,15 @@ from typing import Any
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.quotas.store import quota_count
-from vigil.switches.records import PAUSE_RETAIN, Beat, Death, Pause, ReleasedPage, Switch
+from vigil.switches.records import (
+    PAUSE_RETAIN,
+    Beat,
+    Death,
+    Pause,
+    ReleasedPage,
+    Switch,
+    beat_slot,
+)
 from vigil.switches.store import SwitchStore
 
 _TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
@@ -85,13 +93,15 @@ def _death_item(death: Death) -> dict[str, Any]:
     }
 
 
-def _value(name: str, value: Any) -> dict[str, str]:
+def _value(name: str, value: Any) -> dict[str, Any]:
     if name in _TIMES:
         return attr_n(epoch_ms(value))
     if name in _NUMBERS:
         return attr_n(value)
     if name == "on_expiry":
         return attr_s(",".join(value))
+    if name == "recent":
+        return {"M": {str(slot): attr_n(minute) for slot, minute in value.items()}}
     return attr_s(value)
 
 
@@ -107,13 +117,15 @@ def _switch(item: dict[str, Any]) -> Switch:
     fields: dict[str, Any] = {}
     for name in Switch.model_fields:
         if name not in item:
-            fields[name] = None
+            fields[name] = {} if name == "recent" else None
         elif name in _TIMES:
             fields[name] = from_ms(item[name])
         elif name in _NUMBERS:
             fields[name] = int(item[name]["N"])
         elif name == "on_expiry":
             fields[name] = [a for a in item[name]["S"].split(",") if a]
+        elif name == "recent":
+            fields[name] = {int(slot): int(n["N"]) for slot, n in item[name]["M"].items()}
         else:
             fields[name] = item[name]["S"]
     return Switch.model_validate(fields)
@@ -150,12 +162,19 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             else:
                 sets.append(f"#f{index} = :v{index}")
                 values[f":v{index}"] = _value(name, value)
-        update = "SET " + ", ".join([*sets, "beats = beats + :one", "version = version + :one"])
+        # This beat's half hour of the day's beats (Switch.recent), set with no read.
+        slot, minute = beat_slot(now)
+        names["#recent"], names["#slot"] = "recent", str(slot)
+        values[":minute"] = attr_n(minute)
+        sets += ["#recent.#slot = :minute", "beats = beats + :one", "version = version + :one"]
+        update = "SET " + ", ".join(sets)
         if removes:
             update += " REMOVE " + ", ".join(removes)
+        # A switch stored before it kept its beats has no map to set an entry of: its next
+        # beat takes the slow path, which writes the whole item.
         condition = (
             "#st = :armed AND #holder = :holder AND #deadline > :now"
-            " AND #alarm <= :new_deadline AND "
+            " AND #alarm <= :new_deadline AND attribute_exists(#recent) AND "
         )
         names["#notify"] = "notify_address"
         if notify_address is None:

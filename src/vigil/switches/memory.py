@@ -8,7 +8,7 @@ from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.quotas.store import quota_count
-from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
+from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch, with_beat
 from vigil.switches.store import SwitchStore
 
 
@@ -43,7 +43,9 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 or current.alarm_due > beat.deadline
             ):
                 return None
-            beaten = current.changed(**beat.changes(), beats=current.beats + 1)
+            beaten = current.changed(
+                **beat.changes(), beats=current.beats + 1, recent=with_beat(current.recent, beat.at)
+            )
             self.switches[(namespace, scope)] = beaten
             return beaten.model_copy(deep=True)
 

@@ -32,6 +32,7 @@ from vigil.switches.records import (
     HeldLease,
     PublicState,
     Switch,
+    beats_of_the_day,
 )
 from vigil.switches.store import SwitchPorts
 
@@ -225,6 +226,7 @@ class ResumePacket(Output):
     agent_id: str | None
     armed_at: datetime
     last_beat_at: datetime
+    recent_beats: list[datetime] = Field(description="The last 24 h: each half hour's last beat.")
     deadline: datetime | None
     expect_within_seconds: int
     on_expiry: list[Action]
@@ -303,6 +305,7 @@ def resume_packet(ctx: SwitchContext, args: ResumePacketInput) -> ResumePacket:
         agent_id=switch.agent_id,
         armed_at=switch.armed_at,
         last_beat_at=switch.last_beat_at,
+        recent_beats=beats_of_the_day(switch.recent, ctx.clock.now()),
         deadline=switch.deadline if switch.state == "armed" else None,
         expect_within_seconds=switch.expect_within_seconds,
         on_expiry=switch.on_expiry,

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from vigil.console.charts import progress_bar
+from vigil.console.charts import progress_bar, progress_over_time
 from vigil.console.components import (
     badge,
     facts,
@@ -75,6 +75,14 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                     [
                         status_facts(found["session"], now, names),
                         progress_bar(found["session"]["progress_percent"], "progress"),
+                        progress_over_time(
+                            [
+                                (datetime.fromisoformat(p["at"]), p["percent"])
+                                for p in found["session"]["progress_history"]
+                            ],
+                            now,
+                            "progress-history",
+                        ),
                     ]
                 ),
             ),

@@ -245,11 +245,16 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
 
 
 def _day(packet: Mapping[str, Any], deaths: Iterable[Mapping[str, Any]], now: datetime) -> Html:
-    """The picture of a switch's day: its last beat (the one beat the store keeps), when it
-    was armed, its recent deaths, and its deadline while armed."""
+    """The picture of a switch's day: its beats (the last of each half hour, and the last of
+    all), when it was armed, its recent deaths, and its deadline while armed."""
+    beats = [datetime.fromisoformat(at) for at in packet["recent_beats"]]
     last_beat = parse_time(packet["last_beat_at"])
+    if last_beat is not None:
+        # The day's entries keep the minute; the last beat is known to the millisecond.
+        beats = [b for b in beats if b != last_beat.replace(second=0, microsecond=0)]
+        beats.append(last_beat)
     return switch_day(
-        beats=[] if last_beat is None else [last_beat],
+        beats=beats,
         armed_at=parse_time(packet["armed_at"]),
         deaths=[(datetime.fromisoformat(d["fired_at"]), d["lateness_seconds"]) for d in deaths],
         deadline=parse_time(packet["deadline"]) if packet["state"] == "armed" else None,
