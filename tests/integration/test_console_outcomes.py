@@ -226,6 +226,9 @@ def test_a_fired_switchs_page_says_what_its_death_did(world: World) -> None:
     assert f'watcher <small class="meta id">{watcher}</small>' in death
     assert re.search(r"late by \d\.\d{3} s", death)
     assert f'builder <small class="meta id">{agent}</small>' in death
+    # Actions read as words, which a narrow table wraps between, never inside a name.
+    assert "release leases, mark failed, queue alert" in body
+    assert "mark_failed" not in body
 
 
 # -- a session's status ----------------------------------------------------------------------------

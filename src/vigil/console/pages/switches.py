@@ -178,7 +178,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                     ("Armed", when(packet["armed_at"])),
                     ("Last beat", relative(packet["last_beat_at"], now)),
                     ("Window", span(packet["expect_within_seconds"])),
-                    ("On expiry", ", ".join(packet["on_expiry"]) or "—"),
+                    ("On expiry", actions_in_words(packet["on_expiry"])),
                 ]
             ),
             section("Its last 24 hours", "day", _day(packet, history, now)),
@@ -372,10 +372,16 @@ def death_rows(
             relative(d["fired_at"], now),
             f"{d['lateness_seconds']:.3f} s",
             "—" if d["released_count"] is None else d["released_count"],
-            ", ".join(d["completed"]) or "—",
+            actions_in_words(d["completed"]),
         ]
         for d in deaths
     ]
+
+
+def actions_in_words(actions: Iterable[str]) -> str:
+    """A switch's actions as words ("mark failed"), which wrap between them on a narrow
+    screen, never inside an action's name."""
+    return ", ".join(action.replace("_", " ") for action in actions) or "—"
 
 
 def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:
@@ -393,7 +399,7 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
         said.append(render("The namespace's channels were told (alert {a}).", a=death["alert_id"]))
     pending = [action for action in death["actions"] if action not in done]
     if pending:
-        said.append(render("Still to do: {a}.", a=", ".join(pending)))
+        said.append(render("Still to do: {a}.", a=actions_in_words(pending)))
     return facts(
         [
             ("Holder", named(death["holder"], death["agent_id"], names)),
