@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from vigil.notifications.sending import Sender
 
 log = get_logger("vigil.app")
+
+T = TypeVar("T")
 
 # Arguments that never take part in an idempotency fingerprint: the key itself (whatever the
 # tool's field for it is called), and a credential that may legitimately change (rotation)
@@ -96,6 +99,22 @@ class App:
         console's session, signed over that principal's current secret): the same validation,
         authorization and idempotency as any call, with no secret to hand over."""
         return self._call(name, arguments, via, principal=principal)
+
+    def act_as(self, principal: Principal, act: Callable[[Context], T]) -> T:
+        """``act`` for ``principal``, whose credential the caller has already checked, with a
+        call's context but outside any tool: what the MCP Tasks extension's methods do to a
+        request (transports/tasks.py). Its unit of work claims no idempotency key, so ``act``
+        reads, or makes one conditional change that is safe to repeat."""
+        caller = Caller(
+            principal.namespace, principal.id, principal.kind, principal.role, principal
+        )
+        try:
+            return act(self._context(caller, UnitOfWork(self.store)))
+        except VigilError:
+            raise
+        except Exception:
+            log.exception("unexpected failure")
+            raise unavailable() from None
 
     def _call(
         self,

@@ -17,6 +17,7 @@ from vigil.kit.records import Record
 # agent, disarm of another's switch, pause and resume of switches (the target: the pause's
 # scope prefix), every change to a channel and every test sent to one are operators' powers;
 # bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
+# withdraw_request is no power but is recorded too: a request's audience stops being asked.
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -34,8 +35,9 @@ AuditAction = Literal[
     "delete_channel",
     "replay_delivery",
     "test_channel",
+    "withdraw_request",
 ]
-TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause"]
+TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause", "request"]
 
 
 class AuditEvent(Record):

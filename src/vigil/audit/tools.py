@@ -42,9 +42,7 @@ class ListAuditEventsInput(StrictInput):
 class AuditEventView(Output):
     id: str
     at: datetime
-    actor: str | None = Field(
-        description="The operator who made the change; null for the deployer."
-    )
+    actor: str | None = Field(description="Who made the change; null for the deployer.")
     action: AuditAction
     target_kind: TargetKind
     target: str = Field(description="The id, scope, address or prefix of what changed.")

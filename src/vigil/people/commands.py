@@ -35,6 +35,7 @@ REQUEST_STATES = (
     "rejected",
     "expired",
     "replaced",
+    "withdrawn",
 )
 
 EPILOG = """\

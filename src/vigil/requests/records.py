@@ -4,9 +4,9 @@ resolved once by a typed reply, and the execution intent an approved action may 
 A request is asked in a conversation, with a message of its own. Its audience, who may decide
 it, is fixed when it is asked: the conversation's other participants at that moment; later
 membership changes never widen or narrow it. It is ``open`` until exactly one final outcome is
-recorded: a reply valid for its kind, its expiry at ``expires_at``, or its replacement by the
-requester. Every change is a conditional write on its version, appended to its history with
-the principal that made it; a final state never changes.
+recorded: a reply valid for its kind, its expiry at ``expires_at``, or its replacement or
+withdrawal by the requester. Every change is a conditional write on its version, appended to
+its history with the principal that made it; a final state never changes.
 
 An approval may bind an ``action``, a JSON object. Once approved, and until the request's
 deadline, its requester may redeem it for one execution intent, by presenting an action whose
@@ -39,10 +39,13 @@ RequestState = Literal[
     "rejected",
     "expired",
     "replaced",
+    "withdrawn",
 ]
 ExecutionState = Literal["intended", "started", "succeeded", "failed", "unknown"]
 ReportedState = Literal["started", "succeeded", "failed", "unknown"]
-ChangeKind = Literal["asked", "blocking", "unblocking", "replied", "expired", "replaced"]
+ChangeKind = Literal[
+    "asked", "blocking", "unblocking", "replied", "expired", "replaced", "withdrawn"
+]
 
 OUTCOMES: dict[str, tuple[Outcome, ...]] = {
     "question": ("answered",),
@@ -301,6 +304,13 @@ class Request(Versioned):
         if version != self.version:
             raise conflict("stale version", current_version=self.version)
         return self._changed("replaced", by, now, state="replaced", replaced_by=replacement_id)
+
+    def withdrawn(self, by: str, now: datetime) -> Request:
+        """The open request withdrawn by its requester: no one decides it any more."""
+        if by != self.requester:
+            raise VigilError(ErrorCode.FORBIDDEN, "only the requester withdraws its request")
+        self.require_open(now)
+        return self._changed("withdrawn", by, now, state="withdrawn")
 
 
 class Report(Record):

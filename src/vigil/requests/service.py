@@ -1,7 +1,7 @@
-"""Request use cases once a request is asked: reading, replying, expiring, declaring a blocking
-dependency, redeeming an approval for its execution intent and reporting on that intent. Asking
-and replacing, which post the request's message in its conversation, are in
-vigil.requests.asking.
+"""Request use cases once a request is asked: reading, replying, expiring, withdrawing,
+declaring a blocking dependency, redeeming an approval for its execution intent and reporting
+on that intent. Asking and replacing, which post the request's message in its conversation,
+are in vigil.requests.asking.
 
 A request's expiry rides the switches' alarm path: the alarm is armed before the request is
 committed (a crash in between leaves a stray alarm, which finds nothing to do), and the expiry
@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from vigil.alarms.timers import Alarms, Timer
+from vigil.audit.records import AuditEvent
+from vigil.audit.store import AuditStore
 from vigil.clock import Clock, to_ms
 from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.identity.records import Caller
@@ -99,6 +101,14 @@ class Requests:
         not_found of a request that does not exist."""
         request = self.store.get_request(caller.namespace, request_id)
         if request is None or not request.visible_to(caller.principal_id):
+            raise not_found("request")
+        return request
+
+    def own(self, caller: Caller, request_id: str) -> Request:
+        """The request, if the caller asked it; anyone else, its audience included, gets the
+        not_found of a request that does not exist."""
+        request = self.store.get_request(caller.namespace, request_id)
+        if request is None or request.requester != caller.principal_id:
             raise not_found("request")
         return request
 
@@ -292,6 +302,46 @@ class Requests:
             result = present(changed)
             uow.commit(
                 self.store.save_request(changed), self.store.save_wait_graph(graph), result=result
+            )
+            return result
+
+        return retry_on_conflict(attempt, "the request")
+
+    def withdraw(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        request_id: str,
+        audit: AuditStore,
+        present: Callable[[Request], R],
+    ) -> R:
+        """Withdraws the caller's own open request, recorded in ``audit`` in the same commit:
+        one conditional change on its version, with its open count and blocking edge. A
+        request withdrawn already is answered as it stands; any other final one is a conflict
+        naming its state."""
+
+        def attempt() -> R:
+            request = self.own(caller, request_id)
+            if request.state == "withdrawn":
+                return present(request)
+            now = to_ms(self.clock.now())
+            withdrawn = request.withdrawn(caller.principal_id, now)
+            event = AuditEvent.of(
+                caller.namespace,
+                caller.principal_id,
+                "withdraw_request",
+                "request",
+                request.id,
+                request.version,
+                withdrawn.version,
+                now,
+            )
+            result = present(withdrawn)
+            uow.commit(
+                *self.closing(request),
+                self.store.save_request(withdrawn),
+                audit.add_audit_event(event),
+                result=result,
             )
             return result
 

@@ -1,16 +1,13 @@
 """Request tools: ``ask``, ``get_request``, ``reply``, ``request_status``, ``set_blocking``,
-``replace_request``, ``redeem_approval`` and ``report_execution``; and ``start_chat``, whose
-first message may ask a request. What they take is in vigil.requests.inputs, what they return
-in vigil.requests.views; the rules are in vigil.requests.records, the use cases in
-vigil.requests.service and vigil.requests.asking."""
+``replace_request``, ``redeem_approval`` and ``report_execution``; ``start_chat``, whose first
+message may ask a request. What they read of a call is in vigil.requests.calls, what they take
+in vigil.requests.inputs, what they return in vigil.requests.views; the rules are in
+vigil.requests.records, the use cases in vigil.requests.service and vigil.requests.asking."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from vigil.alarms.timers import Alarms
-from vigil.attachments.blobs import Blobs
 from vigil.conversations.service import Post
 from vigil.conversations.tools import (
     SendResult,
@@ -19,13 +16,10 @@ from vigil.conversations.tools import (
     resume_delivery,
     sent,
 )
-from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.publish import Publish
 from vigil.kit.tooling import Replay, Tool
-from vigil.mailboxes.queues import MailboxQueues
-from vigil.quotas.records import Quotas
 from vigil.requests.asking import Ask, Asking, Replace
+from vigil.requests.calls import RequestContext, presenter, requests_of
 from vigil.requests.inputs import (
     AskInput,
     GetRequestInput,
@@ -38,8 +32,7 @@ from vigil.requests.inputs import (
     StartChatInput,
 )
 from vigil.requests.records import OUTCOMES, Request
-from vigil.requests.service import Reply, Requests
-from vigil.requests.store import RequestPorts
+from vigil.requests.service import Reply
 from vigil.requests.views import (
     ExecutionView,
     ReplaceResult,
@@ -52,38 +45,8 @@ from vigil.requests.views import (
 )
 
 
-class RequestContext(Call[RequestPorts], Protocol):
-    """What the request tools read of a call."""
-
-    @property
-    def queues(self) -> MailboxQueues: ...
-    @property
-    def alarms(self) -> Alarms: ...
-    @property
-    def blobs(self) -> Blobs: ...
-    @property
-    def quotas(self) -> Quotas: ...
-    @property
-    def publish(self) -> Publish: ...
-
-
-def _requests(ctx: RequestContext) -> Requests:
-    return Requests(
-        ctx.store,
-        queues=ctx.queues,
-        clock=ctx.clock,
-        alarms=ctx.alarms,
-        publish=ctx.publish,
-        quotas=ctx.quotas,
-    )
-
-
 def _asking(ctx: RequestContext) -> Asking:
-    return Asking(requests=_requests(ctx), conversations=conversations(ctx))
-
-
-def _presenter(ctx: RequestContext) -> Callable[[Request], RequestView]:
-    return lambda request: view(request, ctx.clock.now())
+    return Asking(requests=requests_of(ctx), conversations=conversations(ctx))
 
 
 # What the completion of ask and replace_request leaves out of a request: every part that
@@ -181,7 +144,7 @@ def start_chat(ctx: RequestContext, args: StartChatInput) -> SendResult:
 
 # -- get_request ----------------------------------------------------------------------------
 def get_request(ctx: RequestContext, args: GetRequestInput) -> RequestDetail:
-    requests = _requests(ctx)
+    requests = requests_of(ctx)
     request = requests.readable(ctx.caller, args.id)
     return detail(request, requests.execution_of(request), ctx.clock.now())
 
@@ -195,19 +158,19 @@ def reply(ctx: RequestContext, args: ReplyInput) -> RequestView:
         outcome=args.outcome,
         answer=args.answer,
     )
-    return _requests(ctx).reply(ctx.uow, command, _presenter(ctx))
+    return requests_of(ctx).reply(ctx.uow, command, presenter(ctx))
 
 
 def resume_reply(ctx: RequestContext, result: dict[str, Any]) -> None:
     """A replay of reply first queues the requester's response, if it may not have gone."""
-    _requests(ctx).finish_reply(ctx.caller.namespace, RequestView.model_validate(result).id)
+    requests_of(ctx).finish_reply(ctx.caller.namespace, RequestView.model_validate(result).id)
 
 
 # -- request_status -------------------------------------------------------------------------
 def request_status(ctx: RequestContext, args: RequestStatusInput) -> RequestStatusResult:
     query = {"s": args.state, "b": args.blocking}
     after = None if args.cursor is None else cursor_position(args.cursor, "requests", str, **query)
-    found, last = _requests(ctx).status(ctx.caller, args.state, args.blocking, after)
+    found, last = requests_of(ctx).status(ctx.caller, args.state, args.blocking, after)
     now = ctx.clock.now()
     return RequestStatusResult(
         requests=[view(r, now) for r in found],
@@ -217,7 +180,9 @@ def request_status(ctx: RequestContext, args: RequestStatusInput) -> RequestStat
 
 # -- set_blocking ---------------------------------------------------------------------------
 def set_blocking(ctx: RequestContext, args: SetBlockingInput) -> RequestView:
-    return _requests(ctx).set_blocking(ctx.uow, ctx.caller, args.id, args.blocking, _presenter(ctx))
+    return requests_of(ctx).set_blocking(
+        ctx.uow, ctx.caller, args.id, args.blocking, presenter(ctx)
+    )
 
 
 # -- replace_request ------------------------------------------------------------------------
@@ -253,11 +218,11 @@ def resume_replace(ctx: RequestContext, result: dict[str, Any]) -> None:
 
 # -- executions -----------------------------------------------------------------------------
 def redeem_approval(ctx: RequestContext, args: RedeemApprovalInput) -> ExecutionView:
-    return _requests(ctx).redeem(ctx.uow, ctx.caller, args.id, args.action, execution_view)
+    return requests_of(ctx).redeem(ctx.uow, ctx.caller, args.id, args.action, execution_view)
 
 
 def report_execution(ctx: RequestContext, args: ReportExecutionInput) -> ExecutionView:
-    return _requests(ctx).report(
+    return requests_of(ctx).report(
         ctx.uow, ctx.caller, args.id, args.state, args.result, execution_view
     )
 

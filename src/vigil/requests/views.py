@@ -44,7 +44,7 @@ class RequestView(Output):
     id: str
     kind: RequestKind
     state: RequestState = Field(
-        description="open until one final state: a reply's outcome, expired or replaced."
+        description="open until one final state: a reply's outcome, expired, replaced or withdrawn."
     )
     version: int = Field(description="Pass it to reply or replace_request.")
     requester: str

@@ -1,5 +1,10 @@
-"""What the MCP endpoint and the stdio bridge share: JSON-RPC 2.0 error codes, and the header
-that chooses a connection's toolsets."""
+"""What the MCP endpoint, its tasks and the stdio bridge share: JSON-RPC 2.0 error codes, a
+tool's result as MCP carries it, and the header that chooses a connection's toolsets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -8,6 +13,18 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP's code for a protocol revision the server does not speak.
 UNSUPPORTED_VERSION = -32022
+# MCP's code for a request the server serves only to a client that declares a capability.
+MISSING_REQUIRED_CAPABILITY = -32021
 
 # Where a connection chooses its toolsets, comma-separated: the header GitHub's MCP server reads.
 TOOLSETS_HEADER = "x-mcp-toolsets"
+
+
+def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if not is_error:
+        # Errors travel as JSON text only: some clients validate any structuredContent against
+        # the tool's output schema, which describes success.
+        result["structuredContent"] = payload
+    return result

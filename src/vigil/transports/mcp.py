@@ -2,16 +2,16 @@
 
 Written against the protocol rather than the SDK's server: the SDK's server import alone costs
 more cold start than the rest of the function (docs/PERFORMANCE.md), and a stateless JSON
-endpoint needs only initialize, ping, tools/list and tools/call. Conformance is proven by
-clients written elsewhere (the Python and TypeScript SDKs', fastmcp's, the MCP Inspector CLI),
-the official conformance suite and raw JSON-RPC tests. Each result is shaped for the client's
+endpoint needs only initialize, ping, tools/list and tools/call (and the Tasks extension's
+methods, vigil.transports.tasks). Conformance is proven by clients written elsewhere (the
+Python and TypeScript SDKs', fastmcp's, the MCP Inspector CLI), the official conformance suite
+and raw JSON-RPC tests. Each result is shaped for the client's
 protocol revision, and a request without a valid credential where one is needed is HTTP 401
 with the bearer challenge (docs/DESIGN.md, "MCP without the SDK's server").
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from vigil import __version__, catalog
@@ -27,6 +27,7 @@ from vigil.kit.http import (
     method_not_allowed,
 )
 from vigil.kit.principals import Kind, Role
+from vigil.transports import tasks
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -34,6 +35,7 @@ from vigil.transports.jsonrpc import (
     PARSE_ERROR,
     TOOLSETS_HEADER,
     UNSUPPORTED_VERSION,
+    tool_result,
 )
 
 if TYPE_CHECKING:
@@ -71,7 +73,9 @@ INSTRUCTIONS = (
 
 
 SERVER_INFO = {"name": "vigil", "title": "Vigil", "version": __version__}
-CAPABILITIES = {"tools": {"listChanged": False}}
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
+# The 2026-07-28 era declares extensions; a host of the handshake era is shown none.
+MODERN_CAPABILITIES = {**CAPABILITIES, "extensions": {tasks.TASKS: {}}}
 
 
 def _error(
@@ -151,16 +155,6 @@ def hints(tool: Tool[Context]) -> dict[str, Any]:
         said["destructiveHint"] = False
     said["openWorldHint"] = False
     return said
-
-
-def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
-    if not is_error:
-        # Errors travel as JSON text only: some clients validate any structuredContent against
-        # the tool's output schema, which describes success.
-        result["structuredContent"] = payload
-    return result
 
 
 class McpEndpoint:
@@ -269,7 +263,7 @@ class McpEndpoint:
                 request_id,
                 {
                     "supportedVersions": list(MODERN_VERSIONS),
-                    "capabilities": CAPABILITIES,
+                    "capabilities": MODERN_CAPABILITIES,
                     "instructions": INSTRUCTIONS,
                     "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
                 },
@@ -285,7 +279,26 @@ class McpEndpoint:
         if method == "tools/call":
             # Whatever the connection chose: the credential's role decides what may run.
             return self._call(request, request_id, params, stateless)
+        if method in tasks.METHODS:
+            return self._task(request, request_id, method, params, stateless, caller)
         return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _task(
+        self,
+        request: HttpRequest,
+        request_id: Any,
+        method: str,
+        params: dict[str, Any],
+        stateless: bool,
+        caller: Principal | None,
+    ) -> HttpResponse:
+        try:
+            result = tasks.serve(self.app, caller, method, params)
+        except tasks.TaskRefusal as refused:
+            return _error(request_id, refused.code, refused.message, refused.status, refused.data)
+        except VigilError as refused:
+            return _unauthorized(request, request_id, refused)
+        return _result(request_id, result, stateless)
 
     def _listing(
         self, chosen: tuple[Toolset, ...], caller: Principal | None
@@ -316,4 +329,8 @@ class McpEndpoint:
                 return _unauthorized(request, request_id, error)
             refusal = tool_result({"error": error.to_dict()}, is_error=True)
             return _result(request_id, refusal, stateless)
+        task = tasks.created(name, params, payload) if stateless else None
+        if task is not None:
+            # Not _result's: this result's resultType says it is a task, not the tool's result.
+            return HttpResponse.json(200, {"jsonrpc": "2.0", "id": request_id, "result": task})
         return _result(request_id, tool_result(payload, is_error=False), stateless)

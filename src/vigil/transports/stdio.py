@@ -2,13 +2,17 @@
 
 A faithful bridge rather than a second server: each JSON-RPC line read from stdin is POSTed to
 the configured endpoint (local or deployed) with the process credential, and the reply is
-written back as one line. Protocol behaviour therefore lives in one place, the HTTP endpoint.
+written back as one line. Protocol behaviour therefore lives in one place, the HTTP endpoint;
+the bridge adds only what the HTTP transport asks of a client, such as the headers that name a
+task (the Tasks extension's methods pass through it like any other).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -21,8 +25,11 @@ from vigil.transports.jsonrpc import (
     INVALID_REQUEST,
     TOOLSETS_HEADER,
 )
+from vigil.transports.tasks import METHODS
 
 _PROTOCOL_HEADER = "mcp-protocol-version"
+# What a header value may hold as it is: visible ASCII and inner spaces (RFC 9110).
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,23 @@ class Problem:
 
     exit_code: int
     message: str
+
+
+def _task_headers(message: object) -> dict[str, str]:
+    """The headers a tasks/* request carries over HTTP (its method, and its task id as
+    Mcp-Name) so that whatever routes HTTP can route it without reading the body; none for
+    any other message."""
+    if not isinstance(message, dict):
+        return {}
+    method, params = message.get("method"), message.get("params")
+    if method not in METHODS:
+        return {}
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    if not isinstance(task_id, str):
+        return {"mcp-method": method}
+    if not _HEADER_SAFE.fullmatch(task_id):
+        task_id = f"=?base64?{base64.b64encode(task_id.encode()).decode()}?="
+    return {"mcp-method": method, "mcp-name": task_id}
 
 
 class StdioBridge:
@@ -98,6 +122,7 @@ class StdioBridge:
             headers[_PROTOCOL_HEADER] = self.protocol_version
         if self.toolsets is not None:
             headers[TOOLSETS_HEADER] = self.toolsets
+        headers.update(_task_headers(message))
         request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
             self.endpoint, data=line.encode(), headers=headers, method="POST"
         )
