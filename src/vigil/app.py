@@ -100,13 +100,13 @@ class App:
         authorization and idempotency as any call, with no secret to hand over."""
         return self._call(name, arguments, via, principal=principal)
 
-    def act_as(self, principal: Principal, act: Callable[[Context], T]) -> T:
+    def act_as(self, principal: Principal, act: Callable[[Context], T], *, via: Surface) -> T:
         """``act`` for ``principal``, whose credential the caller has already checked, with a
         call's context but outside any tool: what the MCP Tasks extension's methods do to a
         request (transports/tasks.py). Its unit of work claims no idempotency key, so ``act``
         reads, or makes one conditional change that is safe to repeat."""
         caller = Caller(
-            principal.namespace, principal.id, principal.kind, principal.role, principal
+            principal.namespace, principal.id, principal.kind, principal.role, principal, via
         )
         try:
             return act(self._context(caller, UnitOfWork(self.store)))

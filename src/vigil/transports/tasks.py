@@ -131,9 +131,11 @@ def serve(
 
     try:
         if method == "tasks/cancel":
-            request = app.act_as(caller, lambda ctx: withdraw_request(ctx, task_id, ctx.store))
+            request = app.act_as(
+                caller, lambda ctx: withdraw_request(ctx, task_id, ctx.store), via="mcp"
+            )
         else:
-            request = app.act_as(caller, lambda ctx: own_request(ctx, task_id))
+            request = app.act_as(caller, lambda ctx: own_request(ctx, task_id), via="mcp")
     except VigilError as error:
         if error.code is ErrorCode.NOT_FOUND:
             raise TaskRefusal(INVALID_PARAMS, "task not found") from None
