@@ -16,9 +16,9 @@ from vigil.requests.records import (
     MAX_HISTORY,
     Execution,
     Request,
-    WaitGraph,
 )
 from vigil.requests.store import listing_position
+from vigil.requests.waits import WaitGraph
 from vigil.store import Store
 
 A = "agt_aaaaaaaaaaaaaaaa"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from vigil.identity.records import Caller
 from vigil.kit.principals import kind_of, new_id, number_in
 from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork, Write
+from vigil.requests.policy import Terms
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, Request, RequestKind
 from vigil.requests.service import Requests
 
@@ -51,6 +52,7 @@ class Ask:
     blocking: bool = False
     lifetime_seconds: int = DEFAULT_EXPIRES_SECONDS
     shared_key: str | None = None
+    policy: Terms = field(default_factory=Terms)
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,13 @@ class Asking:
         def attempt() -> tuple[R, Message]:
             posting = self.conversations.posting(ask.post, operation, now)
             conversation, message = posting.conversation, posting.message
+            audience = [p for p in conversation.principal_ids if p != caller.principal_id]
             request = Request.asked(
                 namespace,
                 request_id,
                 ask.kind,
                 caller.principal_id,
-                [p for p in conversation.principal_ids if p != caller.principal_id],
+                audience,
                 conversation.id,
                 message.id,
                 ask.post.body,
@@ -106,6 +109,8 @@ class Asking:
                 ask.lifetime_seconds,
                 blocking=ask.blocking,
                 shared_key=ask.shared_key,
+                policy=ask.policy.frozen(len(audience)),
+                via=caller.via,
             )
             reused = self._reuse(request, now)
             if reused is not None:
@@ -198,6 +203,8 @@ class Asking:
                 current.lifetime_seconds,
                 replaces=current.id,
                 blocking=current.blocking,
+                policy=current.policy,
+                via=caller.via,
             )
             asked_with = self._message_of(current)
             files = [] if asked_with is None else asked_with.attachments

@@ -3,7 +3,7 @@ whose first message may ask a request."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
@@ -18,6 +18,7 @@ from vigil.conversations.tools import (
 )
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Cursor, IdempotencyKey, StrictInput
+from vigil.requests.policy import MAX_QUORUM
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
@@ -99,6 +100,15 @@ Choices = Annotated[
 ]
 
 
+class PolicyInput(StrictInput):
+    quorum: Annotated[int, Field(ge=1, le=MAX_QUORUM)] | Literal["all"] = Field(
+        default=1, description="Approvals needed, or all."
+    )
+    denials: int = Field(default=1, ge=1, le=MAX_QUORUM, description="Denials that deny.")
+    deny_on_timeout: bool = Field(default=False, description="Deny at the deadline.")
+    reason_on_deny: bool = Field(default=False, description="A denial's answer must say why.")
+
+
 class AskInput(StrictInput):
     action: ActionDocument | None = None
     attachment_ids: AttachmentIds | None = None
@@ -123,6 +133,7 @@ class AskInput(StrictInput):
         description="question (answered), approval (approved or denied) or task.",
     )
     mentions: Mentions | None = None
+    policy: PolicyInput | None = Field(default=None, description="How an approval is decided.")
     reuse_direct: bool = Field(
         default=False,
         description="With target: ask in the one direct conversation you and the target reuse.",
@@ -143,6 +154,8 @@ class AskInput(StrictInput):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
         if self.action is not None and self.kind != "approval":
             raise ValueError("action goes with kind approval")
+        if self.policy is not None and self.kind != "approval":
+            raise ValueError("policy goes with kind approval")
         check_mentions(self.body, self.mentions)
         return self
 

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from vigil.alarms.timers import Alarms, Timer
+from vigil.audit.records import AuditEvent
+from vigil.audit.store import AuditStore
 from vigil.clock import Clock, to_ms
 from vigil.errors import ErrorCode, VigilError, not_found
 from vigil.identity.records import Caller
@@ -84,9 +86,11 @@ class Requests:
         clock: Clock,
         alarms: Alarms,
         publish: Publish,
+        audit: AuditStore,
         quotas: Quotas | None = None,
     ) -> None:
         self.store = store
+        self.audit = audit
         self.queues = queues
         self.clock = clock
         self.alarms = alarms
@@ -153,9 +157,10 @@ class Requests:
                 # The deadline passed before this reply: the expiry wins, recorded here if its
                 # alarm has not come yet, and the reply is refused naming it.
                 self.respond(self._expired(uow, request, now))
-            replied = request.replied(by, outcome, answer, reply.version, now)
-            writes = [*self.closing(request), self.store.save_request(replied)]
-            writes += self.notice("request.answered", replied)
+            replied = request.replied(by, outcome, answer, reply.version, now, caller.via)
+            writes = [self.store.save_request(replied), self._audited(request, replied, caller)]
+            if replied.state != "open":
+                writes += [*self.closing(request), *self.notice("request.answered", replied)]
             shared = replied.shared_answer()
             if shared is not None:
                 writes.append(self.store.keep_shared_answer(shared))
@@ -166,6 +171,21 @@ class Requests:
         replied, result = retry_on_conflict(attempt, "the request")
         self.respond(replied)
         return result
+
+    def _audited(self, request: Request, replied: Request, caller: Caller) -> Write:
+        """The audit of a vote or a decision: who, through which surface, from which version."""
+        event = AuditEvent.of(
+            request.namespace,
+            caller.principal_id,
+            "reply",
+            "request",
+            request.id,
+            request.version,
+            replied.version,
+            replied.history[-1].at,
+            via=caller.via,
+        )
+        return self.audit.add_audit_event(event)
 
     def closing(self, request: Request, replacement: str | None = None) -> list[Write]:
         """What a request's leaving the open state writes besides itself: the open count, and

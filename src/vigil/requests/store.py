@@ -8,7 +8,8 @@ from abc import ABC, abstractmethod
 from vigil.conversations.store import ConversationPorts
 from vigil.kit.uow import Write
 from vigil.quotas.store import QuotaStore
-from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.waits import WaitGraph
 
 
 def listing_position(request: Request) -> str:

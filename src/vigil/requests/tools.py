@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
+from vigil.audit.store import AuditStore
 from vigil.conversations.service import Post
 from vigil.conversations.tools import (
     SendResult,
@@ -37,6 +38,7 @@ from vigil.requests.inputs import (
     SetBlockingInput,
     StartChatInput,
 )
+from vigil.requests.policy import Terms
 from vigil.requests.records import OUTCOMES, Request
 from vigil.requests.service import Reply, Requests
 from vigil.requests.store import RequestPorts
@@ -65,6 +67,8 @@ class RequestContext(Call[RequestPorts], Protocol):
     def quotas(self) -> Quotas: ...
     @property
     def publish(self) -> Publish: ...
+    @property
+    def audit_trail(self) -> AuditStore: ...
 
 
 def _requests(ctx: RequestContext) -> Requests:
@@ -74,6 +78,7 @@ def _requests(ctx: RequestContext) -> Requests:
         clock=ctx.clock,
         alarms=ctx.alarms,
         publish=ctx.publish,
+        audit=ctx.audit_trail,
         quotas=ctx.quotas,
     )
 
@@ -146,6 +151,7 @@ def ask(ctx: RequestContext, args: AskInput) -> RequestView:
         blocking=args.blocking,
         lifetime_seconds=args.expires_in_seconds,
         shared_key=args.shared_key,
+        policy=Terms() if args.policy is None else Terms(**args.policy.model_dump()),
     )
     return _asking(ctx).ask(
         ctx.uow, command, lambda request, posting: view(request, ctx.clock.now())
@@ -271,8 +277,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         description=(
             "Ask a conversation's other participants (conversation_id) or someone new "
             "(target) for a typed reply: a question, an approval (which may bind an exact "
-            "action for redeem_approval) or a task. Follow it with request_status or "
-            "get_request. Rules: docs/TOOLS.md#ask."
+            "action for redeem_approval) or a task. Then request_status or get_request. "
+            "Rules: docs/TOOLS.md#ask."
         ),
         input_model=AskInput,
         output_model=RequestView,
