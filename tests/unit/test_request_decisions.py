@@ -173,7 +173,7 @@ def test_a_denial_without_its_reason_is_refused_when_the_policy_asks_for_one(boa
     assert board.get(asked["id"])["version"] == 1
     denied = board.vote("bob", asked, "denied", answer="the freeze")
     assert denied["state"] == "denied"
-    assert denied["history"][-1]["reason"] == "the freeze"
+    assert denied["response"]["answer"] == "the freeze"
 
 
 # -- when nobody answers ------------------------------------------------------------------------

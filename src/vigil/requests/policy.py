@@ -19,8 +19,9 @@ from vigil.kit.records import Record
 # At most this many approvals, or denials, decide an approval: so that its votes, each a change
 # in its history, stay within that history's bound.
 MAX_QUORUM = 20
-# A vote's reason, when more than one vote is kept.
-MAX_REASON = 1000
+# A counted vote's reason, in characters: its history keeps one per vote, and the largest
+# request (tests/contract/test_request_contract.py) must still fit its item.
+MAX_REASON = 500
 TIMEOUT_REASON = "timeout"
 
 Tally = Literal["approved", "denied", "open"]

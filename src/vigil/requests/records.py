@@ -309,7 +309,10 @@ class Request(Versioned):
         given = answer is not None or outcome == "answered"
         if self.choices is not None and given and answer not in self.choices:
             raise invalid("answer with one of the offered choices, exactly as offered")
+        # A counted vote's reason is bounded (policy.MAX_REASON); a lone decision's is its
+        # response's answer, not kept twice.
         reason = self.policy.check_reason(outcome, answer) if self.kind == "approval" else None
+        reason = reason if self.policy.counts_votes else None
         earlier = self.vote_of(by)
         if earlier is not None:
             raise conflict("you voted already: a vote is not changed", vote=earlier.outcome)

@@ -49,7 +49,7 @@ class ChangeView(Output):
         default=None, description="mcp, rest, console, cli, slack or email; null for the timer."
     )
     outcome: Outcome | None = Field(default=None, description="A vote's or a reply's outcome.")
-    reason: str | None = Field(default=None, description="An approval's vote's answer, as text.")
+    reason: str | None = Field(default=None, description="A counted vote's reason: its answer.")
 
 
 class RequestView(Output):
