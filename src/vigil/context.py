@@ -60,6 +60,11 @@ class Context:
         return self.store
 
     @property
+    def escalation_channels(self) -> Store:
+        """The channels a request may escalate to: the call's store's."""
+        return self.store
+
+    @property
     def publish(self) -> Publish:
         """Where the call's news goes: the notifications' outbox."""
         return outbox_on_first_event(self.store, self.clock, self.alarms)

@@ -96,6 +96,8 @@ def test_two_of_three_is_redeemable_only_at_the_second_approval(board: Board) ->
         "denials": 1,
         "deny_on_timeout": False,
         "reason_on_deny": False,
+        "escalate_after_seconds": None,
+        "escalate_to": None,
     }
 
 
@@ -158,7 +160,10 @@ def test_a_policy_that_cannot_be_met_or_is_not_an_approvals_is_refused(board: Bo
         )
         assert refused.code is ErrorCode.INVALID_ARGUMENT
     question = board.refused(
-        "ask", "ann", target={"kind": "agent", "id": board.ids["bob"]}, policy={"quorum": 1}
+        "ask",
+        "ann",
+        target={"kind": "agent", "id": board.ids["bob"]},
+        policy={"deny_on_timeout": True},
     )
     assert question.code is ErrorCode.INVALID_ARGUMENT
 

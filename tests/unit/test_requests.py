@@ -17,7 +17,14 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.requests.records import MAX_HISTORY
 
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
-ONE_DECIDES = {"quorum": 1, "denials": 1, "deny_on_timeout": False, "reason_on_deny": False}
+ONE_DECIDES = {
+    "quorum": 1,
+    "denials": 1,
+    "deny_on_timeout": False,
+    "reason_on_deny": False,
+    "escalate_after_seconds": None,
+    "escalate_to": None,
+}
 
 
 class Desk:

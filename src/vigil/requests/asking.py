@@ -19,6 +19,7 @@ from typing import Any
 from vigil.clock import to_ms
 from vigil.conversations.records import Mention, Message
 from vigil.conversations.service import Conversations, Post, Posting, claiming
+from vigil.errors import invalid
 from vigil.identity.records import Caller
 from vigil.kit.principals import kind_of, new_id, number_in
 from vigil.kit.retry import R, retry_on_conflict
@@ -26,6 +27,7 @@ from vigil.kit.uow import UnitOfWork, Write
 from vigil.requests.policy import Terms
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, Request, RequestKind
 from vigil.requests.service import Requests
+from vigil.requests.store import EscalationChannels
 
 
 def _request_id(namespace: str, uow: UnitOfWork) -> str:
@@ -68,9 +70,16 @@ class Replace:
 
 
 class Asking:
-    def __init__(self, *, requests: Requests, conversations: Conversations) -> None:
+    def __init__(
+        self,
+        *,
+        requests: Requests,
+        conversations: Conversations,
+        channels: EscalationChannels,
+    ) -> None:
         self.requests = requests
         self.conversations = conversations
+        self.channels = channels
         self.store = requests.store
         self.clock = requests.clock
 
@@ -87,6 +96,9 @@ class Asking:
         # alarm, which finds nothing to expire).
         if self.store.quota_usage(namespace, "open_requests") >= limit:
             raise quotas.exceeded("open_requests")
+        escalate_to = ask.policy.escalate_to
+        if escalate_to is not None and self.channels.get_channel(namespace, escalate_to) is None:
+            raise invalid("escalate_to names no channel of this namespace", field="escalate_to")
         operation = claiming(uow)
         asked: list[Request] = []
 

@@ -107,6 +107,15 @@ class PolicyInput(StrictInput):
     denials: int = Field(default=1, ge=1, le=MAX_QUORUM, description="Denials that deny.")
     deny_on_timeout: bool = Field(default=False, description="Deny at the deadline.")
     reason_on_deny: bool = Field(default=False, description="A denial's answer must say why.")
+    escalate_after_seconds: int | None = Field(
+        default=None,
+        ge=MIN_EXPIRES_SECONDS,
+        le=MAX_EXPIRES_SECONDS,
+        description="Still open then: tell escalate_to.",
+    )
+    escalate_to: str | None = Field(
+        default=None, min_length=1, max_length=64, description="A channel's id."
+    )
 
 
 class AskInput(StrictInput):
@@ -125,7 +134,7 @@ class AskInput(StrictInput):
         default=DEFAULT_EXPIRES_SECONDS,
         ge=MIN_EXPIRES_SECONDS,
         le=MAX_EXPIRES_SECONDS,
-        description="How long the request stays open before it expires.",
+        description="How long it stays open before it expires.",
     )
     idempotency_key: IdempotencyKey | None = None
     kind: RequestKind = Field(
@@ -133,17 +142,19 @@ class AskInput(StrictInput):
         description="question (answered), approval (approved or denied) or task.",
     )
     mentions: Mentions | None = None
-    policy: PolicyInput | None = Field(default=None, description="How an approval is decided.")
+    policy: PolicyInput | None = Field(
+        default=None, description="How it is decided, and escalated."
+    )
     reuse_direct: bool = Field(
         default=False,
-        description="With target: ask in the one direct conversation you and the target reuse.",
+        description="With target: ask in your one direct conversation with it.",
     )
     shared_key: SharedKey | None = None
     target: TargetInput | None = Field(
         default=None, description="Whom to ask, in a new direct conversation; or conversation_id."
     )
     title: Title | None = Field(
-        default=None, description="With target: a label for the conversation this starts."
+        default=None, description="With target: the new conversation's label."
     )
 
     @model_validator(mode="after")
@@ -154,8 +165,6 @@ class AskInput(StrictInput):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
         if self.action is not None and self.kind != "approval":
             raise ValueError("action goes with kind approval")
-        if self.policy is not None and self.kind != "approval":
-            raise ValueError("policy goes with kind approval")
         check_mentions(self.body, self.mentions)
         return self
 

@@ -1,6 +1,8 @@
-"""How an approval is decided, frozen when it is asked: how many approvals approve it (its
-quorum: one, some, or all of its audience), how many denials deny it, whether its deadline
-denies it rather than letting it expire, and whether a denial must say why.
+"""How a request is decided, frozen when it is asked. An approval's: how many approvals approve
+it (its quorum: one, some, or all of its audience), how many denials deny it, whether its
+deadline denies it rather than letting it expire, and whether a denial must say why. Any
+request's: the channel its opened alert escalates to, once, if it is still open after a time
+(the channels' own escalation, vigil.notifications, sends it).
 
 Each of its audience votes once. A vote that neither meets the quorum nor reaches the denials,
 nor leaves the quorum out of reach (too few voters left to approve), is recorded and leaves
@@ -35,6 +37,8 @@ class Terms:
     denials: int = 1
     deny_on_timeout: bool = False
     reason_on_deny: bool = False
+    escalate_after_seconds: int | None = None
+    escalate_to: str | None = None
 
     def frozen(self, audience_size: int) -> Policy:
         quorum = audience_size if self.quorum == "all" else self.quorum
@@ -43,6 +47,8 @@ class Terms:
             denials=self.denials,
             deny_on_timeout=self.deny_on_timeout,
             reason_on_deny=self.reason_on_deny,
+            escalate_after_seconds=self.escalate_after_seconds,
+            escalate_to=self.escalate_to,
         )
 
 
@@ -51,10 +57,18 @@ class Policy(Record):
     denials: int = 1
     deny_on_timeout: bool = False
     reason_on_deny: bool = False
+    escalate_after_seconds: int | None = None
+    escalate_to: str | None = None  # a channel of the request's namespace
 
-    def check(self, kind: str, audience_size: int) -> None:
-        """Refused unless the default, or an approval's policy its audience can meet."""
-        if self == Policy():
+    def check(self, kind: str, audience_size: int, lifetime_seconds: int) -> None:
+        """Refused unless its escalation is whole and comes before the deadline, and unless
+        the default, or an approval's policy its audience can meet."""
+        if (self.escalate_after_seconds is None) != (self.escalate_to is None):
+            raise invalid("escalate_after_seconds and escalate_to go together")
+        if (self.escalate_after_seconds or 0) >= lifetime_seconds:
+            raise invalid("a request escalates before it expires: escalate_after_seconds is late")
+        decides = self.model_copy(update={"escalate_after_seconds": None, "escalate_to": None})
+        if decides == Policy():
             return
         if kind != "approval":
             raise invalid("a policy decides an approval: ask with kind approval")

@@ -166,7 +166,7 @@ class Request(Versioned):
             raise invalid("offer each choice once")
         if blocking and (len(audience) != 1 or kind_of(audience[0]) != "agent"):
             raise invalid("blocking is declared only on a request that one agent decides")
-        policy.check(kind, len(audience))
+        policy.check(kind, len(audience), lifetime_seconds)
         return cls(
             namespace=namespace,
             id=request_id,

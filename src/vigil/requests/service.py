@@ -52,6 +52,8 @@ RequestEventType = Literal[
 # lifetime before, when that is shorter); none for a request of less than EXPIRING_FROM.
 EXPIRING_LEAD = timedelta(minutes=10)
 EXPIRING_FROM = timedelta(minutes=5)
+# A request's timer of this generation escalates it (the expiring and expiry timers are of 0).
+ESCALATION = 1
 # A request_status page, and how many places one call examines at most.
 STATUS_PAGE = 50
 STATUS_SCAN = 200
@@ -229,6 +231,10 @@ class Requests:
         request = self.store.get_request(timer.namespace, timer.key)
         if request is None:
             return
+        if timer.generation == ESCALATION:
+            if request.state == "open" and not request.overdue(self.clock.now()):
+                self._escalate(uow, request)
+            return
         if request.state == "open" and not request.overdue(self.clock.now()):
             if timer.due_at < request.expires_at:
                 self._expiring(uow, request)
@@ -244,6 +250,20 @@ class Requests:
         if writes:
             with contextlib.suppress(ConditionFailed):
                 uow.commit(*writes)
+
+    def _escalate(self, uow: UnitOfWork, request: Request) -> None:
+        """Escalates the alert that ``request`` opened to the channel its policy names, once:
+        a second run of its timer finds the escalation written."""
+        published = self.publish(
+            "request.opened",
+            RequestData.of(request),
+            namespace=request.namespace,
+            occurred_at=self.clock.now(),
+            escalated_to=request.policy.escalate_to,
+        )
+        if published.writes:
+            with contextlib.suppress(ConditionFailed):
+                uow.commit(*published.writes)
 
     def notice(self, event_type: RequestEventType, request: Request) -> list[Write]:
         """The notification of ``event_type`` about ``request``, to commit with its change."""
@@ -318,7 +338,8 @@ class Requests:
         return retry_on_conflict(attempt, "the request")
 
     def arm(self, request: Request) -> None:
-        """The request's expiry alarm, and the one that tells its channels it is expiring."""
+        """The request's expiry alarm, the one that tells its channels it is expiring and, if
+        its policy asks, the one that escalates it."""
         now = self.clock.now()
         timer = Timer(
             kind=TIMER_KIND,
@@ -327,6 +348,10 @@ class Requests:
             due_at=request.expires_at,
         )
         self.alarms.arm(timer, now)
+        escalation = request.policy.escalate_after_seconds
+        if escalation is not None:
+            due = request.asked_at + timedelta(seconds=escalation)
+            self.alarms.arm(timer.model_copy(update={"generation": ESCALATION, "due_at": due}), now)
         lifetime = request.expires_at - request.asked_at
         if lifetime >= EXPIRING_FROM:
             lead = min(EXPIRING_LEAD, lifetime / 5)

@@ -41,7 +41,7 @@ from vigil.requests.inputs import (
 from vigil.requests.policy import Terms
 from vigil.requests.records import OUTCOMES, Request
 from vigil.requests.service import Reply, Requests
-from vigil.requests.store import RequestPorts
+from vigil.requests.store import EscalationChannels, RequestPorts
 from vigil.requests.views import (
     ExecutionView,
     ReplaceResult,
@@ -69,6 +69,8 @@ class RequestContext(Call[RequestPorts], Protocol):
     def publish(self) -> Publish: ...
     @property
     def audit_trail(self) -> AuditStore: ...
+    @property
+    def escalation_channels(self) -> EscalationChannels: ...
 
 
 def _requests(ctx: RequestContext) -> Requests:
@@ -84,7 +86,11 @@ def _requests(ctx: RequestContext) -> Requests:
 
 
 def _asking(ctx: RequestContext) -> Asking:
-    return Asking(requests=_requests(ctx), conversations=conversations(ctx))
+    return Asking(
+        requests=_requests(ctx),
+        conversations=conversations(ctx),
+        channels=ctx.escalation_channels,
+    )
 
 
 def _presenter(ctx: RequestContext) -> Callable[[Request], RequestView]:

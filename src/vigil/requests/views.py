@@ -146,6 +146,10 @@ class PolicyView(Output):
     denials: int = Field(description="Denials that deny it.")
     deny_on_timeout: bool = Field(description="Its deadline denies it, for reason timeout.")
     reason_on_deny: bool = Field(description="A denial must give its reason as answer.")
+    escalate_after_seconds: int | None = Field(
+        description="When, after it was asked, its alert escalates if it is still open."
+    )
+    escalate_to: str | None = Field(description="The channel its alert escalates to.")
 
 
 class RequestDetail(RequestView):
