@@ -184,3 +184,17 @@ def test_a_denial_that_must_say_why_asks_for_its_reason(
     confirm = pat.post("/console/requests/reply", form).body.decode()
     assert re.search(r'<textarea id="answer" name="answer" rows="3" required>', confirm)
     assert "Reason (required" in confirm
+
+
+def test_who_voted_is_shown_their_vote_instead_of_the_form(
+    world: World, voted: dict[str, str]
+) -> None:
+    world.app.call(
+        "reply",
+        {"id": voted["id"], "version": 1, "outcome": "approved"},
+        voted["sam_secret"],
+        via="cli",
+    )
+    body = page(signed_in(world, voted["sam_secret"]), "/console/request", id=voted["id"])
+    assert 'action="/console/requests/reply"' not in body
+    assert "You voted approved (from cli)" in body

@@ -135,7 +135,15 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
         )
     )
     decide = Html("")
-    if r["state"] == "open" and me in r["audience"]:
+    vote = next((c for c in r["history"] if c["kind"] == "voted" and c["by"] == me), None)
+    if r["state"] == "open" and vote is not None:
+        said = render(
+            '<p class="hint">You voted {outcome} (from {via}); a vote is not changed.</p>',
+            outcome=vote["outcome"],
+            via=vote["via"] or "",
+        )
+        decide = section("Your decision", "decide", said)
+    elif r["state"] == "open" and me in r["audience"]:
         decide = section("Your decision", "decide", reply_form(r, visit.csrf))
     return responder.live_page(
         request, heading(r, title), f"{PREFIX}/requests", join(parts), decide, visit
