@@ -14,6 +14,7 @@ from tests.liveness_support import World
 from tests.support import error_of
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.principals import Surface
 
 DEPLOY = {"op": "deploy", "service": "checkout"}
 
@@ -34,9 +35,8 @@ class Board:
         ):
             self.ids[label], self.secrets[label] = self.world.tenant.register(kind=kind, name=label)
 
-    def call(self, tool: str, who: str, via: str = "rest", **arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self.world.app.call(tool, arguments, self.secrets[who], via=via)  # type: ignore[arg-type]
-        return result
+    def call(self, tool: str, who: str, via: Surface = "rest", **arguments: Any) -> dict[str, Any]:
+        return self.world.app.call(tool, arguments, self.secrets[who], via=via)
 
     def refused(self, tool: str, who: str, **arguments: Any) -> VigilError:
         return error_of(self.call, tool, who, **arguments)

@@ -16,6 +16,7 @@ from tests.support import error_of, interleaving_store
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.principals import Surface
 from vigil.kit.uow import UnitOfWork
 from vigil.notifications.outbox import Outbox
 from vigil.requests.service import Requests
@@ -190,9 +191,8 @@ def test_a_replacement_and_a_reply_one_lands(clock: ManualClock, racing: Any, fi
 
 
 # -- votes: two surfaces at once ----------------------------------------------------------------
-def _reply_via(pair: Pair, who: str, via: str, **arguments: Any) -> dict[str, Any]:
-    result: dict[str, Any] = pair.world.app.call("reply", arguments, pair.secrets[who], via=via)  # type: ignore[arg-type]
-    return result
+def _reply_via(pair: Pair, who: str, via: Surface, **arguments: Any) -> dict[str, Any]:
+    return pair.world.app.call("reply", arguments, pair.secrets[who], via=via)
 
 
 def test_two_approvals_at_once_both_count_and_approve_it_once(

@@ -4,9 +4,11 @@ resolved once by a typed reply, and the execution intent an approved action may 
 A request is asked in a conversation, with a message of its own. Its audience, who may decide
 it, is fixed when it is asked: the conversation's other participants at that moment; later
 membership changes never widen or narrow it. It is ``open`` until exactly one final outcome is
-recorded: a reply valid for its kind, its expiry at ``expires_at``, or its replacement by the
-requester. Every change is a conditional write on its version, appended to its history with
-the principal that made it; a final state never changes.
+recorded: a reply valid for its kind (for an approval asked with a policy, the vote that meets
+it: vigil.requests.policy), its expiry at ``expires_at`` (a denial, if its policy says so), or
+its replacement by the requester. Every change is a conditional write on its version, appended
+to its history with the principal that made it and the surface its call came through; a final
+state never changes.
 
 An approval may bind an ``action``, a JSON object. Once approved, and until the request's
 deadline, its requester may redeem it for one execution intent, by presenting an action whose
@@ -110,7 +112,7 @@ class Change(Record):
     version: int  # the request's version after the change
     via: Surface | None = None  # where its call came from; None for the timer's
     outcome: Outcome | None = None  # a vote's, or a decision's
-    reason: str | None = None  # an approval's vote's answer, when it is text
+    reason: str | None = None  # a counted vote's answer; "timeout" for the timer's denial
 
 
 class Request(Versioned):

@@ -6,7 +6,9 @@ vigil.requests.asking.
 A request's expiry rides the switches' alarm path: the alarm is armed before the request is
 committed (a crash in between leaves a stray alarm, which finds nothing to do), and the expiry
 is one conditional change, so a late or repeated alarm is harmless. A reply and the expiry race
-on the request's version: exactly one lands, and the other finds the final state. The
+on the request's version: exactly one lands, and the other finds the final state. Where an
+approval's policy counts votes (vigil.requests.policy) a reply is a vote, which decides only when
+it meets the policy; every reply is audited in its commit, with the surface it came through. The
 requester learns the outcome from one envelope of kind ``response``, derived from the request,
 so sending it again (a replay, a repeated alarm) is the same envelope, handed out once.
 """
