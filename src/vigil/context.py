@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
+from vigil.audit.store import AuditStore
 from vigil.clock import Clock
 from vigil.identity.records import Caller
 from vigil.kit.keys import Keys
@@ -52,6 +53,16 @@ class Context:
         return Mailboxes(
             self.store, queues=self.queues, clock=self.clock, quotas=self.quotas, alarms=self.alarms
         )
+
+    @property
+    def audit_trail(self) -> AuditStore:
+        """Where votes and decisions on requests are audited: the call's store."""
+        return self.store
+
+    @property
+    def escalation_channels(self) -> Store:
+        """The channels a request may escalate to: the call's store's."""
+        return self.store
 
     @property
     def publish(self) -> Publish:

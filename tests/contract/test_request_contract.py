@@ -9,16 +9,19 @@ from vigil.clock import ManualClock, to_ms
 from vigil.conversations.records import MAX_BODY_BYTES, MAX_PARTICIPANTS
 from vigil.kit.principals import new_id
 from vigil.kit.uow import ConditionFailed
+from vigil.requests.policy import MAX_REASON
 from vigil.requests.records import (
     ACTION_BOUNDS,
     MAX_CHOICE,
     MAX_CHOICES,
     MAX_HISTORY,
+    Change,
     Execution,
     Request,
-    WaitGraph,
+    Response,
 )
 from vigil.requests.store import listing_position
+from vigil.requests.waits import WaitGraph
 from vigil.store import Store
 
 A = "agt_aaaaaaaaaaaaaaaa"
@@ -96,6 +99,37 @@ def test_a_request_to_a_full_chat_fits_with_its_listings(store: Store, clock: Ma
     store.commit([store.add_request(request), store.count("acme", "open_requests", 1, 10)])
     assert store.get_request("acme", request.id) == request
     assert len(store.list_requests("acme", audience[-1], None, 10)) == 1
+
+
+def test_a_request_with_every_vote_and_the_largest_answer_fits(
+    store: Store, clock: ManualClock
+) -> None:
+    """The largest request again, its history full of counted votes each with the longest
+    reason (of characters JSON escapes six bytes long), and its response the deciding vote's
+    (an approval whose votes are counted takes no longer answer)."""
+    audience = [f"agt_{n:016d}" for n in range(MAX_PARTICIPANTS - 1)]
+    request = asked(clock, audience=audience)
+    vote = Change(
+        kind="voted",
+        by=audience[0],
+        at=to_ms(clock.now()),
+        version=2,
+        via="console",
+        outcome="denied",
+        reason="\x01" * MAX_REASON,
+    )
+    answer = "\x01" * MAX_REASON
+    request = request.model_copy(
+        update={
+            "body": "\x01" * MAX_BODY_BYTES,
+            "choices": [f"{n:02d}" + "é" * (MAX_CHOICE - 2) for n in range(MAX_CHOICES)],
+            "action": {"k": "\x01" * (ACTION_BOUNDS.max_bytes - 16)},
+            "history": [vote] * MAX_HISTORY,
+            "response": Response(outcome="denied", answer=answer, by=audience[0], at=vote.at),
+        }
+    )
+    store.commit([store.add_request(request)])
+    assert store.get_request("acme", request.id) == request
 
 
 def test_the_wait_graph_starts_empty_and_moves_on_its_version(

@@ -2,7 +2,8 @@
 plays the timer queue and the alarm function runs for real. An agent asks a person for an
 approval of an exact action, redeems it for its intent (and not for another action) and reports
 the execution; a second approval left unanswered expires on time and cannot be redeemed; a
-blocking cycle between two agents is refused.
+blocking cycle between two agents is refused; a 2-of-3 approval is redeemable only at its second
+approval, one denial closes one, and one asked with deny_on_timeout is denied at its deadline.
 
 The expiry waits in real time (at least 10 s); it polls, never sleeps blind.
 """
@@ -158,5 +159,68 @@ def test_a_blocking_cycle_between_two_agents_is_refused(state: dict[str, Any]) -
             assert cleared["blocking"] is False
             blocked = await bob.call("set_blocking", id=back["id"], blocking=True)
             assert blocked["blocking"] is True
+
+    anyio.run(scenario)
+
+
+def test_two_of_three_approve_one_denial_denies_and_a_timeout_denies(
+    state: dict[str, Any],
+) -> None:
+    """A 2-of-3 approval is redeemable only at its second approval; with the default policy one
+    denial closes it; asked with deny_on_timeout, its deadline denies it for "timeout", and its
+    history says the timer did."""
+    url = state["mcp_url"]
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await open_session(stack, url, state["operator_secret"])
+            _, agent = await _principal(operator, url, stack, "agent", "quorum-agent")
+            people = [
+                await _principal(operator, url, stack, "person", f"quorum-{n}") for n in range(3)
+            ]
+            targets = [{"kind": "person", "id": person_id} for person_id, _ in people]
+            chat = await agent.call("start_chat", targets=targets, body="deploys")
+
+            async def ask(expires: int = 3600, **policy: Any) -> dict[str, Any]:
+                asked: dict[str, Any] = await agent.call(
+                    "ask",
+                    conversation_id=chat["conversation_id"],
+                    body="May I deploy checkout 1.2.3?",
+                    kind="approval",
+                    action=DEPLOY,
+                    policy=policy,
+                    expires_in_seconds=expires,
+                )
+                return asked
+
+            (_, first), (_, second), (_, third) = people
+            asked = await ask(quorum=2)
+            voted = await first.call("reply", id=asked["id"], version=1, outcome="approved")
+            assert voted["state"] == "open"
+            early = await agent.attempt("redeem_approval", id=asked["id"], action=DEPLOY)
+            assert early["error"]["details"]["state"] == "open"
+            approved = await second.call("reply", id=asked["id"], version=1, outcome="approved")
+            assert approved["state"] == "approved"
+            assert [c["kind"] for c in approved["history"]] == ["asked", "voted", "replied"]
+            assert {c["via"] for c in approved["history"]} == {"mcp"}
+            intent = await agent.call("redeem_approval", id=asked["id"], action=DEPLOY)
+            assert intent["state"] == "intended"
+
+            closed = await ask(quorum=2)
+            denied = await third.call(
+                "reply", id=closed["id"], version=1, outcome="denied", answer="not today"
+            )
+            assert (denied["state"], denied["response"]["answer"]) == ("denied", "not today")
+
+            timed = await ask(deny_on_timeout=True, expires=10)
+            give_up = time.monotonic() + EXPIRY_DEADLINE_SECONDS
+            # Read as denied from its deadline on; its alarm records it.
+            while (final := await agent.call("get_request", id=timed["id"]))["response"] is None:
+                if time.monotonic() >= give_up:
+                    pytest.fail("the request was never denied at its deadline")
+                await anyio.sleep(POLL_SECONDS)
+            assert (final["state"], final["response"]["answer"]) == ("denied", "timeout")
+            last = final["history"][-1]
+            assert (last["kind"], last["by"], last["reason"]) == ("timed_out", None, "timeout")
 
     anyio.run(scenario)

@@ -391,6 +391,7 @@ def deliver_request_timer(
         clock=world.clock,
         alarms=world.alarms,
         publish=Outbox(world.store, world.clock, world.alarms),
+        audit=world.store,
     )
     requests.on_timer(UnitOfWork(world.store), Timer.model_validate(arguments["timer"]))
     return {}

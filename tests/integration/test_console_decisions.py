@@ -113,3 +113,88 @@ def test_the_request_page_says_a_decision_is_confirmed_next(
 ) -> None:
     body = page(signed_in(world, asked["pat_secret"]), "/console/request", id=asked["id"])
     assert "You confirm on the next page" in body
+
+
+# -- votes --------------------------------------------------------------------------------------
+@pytest.fixture
+def voted(world: World) -> dict[str, str]:
+    """An approval two people must both approve, that denies without a reason refused."""
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Doe")
+    sam, sam_secret = world.tenant.register(kind="person", name="Sam Roe")
+    _, ann_secret = world.tenant.register(name="ann")
+    chat = world.call(
+        "start_chat",
+        ann_secret,
+        targets=[{"kind": "person", "id": pat}, {"kind": "person", "id": sam}],
+        body="hi",
+    )
+    request = world.call(
+        "ask",
+        ann_secret,
+        conversation_id=chat["conversation_id"],
+        kind="approval",
+        body="May I deploy?",
+        policy={"quorum": "all", "reason_on_deny": True},
+    )
+    return {
+        "id": request["id"],
+        "pat_secret": pat_secret,
+        "sam_secret": sam_secret,
+        "ann_secret": ann_secret,
+    }
+
+
+def test_a_vote_cast_meanwhile_does_not_void_a_confirmation_and_the_page_says_who_from_where(
+    world: World, voted: dict[str, str]
+) -> None:
+    pat = signed_in(world, voted["pat_secret"])
+    form = decision_form(pat, voted["id"], "approved")
+    assert "Needs" in page(pat, "/console/request", id=voted["id"])
+    # Sam approves from the CLI while Pat reads the confirmation page.
+    world.app.call(
+        "reply",
+        {"id": voted["id"], "version": 1, "outcome": "approved"},
+        voted["sam_secret"],
+        via="cli",
+    )
+    confirm = pat.post("/console/requests/reply", form)
+    assert confirm.status == 200
+    pat.post("/console/requests/reply", {**form, "confirm": "yes"})
+    decided = state(world, voted)
+    assert decided["state"] == "approved"
+    body = page(pat, "/console/request", id=voted["id"])
+    history = body[body.index('id="history"') :]
+    cells = re.findall(r'<td data-label="(Change|From)">([^<]*)', history)
+    assert cells == [
+        ("Change", "asked"),
+        ("From", "rest"),
+        ("Change", "voted: approved"),
+        ("From", "cli"),
+        ("Change", "replied: approved"),
+        ("From", "console"),
+    ]
+    assert "2 of 2 approvals" in body
+
+
+def test_a_denial_that_must_say_why_asks_for_its_reason(
+    world: World, voted: dict[str, str]
+) -> None:
+    pat = signed_in(world, voted["pat_secret"])
+    form = decision_form(pat, voted["id"], "denied")
+    confirm = pat.post("/console/requests/reply", form).body.decode()
+    assert re.search(r'<textarea id="answer" name="answer" rows="3" required>', confirm)
+    assert "Reason (required" in confirm
+
+
+def test_who_voted_is_shown_their_vote_instead_of_the_form(
+    world: World, voted: dict[str, str]
+) -> None:
+    world.app.call(
+        "reply",
+        {"id": voted["id"], "version": 1, "outcome": "approved"},
+        voted["sam_secret"],
+        via="cli",
+    )
+    body = page(signed_in(world, voted["sam_secret"]), "/console/request", id=voted["id"])
+    assert 'action="/console/requests/reply"' not in body
+    assert "You voted approved (from cli)" in body

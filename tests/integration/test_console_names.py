@@ -76,7 +76,7 @@ def test_a_request_is_headed_by_its_title_and_says_who_asks_and_who_decides(
     # Once decided, who decided it.
     world.call("reply", asked["pat_secret"], id=asked["id"], version=1, outcome="approved")
     body = page(pat, "/console/request", id=asked["id"])
-    assert fact(body, "Decided by") == named("Pat Doe", asked["pat"])
+    assert fact(body, "Decided by") == named("Pat Doe", asked["pat"]) + " (from rest)"
     assert "Yours to decide" not in body
     history = re.search(r'<section aria-labelledby="history-title".*?</section>', body)
     assert history is not None

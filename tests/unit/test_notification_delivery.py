@@ -803,6 +803,61 @@ def test_a_switch_armed_again_stops_the_repeats_of_its_death(
     assert len(receiver.received) == 1
 
 
+def test_a_request_escalates_to_the_channel_it_names_after_its_time_unless_decided(
+    world: Notifying, receiver: Receiver
+) -> None:
+    second = Receiver(world.clock)
+    try:
+        _, secret = world.channel(receiver.url, ["request.opened"])
+        backup, backup_secret = world.channel(second.url, ["request.expired"])
+        _, asker = world.tenant.register(name="asker")
+        person, person_secret = world.tenant.register(kind="person", name="pat")
+        policy = {"escalate_after_seconds": 600, "escalate_to": backup}
+        target = {"kind": "person", "id": person}
+        asked = world.call("ask", asker, target=target, body="Which region?", policy=policy)
+        decided = world.call("ask", asker, target=target, body="Which zone?", policy=policy)
+        world.call("reply", person_secret, id=decided["id"], version=1, outcome="answered")
+        seen = world.call("ask", asker, target=target, body="Which rack?", policy=policy)
+        world.advance(1)
+        alerts = {e["data"]["request_id"]: e["id"] for e in receiver.verified(secret)}
+        world.call("acknowledge_alert", person_secret, event_id=alerts[seen["id"]])
+        world.advance(598)
+        assert second.received == []
+        world.advance(2)
+        # Only the request still open and unacknowledged escalates.
+        [escalated] = second.verified(backup_secret)
+        opened = [e for e in receiver.verified(secret) if e["data"]["request_id"] == asked["id"]]
+        assert escalated["type"] == "request.opened"
+        assert escalated["data"]["request_id"] == asked["id"]
+        assert escalated["reminder"] == {"of": opened[0]["id"], "kind": "escalation", "number": 1}
+        world.advance(3600)
+        assert len(second.received) == 1
+    finally:
+        second.close()
+
+
+def test_a_request_names_an_escalation_whole_and_before_its_deadline(world: Notifying) -> None:
+    backup, _ = world.channel("http://127.0.0.1:9/x", ["request.expired"])
+    _, asker = world.tenant.register(name="asker")
+    person, _ = world.tenant.register(kind="person", name="pat")
+    target = {"kind": "person", "id": person}
+    for policy in (
+        {"escalate_after_seconds": 600},
+        {"escalate_to": backup},
+        {"escalate_after_seconds": 600, "escalate_to": "chn_doesnotexist00"},
+        {"escalate_after_seconds": 3600, "escalate_to": backup},
+    ):
+        with pytest.raises(VigilError) as refused:
+            world.call(
+                "ask", asker, target=target, body="?", expires_in_seconds=1800, policy=policy
+            )
+        assert refused.value.code is ErrorCode.INVALID_ARGUMENT, policy
+    assert world.call("request_status", asker)["requests"] == []
+    whole = {"escalate_after_seconds": 600, "escalate_to": backup}
+    asked = world.call("ask", asker, target=target, body="?", policy=whole)
+    assert world.call("get_request", asker, id=asked["id"])["policy"]["escalate_to"] == backup
+
+
 def test_escalation_needs_an_existing_channel_of_the_namespace(world: Notifying) -> None:
     with pytest.raises(VigilError) as refused:
         world.channel(

@@ -16,6 +16,7 @@ from tests.support import error_of, interleaving_store
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
+from vigil.kit.principals import Surface
 from vigil.kit.uow import UnitOfWork
 from vigil.notifications.outbox import Outbox
 from vigil.requests.service import Requests
@@ -70,6 +71,7 @@ class Pair:
             clock=self.clock,
             alarms=alarms,
             publish=Outbox(store, self.clock, alarms),
+            audit=store,
         )
         for timer in self.world.due_alarms():
             requests.on_timer(UnitOfWork(store), timer)
@@ -186,3 +188,67 @@ def test_a_replacement_and_a_reply_one_lands(clock: ManualClock, racing: Any, fi
     assert caught.value.details["state"] == expected
     listed = pair.call("request_status", "ann")["requests"]
     assert len(listed) == (1 if first == "reply" else 2)
+
+
+# -- votes: two surfaces at once ----------------------------------------------------------------
+def _reply_via(pair: Pair, who: str, via: Surface, **arguments: Any) -> dict[str, Any]:
+    return pair.world.app.call("reply", arguments, pair.secrets[who], via=via)
+
+
+def test_two_approvals_at_once_both_count_and_approve_it_once(
+    clock: ManualClock, racing: Any
+) -> None:
+    pair = Pair(clock, racing)
+    asked = pair.ask(body="go?", kind="approval", action=DEPLOY, policy={"quorum": "all"})
+    # bob's vote (the CLI) reads the request; pat's (the console) lands before bob's write.
+    between(
+        racing,
+        lambda: _reply_via(pair, "pat", "console", id=asked["id"], version=1, outcome="approved"),
+    )
+    decided = _reply_via(pair, "bob", "cli", id=asked["id"], version=1, outcome="approved")
+    assert decided["state"] == "approved"
+    history = pair.state(asked["id"])["history"]
+    assert [(c["kind"], c["by"], c["via"]) for c in history[1:]] == [
+        ("voted", pair.ids["pat"], "console"),
+        ("replied", pair.ids["bob"], "cli"),
+    ]
+    intent = pair.call("redeem_approval", "ann", id=asked["id"], action=DEPLOY)
+    assert pair.call("redeem_approval", "ann", id=asked["id"], action=DEPLOY) == intent
+
+
+def test_a_denial_landing_between_an_approvals_read_and_write_decides(
+    clock: ManualClock, racing: Any
+) -> None:
+    pair = Pair(clock, racing)
+    asked = pair.ask(body="go?", kind="approval", policy={"quorum": "all"})
+    between(
+        racing,
+        lambda: _reply_via(pair, "pat", "slack", id=asked["id"], version=1, outcome="denied"),
+    )
+    refused = error_of(
+        _reply_via, pair, "bob", "console", id=asked["id"], version=1, outcome="approved"
+    )
+    assert refused.details["state"] == "denied"
+    final = pair.state(asked["id"])
+    assert (final["state"], final["response"]["by"], final["response"]["via"]) == (
+        "denied",
+        pair.ids["pat"],
+        "slack",
+    )
+    assert [c["kind"] for c in final["history"]] == ["asked", "replied"]
+
+
+def test_the_timer_denying_between_a_votes_read_and_write_wins(
+    clock: ManualClock, racing: Any
+) -> None:
+    pair = Pair(clock, racing)
+    asked = pair.ask(
+        body="go?", kind="approval", expires_in_seconds=60, policy={"deny_on_timeout": True}
+    )
+    clock.advance(59.999)
+    between(racing, lambda: (clock.advance(0.001), pair.expire()))
+    refused = pair.refused("reply", "bob", id=asked["id"], version=1, outcome="approved")
+    assert refused.details["state"] == "denied"
+    final = pair.state(asked["id"])
+    assert (final["state"], final["response"]["answer"]) == ("denied", "timeout")
+    assert [c["kind"] for c in final["history"]] == ["asked", "timed_out"]

@@ -17,6 +17,14 @@ from vigil.errors import ErrorCode, VigilError
 from vigil.requests.records import MAX_HISTORY
 
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3"}
+ONE_DECIDES = {
+    "quorum": 1,
+    "denials": 1,
+    "deny_on_timeout": False,
+    "reason_on_deny": False,
+    "escalate_after_seconds": None,
+    "escalate_to": None,
+}
 
 
 class Desk:
@@ -98,7 +106,7 @@ def test_a_question_reaches_its_agent_as_a_request_and_the_answer_comes_back(des
     assert response["kind"] == "response"
     assert response["payload"]["request_id"] == asked["id"]
     assert response["payload"]["response"]["outcome"] == "answered"
-    assert desk.get("ann", asked["id"]) == {**answered, "execution": None}
+    assert desk.get("ann", asked["id"]) == {**answered, "policy": ONE_DECIDES, "execution": None}
 
 
 def test_the_first_outcome_stands_and_a_second_reply_is_told_the_final_state(
@@ -118,7 +126,7 @@ def test_a_stale_version_conflicts_and_changes_nothing(desk: Desk) -> None:
     stale = desk.refused("reply", "bob", id=asked["id"], version=2, outcome="answered")
     assert stale.code is ErrorCode.VERSION_CONFLICT
     assert stale.details["current_version"] == 1
-    assert desk.get("ann", asked["id"]) == {**asked, "execution": None}
+    assert desk.get("ann", asked["id"]) == {**asked, "policy": ONE_DECIDES, "execution": None}
 
 
 @pytest.mark.parametrize(

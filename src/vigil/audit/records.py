@@ -1,6 +1,7 @@
-"""The audit trail: what operators changed with their powers, and what the deployer changed with
-AWS credentials. Each event is written in the same transaction as the change it records, so an
-event is never missing for a change that landed, nor recorded for one that did not."""
+"""The audit trail: what operators changed with their powers, what the deployer changed with
+AWS credentials, and every vote and decision on a request, with the surface it came from. Each
+event is written in the same transaction as the change it records, so an event is never missing
+for a change that landed, nor recorded for one that did not."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from vigil.clock import to_ms
-from vigil.kit.principals import new_id
+from vigil.kit.principals import Surface, new_id
 from vigil.kit.records import Record
 
 # register, rotate_secret and revoke_principal of another principal, create_mailbox for another
@@ -18,6 +19,7 @@ from vigil.kit.records import Record
 # scope prefix), every change to a channel and every test sent to one are operators' powers;
 # bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
 # withdraw_request is no power but is recorded too: a request's audience stops being asked.
+# Every vote and decision on a request (reply) is audited too, with the surface it came from.
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -36,6 +38,7 @@ AuditAction = Literal[
     "replay_delivery",
     "test_channel",
     "withdraw_request",
+    "reply",
 ]
 TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause", "request"]
 
@@ -47,7 +50,7 @@ class AuditEvent(Record):
     namespace: str
     id: str
     at: datetime
-    actor: str | None  # the operator's principal id; None for the deployer
+    actor: str | None  # the operator's (or the voter's) principal id; None for the deployer
     action: AuditAction
     target_kind: TargetKind
     target: str = Field(max_length=200)
@@ -56,6 +59,7 @@ class AuditEvent(Record):
     # never changed, so has no version.
     before_version: int | None
     after_version: int | None
+    via: Surface | None = None  # where a reply came from; None for the other actions
 
     @classmethod
     def of(
@@ -68,6 +72,7 @@ class AuditEvent(Record):
         before_version: int | None,
         after_version: int | None,
         now: datetime,
+        via: Surface | None = None,
     ) -> AuditEvent:
         return cls(
             namespace=namespace,
@@ -79,6 +84,7 @@ class AuditEvent(Record):
             target=target,
             before_version=before_version,
             after_version=after_version,
+            via=via,
         )
 
     @property

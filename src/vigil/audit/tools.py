@@ -10,6 +10,7 @@ from pydantic import Field
 from vigil.audit.records import AuditAction, AuditEvent, TargetKind
 from vigil.audit.store import AuditStore
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.principals import Surface
 from vigil.kit.tooling import OPERATORS, Output, StrictInput, Tool
 
 
@@ -42,7 +43,9 @@ class ListAuditEventsInput(StrictInput):
 class AuditEventView(Output):
     id: str
     at: datetime
-    actor: str | None = Field(description="Who made the change; null for the deployer.")
+    actor: str | None = Field(
+        description="The operator (or a request's voter) who made it; null for the deployer."
+    )
     action: AuditAction
     target_kind: TargetKind
     target: str = Field(description="The id, scope, address or prefix of what changed.")
@@ -51,6 +54,9 @@ class AuditEventView(Output):
     )
     after_version: int | None = Field(
         description="The target's version after the change, if it has one."
+    )
+    via: Surface | None = Field(
+        default=None, description="A reply's surface: mcp, rest, console, cli, slack or email."
     )
 
     @classmethod

@@ -37,6 +37,7 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
         clock=engine.clock,
         alarms=engine.alarms,
         publish=engine.publish,
+        audit=engine.store,
         quotas=engine.quotas,
     )
 

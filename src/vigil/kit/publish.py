@@ -27,8 +27,16 @@ class Published(NamedTuple):
 
 class Publish(Protocol):
     def __call__(
-        self, event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
+        self,
+        event_type: str,
+        data: EventData,
+        *,
+        namespace: str,
+        occurred_at: datetime,
+        escalated_to: str | None = None,
     ) -> Published:
         """Writes down the event of ``event_type`` about ``data`` for the channels that want
-        it, to be committed by the caller with what it tells of."""
+        it, to be committed by the caller with what it tells of; or, ``escalated_to`` a
+        channel, the escalation of that alert (the event told before) to that channel alone,
+        unless a person acknowledged it."""
         ...

@@ -54,9 +54,16 @@ class Outbox:
     alarms: Alarms
 
     def __call__(
-        self, event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
+        self,
+        event_type: str,
+        data: EventData,
+        *,
+        namespace: str,
+        occurred_at: datetime,
+        escalated_to: str | None = None,
     ) -> Published:
-        """The notifications' side of ``Publish``: the event, routed and written down."""
+        """The notifications' side of ``Publish``: the event, routed and written down; or its
+        escalation to the channel ``escalated_to``."""
         # The type is checked as the event is built: an unknown one is refused there.
         event = make_event(
             cast(NoticeType, event_type),
@@ -65,7 +72,22 @@ class Outbox:
             occurred_at=occurred_at,
             console_base=None,
         )
+        if escalated_to is not None:
+            return Published(event.id, self.escalate(event, escalated_to))
         return Published(event.id, self.publish(event))
+
+    def escalate(self, event: Event, channel_id: str) -> list[Write]:
+        """The write of ``event``'s escalation to the channel ``channel_id``, as a rule's
+        escalation is written (``deliverer.on_reminder``): nothing if a person acknowledged the
+        alert, or the channel is gone or disabled."""
+        alert = self.store.get_notification(event.namespace, event.id)
+        if alert is not None and alert.acknowledged is not None:
+            return []
+        channel = self.store.get_channel(event.namespace, channel_id)
+        if channel is None or channel.state != "enabled":
+            return []
+        reminded = event.reminded("escalation", channel_id, 1, self.clock.now())
+        return self.publish_to(reminded, [channel_id])
 
     def wanted(self, namespace: str, event_type: str) -> bool:
         """Whether a channel of ``namespace`` takes its events of ``event_type`` that have no

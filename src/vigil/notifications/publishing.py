@@ -19,12 +19,21 @@ def outbox_on_first_event(store: ChannelStore, clock: Clock, alarms: Alarms) -> 
     """The outbox on ``store``, built when an event is first told."""
 
     def publish(
-        event_type: str, data: EventData, *, namespace: str, occurred_at: datetime
+        event_type: str,
+        data: EventData,
+        *,
+        namespace: str,
+        occurred_at: datetime,
+        escalated_to: str | None = None,
     ) -> Published:
         from vigil.notifications.outbox import Outbox
 
         return Outbox(store, clock, alarms)(
-            event_type, data, namespace=namespace, occurred_at=occurred_at
+            event_type,
+            data,
+            namespace=namespace,
+            occurred_at=occurred_at,
+            escalated_to=escalated_to,
         )
 
     return publish

@@ -12,19 +12,22 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from vigil.clock import to_ms
 from vigil.conversations.records import Mention, Message
 from vigil.conversations.service import Conversations, Post, Posting, claiming
+from vigil.errors import invalid
 from vigil.identity.records import Caller
 from vigil.kit.principals import kind_of, new_id, number_in
 from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork, Write
+from vigil.requests.policy import Terms
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, Request, RequestKind
 from vigil.requests.service import Requests
+from vigil.requests.store import EscalationChannels
 
 
 def _request_id(namespace: str, uow: UnitOfWork) -> str:
@@ -51,6 +54,7 @@ class Ask:
     blocking: bool = False
     lifetime_seconds: int = DEFAULT_EXPIRES_SECONDS
     shared_key: str | None = None
+    policy: Terms = field(default_factory=Terms)
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,16 @@ class Replace:
 
 
 class Asking:
-    def __init__(self, *, requests: Requests, conversations: Conversations) -> None:
+    def __init__(
+        self,
+        *,
+        requests: Requests,
+        conversations: Conversations,
+        channels: EscalationChannels,
+    ) -> None:
         self.requests = requests
         self.conversations = conversations
+        self.channels = channels
         self.store = requests.store
         self.clock = requests.clock
 
@@ -85,18 +96,22 @@ class Asking:
         # alarm, which finds nothing to expire).
         if self.store.quota_usage(namespace, "open_requests") >= limit:
             raise quotas.exceeded("open_requests")
+        escalate_to = ask.policy.escalate_to
+        if escalate_to is not None and self.channels.get_channel(namespace, escalate_to) is None:
+            raise invalid("escalate_to names no channel of this namespace", field="escalate_to")
         operation = claiming(uow)
         asked: list[Request] = []
 
         def attempt() -> tuple[R, Message]:
             posting = self.conversations.posting(ask.post, operation, now)
             conversation, message = posting.conversation, posting.message
+            audience = [p for p in conversation.principal_ids if p != caller.principal_id]
             request = Request.asked(
                 namespace,
                 request_id,
                 ask.kind,
                 caller.principal_id,
-                [p for p in conversation.principal_ids if p != caller.principal_id],
+                audience,
                 conversation.id,
                 message.id,
                 ask.post.body,
@@ -106,6 +121,8 @@ class Asking:
                 ask.lifetime_seconds,
                 blocking=ask.blocking,
                 shared_key=ask.shared_key,
+                policy=ask.policy.frozen(len(audience)),
+                via=caller.via,
             )
             reused = self._reuse(request, now)
             if reused is not None:
@@ -198,6 +215,8 @@ class Asking:
                 current.lifetime_seconds,
                 replaces=current.id,
                 blocking=current.blocking,
+                policy=current.policy,
+                via=caller.via,
             )
             asked_with = self._message_of(current)
             files = [] if asked_with is None else asked_with.attachments

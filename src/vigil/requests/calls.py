@@ -16,7 +16,7 @@ from vigil.mailboxes.queues import MailboxQueues
 from vigil.quotas.records import Quotas
 from vigil.requests.records import Request
 from vigil.requests.service import Requests
-from vigil.requests.store import RequestPorts
+from vigil.requests.store import EscalationChannels, RequestPorts
 from vigil.requests.views import RequestView, view
 
 
@@ -33,6 +33,10 @@ class RequestContext(Call[RequestPorts], Protocol):
     def quotas(self) -> Quotas: ...
     @property
     def publish(self) -> Publish: ...
+    @property
+    def audit_trail(self) -> AuditStore: ...
+    @property
+    def escalation_channels(self) -> EscalationChannels: ...
 
 
 def requests_of(ctx: RequestContext) -> Requests:
@@ -42,6 +46,7 @@ def requests_of(ctx: RequestContext) -> Requests:
         clock=ctx.clock,
         alarms=ctx.alarms,
         publish=ctx.publish,
+        audit=ctx.audit_trail,
         quotas=ctx.quotas,
     )
 
@@ -55,6 +60,6 @@ def own_request(ctx: RequestContext, request_id: str) -> RequestView:
     return view(requests_of(ctx).own(ctx.caller, request_id), ctx.clock.now())
 
 
-def withdraw_request(ctx: RequestContext, request_id: str, audit: AuditStore) -> RequestView:
-    """The caller's own open request, withdrawn, and the withdrawal recorded in ``audit``."""
-    return requests_of(ctx).withdraw(ctx.uow, ctx.caller, request_id, audit, presenter(ctx))
+def withdraw_request(ctx: RequestContext, request_id: str) -> RequestView:
+    """The caller's own open request, withdrawn, and the withdrawal audited."""
+    return requests_of(ctx).withdraw(ctx.uow, ctx.caller, request_id, presenter(ctx))

@@ -18,8 +18,9 @@ import json
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
-from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer
 from vigil.requests.store import RequestStore, listing_position
+from vigil.requests.waits import WaitGraph
 
 _EXCLUDE = {"version", "state"}
 

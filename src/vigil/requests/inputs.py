@@ -3,7 +3,7 @@ whose first message may ask a request."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
@@ -18,6 +18,7 @@ from vigil.conversations.tools import (
 )
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.tooling import Cursor, IdempotencyKey, StrictInput
+from vigil.requests.policy import MAX_QUORUM
 from vigil.requests.records import (
     ACTION_BOUNDS,
     ANSWER_BOUNDS,
@@ -99,6 +100,24 @@ Choices = Annotated[
 ]
 
 
+class PolicyInput(StrictInput):
+    quorum: Annotated[int, Field(ge=1, le=MAX_QUORUM)] | Literal["all"] = Field(
+        default=1, description="Approvals needed, or all."
+    )
+    denials: int = Field(default=1, ge=1, le=MAX_QUORUM, description="Denials that deny.")
+    deny_on_timeout: bool = Field(default=False, description="Deny at the deadline.")
+    reason_on_deny: bool = Field(default=False, description="A denial's answer must say why.")
+    escalate_after_seconds: int | None = Field(
+        default=None,
+        ge=MIN_EXPIRES_SECONDS,
+        le=MAX_EXPIRES_SECONDS,
+        description="Still open then: tell escalate_to.",
+    )
+    escalate_to: str | None = Field(
+        default=None, min_length=1, max_length=64, description="A channel's id."
+    )
+
+
 class AskInput(StrictInput):
     action: ActionDocument | None = None
     attachment_ids: AttachmentIds | None = None
@@ -115,7 +134,7 @@ class AskInput(StrictInput):
         default=DEFAULT_EXPIRES_SECONDS,
         ge=MIN_EXPIRES_SECONDS,
         le=MAX_EXPIRES_SECONDS,
-        description="How long the request stays open before it expires.",
+        description="How long it stays open before it expires.",
     )
     idempotency_key: IdempotencyKey | None = None
     kind: RequestKind = Field(
@@ -123,16 +142,19 @@ class AskInput(StrictInput):
         description="question (answered), approval (approved or denied) or task.",
     )
     mentions: Mentions | None = None
+    policy: PolicyInput | None = Field(
+        default=None, description="How it is decided, and escalated."
+    )
     reuse_direct: bool = Field(
         default=False,
-        description="With target: ask in the one direct conversation you and the target reuse.",
+        description="With target: ask in your one direct conversation with it.",
     )
     shared_key: SharedKey | None = None
     target: TargetInput | None = Field(
         default=None, description="Whom to ask, in a new direct conversation; or conversation_id."
     )
     title: Title | None = Field(
-        default=None, description="With target: a label for the conversation this starts."
+        default=None, description="With target: the new conversation's label."
     )
 
     @model_validator(mode="after")

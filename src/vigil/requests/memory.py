@@ -5,8 +5,9 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
-from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer
 from vigil.requests.store import RequestStore, listing_position
+from vigil.requests.waits import WaitGraph
 
 _Key = tuple[str, str]
 

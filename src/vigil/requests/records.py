@@ -4,9 +4,11 @@ resolved once by a typed reply, and the execution intent an approved action may 
 A request is asked in a conversation, with a message of its own. Its audience, who may decide
 it, is fixed when it is asked: the conversation's other participants at that moment; later
 membership changes never widen or narrow it. It is ``open`` until exactly one final outcome is
-recorded: a reply valid for its kind, its expiry at ``expires_at``, or its replacement or
-withdrawal by the requester. Every change is a conditional write on its version, appended to
-its history with the principal that made it; a final state never changes.
+recorded: a reply valid for its kind (for an approval asked with a policy, the vote that meets
+it: vigil.requests.policy), its expiry at ``expires_at`` (a denial, if its policy says so), or
+its replacement or withdrawal by the requester. Every change is a conditional write on its
+version, appended to its history with the principal that made it and the surface its call came
+through; a final state never changes.
 
 An approval may bind an ``action``, a JSON object. Once approved, and until the request's
 deadline, its requester may redeem it for one execution intent, by presenting an action whose
@@ -24,8 +26,9 @@ from typing import Any, Literal
 from vigil.errors import ErrorCode, VigilError, conflict, invalid
 from vigil.kit.bounds import JsonBounds
 from vigil.kit.canonical import canonical
-from vigil.kit.principals import kind_of
+from vigil.kit.principals import Surface, kind_of
 from vigil.kit.records import Record, Versioned
+from vigil.requests.policy import TIMEOUT_REASON, Policy
 
 RequestKind = Literal["question", "approval", "task"]
 Outcome = Literal["answered", "approved", "denied", "completed", "failed", "rejected"]
@@ -44,7 +47,15 @@ RequestState = Literal[
 ExecutionState = Literal["intended", "started", "succeeded", "failed", "unknown"]
 ReportedState = Literal["started", "succeeded", "failed", "unknown"]
 ChangeKind = Literal[
-    "asked", "blocking", "unblocking", "replied", "expired", "replaced", "withdrawn"
+    "asked",
+    "blocking",
+    "unblocking",
+    "voted",
+    "replied",
+    "expired",
+    "timed_out",
+    "replaced",
+    "withdrawn",
 ]
 
 OUTCOMES: dict[str, tuple[Outcome, ...]] = {
@@ -58,8 +69,10 @@ MIN_EXPIRES_SECONDS = 10
 MAX_EXPIRES_SECONDS = 30 * 24 * 3600
 MAX_CHOICES = 20
 MAX_CHOICE = 200
-# A request's history: asking it and its final change are one each, so only the blocking flag
-# could grow it; it may be set or cleared until the history holds this many changes but one.
+# A request's history: asking it and its final change are one each; the votes before the final
+# one are fewer than MAX_QUORUM approvals and as many denials (vigil.requests.policy); and the
+# blocking flag, on a request one agent decides (so with no votes before the final change), may
+# be set or cleared until the history holds this many changes but one.
 MAX_HISTORY = 40
 ACTION_BOUNDS = JsonBounds(max_bytes=8 * 1024, max_depth=6, max_keys=50, max_string=2000)
 ANSWER_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_string=16 * 1024)
@@ -83,6 +96,7 @@ class Response(Record):
     by: str | None  # the principal that replied; None for the expiry
     at: datetime
     reused_from: str | None = None  # the request whose answer a shared_key reused
+    via: Surface | None = None  # where the deciding reply came from
 
 
 def digest(text: bytes) -> str:
@@ -102,9 +116,12 @@ class SharedAnswer(Record):
 
 class Change(Record):
     kind: ChangeKind
-    by: str | None  # None for the expiry
+    by: str | None  # None for the timer's changes
     at: datetime
     version: int  # the request's version after the change
+    via: Surface | None = None  # where its call came from; None for the timer's
+    outcome: Outcome | None = None  # a vote's, or a decision's
+    reason: str | None = None  # a counted vote's answer; "timeout" for the timer's denial
 
 
 class Request(Versioned):
@@ -127,6 +144,7 @@ class Request(Versioned):
     replaces: str | None = None
     replaced_by: str | None = None
     shared_key: str | None = None  # the digest of the key its answer may be reused under
+    policy: Policy = Policy()
     history: list[Change]
 
     @classmethod
@@ -147,7 +165,10 @@ class Request(Versioned):
         replaces: str | None = None,
         blocking: bool = False,
         shared_key: str | None = None,
+        policy: Policy | None = None,
+        via: Surface | None = None,
     ) -> Request:
+        policy = policy or Policy()
         if not audience:
             raise invalid("a request needs someone to decide it: the conversation has no one else")
         if action is not None and kind != "approval":
@@ -156,6 +177,7 @@ class Request(Versioned):
             raise invalid("offer each choice once")
         if blocking and (len(audience) != 1 or kind_of(audience[0]) != "agent"):
             raise invalid("blocking is declared only on a request that one agent decides")
+        policy.check(kind, len(audience), lifetime_seconds)
         return cls(
             namespace=namespace,
             id=request_id,
@@ -174,7 +196,8 @@ class Request(Versioned):
             replaces=replaces,
             # Only a question's answer is reused: an approval or a task is decided anew.
             shared_key=digest(shared_key.encode()) if shared_key and kind == "question" else None,
-            history=[Change(kind="asked", by=requester, at=now, version=1)],
+            policy=policy,
+            history=[Change(kind="asked", by=requester, at=now, version=1, via=via)],
             version=1,
         )
 
@@ -209,7 +232,7 @@ class Request(Versioned):
         """The state as of ``now``: an open request past its deadline is expired, whether or
         not its alarm has recorded it yet."""
         if self.state == "open" and self.overdue(now):
-            return "expired"
+            return "denied" if self.policy.deny_on_timeout else "expired"
         return self.state
 
     def overdue(self, now: datetime) -> bool:
@@ -234,7 +257,9 @@ class Request(Versioned):
 
     # -- changes --------------------------------------------------------------------------------
     def _changed(self, kind: ChangeKind, by: str | None, now: datetime, **updates: Any) -> Request:
-        change = Change(kind=kind, by=by, at=now, version=self.version + 1)
+        return self._recorded(Change(kind=kind, by=by, at=now, version=self.version + 1), **updates)
+
+    def _recorded(self, change: Change, **updates: Any) -> Request:
         return self.changed(history=[*self.history, change], **updates)
 
     def require_open(self, now: datetime) -> None:
@@ -245,8 +270,12 @@ class Request(Versioned):
 
     def repeats(self, by: str, outcome: str, answer: Any, version: int) -> bool:
         """Whether a reply is the one that resolved this request, made again: same principal,
-        outcome, answer and version. It is answered with the request as it stands."""
+        outcome, answer and version; or, while it is open, a vote ``by`` cast already, cast
+        again. It is answered with the request as it stands."""
         response = self.response
+        if self.state == "open":
+            vote = self.vote_of(by)
+            return vote is not None and vote.outcome == outcome and vote.reason == answer
         return (
             response is not None
             and self.history[-1].kind == "replied"
@@ -254,16 +283,34 @@ class Request(Versioned):
             and self.version == version + 1
         )
 
-    def replied(self, by: str, outcome: str, answer: Any, version: int, now: datetime) -> Request:
-        """The request resolved by ``by``'s reply, which must be of its audience, at its
-        current ``version``, with an outcome of its kind (and an offered choice)."""
+    def vote_of(self, by: str) -> Change | None:
+        return next((c for c in self.history if c.kind == "voted" and c.by == by), None)
+
+    def stale(self, version: int) -> bool:
+        """Whether what a reply at ``version`` decides on has changed since: votes cast since
+        change nothing of it."""
+        since = [change for change in self.history if change.version > version]
+        return version > self.version or any(change.kind != "voted" for change in since)
+
+    def replied(
+        self,
+        by: str,
+        outcome: str,
+        answer: Any,
+        version: int,
+        now: datetime,
+        via: Surface | None = None,
+    ) -> Request:
+        """The request with ``by``'s reply, which must be of its audience, at a version only
+        votes have moved since, with an outcome of its kind (and an offered choice): a vote
+        recorded, or the decision, when it meets the request's policy."""
         if by not in self.audience:
             raise VigilError(
                 ErrorCode.FORBIDDEN,
                 "only the request's audience, fixed when it was asked, decides it",
             )
         self.require_open(now)
-        if version != self.version:
+        if self.stale(version):
             raise conflict("stale version", current_version=self.version)
         if outcome not in OUTCOMES[self.kind]:
             raise invalid(
@@ -273,13 +320,48 @@ class Request(Versioned):
         given = answer is not None or outcome == "answered"
         if self.choices is not None and given and answer not in self.choices:
             raise invalid("answer with one of the offered choices, exactly as offered")
-        response = Response(outcome=outcome, answer=answer, by=by, at=now)
-        return self._changed("replied", by, now, state=outcome, response=response)
+        # A counted vote's reason is bounded (policy.MAX_REASON); a lone decision's is its
+        # response's answer, not kept twice.
+        reason = self.policy.check_reason(outcome, answer) if self.kind == "approval" else None
+        reason = reason if self.policy.counts_votes else None
+        earlier = self.vote_of(by)
+        if earlier is not None:
+            raise conflict("you voted already: a vote is not changed", vote=earlier.outcome)
+        decided: Outcome | Literal["open"] = outcome
+        if self.kind == "approval":
+            votes = [c.outcome for c in self.history if c.kind == "voted"] + [outcome]
+            approvals, denials = votes.count("approved"), votes.count("denied")
+            decided = self.policy.tally(approvals, denials, len(self.audience))
+        vote = Change(
+            kind="voted" if decided == "open" else "replied",
+            by=by,
+            at=now,
+            version=self.version + 1,
+            via=via,
+            outcome=outcome,
+            reason=reason,
+        )
+        if decided == "open":
+            return self._recorded(vote)
+        response = Response(outcome=decided, answer=answer, by=by, at=now, via=via)
+        return self._recorded(vote, state=decided, response=response)
 
     def expired(self, now: datetime) -> Request:
-        """The request expired: only an open one past its deadline."""
+        """The request expired, or denied if its policy says so: only an open one past its
+        deadline."""
         if self.state != "open" or not self.overdue(now):
             raise ValueError("only an open request past its deadline expires")
+        if self.policy.deny_on_timeout:
+            response = Response(outcome="denied", answer=TIMEOUT_REASON, by=None, at=now)
+            change = Change(
+                kind="timed_out",
+                by=None,
+                at=now,
+                version=self.version + 1,
+                outcome="denied",
+                reason=TIMEOUT_REASON,
+            )
+            return self._recorded(change, state="denied", response=response)
         response = Response(outcome="expired", by=None, at=now)
         return self._changed("expired", None, now, state="expired", response=response)
 
@@ -389,79 +471,3 @@ class Execution(Versioned):
             reported_at=now,
             reports=[*self.reports, Report(state=state, by=by, at=now)],
         )
-
-
-# Blocking edges one namespace holds at once: one item holds them all, so that a cycle is
-# checked against every edge and the check and the new edge commit together.
-MAX_BLOCKING = 1000
-
-
-class Edge(Record):
-    request_id: str
-    waiter: str  # the requester, which cannot go on
-    on: str  # the one agent that decides the request
-
-
-class WaitGraph(Versioned):
-    """Who waits on whom in a namespace: the blocking edges of its open requests. Version 0
-    is the graph never stored."""
-
-    namespace: str
-    edges: list[Edge] = []
-
-    def cycle_with(self, waiter: str, on: str) -> list[str] | None:
-        """The agents of the cycle that an edge ``waiter`` → ``on`` would close, starting and
-        ending with ``waiter``; None if it closes none."""
-        if waiter == on:
-            return [waiter, waiter]
-        onward: dict[str, list[str]] = {}
-        for edge in self.edges:
-            onward.setdefault(edge.waiter, []).append(edge.on)
-        path: dict[str, str | None] = {on: None}
-        frontier = [on]
-        while frontier:
-            here = frontier.pop(0)
-            for there in onward.get(here, []):
-                if there in path:
-                    continue
-                path[there] = here
-                if there == waiter:
-                    cycle = [waiter]
-                    step: str | None = here
-                    while step is not None:
-                        cycle.append(step)
-                        step = path[step]
-                    return [waiter, *reversed(cycle[1:]), waiter]
-                frontier.append(there)
-        return None
-
-    def adding(self, request: Request) -> WaitGraph:
-        on = request.single_agent
-        assert on is not None
-        cycle = self.cycle_with(request.requester, on)
-        if cycle is not None:
-            raise conflict(
-                "blocking on this request would close a cycle of agents waiting on each other",
-                cycle=cycle,
-            )
-        if len(self.edges) >= MAX_BLOCKING:
-            raise VigilError(
-                ErrorCode.LIMIT_EXCEEDED,
-                f"a namespace holds at most {MAX_BLOCKING} blocking requests at once",
-                limit=MAX_BLOCKING,
-            )
-        edge = Edge(request_id=request.id, waiter=request.requester, on=on)
-        return self.changed(edges=[*self.edges, edge])
-
-    def holds(self, request_id: str) -> bool:
-        return any(edge.request_id == request_id for edge in self.edges)
-
-    def without(self, request_id: str, replacement: str | None = None) -> WaitGraph:
-        """The graph without the edge of ``request_id``, or with it moved to ``replacement``."""
-        edges: list[Edge] = []
-        for edge in self.edges:
-            if edge.request_id != request_id:
-                edges.append(edge)
-            elif replacement is not None:
-                edges.append(edge.model_copy(update={"request_id": replacement}))
-        return self.changed(edges=edges)

@@ -6,7 +6,9 @@ are in vigil.requests.asking.
 A request's expiry rides the switches' alarm path: the alarm is armed before the request is
 committed (a crash in between leaves a stray alarm, which finds nothing to do), and the expiry
 is one conditional change, so a late or repeated alarm is harmless. A reply and the expiry race
-on the request's version: exactly one lands, and the other finds the final state. The
+on the request's version: exactly one lands, and the other finds the final state. Where an
+approval's policy counts votes (vigil.requests.policy) a reply is a vote, which decides only when
+it meets the policy; every reply is audited in its commit, with the surface it came through. The
 requester learns the outcome from one envelope of kind ``response``, derived from the request,
 so sending it again (a replay, a repeated alarm) is the same envelope, handed out once.
 """
@@ -52,6 +54,8 @@ RequestEventType = Literal[
 # lifetime before, when that is shorter); none for a request of less than EXPIRING_FROM.
 EXPIRING_LEAD = timedelta(minutes=10)
 EXPIRING_FROM = timedelta(minutes=5)
+# A request's timer of this generation escalates it (the expiring and expiry timers are of 0).
+ESCALATION = 1
 # A request_status page, and how many places one call examines at most.
 STATUS_PAGE = 50
 STATUS_SCAN = 200
@@ -86,9 +90,11 @@ class Requests:
         clock: Clock,
         alarms: Alarms,
         publish: Publish,
+        audit: AuditStore,
         quotas: Quotas | None = None,
     ) -> None:
         self.store = store
+        self.audit = audit
         self.queues = queues
         self.clock = clock
         self.alarms = alarms
@@ -163,9 +169,10 @@ class Requests:
                 # The deadline passed before this reply: the expiry wins, recorded here if its
                 # alarm has not come yet, and the reply is refused naming it.
                 self.respond(self._expired(uow, request, now))
-            replied = request.replied(by, outcome, answer, reply.version, now)
-            writes = [*self.closing(request), self.store.save_request(replied)]
-            writes += self.notice("request.answered", replied)
+            replied = request.replied(by, outcome, answer, reply.version, now, caller.via)
+            writes = [self.store.save_request(replied), self._audited(request, replied, caller)]
+            if replied.state != "open":
+                writes += [*self.closing(request), *self.notice("request.answered", replied)]
             shared = replied.shared_answer()
             if shared is not None:
                 writes.append(self.store.keep_shared_answer(shared))
@@ -176,6 +183,21 @@ class Requests:
         replied, result = retry_on_conflict(attempt, "the request")
         self.respond(replied)
         return result
+
+    def _audited(self, request: Request, replied: Request, caller: Caller) -> Write:
+        """The audit of a vote or a decision: who, through which surface, from which version."""
+        event = AuditEvent.of(
+            request.namespace,
+            caller.principal_id,
+            "reply",
+            "request",
+            request.id,
+            request.version,
+            replied.version,
+            replied.history[-1].at,
+            via=caller.via,
+        )
+        return self.audit.add_audit_event(event)
 
     def closing(self, request: Request, replacement: str | None = None) -> list[Write]:
         """What a request's leaving the open state writes besides itself: the open count, and
@@ -219,6 +241,10 @@ class Requests:
         request = self.store.get_request(timer.namespace, timer.key)
         if request is None:
             return
+        if timer.generation == ESCALATION:
+            if request.state == "open" and not request.overdue(self.clock.now()):
+                self._escalate(uow, request)
+            return
         if request.state == "open" and not request.overdue(self.clock.now()):
             if timer.due_at < request.expires_at:
                 self._expiring(uow, request)
@@ -234,6 +260,20 @@ class Requests:
         if writes:
             with contextlib.suppress(ConditionFailed):
                 uow.commit(*writes)
+
+    def _escalate(self, uow: UnitOfWork, request: Request) -> None:
+        """Escalates the alert that ``request`` opened to the channel its policy names, once:
+        a second run of its timer finds the escalation written."""
+        published = self.publish(
+            "request.opened",
+            RequestData.of(request),
+            namespace=request.namespace,
+            occurred_at=self.clock.now(),
+            escalated_to=request.policy.escalate_to,
+        )
+        if published.writes:
+            with contextlib.suppress(ConditionFailed):
+                uow.commit(*published.writes)
 
     def notice(self, event_type: RequestEventType, request: Request) -> list[Write]:
         """The notification of ``event_type`` about ``request``, to commit with its change."""
@@ -312,10 +352,9 @@ class Requests:
         uow: UnitOfWork,
         caller: Caller,
         request_id: str,
-        audit: AuditStore,
         present: Callable[[Request], R],
     ) -> R:
-        """Withdraws the caller's own open request, recorded in ``audit`` in the same commit:
+        """Withdraws the caller's own open request, audited in the same commit:
         one conditional change on its version, with its open count and blocking edge. A
         request withdrawn already is answered as it stands; any other final one is a conflict
         naming its state."""
@@ -340,7 +379,7 @@ class Requests:
             uow.commit(
                 *self.closing(request),
                 self.store.save_request(withdrawn),
-                audit.add_audit_event(event),
+                self.audit.add_audit_event(event),
                 result=result,
             )
             return result
@@ -348,7 +387,8 @@ class Requests:
         return retry_on_conflict(attempt, "the request")
 
     def arm(self, request: Request) -> None:
-        """The request's expiry alarm, and the one that tells its channels it is expiring."""
+        """The request's expiry alarm, the one that tells its channels it is expiring and, if
+        its policy asks, the one that escalates it."""
         now = self.clock.now()
         timer = Timer(
             kind=TIMER_KIND,
@@ -357,6 +397,10 @@ class Requests:
             due_at=request.expires_at,
         )
         self.alarms.arm(timer, now)
+        escalation = request.policy.escalate_after_seconds
+        if escalation is not None:
+            due = request.asked_at + timedelta(seconds=escalation)
+            self.alarms.arm(timer.model_copy(update={"generation": ESCALATION, "due_at": due}), now)
         lifetime = request.expires_at - request.asked_at
         if lifetime >= EXPIRING_FROM:
             lead = min(EXPIRING_LEAD, lifetime / 5)

@@ -4,11 +4,13 @@ kept; and what the requests' use cases reach."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Protocol
 
 from vigil.conversations.store import ConversationPorts
 from vigil.kit.uow import Write
 from vigil.quotas.store import QuotaStore
-from vigil.requests.records import Execution, Request, SharedAnswer, WaitGraph
+from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.waits import WaitGraph
 
 
 def listing_position(request: Request) -> str:
@@ -69,6 +71,13 @@ class RequestStore(ABC):
     @abstractmethod
     def keep_shared_answer(self, answer: SharedAnswer) -> Write:
         """Keeps ``answer`` under its key, replacing any answer kept before."""
+
+
+class EscalationChannels(Protocol):
+    """Where a request may escalate: the channels of its namespace, which the notifications
+    keep (a read across, declared here and given by the call context)."""
+
+    def get_channel(self, namespace: str, channel_id: str) -> object | None: ...
 
 
 class RequestPorts(ConversationPorts, QuotaStore, RequestStore, ABC):

@@ -31,6 +31,7 @@ from vigil.requests.inputs import (
     SetBlockingInput,
     StartChatInput,
 )
+from vigil.requests.policy import Terms
 from vigil.requests.records import OUTCOMES, Request
 from vigil.requests.service import Reply
 from vigil.requests.views import (
@@ -46,7 +47,11 @@ from vigil.requests.views import (
 
 
 def _asking(ctx: RequestContext) -> Asking:
-    return Asking(requests=requests_of(ctx), conversations=conversations(ctx))
+    return Asking(
+        requests=requests_of(ctx),
+        conversations=conversations(ctx),
+        channels=ctx.escalation_channels,
+    )
 
 
 # What the completion of ask and replace_request leaves out of a request: every part that
@@ -109,6 +114,7 @@ def ask(ctx: RequestContext, args: AskInput) -> RequestView:
         blocking=args.blocking,
         lifetime_seconds=args.expires_in_seconds,
         shared_key=args.shared_key,
+        policy=Terms() if args.policy is None else Terms(**args.policy.model_dump()),
     )
     return _asking(ctx).ask(
         ctx.uow, command, lambda request, posting: view(request, ctx.clock.now())
@@ -236,8 +242,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         description=(
             "Ask a conversation's other participants (conversation_id) or someone new "
             "(target) for a typed reply: a question, an approval (which may bind an exact "
-            "action for redeem_approval) or a task. Follow it with request_status or "
-            "get_request. Rules: docs/TOOLS.md#ask."
+            "action for redeem_approval) or a task. Then request_status or get_request. "
+            "Rules: docs/TOOLS.md#ask."
         ),
         input_model=AskInput,
         output_model=RequestView,

@@ -8,11 +8,13 @@ from typing import Any
 
 from pydantic import Field
 
+from vigil.kit.principals import Surface
 from vigil.kit.tooling import Output
 from vigil.requests.records import (
     ChangeKind,
     Execution,
     ExecutionState,
+    Outcome,
     ReportedState,
     Request,
     RequestKind,
@@ -31,13 +33,23 @@ class ResponseView(Output):
         default=None,
         description="The request whose answer was reused under a shared_key, if it was.",
     )
+    via: Surface | None = Field(
+        default=None, description="The surface the deciding reply came through."
+    )
 
 
 class ChangeView(Output):
-    kind: ChangeKind
-    by: str | None = Field(description="The principal that made the change; null for expiry.")
+    kind: ChangeKind = Field(
+        description="voted: a vote that left it open; replied: the one that decided it."
+    )
+    by: str | None = Field(description="The principal that made the change; null for the timer.")
     at: datetime
     version: int = Field(description="The request's version after the change.")
+    via: Surface | None = Field(
+        default=None, description="mcp, rest, console, cli, slack or email; null for the timer."
+    )
+    outcome: Outcome | None = Field(default=None, description="A vote's or a reply's outcome.")
+    reason: str | None = Field(default=None, description="A counted vote's reason: its answer.")
 
 
 class RequestView(Output):
@@ -129,7 +141,19 @@ class ExecutionView(Output):
     )
 
 
+class PolicyView(Output):
+    quorum: int = Field(description="Approvals that approve it.")
+    denials: int = Field(description="Denials that deny it.")
+    deny_on_timeout: bool = Field(description="Its deadline denies it, for reason timeout.")
+    reason_on_deny: bool = Field(description="A denial must give its reason as answer.")
+    escalate_after_seconds: int | None = Field(
+        description="When, after it was asked, its alert escalates if it is still open."
+    )
+    escalate_to: str | None = Field(description="The channel its alert escalates to.")
+
+
 class RequestDetail(RequestView):
+    policy: PolicyView = Field(description="How it is decided, fixed when it was asked.")
     execution: ExecutionView | None = Field(
         description="Its redemption and the executor's reports; null until it is redeemed."
     )
@@ -138,6 +162,7 @@ class RequestDetail(RequestView):
 def detail(request: Request, execution: Execution | None, now: datetime) -> RequestDetail:
     return RequestDetail(
         **view(request, now).model_dump(),
+        policy=PolicyView(**request.policy.model_dump()),
         execution=None if execution is None else execution_view(execution),
     )
 

@@ -131,9 +131,7 @@ def serve(
 
     try:
         if method == "tasks/cancel":
-            request = app.act_as(
-                caller, lambda ctx: withdraw_request(ctx, task_id, ctx.store), via="mcp"
-            )
+            request = app.act_as(caller, lambda ctx: withdraw_request(ctx, task_id), via="mcp")
         else:
             request = app.act_as(caller, lambda ctx: own_request(ctx, task_id), via="mcp")
     except VigilError as error:

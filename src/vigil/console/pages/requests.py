@@ -90,6 +90,7 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                 ("Kind", r["kind"] + (" (blocking)" if r["blocking"] else "")),
                 ("Asked by", named(r["requester"], None, names)),
                 deciders(r, me, names),
+                *policy_facts(r),
                 ("Asked", when(r["asked_at"])),
                 (
                     "Expires",
@@ -127,14 +128,22 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
             "history",
             table(
                 "Every change, oldest first",
-                ("Change", "By", "When", "Version"),
+                ("Change", "By", "From", "When", "Version"),
                 history_rows(r["history"], now, names),
                 "No change yet.",
             ),
         )
     )
     decide = Html("")
-    if r["state"] == "open" and me in r["audience"]:
+    vote = next((c for c in r["history"] if c["kind"] == "voted" and c["by"] == me), None)
+    if r["state"] == "open" and vote is not None:
+        said = render(
+            '<p class="hint">You voted {outcome} (from {via}); a vote is not changed.</p>',
+            outcome=vote["outcome"],
+            via=vote["via"] or "",
+        )
+        decide = section("Your decision", "decide", said)
+    elif r["state"] == "open" and me in r["audience"]:
         decide = section("Your decision", "decide", reply_form(r, visit.csrf))
     return responder.live_page(
         request, heading(r, title), f"{PREFIX}/requests", join(parts), decide, visit
@@ -170,7 +179,7 @@ def confirmation(
         return responder.not_found("Request", found, visit)
     outcome = form["outcome"]
     verb = CONFIRMED[outcome]
-    if found["state"] != "open" or str(found["version"]) != form.get("version"):
+    if found["state"] != "open" or changed_since(found, integer(form.get("version"))):
         return responder.changed(
             f"version_conflict: this request is {found['state']} at version "
             f"{found['version']}, not the version you read.",
@@ -182,14 +191,17 @@ def confirmation(
         if found["action"] is not None
         else Html('<p class="empty">It binds no action: this only says your decision.</p>')
     )
-    reason = (
-        Html(
+    reason = Html("")
+    if outcome == "denied" and found["policy"]["reason_on_deny"]:
+        reason = Html(
+            '<label for="answer">Reason (required by this request; the agent reads it)</label>'
+            '<textarea id="answer" name="answer" rows="3" required></textarea>'
+        )
+    elif outcome == "denied":
+        reason = Html(
             '<label for="answer">Reason (optional, the agent reads it)</label>'
             '<textarea id="answer" name="answer" rows="3"></textarea>'
         )
-        if outcome == "denied"
-        else Html("")
-    )
     body = render(
         '<p class="body">{asked}</p>'
         '<section aria-labelledby="confirm-title" id="confirm">'
@@ -247,12 +259,38 @@ def deciders(r: Mapping[str, Any], me: str, names: Mapping[str, str]) -> tuple[s
     it once it is decided; a request that expired or was replaced names who could have."""
     by = r["response"]["by"] if r["response"] else None
     if by is not None:
-        return "Decided by", named(by, None, names)
+        via = r["response"]["via"]
+        return "Decided by", join([named(by, None, names), f" (from {via})" if via else ""])
     if r["state"] != "open":
         return "Who could decide", everyone(r["audience"], names)
     return ("Yours to decide" if me in r["audience"] else "Who decides"), everyone(
         r["audience"], names
     )
+
+
+def policy_facts(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """How an approval is decided, when it is not by its first reply; nothing otherwise."""
+    policy = r["policy"]
+    rules: list[str] = []
+    if policy["quorum"] > 1 or policy["denials"] > 1:
+        denials = policy["denials"]
+        rules.append(
+            f"{policy['quorum']} of {len(r['audience'])} approvals; "
+            + ("one denial denies it" if denials == 1 else f"{denials} denials deny it")
+        )
+    if policy["deny_on_timeout"]:
+        rules.append("denied, not expired, at its deadline")
+    if policy["reason_on_deny"]:
+        rules.append("a denial says why")
+    return [("Needs", "; ".join(rules))] if rules else []
+
+
+def changed_since(r: Mapping[str, Any], version: int | str) -> bool:
+    """Whether the request changed since ``version`` in what a person decides on: votes cast
+    meanwhile change nothing of it."""
+    if isinstance(version, str) or version > r["version"]:
+        return True
+    return any(c["version"] > version and c["kind"] != "voted" for c in r["history"])
 
 
 def conversation_title(responder: Responder, visit: Visit, conversation_id: str) -> str | None:
@@ -289,13 +327,24 @@ def history_rows(
 ) -> list[list[Any]]:
     return [
         [
-            c["kind"],
-            named(c["by"], None, names) if c["by"] else "(expiry)",
+            change_said(c),
+            named(c["by"], None, names) if c["by"] else "(the timer)",
+            c["via"] or "",
             relative(c["at"], now),
             c["version"],
         ]
         for c in history
     ]
+
+
+def change_said(change: Mapping[str, Any]) -> Html:
+    """A change, with a vote's or a decision's outcome and its reason."""
+    said = change["kind"] + (f": {change['outcome']}" if change["outcome"] else "")
+    if change["reason"] is None:
+        return render("{said}", said=said)
+    return render(
+        '{said}<br><small class="meta">{reason}</small>', said=said, reason=change["reason"]
+    )
 
 
 def outcome(response: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:

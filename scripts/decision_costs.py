@@ -1,0 +1,193 @@
+"""What one decision on a request costs from each surface a person or an agent decides from:
+the HTTP requests it takes, the AWS calls each makes (counted at the botocore layer on moto, as
+``make bench`` counts them) and their price at public on-demand prices (``costs.Meter``), each
+HTTP request priced with its HTTP API and Lambda request. docs/PERFORMANCE.md, "Deciding a
+request: what each surface costs", shows its output.
+
+Usage: .venv/bin/python scripts/decision_costs.py
+
+Each surface decides one approval (bound to an action) asked by an agent of a person, in a
+fresh world with the same setup:
+
+- MCP: one ``tools/call`` of ``reply``;
+- REST: one ``POST /v1/reply``;
+- CLI: ``vigil approve --yes``: ``get_request`` and ``reply``, with the CLI's User-Agent;
+- console: the Approve button (its confirmation page), the confirmed form (the decision), and
+  the request's page the decision redirects to;
+- and one vote that leaves a 2-of-2 approval open (REST), beside the vote that decides it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = {"op": "deploy", "service": "checkout"}
+# A row: the surface, the HTTP request, its AWS calls, their price in USD per million.
+Row = tuple[str, str, str, float]
+
+
+def _measured(world: Any, step: Callable[[], Any]) -> tuple[str, float, Any]:
+    from costs import Meter
+
+    meter = Meter()
+    clients = (world.dynamodb, world.sqs, world.scheduler, world.s3)
+    for client in clients:
+        meter.hook(client)
+    try:
+        result = step()
+    finally:
+        for client in clients:
+            meter.unhook(client)
+    return meter.summary(), meter.cost(via_api=True) * 1e6, result
+
+
+def _world(policy: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """A fresh world where the worker asked pat (a person), and sam too with a policy."""
+    from tests.faults.world import World
+
+    world = World()
+    world.register("pat", kind="person")
+    targets = [{"kind": "person", "id": world.ids["pat"]}]
+    if policy is not None:
+        world.register("sam", kind="person")
+        targets.append({"kind": "person", "id": world.ids["sam"]})
+    chat = world.call("start_chat", "worker", targets=targets, body="hi")
+    extra = {} if policy is None else {"policy": policy}
+    asked = world.call(
+        "ask",
+        "worker",
+        conversation_id=chat["conversation_id"],
+        kind="approval",
+        body="deploy?",
+        action=DEPLOY,
+        **extra,
+    )
+    return world, asked
+
+
+def _post(router: Any, path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    from vigil.kit.http import HttpRequest
+
+    sent = {"content-type": "application/json", **headers}
+    return router.handle(HttpRequest("POST", path, sent, json.dumps(body).encode()))
+
+
+def _api(world: Any, who: str, user_agent: str = "python-urllib") -> tuple[Any, dict[str, str]]:
+    from vigil.transports.router import Router
+
+    headers = {"authorization": f"Bearer {world.secrets[who]}", "user-agent": user_agent}
+    return Router(world.app, frozenset()), headers
+
+
+def mcp() -> list[Row]:
+    world, asked = _world()
+    router, headers = _api(world, "pat")
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "reply",
+            "arguments": {"id": asked["id"], "version": 1, "outcome": "approved"},
+        },
+    }
+    calls, price, _ = _measured(world, lambda: _post(router, "/mcp", call, headers))
+    return [("MCP", "`tools/call` of `reply`", calls, price)]
+
+
+def rest() -> list[Row]:
+    world, asked = _world()
+    router, headers = _api(world, "pat")
+    reply = {"id": asked["id"], "version": 1, "outcome": "approved"}
+    calls, price, _ = _measured(world, lambda: _post(router, "/v1/reply", reply, headers))
+    return [("REST", "`POST /v1/reply`", calls, price)]
+
+
+def cli() -> list[Row]:
+    from vigil.kit.principals import CLI_AGENT
+
+    world, asked = _world()
+    router, headers = _api(world, "pat", f"{CLI_AGENT}0")
+    rows: list[Row] = []
+    read = {"id": asked["id"]}
+    calls, price, _ = _measured(world, lambda: _post(router, "/v1/get_request", read, headers))
+    rows.append(("CLI", "`vigil approve --yes`: `get_request`", calls, price))
+    reply = {"id": asked["id"], "version": 1, "outcome": "approved"}
+    calls, price, _ = _measured(world, lambda: _post(router, "/v1/reply", reply, headers))
+    rows.append(("CLI", "then `reply`", calls, price))
+    return rows
+
+
+def console() -> list[Row]:
+    from tests.integration.test_console_http import Browser, field_of
+    from vigil.transports.router import Router
+
+    world, asked = _world()
+    browser = Browser(Router(world.app, frozenset()))
+    assert browser.sign_in(world.secrets["pat"]).status == 303
+    shown = browser.get("/console/request", id=asked["id"])
+    form = {
+        "csrf": field_of(shown, "csrf"),
+        "id": asked["id"],
+        "version": "1",
+        "outcome": "approved",
+    }
+    rows: list[Row] = []
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("Approve: the confirmation page", lambda: browser.post("/console/requests/reply", form)),
+        (
+            "Yes, approve: the decision",
+            lambda: browser.post("/console/requests/reply", {**form, "confirm": "yes"}),
+        ),
+        (
+            "the request's page it returns to",
+            lambda: browser.get("/console/request", id=asked["id"]),
+        ),
+    ]
+    for name, step in steps:
+        calls, price, response = _measured(world, step)
+        assert response.status in (200, 303), (name, response.status)
+        rows.append(("console", name, calls, price))
+    return rows
+
+
+def votes() -> list[Row]:
+    world, asked = _world(policy={"quorum": "all"})
+    rows: list[Row] = []
+    for who, name in (("pat", "a vote that leaves it open"), ("sam", "the vote that decides it")):
+        router, headers = _api(world, who)
+        reply = {"id": asked["id"], "version": 1, "outcome": "approved"}
+
+        def vote(router: Any = router, reply: Any = reply, headers: Any = headers) -> Any:
+            return _post(router, "/v1/reply", reply, headers)
+
+        calls, price, response = _measured(world, vote)
+        assert response.status == 200, response.body
+        rows.append(("REST, 2 of 2", name, calls, price))
+    return rows
+
+
+def main() -> None:
+    from moto import mock_aws
+
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT / "scripts"), str(ROOT)]
+    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    print("| surface | HTTP request | AWS calls | USD per million |")
+    print("| --- | --- | --- | ---: |")
+    with mock_aws():
+        for surface in (mcp, rest, cli, console, votes):
+            for row in surface():
+                where, step, calls, price = row
+                print(f"| {where} | {step} | {calls} | {price:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
