@@ -12,6 +12,7 @@ from vigil.console.pages import (
     channel_actions,
     channels,
     conversations,
+    links,
     overview,
     requests,
     runs,
@@ -40,6 +41,7 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/attachment": conversations.attachment,
     f"{PREFIX}/channels": channels.channels,
     f"{PREFIX}/channel": channels.channel,
+    f"{PREFIX}/link": links.link,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
 # back to its page, or answers with a page saying why the call was refused. Some answer with
@@ -58,6 +60,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/channels/state": channel_actions.set_state,
     f"{PREFIX}/channels/rotate": channel_actions.rotate,
     f"{PREFIX}/channels/delete": channel_actions.delete,
+    f"{PREFIX}/link": links.bind,
 }
 
 

@@ -69,7 +69,11 @@ class Sender:
         if channel.kind == "webhook":
             body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
         else:
-            body = json.dumps(slack_message(event, self.console_base)).encode()
+            # A Slack channel given its app's signing secret can be answered: its buttons act.
+            interactive = bool(channel.secrets)
+            body = json.dumps(
+                slack_message(event, self.console_base, interactive=interactive)
+            ).encode()
             headers = {"content-type": "application/json"}
         return self.post(
             open_target(channel, self.keys),
