@@ -12,6 +12,7 @@ from vigil.console.pages import (
     channel_actions,
     channels,
     conversations,
+    decide,
     links,
     overview,
     requests,
@@ -85,6 +86,9 @@ class Console:
             return self.responder.refused(403, "This form was not sent from this console.")
         if path == f"{PREFIX}/sign-in":
             return self.sign_in.handle(request)
+        if path == f"{PREFIX}/decide":
+            # An email's decision link: its token, not a session, says who decides.
+            return decide.decide(self.responder, request)
         visit = self.sign_in.visit(request)
         page = PAGES.get(path) if request.method != "POST" else None
         action = ACTIONS.get(path) if request.method == "POST" else None
