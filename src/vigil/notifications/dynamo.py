@@ -6,7 +6,11 @@ deliveries by channel id, each ``{attempt, state, doc}``, so that a delivery's c
 are conditional updates of its own entry, and notifications to different channels of one event
 do not contend on versions. A channel's failures are a partition of their own,
 ``NS#<ns>#CHANNEL#<id>#FAILURES``, sorted by when they failed. Both expire after
-NOTIFICATION_RETENTION (TTL)."""
+NOTIFICATION_RETENTION (TTL).
+
+The accounts people linked on a channel's far side are one partition, ``NS#<ns>#ACCOUNTS``,
+sorted by ``<surface>#<account>``; what a Slack interaction is owed is an item of its own,
+``NS#<ns>#SLACK#<id>``, deleted (TTL) when its response_url stops working."""
 
 from __future__ import annotations
 
