@@ -18,7 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 from tests.integration.test_console_http import ORIGIN, Browser, field_of
 from tests.integration.test_console_states import signed_in
 from tests.liveness_support import World
-from tests.support import TEST_KEYS
+from tests.support import TEST_KEYS, interleaving_store
 from vigil.clock import ManualClock
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.notifications.sending import Sender
@@ -292,3 +292,38 @@ def test_a_slack_user_is_linked_to_one_person_only(scene: Scene) -> None:
     assert taken.status == 409
     scene.click("U0LEE", "vigil.approve")
     assert scene.state()["response"]["by"] == scene.lee
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def racing(request: pytest.FixtureRequest, clock: ManualClock) -> Scene:
+    world = World(clock, store=interleaving_store(request, "get_request"))
+    world.use_sender(Sender(keys=TEST_KEYS, clock=clock, console_base=ORIGIN, post=world._post))
+    return Scene(world)
+
+
+def test_a_click_racing_a_console_decision_leaves_one_outcome(racing: Scene) -> None:
+    scene = racing
+    link_user(scene, "U0PAT", scene.pat_secret)
+    before = len(scene.posted_to(RESPONSE_URL))
+    asked = scene.state()
+
+    def lee_denies_on_the_console() -> None:
+        scene.world.call(
+            "reply",
+            scene.lee_secret,
+            id=scene.request_id,
+            outcome="denied",
+            version=asked["version"],
+        )
+
+    # Right after the click's route has read the request open, Lee denies it elsewhere.
+    scene.world.store.interloper = lee_denies_on_the_console  # type: ignore[attr-defined]
+    response, _, _ = scene.click("U0PAT", "vigil.approve")
+    assert response.status == 200
+    final = scene.state()
+    assert final["state"] == "denied"
+    assert final["response"]["by"] == scene.lee
+    assert [change["kind"] for change in final["history"]].count("replied") == 1
+    scene.world.run_alarms()
+    notes = [p for p in scene.posted_to(RESPONSE_URL)[before:] if not p["replace_original"]]
+    assert "already denied by Lee Roe" in notes[0]["text"]

@@ -16,8 +16,9 @@ from typing import Any
 
 from vigil.console.components import exact_action, problem
 from vigil.console.html import Html, join, render
-from vigil.console.responder import Responder, integer, read_form
-from vigil.errors import HTTP_STATUS, VigilError
+from vigil.console.responder import Responder, integer, read_form, reason
+from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
+from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.notifications.email_links import DECIDE_PATH, opened_decision
@@ -26,6 +27,13 @@ _TITLE = "Decide"
 
 
 def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
+    try:
+        return _decide(responder, request)
+    except VigilError as error:
+        return responder.page(_TITLE, problem(reason(error)), None, status=HTTP_STATUS[error.code])
+
+
+def _decide(responder: Responder, request: HttpRequest) -> HttpResponse:
     form = read_form(request) if request.method == "POST" else dict(request.query)
     if form is None:
         return responder.refused(413, "The form is too large.")
@@ -38,10 +46,7 @@ def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
         why = "This link is not one of ours, or the time to decide has passed."
         return responder.page(_TITLE, problem(why), None, status=404)
     request_id = opened[1]
-    try:
-        found = responder.app.call_as("get_request", {"id": request_id}, person, via="email")
-    except VigilError:
-        found = None
+    found = _read(responder, request_id, person)
     if found is None or person.id not in found["audience"]:
         why = f"This link decides nothing: {person.name} is not among those who may decide."
         return responder.page(_TITLE, problem(why), None, status=403)
@@ -57,7 +62,7 @@ def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
     try:
         done = responder.app.call_as("reply", arguments, person, via="email")
     except VigilError as error:
-        again = responder.app.call_as("get_request", {"id": request_id}, person, via="email")
+        again = _read(responder, request_id, person) or found
         said = problem(f"Nothing was done: {error.message}.")
         return responder.page(
             _TITLE,
@@ -68,9 +73,26 @@ def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
     return responder.page("Decided", _decided(responder, done, person), None)
 
 
-def _name(responder: Responder, namespace: str, principal_id: str) -> str:
-    principal = responder.app.store.get_principal(namespace, principal_id)
-    return principal.name if principal is not None else principal_id
+def _read(responder: Responder, request_id: str, person: Principal) -> dict[str, Any] | None:
+    """The request as the link's person may read it; None if they may not (any other error,
+    one worth a retry, goes up)."""
+    try:
+        return responder.app.call_as("get_request", {"id": request_id}, person, via="email")
+    except VigilError as error:
+        if error.code in (ErrorCode.FORBIDDEN, ErrorCode.NOT_FOUND):
+            return None
+        raise
+
+
+def _name(responder: Responder, person: Principal, principal_id: str) -> str:
+    """``principal_id``'s display name, as the link's person may read it."""
+    try:
+        names = names_of(
+            lambda tool, arguments: responder.app.call_as(tool, arguments, person, via="email")
+        )
+    except VigilError:
+        return principal_id
+    return names.get(principal_id, principal_id)
 
 
 def _decided(responder: Responder, found: Mapping[str, Any], person: Principal) -> Html:
@@ -81,7 +103,7 @@ def _decided(responder: Responder, found: Mapping[str, Any], person: Principal) 
     return render(
         "<p>This request was {state} by {name}.</p>",
         state=found["state"],
-        name=_name(responder, person.namespace, by),
+        name=_name(responder, person, by),
     )
 
 
