@@ -22,7 +22,7 @@ from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.kit.keys import Keys
 from vigil.kit.sealing import seal, unseal
-from vigil.notifications.events import make_event
+from vigil.notifications.events import EventType, make_event
 from vigil.notifications.records import SlackResponse, response_context
 from vigil.notifications.sending import Sender
 from vigil.notifications.slack import fit, slack_message
@@ -35,7 +35,7 @@ SEALING_PURPOSE = "slack-responses"
 # A response_url takes five messages; each attempt sends at most two (the update, the note).
 MAX_ATTEMPTS = 2
 RETRY_AFTER = timedelta(seconds=30)
-_EVENT_OF_STATE = {"open": "request.opened", "expired": "request.expired"}
+_EVENT_OF_STATE: dict[str, EventType] = {"open": "request.opened", "expired": "request.expired"}
 
 
 def response_id(signature: str) -> str:
@@ -113,7 +113,7 @@ class SlackResponder:
         without them, saying who decided."""
         now = to_ms(self.clock.now())
         event = make_event(
-            _EVENT_OF_STATE.get(request.state, "request.answered"),  # type: ignore[arg-type]
+            _EVENT_OF_STATE.get(request.state, "request.answered"),
             RequestData.of(request),
             namespace=request.namespace,
             occurred_at=now,

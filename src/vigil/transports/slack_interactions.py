@@ -35,6 +35,7 @@ from vigil.notifications.accounts import link_url
 from vigil.notifications.channel_secrets import open_secrets
 from vigil.notifications.slack import APPROVE, CHOICE, DENY
 from vigil.notifications.slack_responses import Owed, owe, response_id
+from vigil.notifications.summary import when
 
 PREFIX = "/integrations/slack/"
 # Slack's own tolerance: a request signed further from now than this is refused.
@@ -186,7 +187,8 @@ class SlackInteractions:
             return f"This request is {found['state']} already."
         decider = self.app.store.get_principal(person.namespace, by)
         name = decider.name if decider is not None else by
-        return f"This request was already {found['state']} by {name} at {response['at']}."
+        at = when(datetime.fromisoformat(response["at"]))
+        return f"This request was already {found['state']} by {name} at {at}."
 
 
 def _reply_arguments(action_id: str, found: Mapping[str, Any]) -> dict[str, Any] | None:
