@@ -15,7 +15,12 @@ from vigil.kit.idempotency import IdempotencyStore
 from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
-from vigil.notifications.store import ChannelPorts, ChannelStore, DelivererPorts
+from vigil.notifications.store import (
+    ChannelPorts,
+    ChannelStore,
+    DelivererPorts,
+    SlackResponsePorts,
+)
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestPorts, RequestStore
@@ -31,6 +36,7 @@ class Store(
     SwitchPorts,
     ChannelPorts,
     DelivererPorts,
+    SlackResponsePorts,
     DeadLetterPorts,
     WatchPorts,
     IdentityPorts,

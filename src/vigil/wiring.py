@@ -134,7 +134,7 @@ def _presigner() -> Any:
 
 def alarms(connect: Connect = aws_client) -> AwsAlarms:
     from vigil.alarms.aws import AwsAlarms, Destination
-    from vigil.alarms.kinds import NOTIFY, WATCH_KINDS
+    from vigil.alarms.kinds import NOTIFY, SLACK_RESPONSE, WATCH_KINDS
 
     config = settings()
     notify = Destination(config.notify_queue_url, config.notify_function_arn, config.notify_dlq_arn)
@@ -147,7 +147,7 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
         target_arn=config.alarm_function_arn,
         role_arn=config.scheduler_role_arn,
         dead_letter_arn=config.alarm_dlq_arn,
-        by_kind={NOTIFY: notify, **dict.fromkeys(WATCH_KINDS, watch)},
+        by_kind={NOTIFY: notify, SLACK_RESPONSE: notify, **dict.fromkeys(WATCH_KINDS, watch)},
     )
 
 

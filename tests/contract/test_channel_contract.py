@@ -12,12 +12,14 @@ from vigil.kit.limits import MAX_ITEM_BYTES
 from vigil.kit.sealing import seal
 from vigil.kit.uow import ConditionFailed
 from vigil.notifications.records import (
+    AccountLink,
     Acknowledgement,
     Channel,
     ChannelDelivery,
     DeliveryFailure,
     Notification,
     Rule,
+    SlackResponse,
 )
 from vigil.store import Store
 
@@ -215,3 +217,40 @@ def test_an_alert_is_acknowledged_once_and_only_if_it_exists(
     assert stored.deliveries == made.deliveries
     with pytest.raises(ConditionFailed):
         store.commit([store.acknowledge("globex", made.event_id, first)])
+
+
+# -- accounts and Slack's responses -------------------------------------------------------------
+def account_link(clock: ManualClock, principal_id: str, namespace: str = "acme") -> AccountLink:
+    return AccountLink(
+        namespace=namespace,
+        surface="slack",
+        account="T0ACME/U0PAT",
+        principal_id=principal_id,
+        linked_at=clock.now(),
+    )
+
+
+def test_an_account_is_linked_to_whoever_linked_it_first(store: Store, clock: ManualClock) -> None:
+    assert store.linked_account("acme", "slack", "T0ACME/U0PAT") is None
+    assert store.link_account(account_link(clock, OPERATOR)) == OPERATOR
+    assert store.link_account(account_link(clock, "per_bbbbbbbbbbbbbbbb")) == OPERATOR
+    assert store.linked_account("acme", "slack", "T0ACME/U0PAT") == OPERATOR
+    assert store.linked_account("acme", "email", "T0ACME/U0PAT") is None
+    assert store.linked_account("globex", "slack", "T0ACME/U0PAT") is None
+
+
+def test_a_slack_response_is_kept_once(store: Store, clock: ManualClock) -> None:
+    owed = SlackResponse(
+        namespace="acme",
+        id="a" * 32,
+        request_id="req_aaaaaaaaaaaaaaaa",
+        response_url=seal("k" * 64, "https://hooks.slack.com/actions/x", "context"),
+        update=True,
+        note="Already approved.",
+        created_at=clock.now(),
+    )
+    assert store.get_slack_response("acme", owed.id) is None
+    assert store.add_slack_response(owed)
+    assert not store.add_slack_response(owed.model_copy(update={"note": "again"}))
+    assert store.get_slack_response("acme", owed.id) == owed
+    assert store.get_slack_response("globex", owed.id) is None

@@ -6,7 +6,9 @@ request with the Standard Webhooks reference library (``tests/e2e/webhook_receiv
 What is not played here: retries after the first backoff (30 s and growing, covered by the unit
 tests with a moved clock), and Slack: a Slack channel's URL must be
 https://hooks.slack.com/..., so no local receiver can stand in for it (its messages are checked
-in the unit tests, with the transport injected); the last test shows the refusal.
+in the unit tests, with the transport injected); the last test shows the refusal. Slack's
+interactions, whose response_url may be local on the local runtime, are played in
+``test_slack_interactions.py``.
 
 These tests wait in real time; they poll with a deadline, never sleep blind.
 """

@@ -164,8 +164,9 @@ def test_aws_failures_arming_an_alarm_are_typed_and_retryable(
 def test_timers_of_the_notify_function_go_to_its_queues_never_to_the_alarm_functions(
     deployed: dict[str, str],
 ) -> None:
-    """A notification's attempts on the notify queue; its reminders, a session's watch and an
-    envelope's last hand-out on the watch queue, behind no attempt that waits on a receiver."""
+    """A notification's attempts and what a Slack interaction is owed on the notify queue; its
+    reminders, a session's watch and an envelope's last hand-out on the watch queue, behind no
+    attempt that waits on a receiver."""
     from vigil.alarms import kinds
     from vigil.alarms.timers import Timer
     from vigil.clock import SystemClock
@@ -174,7 +175,7 @@ def test_timers_of_the_notify_function_go_to_its_queues_never_to_the_alarm_funct
     armed = wiring.alarms()
     for kind in kinds.NOTIFY_KINDS:
         armed.arm(Timer(kind=kind, namespace="acme", key="k", due_at=now), now)
-    assert queued(deployed["NOTIFY_QUEUE_URL"]) == 1
+    assert queued(deployed["NOTIFY_QUEUE_URL"]) == 2
     assert queued(deployed["WATCH_QUEUE_URL"]) == len(kinds.WATCH_KINDS) == 3
     assert queued(deployed["TIMER_QUEUE_URL"]) == 0
 

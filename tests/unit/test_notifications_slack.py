@@ -82,8 +82,13 @@ def validate(message: dict[str, Any]) -> None:
                 assert button["type"] == "button"
                 assert set(button) <= BUTTON_KEYS
                 check_text(button["text"], 75, ("plain_text",))
-                assert 1 <= len(button["url"]) <= 3000
-                assert button["url"].startswith(("https://", "http://"))
+                # A button links (url) or acts (value), never both.
+                assert ("url" in button) != ("value" in button), button
+                if "url" in button:
+                    assert 1 <= len(button["url"]) <= 3000
+                    assert button["url"].startswith(("https://", "http://"))
+                else:
+                    assert 1 <= len(button["value"]) <= 2000
                 assert 1 <= len(button["action_id"]) <= 255
                 assert button.get("style", "primary") in ("primary", "danger")
                 action_ids.append(button["action_id"])
@@ -248,3 +253,39 @@ def test_the_hostile_text_is_shown_as_text() -> None:
         "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt; \"quoted\" 'single' "
         "&lt;b&gt;bold&lt;/b&gt;"
     )
+
+
+# -- buttons that decide, on a channel given its Slack app's signing secret -----------------------
+
+
+def question(choices: list[str]) -> Event:
+    asked = approval().model_copy(update={"kind": "question", "action": None, "choices": choices})
+    return opened(asked)
+
+
+def test_an_interactive_channels_open_approval_gets_approve_and_deny() -> None:
+    message = slack_message(opened(approval()), CONSOLE, interactive=True)
+    validate(message)
+    acting = {b["action_id"]: b["value"] for b in buttons(message) if "value" in b}
+    assert acting == {"vigil.approve": "req_cccccccccccccccc", "vigil.deny": "req_cccccccccccccccc"}
+    assert [b["url"] for b in buttons(message) if "url" in b]  # the request's page stays
+
+
+def test_each_choice_of_a_question_is_a_button_escaped_and_cut_to_fit() -> None:
+    choices = [f"<@U{n}> & " + "x" * 190 for n in range(20)]
+    message = slack_message(question(choices), CONSOLE, interactive=True)
+    validate(message)
+    acting = [b for b in buttons(message) if "value" in b]
+    assert [b["action_id"] for b in acting] == [f"vigil.choice.{n}" for n in range(20)]
+    assert acting[0]["text"]["text"].startswith("&lt;@U0&gt; &amp; ")
+
+
+def test_only_an_open_request_on_an_interactive_channel_gets_buttons_that_act() -> None:
+    decided = approval().model_copy(update={"state": "approved"})
+    for message in (
+        slack_message(opened(approval()), CONSOLE),
+        slack_message(opened(decided), CONSOLE, interactive=True),
+        slack_message(question([]), CONSOLE, interactive=True),
+    ):
+        validate(message)
+        assert not [b for b in buttons(message) if "value" in b]

@@ -12,6 +12,8 @@ from vigil.console.pages import (
     channel_actions,
     channels,
     conversations,
+    decide,
+    links,
     overview,
     requests,
     runs,
@@ -40,6 +42,7 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/attachment": conversations.attachment,
     f"{PREFIX}/channels": channels.channels,
     f"{PREFIX}/channel": channels.channel,
+    f"{PREFIX}/link": links.link,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
 # back to its page, or answers with a page saying why the call was refused. Some answer with
@@ -58,6 +61,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/channels/state": channel_actions.set_state,
     f"{PREFIX}/channels/rotate": channel_actions.rotate,
     f"{PREFIX}/channels/delete": channel_actions.delete,
+    f"{PREFIX}/link": links.bind,
 }
 
 
@@ -82,6 +86,9 @@ class Console:
             return self.responder.refused(403, "This form was not sent from this console.")
         if path == f"{PREFIX}/sign-in":
             return self.sign_in.handle(request)
+        if path == f"{PREFIX}/decide":
+            # An email's decision link: its token, not a session, says who decides.
+            return decide.decide(self.responder, request)
         visit = self.sign_in.visit(request)
         page = PAGES.get(path) if request.method != "POST" else None
         action = ACTIONS.get(path) if request.method == "POST" else None

@@ -1,7 +1,8 @@
-"""The notify function: one attempt of one notification's delivery per timer, invoked by the
-EventBridge Scheduler (a retry hours away) and by the notify queue's event source mapping (the
-first attempts, and retries within 15 minutes). It runs apart from the alarm function, so a
-receiver that answers slowly holds up no switch's expiry."""
+"""The notify function: one attempt of one notification's delivery (or of what a Slack
+interaction is owed) per timer, invoked by the EventBridge Scheduler (a retry hours away) and by
+the notify queue's event source mapping (the first attempts, and retries within 15 minutes).
+It runs apart from the alarm function, so a receiver that answers slowly holds up no switch's
+expiry."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from vigil.mailboxes.dead_letters import DeadLetters
 from vigil.notifications.deliverer import NotificationDeliverer
 from vigil.notifications.outbox import Outbox
 from vigil.notifications.sending import Sender
+from vigil.notifications.slack_responses import SlackResponder
 from vigil.observability import get_logger, metrics
 from vigil.sessions.watch import SessionWatch
 from vigil.store import Store
@@ -48,6 +50,7 @@ def handlers(worker: Worker) -> dict[str, TimerHandler]:
     dead_letters = DeadLetters(store, clock, publish=outbox)
     return {
         kinds.NOTIFY: in_a_unit_of_work(store, deliverer.on_attempt),
+        kinds.SLACK_RESPONSE: SlackResponder(store, clock, alarms, worker.sender).on_timer,
         kinds.REMIND: in_a_unit_of_work(store, deliverer.on_reminder),
         kinds.DEAD_LETTER: in_a_unit_of_work(store, dead_letters.on_timer),
         kinds.STALE: in_a_unit_of_work(store, watch.on_timer),

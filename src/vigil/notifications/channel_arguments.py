@@ -82,6 +82,13 @@ Url = Annotated[
     ),
     AfterValidator(_port_in_range),
 ]
+SlackSigningSecret = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9A-Za-z]{16,128}$",
+        description="A Slack app's signing secret: its buttons then decide.",
+    ),
+]
 EmailAddress = Annotated[
     str,
     Field(

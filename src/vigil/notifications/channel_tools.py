@@ -18,6 +18,7 @@ from vigil.notifications.channel_arguments import (
     EmailAddress,
     Name,
     RuleInput,
+    SlackSigningSecret,
     Url,
     Version,
 )
@@ -142,6 +143,7 @@ class CreateChannelInput(StrictInput):
     )
     email: EmailAddress | None = None
     url: Url | None = None
+    slack_signing_secret: SlackSigningSecret | None = None
     rules: list[RuleInput] = Field(
         min_length=1,
         max_length=MAX_RULES,
@@ -160,6 +162,8 @@ class CreateChannelInput(StrictInput):
             not self.url.startswith(SLACK_PREFIX) or self.url == SLACK_PREFIX
         ):
             raise ValueError(f"a Slack channel's url is an incoming webhook's, {SLACK_PREFIX}…")
+        if self.slack_signing_secret is not None and self.kind != "slack":
+            raise ValueError("only a slack channel takes slack_signing_secret")
         return self
 
     @property
@@ -178,7 +182,7 @@ def create_channel(ctx: NotificationContext, args: CreateChannelInput) -> Channe
             problems=[{"field": "url", "problem": problem}],
         )
     rules = [r.rule() for r in args.rules]
-    new = service.NewChannel(args.name, args.kind, args.target, rules)
+    new = service.NewChannel(args.name, args.kind, args.target, rules, args.slack_signing_secret)
     return service.create(
         new,
         caller=ctx.caller,

@@ -115,7 +115,11 @@ class NotificationDeliverer:
         elif channel.state != "enabled":
             outcome = SendResult("rejected", None, "the channel is disabled")
         else:
-            outcome = self.sender.send(channel, parse_event(json.dumps(notification.event)))
+            recipient = None
+            if channel.kind == "email":
+                recipient = self.store.linked_account(timer.namespace, "email", channel.target)
+            event = parse_event(json.dumps(notification.event))
+            outcome = self.sender.send(channel, event, recipient)
         self._conclude(uow, notification, claimed, outcome, outcome.kind)
 
     def on_reminder(self, uow: UnitOfWork, timer: Timer) -> None:

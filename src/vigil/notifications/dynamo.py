@@ -6,7 +6,11 @@ deliveries by channel id, each ``{attempt, state, doc}``, so that a delivery's c
 are conditional updates of its own entry, and notifications to different channels of one event
 do not contend on versions. A channel's failures are a partition of their own,
 ``NS#<ns>#CHANNEL#<id>#FAILURES``, sorted by when they failed. Both expire after
-NOTIFICATION_RETENTION (TTL)."""
+NOTIFICATION_RETENTION (TTL).
+
+The accounts people linked on a channel's far side are one partition, ``NS#<ns>#ACCOUNTS``,
+sorted by ``<surface>#<account>``; what a Slack interaction is owed is an item of its own,
+``NS#<ns>#SLACK#<id>``, deleted (TTL) when its response_url stops working."""
 
 from __future__ import annotations
 
@@ -14,13 +18,18 @@ import json
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
+from vigil.kit.uow import ConditionFailed
 from vigil.notifications.records import (
     NOTIFICATION_RETENTION,
+    RESPONSE_URL_LIFETIME,
+    AccountLink,
+    AccountSurface,
     Acknowledgement,
     Channel,
     ChannelDelivery,
     DeliveryFailure,
     Notification,
+    SlackResponse,
 )
 from vigil.notifications.store import ChannelStore
 
@@ -193,3 +202,58 @@ class DynamoChannels(DynamoBase, ChannelStore):
         }
         response = self._call(self.client.query, **request)
         return [DeliveryFailure.model_validate_json(i["doc"]["S"]) for i in response["Items"]]
+
+    # -- accounts and Slack's responses --------------------------------------------------------
+    def link_account(self, link: AccountLink) -> str:
+        item = {
+            **_account_key(link.namespace, link.surface, link.account),
+            "doc": attr_s(link.model_dump_json()),
+        }
+        try:
+            self._call(
+                self.client.put_item,
+                TableName=self.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ConditionFailed:
+            linked = self.linked_account(link.namespace, link.surface, link.account)
+            assert linked is not None  # an account link is never deleted
+            return linked
+        return link.principal_id
+
+    def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
+        key = _account_key(namespace, surface, account)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return AccountLink.model_validate_json(item["doc"]["S"]).principal_id if item else None
+
+    def add_slack_response(self, response: SlackResponse) -> bool:
+        ends = response.created_at + RESPONSE_URL_LIFETIME
+        item = {
+            **_response_key(response.namespace, response.id),
+            "doc": attr_s(response.model_dump_json()),
+            "ttl": attr_n(int(ends.timestamp())),
+        }
+        try:
+            self._call(
+                self.client.put_item,
+                TableName=self.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def get_slack_response(self, namespace: str, response_id: str) -> SlackResponse | None:
+        key = _response_key(namespace, response_id)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return SlackResponse.model_validate_json(item["doc"]["S"]) if item else None
+
+
+def _account_key(namespace: str, surface: str, account: str) -> dict[str, Any]:
+    return {"pk": attr_s(f"NS#{namespace}#ACCOUNTS"), "sk": attr_s(f"{surface}#{account}")}
+
+
+def _response_key(namespace: str, response_id: str) -> dict[str, Any]:
+    return {"pk": attr_s(f"NS#{namespace}#SLACK#{response_id}"), "sk": attr_s("RESPONSE")}

@@ -1,18 +1,20 @@
 """An event as an email: a one-line subject, a plain-text body and an HTML body in which every
 value is escaped; and sending it through Amazon SES (API v2, ``sesv2``).
 
-Like the other formats, it links to the console and acts on nothing: a person approves or
-denies there, signed in.
+Like the other formats, it links to the console; an email about a request its recipient may
+decide also carries that recipient's own decision link (``email_links``), which opens a page
+that decides only when its form is posted.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from typing import Any
 
 from vigil.kit.events import cut
 from vigil.notifications.events import Event
-from vigil.notifications.summary import summarise
+from vigil.notifications.summary import Link, summarise
 
 MAX_SUBJECT = 200
 CHARSET = "UTF-8"
@@ -23,10 +25,13 @@ def _one_line(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
-def email_message(event: Event, console_base: str | None) -> tuple[str, str, str]:
+def email_message(
+    event: Event, console_base: str | None, extra: tuple[Link, ...] = ()
+) -> tuple[str, str, str]:
     """``(subject, text_body, html_body)`` for ``event``, with links to the console under
-    ``console_base`` (none without)."""
+    ``console_base`` (none without), ``extra`` first."""
     summary = summarise(event, console_base)
+    summary = replace(summary, links=(*extra, *summary.links))
     subject = cut(_one_line(f"[Vigil] {summary.title}"), MAX_SUBJECT)
 
     text = [summary.title, ""]
@@ -72,12 +77,17 @@ def email_message(event: Event, console_base: str | None) -> tuple[str, str, str
 
 
 def send_email(
-    ses_client: Any, sender: str, recipient: str, event: Event, console_base: str | None
+    ses_client: Any,
+    sender: str,
+    recipient: str,
+    event: Event,
+    console_base: str | None,
+    extra: tuple[Link, ...] = (),
 ) -> str:
     """Send ``event`` from ``sender`` (an identity SES has verified) to ``recipient`` with
     ``ses_client`` (a boto3 ``sesv2`` client); the message id SES gives it. SES's errors are
     boto3's (``botocore.exceptions.ClientError``), left to the caller to judge."""
-    subject, text, document = email_message(event, console_base)
+    subject, text, document = email_message(event, console_base, extra)
     response = ses_client.send_email(
         FromEmailAddress=sender,
         Destination={"ToAddresses": [recipient]},

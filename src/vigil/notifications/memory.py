@@ -6,11 +6,14 @@ from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.notifications.records import (
+    AccountLink,
+    AccountSurface,
     Acknowledgement,
     Channel,
     ChannelDelivery,
     DeliveryFailure,
     Notification,
+    SlackResponse,
 )
 from vigil.notifications.store import ChannelStore
 
@@ -20,6 +23,8 @@ class MemoryChannels(MemoryBase, ChannelStore):
         self.channels: dict[tuple[str, str], Channel] = {}
         self.notifications: dict[tuple[str, str], Notification] = {}
         self.failures: dict[tuple[str, str, str], DeliveryFailure] = {}
+        self.accounts: dict[tuple[str, str, str], AccountLink] = {}
+        self.slack_responses: dict[tuple[str, str], SlackResponse] = {}
         super().__init__()
 
     def get_channel(self, namespace: str, channel_id: str) -> Channel | None:
@@ -159,3 +164,27 @@ class MemoryChannels(MemoryBase, ChannelStore):
             ]
         found.sort(key=lambda f: f.position, reverse=True)
         return [f.model_copy() for f in found[:limit]]
+
+    # -- accounts and Slack's responses --------------------------------------------------------
+    def link_account(self, link: AccountLink) -> str:
+        key = (link.namespace, link.surface, link.account)
+        with self._lock:
+            return self.accounts.setdefault(key, link.model_copy()).principal_id
+
+    def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
+        with self._lock:
+            found = self.accounts.get((namespace, surface, account))
+            return found.principal_id if found else None
+
+    def add_slack_response(self, response: SlackResponse) -> bool:
+        key = (response.namespace, response.id)
+        with self._lock:
+            if key in self.slack_responses:
+                return False
+            self.slack_responses[key] = response.model_copy(deep=True)
+            return True
+
+    def get_slack_response(self, namespace: str, response_id: str) -> SlackResponse | None:
+        with self._lock:
+            found = self.slack_responses.get((namespace, response_id))
+            return found.model_copy(deep=True) if found else None

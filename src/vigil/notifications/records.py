@@ -321,3 +321,44 @@ class DeliveryFailure(Record):
     def position(self) -> str:
         """Where it sorts among the channel's failures: by when it failed, then by event."""
         return f"{int(self.failed_at.timestamp() * 1000):015d}#{self.event_id}"
+
+
+# -- people's accounts on a channel's far side, and the answers owed to Slack --------------------
+
+AccountSurface = Literal["slack", "email"]
+# How long Slack lets an interaction's response_url be used (and at most five times).
+RESPONSE_URL_LIFETIME = timedelta(minutes=30)
+
+
+class AccountLink(Record):
+    """A person's account on a surface (a Slack user, ``<team id>/<user id>``, or an email
+    address), linked once from the console: what a click or a link there decides as."""
+
+    namespace: str
+    surface: AccountSurface
+    account: str
+    principal_id: str
+    linked_at: datetime
+
+
+class SlackResponse(Record):
+    """What is owed to one Slack interaction, sent through its ``response_url`` after the
+    interaction was acknowledged: the request's message redrawn from its stored state
+    (``update``), and a note only the clicker sees. Its id is derived from the interaction's
+    signature, so a replayed interaction owes nothing more."""
+
+    namespace: str
+    id: str
+    request_id: str | None
+    response_url: Sealed
+    update: bool
+    note: str | None
+    created_at: datetime
+
+    def usable(self, now: datetime) -> bool:
+        return now < self.created_at + RESPONSE_URL_LIFETIME
+
+
+def response_context(namespace: str, response_id: str) -> str:
+    """What a sealed response_url is bound to: it opens only for its own response."""
+    return f"vigil:slack-response:{namespace}:{response_id}"

@@ -51,8 +51,9 @@ class Sender:
     post: Post = field(default=_https_post)
     timeout_seconds: float = ATTEMPT_TIMEOUT_SECONDS
 
-    def send(self, channel: Channel, event: Event) -> SendResult:
-        """One attempt to deliver ``event`` to ``channel``."""
+    def send(self, channel: Channel, event: Event, recipient: str | None = None) -> SendResult:
+        """One attempt to deliver ``event`` to ``channel``; ``recipient`` is the person an email
+        channel's address is linked to, if any, whom its decision links are made for."""
         # The formats and the HTTP client are loaded by the first send, not with the module:
         # the API function builds its Sender at init, and few of its calls send.
         from vigil.notifications.channel_secrets import open_secrets, open_target
@@ -65,11 +66,15 @@ class Sender:
             update={"console_url": console_link(self.console_base, event.data)}
         )
         if channel.kind == "email":
-            return self._email(channel, event)
+            return self._email(channel, event, recipient)
         if channel.kind == "webhook":
             body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
         else:
-            body = json.dumps(slack_message(event, self.console_base)).encode()
+            # A Slack channel given its app's signing secret can be answered: its buttons act.
+            interactive = bool(channel.secrets)
+            body = json.dumps(
+                slack_message(event, self.console_base, interactive=interactive)
+            ).encode()
             headers = {"content-type": "application/json"}
         return self.post(
             open_target(channel, self.keys),
@@ -80,9 +85,10 @@ class Sender:
             clock=self.clock,
         )
 
-    def _email(self, channel: Channel, event: Event) -> SendResult:
+    def _email(self, channel: Channel, event: Event, recipient: str | None) -> SendResult:
         from vigil.kit.aws import error_code
         from vigil.notifications.email import send_email
+        from vigil.notifications.email_links import email_links
         from vigil.notifications.outbound import SendResult
 
         if not self.email_sender or self.ses is None:
@@ -90,8 +96,11 @@ class Sender:
                 "rejected", None, "no sender address is set for email (NotificationEmailSender)"
             )
         try:
+            extra = email_links(
+                self.keys, self.console_base, event, channel.target, recipient, self.clock.now()
+            )
             message_id = send_email(
-                self.ses, self.email_sender, channel.target, event, self.console_base
+                self.ses, self.email_sender, channel.target, event, self.console_base, extra
             )
         except Exception as error:
             code = error_code(error)

@@ -82,6 +82,8 @@ class NewChannel:
     kind: ChannelKind
     target: str  # a URL, or an address for email
     rules: list[Rule]
+    # A Slack app's: it signs the interactions with the channel's buttons.
+    slack_signing_secret: str | None = None
 
 
 def create(
@@ -107,8 +109,14 @@ def create(
     channel_id = new_id("chn")
     signing_secret = new_secret() if new.kind == "webhook" else None
     sealed_secret = None
-    if signing_secret is not None:
-        sealed_secret = seal_part(keys, caller.namespace, channel_id, "secret", signing_secret)
+    if signing_secret is not None or new.slack_signing_secret is not None:
+        sealed_secret = seal_part(
+            keys,
+            caller.namespace,
+            channel_id,
+            "secret",
+            signing_secret or new.slack_signing_secret or "",
+        )
     target, sealed_target = new.target, None
     if new.kind == "slack":
         # The path of a Slack webhook's URL is its credential: only the host stays readable.

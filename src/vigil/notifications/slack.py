@@ -1,10 +1,12 @@
 """An event as a Slack incoming-webhook message (Block Kit).
 
-Its buttons are links to the console, never actions: Slack cannot tell who pressed a button of
-an incoming webhook's message, so a person approves or denies on the console, signed in, where
-the exact action is shown. Every value that comes from users or agents is escaped (``&``, ``<``
-and ``>``, which Slack parses as links and mentions), mrkdwn text is ``verbatim`` (no automatic
-links), and every text fits Block Kit's limits, cut with "…" where it would not.
+Its buttons link to the console; a channel given its Slack app's signing secret also gets, on an
+open approval or question with choices, buttons that act (``ACTION_PREFIX``...): Slack posts
+each click, signed, to the interactions route (``vigil.transports.slack_interactions``), which
+decides as the Vigil person the clicking Slack user linked from the console. Every value that
+comes from users or agents is escaped (``&``, ``<`` and ``>``, which Slack parses as links and
+mentions), mrkdwn text is ``verbatim`` (no automatic links), and every text fits Block Kit's
+limits, cut with "…" where it would not.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from vigil.kit.events import ELLIPSIS
 from vigil.notifications.events import Event
 from vigil.notifications.summary import summarise
+from vigil.requests.events import RequestData
 
 # Block Kit's limits for what is used here.
 MAX_HEADER = 150
@@ -24,8 +27,15 @@ MAX_BUTTON_TEXT = 75
 MAX_BUTTON_URL = 3000
 MAX_CONTEXT_TEXT = 2000  # a context element's text is at most that of a section; kept shorter
 MAX_FALLBACK = 3000
+MAX_ACTIONS = 25
 
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+# The action ids of the buttons that decide; a question's choices are numbered after CHOICE.
+ACTION_PREFIX = "vigil."
+APPROVE = f"{ACTION_PREFIX}approve"
+DENY = f"{ACTION_PREFIX}deny"
+CHOICE = f"{ACTION_PREFIX}choice."
 
 
 def escape(text: str) -> str:
@@ -58,10 +68,44 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": False}
 
 
-def slack_message(event: Event, console_base: str | None) -> dict[str, Any]:
+def decision_buttons(data: RequestData) -> list[dict[str, Any]]:
+    """The buttons that decide an open approval (Approve, Deny) or question (each choice),
+    each naming the request; none for anything else."""
+    if data.state != "open":
+        return []
+    if data.kind == "approval":
+        return [
+            _action(APPROVE, "Approve", data.request_id, "primary"),
+            _action(DENY, "Deny", data.request_id, "danger"),
+        ]
+    if data.kind == "question" and data.choices:
+        return [
+            _action(f"{CHOICE}{n}", choice, data.request_id, None)
+            for n, choice in enumerate(data.choices)
+        ]
+    return []
+
+
+def _action(action_id: str, label: str, value: str, style: str | None) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": _plain(fit(label, MAX_BUTTON_TEXT)),
+        "value": value,
+        **({"style": style} if style else {}),
+    }
+
+
+def slack_message(
+    event: Event, console_base: str | None, *, interactive: bool = False
+) -> dict[str, Any]:
     """The incoming-webhook payload for ``event``: ``text`` (the notification's fallback) and
-    ``blocks``; with buttons linking to the console under ``console_base`` (none without)."""
+    ``blocks``; with buttons linking to the console under ``console_base`` (none without), and
+    for an ``interactive`` channel the buttons that decide an open request."""
     summary = summarise(event, console_base)
+    deciding = (
+        decision_buttons(event.data) if interactive and isinstance(event.data, RequestData) else []
+    )
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": _plain(fit(summary.title, MAX_HEADER))}
     ]
@@ -88,17 +132,20 @@ def slack_message(event: Event, console_base: str | None) -> dict[str, Any]:
             }
         )
     blocks.append({"type": "context", "elements": [_mrkdwn(fit(summary.footer, MAX_CONTEXT_TEXT))]})
-    buttons = [
+    links = [
         {
             "type": "button",
             "action_id": link.id,
             "text": _plain(fit(link.label, MAX_BUTTON_TEXT)),
             "url": link.url,
-            **({"style": link.style} if link.style else {}),
+            **({"style": link.style} if link.style and not deciding else {}),
         }
         for link in summary.links
         if len(link.url) <= MAX_BUTTON_URL
     ]
+    # Buttons that decide replace the links that only lead to the console's decision; one link
+    # to the request's page stays, and an actions block holds at most 25 elements.
+    buttons = [*deciding, *links[: 1 if deciding else None]][:MAX_ACTIONS]
     if buttons:
-        blocks.append({"type": "actions", "elements": buttons})
+        blocks.append({"type": "actions", "block_id": "vigil", "elements": buttons})
     return {"text": fit(summary.title, MAX_FALLBACK), "blocks": blocks}

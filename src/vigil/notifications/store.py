@@ -5,13 +5,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from vigil.audit.store import AuditStore
+from vigil.identity.store import IdentityStore
 from vigil.kit.uow import Committer, Write
 from vigil.notifications.records import (
+    AccountLink,
+    AccountSurface,
     Acknowledgement,
     Channel,
     ChannelDelivery,
     DeliveryFailure,
     Notification,
+    SlackResponse,
 )
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestStore
@@ -77,6 +81,26 @@ class ChannelStore(ABC):
         """Up to ``limit`` of the channel's failures, newest first, those that sort before
         position ``before`` if given."""
 
+    # -- accounts and Slack's responses --------------------------------------------------------
+    # Each is one write of its own, made at once: a link is bound from a console page and a
+    # response is owed by an interaction, neither a tool call with a unit of work to join.
+    @abstractmethod
+    def link_account(self, link: AccountLink) -> str:
+        """Links the account to ``link.principal_id`` unless it is linked already; the
+        principal it is linked to now (that one, or whoever linked it first)."""
+
+    @abstractmethod
+    def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
+        """The principal the account is linked to, if any."""
+
+    @abstractmethod
+    def add_slack_response(self, response: SlackResponse) -> bool:
+        """Keeps ``response`` while its response_url works (then it is deleted, TTL), so that a
+        replayed interaction finds it; False, changing nothing, if its id is taken."""
+
+    @abstractmethod
+    def get_slack_response(self, namespace: str, response_id: str) -> SlackResponse | None: ...
+
 
 class ChannelPorts(Committer, AuditStore, ChannelStore, QuotaStore, ABC):
     """What an operator's channel tools read and write: channels, counted in the namespace's
@@ -87,3 +111,8 @@ class DelivererPorts(Committer, AuditStore, ChannelStore, RequestStore, SwitchSt
     """What the deliverer reads and writes: the notifications and their channels, a channel
     disabled (audited), and whether what an alert tells of still waits for a person (its
     request, its switch)."""
+
+
+class SlackResponsePorts(ChannelStore, IdentityStore, RequestStore, ABC):
+    """What answering a Slack interaction reads: what it owes, the request as it stands, and
+    the name of who decided it."""

@@ -1,5 +1,5 @@
 """Routes one HTTP request to the MCP endpoint, the REST mirror, the OpenAPI document and its
-page, or the console."""
+page, the console, or Slack's interactions."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from vigil.transports.rest import PREFIX, handle_rest
 if TYPE_CHECKING:
     from vigil.console.routes import Console
     from vigil.transports.docs import ApiDocs
+    from vigil.transports.slack_interactions import SlackInteractions
 
 CONSOLE = "/console"
 DOCS = "/docs"
+SLACK = "/integrations/slack/"
 
 _CORS_HEADERS = {
     "access-control-allow-methods": "POST, OPTIONS",
@@ -49,6 +51,7 @@ class Router:
         self._openapi: HttpResponse | None = None
         self._console: Console | None = None
         self._docs: ApiDocs | None = None
+        self._slack: SlackInteractions | None = None
 
     def console(self) -> Console:
         """The console, built on its first request: the MCP and REST paths never import it."""
@@ -65,6 +68,14 @@ class Router:
 
             self._docs = ApiDocs()
         return self._docs
+
+    def slack(self) -> SlackInteractions:
+        """Slack's interactions, built on their first request."""
+        if self._slack is None:
+            from vigil.transports.slack_interactions import SlackInteractions
+
+            self._slack = SlackInteractions(self.app)
+        return self._slack
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.path == CONSOLE or request.path.startswith(f"{CONSOLE}/"):
@@ -97,6 +108,8 @@ class Router:
             return self.mcp.handle(request)
         if path.startswith(PREFIX):
             return handle_rest(self.app, request)
+        if path.startswith(SLACK):
+            return self.slack().handle(request)
         if path == DOCS or path.startswith(f"{DOCS}/"):
             return self.docs().handle(request)
         read_only = {

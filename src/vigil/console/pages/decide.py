@@ -1,0 +1,169 @@
+"""The page an email's decision link opens, without signing in: the link's token is the
+credential, and it names the one person it decides as (``notifications.email_links``).
+
+Opening it changes nothing, however often (mail scanners and previews open links): it shows the
+request, the exact action it binds (invisible characters made visible) and, while it is open,
+the form that decides. Only that form, posted from this page (the console's same-origin check),
+decides: ``reply`` called as the link's person, at the version the page showed, with the same
+audience check as anywhere. A link is its person's one decision: once the request is final, the
+link shows who decided it and decides nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vigil.console.components import exact_action, problem
+from vigil.console.html import Html, join, render
+from vigil.console.responder import Responder, integer, read_form, reason
+from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
+from vigil.identity.display_names import names_of
+from vigil.identity.records import Principal
+from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.notifications.email_links import DECIDE_PATH, opened_decision
+
+_TITLE = "Decide"
+
+
+def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
+    try:
+        return _decide(responder, request)
+    except VigilError as error:
+        return responder.page(_TITLE, problem(reason(error)), None, status=HTTP_STATUS[error.code])
+
+
+def _decide(responder: Responder, request: HttpRequest) -> HttpResponse:
+    form = read_form(request) if request.method == "POST" else dict(request.query)
+    if form is None:
+        return responder.refused(413, "The form is too large.")
+    token = form.get("token", "")
+    opened = opened_decision(responder.app.keys, token, responder.now())
+    person = None
+    if opened is not None:
+        person = responder.app.store.get_principal(opened[0], opened[2])
+    if opened is None or person is None or person.status != "active":
+        why = "This link is not one of ours, or the time to decide has passed."
+        return responder.page(_TITLE, problem(why), None, status=404)
+    request_id = opened[1]
+    found = _read(responder, request_id, person)
+    if found is None or person.id not in found["audience"]:
+        why = f"This link decides nothing: {person.name} is not among those who may decide."
+        return responder.page(_TITLE, problem(why), None, status=403)
+    if request.method != "POST":
+        return responder.page(_TITLE, _shown(responder, found, person, token), None)
+    arguments: dict[str, Any] = {
+        "id": request_id,
+        "outcome": form.get("outcome", ""),
+        "version": integer(form.get("version")),
+    }
+    if form.get("answer"):
+        arguments["answer"] = form["answer"]
+    try:
+        done = responder.app.call_as("reply", arguments, person, via="email")
+    except VigilError as error:
+        again = _read(responder, request_id, person) or found
+        said = problem(f"Nothing was done: {error.message}.")
+        return responder.page(
+            _TITLE,
+            join([said, _shown(responder, again, person, token)]),
+            None,
+            status=HTTP_STATUS[error.code],
+        )
+    return responder.page("Decided", _decided(responder, done, person), None)
+
+
+def _read(responder: Responder, request_id: str, person: Principal) -> dict[str, Any] | None:
+    """The request as the link's person may read it; None if they may not (any other error,
+    one worth a retry, goes up)."""
+    try:
+        return responder.app.call_as("get_request", {"id": request_id}, person, via="email")
+    except VigilError as error:
+        if error.code in (ErrorCode.FORBIDDEN, ErrorCode.NOT_FOUND):
+            return None
+        raise
+
+
+def _name(responder: Responder, person: Principal, principal_id: str) -> str:
+    """``principal_id``'s display name, as the link's person may read it."""
+    try:
+        names = names_of(
+            lambda tool, arguments: responder.app.call_as(tool, arguments, person, via="email")
+        )
+    except VigilError:
+        return principal_id
+    return names.get(principal_id, principal_id)
+
+
+def _decided(responder: Responder, found: Mapping[str, Any], person: Principal) -> Html:
+    response = found.get("response") or {}
+    by = response.get("by")
+    if by is None:
+        return render("<p>This request is {state}.</p>", state=found["state"])
+    return render(
+        "<p>This request was {state} by {name}.</p>",
+        state=found["state"],
+        name=_name(responder, person, by),
+    )
+
+
+def _shown(responder: Responder, found: Mapping[str, Any], person: Principal, token: str) -> Html:
+    parts = [
+        render(
+            '<p>You decide as <strong>{name}</strong>.</p><p class="body">{body}</p>',
+            name=person.name,
+            body=found["body"],
+        )
+    ]
+    if found["action"] is not None:
+        parts.append(
+            render(
+                "<h2>The action an approval binds, exactly</h2>{action}",
+                action=exact_action(found["action"]),
+            )
+        )
+    if found["state"] != "open":
+        parts.append(_decided(responder, found, person))
+        return join(parts)
+    parts.append(_form(found, token))
+    return join(parts)
+
+
+def _form(found: Mapping[str, Any], token: str) -> Html:
+    if found["kind"] == "approval":
+        controls = Html(
+            '<label for="answer">Reason, if you deny (optional, the agent reads it)</label>'
+            '<textarea id="answer" name="answer" rows="3"></textarea><div class="decision">'
+            '<button type="submit" name="outcome" value="approved" class="approve">Approve'
+            "</button>"
+            '<button type="submit" name="outcome" value="denied" class="deny">Deny</button></div>'
+        )
+    elif found.get("choices"):
+        controls = render(
+            "<fieldset><legend>Your answer</legend>{options}</fieldset>"
+            '<button type="submit" name="outcome" value="answered">Answer</button>',
+            options=join(
+                render(
+                    '<div><input type="radio" name="answer" id="choice-{n}" value="{c}" '
+                    'required><label for="choice-{n}">{c}</label></div>',
+                    n=n,
+                    c=choice,
+                )
+                for n, choice in enumerate(found["choices"])
+            ),
+        )
+    else:
+        controls = Html(
+            '<label for="answer">Your answer</label>'
+            '<textarea id="answer" name="answer" rows="4" required></textarea>'
+            '<button type="submit" name="outcome" value="answered">Answer</button>'
+        )
+    return render(
+        '<form method="post" action="{path}" class="reply">'
+        '<input type="hidden" name="token" value="{token}">'
+        '<input type="hidden" name="version" value="{version}">{controls}</form>',
+        path=DECIDE_PATH,
+        token=token,
+        version=found["version"],
+        controls=controls,
+    )
