@@ -12,10 +12,15 @@ from vigil.audit.store import AuditStore
 from vigil.conversations.store import ConversationPorts, ConversationStore
 from vigil.identity.store import IdentityPorts, IdentityStore, SignInStore
 from vigil.kit.idempotency import IdempotencyStore
-from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
-from vigil.notifications.store import ChannelPorts, ChannelStore, DelivererPorts
+from vigil.notifications.store import (
+    ChannelPorts,
+    ChannelStore,
+    DelivererPorts,
+    FeedPorts,
+    FeedStore,
+)
 from vigil.progress.store import ProgressPorts, ProgressStore
 from vigil.quotas.store import QuotaStore
 from vigil.requests.store import RequestPorts, RequestStore
@@ -31,6 +36,7 @@ class Store(
     SwitchPorts,
     ChannelPorts,
     DelivererPorts,
+    FeedPorts,
     DeadLetterPorts,
     WatchPorts,
     IdentityPorts,
@@ -39,11 +45,11 @@ class Store(
     RequestPorts,
     ConversationPorts,
     AttachmentPorts,
-    Committer,
     IdempotencyStore,
     AttachmentStore,
     AuditStore,
     ChannelStore,
+    FeedStore,
     ConversationStore,
     IdentityStore,
     LeaseStore,

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 from pydantic import AwareDatetime, Field, TypeAdapter
 
 from vigil.kit.events import EVENT_ID_PATTERN, EventData, EventModel, event_id
-from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.records import EVENT_TYPES as EVENT_TYPES
 from vigil.notifications.records import EventType as EventType
 from vigil.notifications.records import NoticeType as NoticeType
@@ -127,6 +127,11 @@ class DeliveryDeadLetteredEvent(EventEnvelope):
     data: DeliveryDeadLettered
 
 
+class DeliveryWaitingEvent(EventEnvelope):
+    type: Literal["delivery.waiting"]
+    data: DeliveryWaiting
+
+
 class ChannelTestEvent(EventEnvelope):
     type: Literal["channel.test"]
     data: ChannelTest
@@ -140,6 +145,7 @@ Event = Annotated[
     | RequestExpiredEvent
     | SessionStaleEvent
     | DeliveryDeadLetteredEvent
+    | DeliveryWaitingEvent
     | ChannelTestEvent,
     Field(discriminator="type"),
 ]
@@ -151,6 +157,7 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "request.expired": RequestExpiredEvent,
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
+    "delivery.waiting": DeliveryWaitingEvent,
     "channel.test": ChannelTestEvent,
 }
 

@@ -30,7 +30,7 @@ from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, agent_address, envelope_id_for
-from vigil.mailboxes.service import deliver
+from vigil.mailboxes.service import Tell, deliver
 from vigil.quotas.records import Quotas
 from vigil.requests.events import RequestData
 from vigil.requests.records import (
@@ -256,7 +256,8 @@ class Requests:
             sent_at=request.response.at,
         )
         try:
-            deliver(self.store, self.queues, self.clock, request.namespace, address, envelope)
+            tell = Tell(self.store, self.publish, self.clock)
+            deliver(self.store, self.queues, self.clock, request.namespace, address, envelope, tell)
         except VigilError as error:
             # A requester revoked since is owed no response: its queues are gone.
             if error.code is not ErrorCode.NOT_FOUND:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from vigil import __version__, catalog
 from vigil.app import App
 from vigil.catalog import TOOLSET_NAMES, Toolset, UnknownTool, UnknownToolset, listed, toolsets
-from vigil.errors import ErrorCode, VigilError, limit_exceeded_body
+from vigil.errors import ErrorCode, VigilError, limit_exceeded_body, unauthenticated
 from vigil.kit.http import (
     MAX_BODY_BYTES,
     HttpRequest,
@@ -27,6 +27,7 @@ from vigil.kit.http import (
     method_not_allowed,
 )
 from vigil.kit.principals import Kind, Role
+from vigil.transports import mcp_events
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -72,6 +73,8 @@ INSTRUCTIONS = (
 
 SERVER_INFO = {"name": "vigil", "title": "Vigil", "version": __version__}
 CAPABILITIES = {"tools": {"listChanged": False}}
+# The extensions server/discover offers (defined for the stateless era only).
+EXTENSIONS: dict[str, dict[str, Any]] = {mcp_events.EXTENSION: {}}
 
 
 def _error(
@@ -269,7 +272,7 @@ class McpEndpoint:
                 request_id,
                 {
                     "supportedVersions": list(MODERN_VERSIONS),
-                    "capabilities": CAPABILITIES,
+                    "capabilities": {**CAPABILITIES, "extensions": EXTENSIONS},
                     "instructions": INSTRUCTIONS,
                     "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
                 },
@@ -285,6 +288,14 @@ class McpEndpoint:
         if method == "tools/call":
             # Whatever the connection chose: the credential's role decides what may run.
             return self._call(request, request_id, params, stateless)
+        if stateless and method in mcp_events.METHODS:
+            if caller is None:
+                return _unauthorized(request, request_id, unauthenticated())
+            try:
+                events = mcp_events.answer(self.app, method, params, caller)
+            except mcp_events.Refusal as refused:
+                return _error(request_id, refused.code, refused.message, data=refused.data)
+            return _result(request_id, events, stateless)
         return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
     def _listing(
