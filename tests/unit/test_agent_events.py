@@ -381,3 +381,32 @@ def test_an_unknown_event_or_arguments_are_refused(agents: Agents) -> None:
         "ann", "events/poll", name="delivery.waiting", arguments={"box": "x"}, cursor=None
     )
     assert extra["error"]["code"] == -32602
+
+
+# -- through the stdio bridge ---------------------------------------------------------------------
+def test_the_stdio_bridge_passes_events_through(agents: Agents) -> None:
+    from io import StringIO
+
+    from tests.support import served_over_http
+    from vigil.transports.router import Router
+    from vigil.transports.stdio import StdioBridge
+
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
+
+    def line(request_id: int, method: str, **params: Any) -> str:
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        return json.dumps({**message, "params": {**params, "_meta": meta}}) + "\n"
+
+    with served_over_http(Router(agents.app, frozenset())) as url:
+        bridge = StdioBridge(url, agents.secrets["ann"])
+        out = StringIO()
+        bridge.serve(StringIO(line(1, "server/discover")), out)
+        bridge.serve(StringIO(line(2, "events/poll", name="delivery.waiting", arguments={})), out)
+        discovered, started = (json.loads(reply) for reply in out.getvalue().splitlines())
+        assert EXTENSION in discovered["result"]["capabilities"]["extensions"]
+        agents.send("bob", "ann")
+        out = StringIO()
+        polled = line(3, "events/poll", name="delivery.waiting", cursor=started["result"]["cursor"])
+        bridge.serve(StringIO(polled), out)
+    (event,) = json.loads(out.getvalue())["result"]["events"]
+    assert event["data"]["sender"] == agents.ids["bob"]
