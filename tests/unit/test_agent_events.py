@@ -410,3 +410,75 @@ def test_the_stdio_bridge_passes_events_through(agents: Agents) -> None:
         bridge.serve(StringIO(polled), out)
     (event,) = json.loads(out.getvalue())["result"]["events"]
     assert event["data"]["sender"] == agents.ids["bob"]
+
+
+def test_a_requester_hears_its_request_expiring_and_expired(agents: Agents) -> None:
+    cursor = agents.poll("ann", None)["cursor"]
+    asked = agents.call(
+        "ask",
+        agents.secrets["ann"],
+        target={"kind": "agent", "id": agents.ids["bob"]},
+        body="still there?",
+        expires_in_seconds=600,
+    )
+    agents.advance(601)
+    for name in ("request.expiring", "request.expired"):
+        (event,) = agents.poll("ann", cursor, name=name)["events"]
+        assert event["data"]["request_id"] == asked["id"]
+    assert agents.poll("bob", agents.poll("bob", None)["cursor"])["events"] == []
+
+
+def test_two_events_racing_for_one_feed_both_land_in_order(clock: ManualClock) -> None:
+    store = MemoryStore()
+    agents = Agents(clock, store)
+    cursor = agents.poll("ann", None)["cursor"]
+    reading = store.get_feed
+    raced: list[bool] = []
+
+    def read_then_lose(namespace: str, principal: str) -> Any:
+        found = reading(namespace, principal)
+        if not raced and principal == agents.ids["ann"]:
+            # Another event takes the feed's next number between this read and its write.
+            raced.append(True)
+            agents.send("bob", "ann", "the interloper")
+        return found
+
+    store.get_feed = read_then_lose  # type: ignore[method-assign]
+    agents.send("bob", "ann", "the first")
+    store.get_feed = reading  # type: ignore[method-assign]
+    events = agents.poll("ann", cursor)["events"]
+    assert raced == [True]
+    assert len({e["eventId"] for e in events}) == 2
+    cursors = [e["cursor"] for e in events]
+    assert agents.poll("ann", cursors[0])["events"] == events[1:]
+
+
+def test_an_expiring_request_that_loses_the_feed_to_another_event_is_told_again(
+    clock: ManualClock,
+) -> None:
+    store = MemoryStore()
+    agents = Agents(clock, store)
+    cursor = agents.poll("ann", None)["cursor"]
+    asked = agents.call(
+        "ask",
+        agents.secrets["ann"],
+        target={"kind": "agent", "id": agents.ids["bob"]},
+        body="still there?",
+        expires_in_seconds=600,
+    )
+    reading = store.get_feed
+    raced: list[bool] = []
+
+    def read_then_lose(namespace: str, principal: str) -> Any:
+        found = reading(namespace, principal)
+        if not raced and principal == agents.ids["ann"]:
+            raced.append(True)
+            agents.send("bob", "ann", "meanwhile")
+        return found
+
+    store.get_feed = read_then_lose  # type: ignore[method-assign]
+    agents.advance(590)
+    store.get_feed = reading  # type: ignore[method-assign]
+    assert raced == [True]
+    (event,) = agents.poll("ann", cursor, name="request.expiring")["events"]
+    assert event["data"]["request_id"] == asked["id"]

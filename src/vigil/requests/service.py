@@ -13,7 +13,6 @@ so sending it again (a replay, a repeated alarm) is the same envelope, handed ou
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,7 +25,7 @@ from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import kind_of
 from vigil.kit.publish import Publish
-from vigil.kit.retry import R, retry_on_conflict
+from vigil.kit.retry import ATTEMPTS, R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, agent_address, envelope_id_for
@@ -218,12 +217,19 @@ class Requests:
             self.respond(request)
 
     def _expiring(self, uow: UnitOfWork, request: Request) -> None:
-        """Tells the channels that ``request`` expires soon, once: a second run of its timer
-        finds the notification written."""
-        writes = self.notice("request.expiring", request)
-        if writes:
-            with contextlib.suppress(ConditionFailed):
+        """Tells the channels and the requester that ``request`` expires soon, once: a second
+        run of its timer finds the notification written. A run whose write lost the
+        requester's feed to another event (its conditions cannot tell the two apart) tells it
+        again, a few times."""
+        for _ in range(ATTEMPTS):
+            writes = self.notice("request.expiring", request)
+            if not writes:
+                return
+            try:
                 uow.commit(*writes)
+            except ConditionFailed:
+                continue
+            return
 
     def notice(self, event_type: RequestEventType, request: Request) -> list[Write]:
         """The notification of ``event_type`` about ``request``, to commit with its change."""
