@@ -482,3 +482,43 @@ def test_an_expiring_request_that_loses_the_feed_to_another_event_is_told_again(
     assert raced == [True]
     (event,) = agents.poll("ann", cursor, name="request.expiring")["events"]
     assert event["data"]["request_id"] == asked["id"]
+
+
+# -- the other kinds: an instruction posted, a switch watched fired ------------------------------
+def test_an_agent_hears_an_instruction_posted_to_its_session_and_not_its_text(
+    agents: Agents,
+) -> None:
+    agents.call(
+        "session_heartbeat", agents.secrets["ann"], sessionId="s-1", idempotencyKey="beat-1"
+    )
+    ann_cursor = agents.poll("ann", None, name="instruction.posted")["cursor"]
+    bob_cursor = agents.poll("bob", None, name="instruction.posted")["cursor"]
+    posted = agents.call("post_instruction", None, session_id="s-1", body="stop the deploy")
+    (event,) = agents.poll("ann", ann_cursor, name="instruction.posted")["events"]
+    assert event["data"]["instruction_id"] == posted["id"]
+    assert event["data"]["session_id"] == "s-1"
+    assert "stop the deploy" not in json.dumps(event)
+    assert agents.poll("bob", bob_cursor, name="instruction.posted")["events"] == []
+
+
+def test_an_agent_hears_a_switch_it_watches_fire_and_the_holder_does_not(
+    agents: Agents,
+) -> None:
+    ann_cursor = agents.poll("ann", None, name="switch.fired")["cursor"]
+    bob_cursor = agents.poll("bob", None, name="switch.fired")["cursor"]
+    agents.call(
+        "heartbeat",
+        agents.secrets["bob"],
+        scope="nightly",
+        expect_within_seconds=10,
+        on_expiry=["queue_alert"],
+        notify_address=f"agent:{agents.ids['ann']}",
+    )
+    agents.advance(11)
+    (event,) = agents.poll("ann", ann_cursor, name="switch.fired")["events"]
+    assert event["data"]["scope"] == "nightly"
+    assert event["data"]["holder"] == agents.ids["bob"]
+    assert agents.poll("bob", bob_cursor, name="switch.fired")["events"] == []
+    # The alert it watches for waits in its mailbox too.
+    waiting = agents.poll("ann", ann_cursor)["events"]
+    assert [e["data"]["kind"] for e in waiting] == ["alert"]

@@ -25,7 +25,7 @@ from vigil.notifications.records import EVENT_TYPES as EVENT_TYPES
 from vigil.notifications.records import EventType as EventType
 from vigil.notifications.records import NoticeType as NoticeType
 from vigil.requests.events import RequestData
-from vigil.sessions.events import SessionStale
+from vigil.sessions.events import InstructionPosted, SessionStale
 from vigil.switches.events import SwitchFired
 
 # -- data of each type --------------------------------------------------------------------------
@@ -132,6 +132,11 @@ class DeliveryWaitingEvent(EventEnvelope):
     data: DeliveryWaiting
 
 
+class InstructionPostedEvent(EventEnvelope):
+    type: Literal["instruction.posted"]
+    data: InstructionPosted
+
+
 class ChannelTestEvent(EventEnvelope):
     type: Literal["channel.test"]
     data: ChannelTest
@@ -146,6 +151,7 @@ Event = Annotated[
     | SessionStaleEvent
     | DeliveryDeadLetteredEvent
     | DeliveryWaitingEvent
+    | InstructionPostedEvent
     | ChannelTestEvent,
     Field(discriminator="type"),
 ]
@@ -158,6 +164,7 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
     "delivery.waiting": DeliveryWaitingEvent,
+    "instruction.posted": InstructionPostedEvent,
     "channel.test": ChannelTestEvent,
 }
 

@@ -27,7 +27,12 @@ from vigil.kit.records import Record, Versioned
 from vigil.kit.sealing import Sealed
 
 AgentEventName = Literal[
-    "delivery.waiting", "request.answered", "request.expiring", "request.expired"
+    "delivery.waiting",
+    "request.answered",
+    "request.expiring",
+    "request.expired",
+    "instruction.posted",
+    "switch.fired",
 ]
 AGENT_EVENTS: tuple[AgentEventName, ...] = get_args(AgentEventName)
 

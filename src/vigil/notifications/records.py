@@ -33,7 +33,7 @@ EventType = Literal[
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 # What only the agent it concerns reads, as its own event: no channel's rule chooses it.
-AgentOnlyType = Literal["delivery.waiting"]
+AgentOnlyType = Literal["delivery.waiting", "instruction.posted"]
 # What a notification may be of: the events channels' rules choose, the test an operator sends a
 # channel, and the events only their agents read.
 NoticeType = EventType | Literal["channel.test"] | AgentOnlyType

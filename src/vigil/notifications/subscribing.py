@@ -37,6 +37,8 @@ from vigil.notifications.store import FeedPorts
 from vigil.notifications.webhooks import is_secret
 from vigil.quotas.records import Quotas
 from vigil.requests.events import RequestData
+from vigil.sessions.events import InstructionPosted
+from vigil.switches.events import SwitchFired
 
 # At most this many events read by one poll (one BatchGetItem).
 MAX_PAGE = 100
@@ -52,6 +54,11 @@ EVENT_TYPES: dict[AgentEventName, tuple[str, type[BaseModel]]] = {
     "request.answered": ("A request you asked was decided.", RequestData),
     "request.expiring": ("A request you asked expires soon, undecided.", RequestData),
     "request.expired": ("A request you asked expired undecided.", RequestData),
+    "instruction.posted": (
+        "An instruction was posted to your session: session_heartbeat hands it out.",
+        InstructionPosted,
+    ),
+    "switch.fired": ("A switch whose alerts go to your mailbox fired.", SwitchFired),
 }
 
 

@@ -14,7 +14,7 @@ from vigil.kit.events import cut
 from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.events import ChannelTest, Event, console_link
 from vigil.requests.events import RequestData
-from vigil.sessions.events import SessionStale
+from vigil.sessions.events import InstructionPosted, SessionStale
 from vigil.switches.events import SwitchFired
 
 TITLE_EXCERPT = 80
@@ -113,10 +113,19 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
                 links=(),
             )
         case DeliveryWaiting():
-            # An agent's own event, for no channel; summed up all the same, as every event is.
+            # An agent's own events, for no channel; summed up all the same, as every event is.
             return Summary(
                 title=f"Delivery waiting in {data.address}",
                 fields=(("Envelope", data.envelope_id), ("Kind", data.kind), ("From", data.sender)),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(),
+            )
+        case InstructionPosted():
+            return Summary(
+                title=f"Instruction posted to session {data.session_id}",
+                fields=(("Instruction", data.instruction_id), ("Posted by", data.posted_by)),
                 text=None,
                 action=None,
                 footer=footer,
