@@ -522,3 +522,16 @@ def test_an_agent_hears_a_switch_it_watches_fire_and_the_holder_does_not(
     # The alert it watches for waits in its mailbox too.
     waiting = agents.poll("ann", ann_cursor)["events"]
     assert [e["data"]["kind"] for e in waiting] == ["alert"]
+
+
+def test_however_high_the_quota_a_feeds_subscriptions_fit_its_record(agents: Agents) -> None:
+    # The fake refuses an item over DynamoDB's 400 KB, as DynamoDB would.
+    agents.app.quotas = Quotas(subscriptions=1000)
+    long = "http://127.0.0.1:1/" + "p" * 1970
+    for number in range(100):
+        assert "result" in agents.subscribe("ann", f"{long}{number:03d}")
+    refused = agents.subscribe("ann", f"{long}100")
+    assert refused["error"]["data"]["details"]["limit"] == 100
+    feed = agents.store.get_feed("acme", agents.ids["ann"])
+    assert feed is not None
+    assert len(feed.subscriptions) == 100

@@ -44,6 +44,9 @@ MIN_TTL = timedelta(minutes=1)
 MAX_TTL = timedelta(hours=24)
 # Ids of the last events appended, against appending one twice.
 RECENT = 20
+# Whatever the quota says: more subscriptions, with URLs of 2,000 characters, would outgrow the
+# feed's record (400 KB).
+MAX_SUBSCRIPTIONS = 100
 
 
 def subscription_id(namespace: str, principal: str, name: str, url: str) -> str:

@@ -9,7 +9,7 @@ the credential, and a cursor names the feed it belongs to, so no argument reache
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from vigil.mailboxes.events import DeliveryWaiting
 from vigil.notifications.channel_secrets import seal_subscription_secret
 from vigil.notifications.feeds import (
     DEFAULT_TTL,
+    MAX_SUBSCRIPTIONS,
     MAX_TTL,
     MIN_TTL,
     AgentEventName,
@@ -45,6 +46,7 @@ MAX_PAGE = 100
 # When a poll found nothing more, how long the host is asked to wait before the next.
 NEXT_POLL = timedelta(seconds=5)
 MAX_URL = 2000
+MAX_CURSOR = 500
 
 EVENT_TYPES: dict[AgentEventName, tuple[str, type[BaseModel]]] = {
     "delivery.waiting": (
@@ -73,7 +75,7 @@ class NoArguments(Params):
 class Poll(Params):
     name: AgentEventName
     arguments: NoArguments = NoArguments()
-    cursor: str | None = None
+    cursor: str | None = Field(default=None, max_length=MAX_CURSOR)
     maxEvents: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
     maxAgeMs: int | None = Field(default=None, ge=1)
 
@@ -188,13 +190,17 @@ class Subscribing:
             created_at=now,
         )
 
+        quotas = replace(
+            self.quotas, subscriptions=min(self.quotas.subscriptions, MAX_SUBSCRIPTIONS)
+        )
+
         def attempt() -> None:
             feed = self.store.get_feed(namespace, principal) or self._new(namespace, principal)
             live = feed.live_subscriptions(now)
-            if sid not in live and len(live) >= self.quotas.subscriptions:
-                raise self.quotas.exceeded("subscriptions")
-            kept = live[sid].created_at if sid in live else now
-            live[sid] = subscription.model_copy(update={"created_at": kept})
+            if sid not in live and len(live) >= quotas.subscriptions:
+                raise quotas.exceeded("subscriptions")
+            created = live[sid].created_at if sid in live else now
+            live[sid] = subscription.model_copy(update={"created_at": created})
             self.store.commit([self.store.save_feed(feed.changed(subscriptions=live))])
 
         retry_on_conflict(attempt, "the caller's events")
