@@ -535,3 +535,22 @@ def test_however_high_the_quota_a_feeds_subscriptions_fit_its_record(agents: Age
     feed = agents.store.get_feed("acme", agents.ids["ann"])
     assert feed is not None
     assert len(feed.subscriptions) == 100
+
+
+def test_a_watched_switchs_firing_reaches_a_webhook_when_no_channel_takes_it(
+    agents: Agents, receiver: Receiver
+) -> None:
+    delivery = {"mode": "webhook", "url": receiver.url, "secret": SECRET}
+    agents.rpc("ann", "events/subscribe", name="switch.fired", arguments={}, delivery=delivery)
+    agents.call(
+        "heartbeat",
+        agents.secrets["bob"],
+        scope="nightly",
+        expect_within_seconds=10,
+        on_expiry=["queue_alert"],
+        notify_address=f"agent:{agents.ids['ann']}",
+    )
+    agents.advance(13)
+    (body,) = receiver.verified(SECRET)
+    assert body["name"] == "switch.fired"
+    assert body["data"]["scope"] == "nightly"

@@ -10,9 +10,10 @@ longer each time (``deliverer.COMMIT_WAITS``). The sending is ``deliverer``'s, i
 function; this module is what the functions that publish load.
 
 An event that is an agent's own news (a delivery waiting in its mailbox, a request it asked
-decided) is also appended, in the same commit, to that agent's feed if anybody listens to it
-(``feeds``), and routed to its live webhook subscriptions as deliveries of the same
-notification: one pipeline, whoever the reader.
+decided, an instruction posted to its session, a switch it is alerted of fired) is also
+appended, in the same commit, to that agent's feed if anybody listens to it (``feeds``), and
+routed to its live webhook subscriptions as deliveries of the same notification: one
+pipeline, whoever the reader.
 """
 
 from __future__ import annotations
@@ -105,9 +106,10 @@ class Outbox:
                         due_at=now + after,
                     )
                     self.alarms.arm(timer, now)
-        if not wanting and event.type in ALERTS:
-            return [self.store.add_notification(_notification(event, subscribed, now)), *appends]
-        return [*self.publish_to(event, [c.id for c in wanting] + subscribed), *appends]
+        routed = [c.id for c in wanting] + subscribed
+        if not routed and event.type in ALERTS:
+            return [self.store.add_notification(_notification(event, [], now)), *appends]
+        return [*self.publish_to(event, routed), *appends]
 
     def _to_readers(self, event: Event, now: datetime) -> tuple[list[Write], list[str]]:
         """The appends of ``event`` to the feeds of its readers that somebody listens to, and
@@ -129,8 +131,8 @@ class Outbox:
         return appends, subscribed
 
     def publish_to(self, event: Event, routed: list[str]) -> list[Write]:
-        """The write of ``event``'s notification to the channels ``routed``, their first
-        attempts armed; nothing for no channel."""
+        """The write of ``event``'s notification to the channels (or subscriptions) ``routed``,
+        their first attempts armed; nothing for none."""
         if not routed:
             return []
         now = to_ms(self.clock.now())
