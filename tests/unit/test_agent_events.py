@@ -554,3 +554,30 @@ def test_a_watched_switchs_firing_reaches_a_webhook_when_no_channel_takes_it(
     (body,) = receiver.verified(SECRET)
     assert body["name"] == "switch.fired"
     assert body["data"]["scope"] == "nightly"
+
+
+def test_a_ring_written_over_while_a_poll_reads_it_repeats_nothing(clock: ManualClock) -> None:
+    store = MemoryStore()
+    agents = Agents(clock, store)
+    agents.app.quotas = Quotas(events_kept=3)
+    cursor = agents.poll("ann", None)["cursor"]
+    for number in range(3):
+        agents.send("bob", "ann", f"early {number}")
+    reading = store.get_feed
+    raced: list[bool] = []
+
+    def read_then_overwrite(namespace: str, principal: str) -> Any:
+        found = reading(namespace, principal)
+        if not raced:
+            raced.append(True)
+            for number in range(3):
+                agents.send("bob", "ann", f"late {number}")
+        return found
+
+    store.get_feed = read_then_overwrite  # type: ignore[method-assign]
+    first = agents.poll("ann", cursor)
+    store.get_feed = reading  # type: ignore[method-assign]
+    second = agents.poll("ann", first["cursor"])
+    assert first["truncated"] is True
+    seen = [e["eventId"] for e in first["events"] + second["events"]]
+    assert len(seen) == len(set(seen)) == 3

@@ -140,9 +140,11 @@ class Subscribing:
         truncated = first > last_read + 1
         last = min(feed.seq, first + asked.maxEvents - 1)
         seqs = list(range(first, last + 1))
-        entries = {e.seq: e for e in self.store.get_feed_entries(feed, seqs)}
-        # A slot written over since the feed was read lost its event to a newer one.
-        truncated = truncated or any(seq not in entries for seq in seqs)
+        # A slot written over since the feed was read holds a newer event, which is past this
+        # page's cursor: it is left for the next poll, and this one is told it lost its own.
+        found = self.store.get_feed_entries(feed, seqs)
+        entries = {e.seq: e for e in found if first <= e.seq <= last}
+        truncated = truncated or len(entries) < len(seqs)
         oldest = None if asked.maxAgeMs is None else now - timedelta(milliseconds=asked.maxAgeMs)
         events = [
             entry.occurrence(position(principal, seq))
