@@ -1,6 +1,7 @@
 """What the liveness path costs on AWS, measured through the two functions' handlers on moto,
 and priced; and what a notification adds, through the notify function's. Usage:
-    .venv/bin/python scripts/costs.py [--repeats 25] [--notifications | --steady [--json]]
+    .venv/bin/python scripts/costs.py [--repeats 25]
+        [--notifications | --steady [--json] | --events]
 
 Both entry points (``vigil.entrypoints.api.handler`` and ``vigil.entrypoints.alarm.handler``)
 run in-process on moto, built from the environment as on Lambda, with the clock moved by hand.
@@ -29,6 +30,11 @@ email) against one with none, and ``vigil.entrypoints.notify.handler`` on the no
 message that the expiry sent, as the event source mapping hands it over: the webhook's and
 Slack's HTTPS POST is answered 200 by an injected transport (nothing is sent), the email goes
 to moto's SES.
+
+The agents' events' section (8; ``--events`` measures it alone) sends a message to an agent
+nobody listens for, to one that polls, and to one with a webhook subscription (the
+``delivery.waiting`` event's extra work at the source), polls one and ten events
+(``events/poll`` over MCP), and runs the notify function's attempt of the webhook's event.
 
 Then it prices them: requests (SES's emails among them), Lambda duration at the memory and
 architecture template.yaml gives the functions, log ingestion, X-Ray traces at Lambda's
@@ -496,6 +502,23 @@ class Stack:
             "isBase64Encoded": False,
             "body": body,
         }
+
+    def mcp(self, who: str, method: str, **params: Any) -> dict[str, Any]:
+        """One 2026-07-28 MCP request of ``method`` by ``who``, through the API function."""
+        from vigil.entrypoints import api
+
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        event = self.event(who, "x", {})
+        event.update(rawPath="/mcp", routeKey="POST /mcp", body=json.dumps(message))
+        event["requestContext"]["http"]["path"] = "/mcp"
+        event["headers"]["mcp-protocol-version"] = "2026-07-28"
+        response = api.handler(event)
+        reply: dict[str, Any] = json.loads(response["body"])
+        if "result" not in reply:
+            raise RuntimeError(f"{method}: {response['statusCode']} {reply}")
+        result: dict[str, Any] = reply["result"]
+        return result
 
     def call(self, who: str, tool: str, **arguments: Any) -> dict[str, Any]:
         from vigil.entrypoints import api
@@ -1115,6 +1138,11 @@ def main() -> None:
         help="measure only the notifications' section (and the expiry it is added to)",
     )
     only.add_argument(
+        "--events",
+        action="store_true",
+        help="measure only the agents' events by poll and by webhook (section 8)",
+    )
+    only.add_argument(
         "--steady",
         action="store_true",
         help="measure only the steady beat, all in, by front door and logging (section 7)",
@@ -1139,6 +1167,9 @@ def main() -> None:
         platform_log_bytes=len(LAMBDA_PLATFORM_LINES[facts["platform_log_level"]].encode()),
         access_log_format=facts["access_log_format"] if facts["access_log"] else "",
     )
+    if options.events:
+        report_events(measure_events(options.repeats, facts["log_level"]), prices)
+        return
     if options.steady:
         beats = measure_steady_beats(options.repeats)
         if options.json:
@@ -1163,6 +1194,7 @@ def main() -> None:
     report_notifications(rows["expiry"], notified, prices)
     if not options.notifications:
         report_steady(measure_steady_beats(options.repeats), prices, facts)
+        report_events(measure_events(options.repeats, facts["log_level"]), prices)
 
 
 # -- 7. a steady beat, all in, by front door and logging ---------------------------------------
@@ -1531,6 +1563,166 @@ def report_notifications(
     print(
         "\n   A namespace with no channel pays, per switch.fired event (the expiry's last calls): "
         f"{calls}; ${usd * 1e6:.2f} per million"
+    )
+
+
+# -- 8. agents' events: by poll and by webhook ---------------------------------------------------
+EVENTS_SECRET = "whsec_" + "Y29zdHMtb2YtYWdlbnRzLWV2ZW50cy1ieS13ZWJob29r"
+EVENTS_URL = "https://host.example.com/events"
+# A page of this many events, to show what a poll costs per event when events gather.
+EVENTS_PAGE = 10
+
+
+def _message(stack: Stack) -> Action:
+    """The worker's message to the watcher, in the conversation the two reuse."""
+    target = {"kind": "agent", "id": stack.ids["watcher"]}
+    return lambda: stack.call("worker", "send", target=target, body="hello", reuse_direct=True)
+
+
+def _poll_cursor(stack: Stack) -> str:
+    return str(stack.mcp("watcher", "events/poll", name="delivery.waiting", arguments={})["cursor"])
+
+
+def sent_to(listener: str) -> Callable[[Stack], Action]:
+    """A message to the watcher, who listens to its events ``listener`` ("nobody", "poll" or
+    "webhook"): what its delivery.waiting event adds at the source."""
+
+    def prepare(stack: Stack) -> Action:
+        if listener == "poll":
+            _poll_cursor(stack)
+        elif listener == "webhook":
+            delivery = {"mode": "webhook", "url": EVENTS_URL, "secret": EVENTS_SECRET}
+            stack.mcp(
+                "watcher",
+                "events/subscribe",
+                name="delivery.waiting",
+                arguments={},
+                delivery=delivery,
+            )
+        return _message(stack)
+
+    return prepare
+
+
+def polled(events: int) -> Callable[[Stack], Action]:
+    """The watcher's poll that reads ``events`` new events."""
+
+    def prepare(stack: Stack) -> Action:
+        cursor = _poll_cursor(stack)
+        for _ in range(events):
+            _message(stack)()
+
+        def poll() -> Any:
+            page = stack.mcp(
+                "watcher", "events/poll", name="delivery.waiting", arguments={}, cursor=cursor
+            )
+            assert len(page["events"]) == events, page
+            return page
+
+        return poll
+
+    return prepare
+
+
+def delivered_to_subscriber(stack: Stack) -> Action:
+    """The notify function's attempt at a delivery.waiting event for a webhook subscription."""
+    from vigil.entrypoints import notify
+
+    worker = stack.notifier or _notifier(stack)
+    sqs, url = worker.alarms.sqs, os.environ["NOTIFY_QUEUE_URL"]
+    _drain(sqs, url)
+    sent_to("webhook")(stack)()
+    [message] = _drain(sqs, url)
+    event = {"Records": [{"messageId": message["MessageId"], "body": message["Body"]}]}
+    sent = stack.sent["webhook"]
+
+    def deliver() -> Any:
+        before = sent()
+        result = notify.handler(event)
+        assert result == {"batchItemFailures": []}, stack.logs.last
+        assert sent() == before + 1, "the event was not posted"
+        return result
+
+    return deliver
+
+
+EVENT_STEPS = (
+    Step("quiet", "`send`, to an agent nobody listens for", "api", sent_to("nobody")),
+    Step("to_poller", "`send`, to an agent that polls", "api", sent_to("poll")),
+    Step("to_webhook", "`send`, to an agent with a webhook", "api", sent_to("webhook")),
+    Step("poll_one", "`events/poll`, one event", "api", polled(1)),
+    Step("poll_page", f"`events/poll`, {EVENTS_PAGE} events", "api", polled(EVENTS_PAGE)),
+    Step("webhook", "notify, the webhook's event delivered", "notify", delivered_to_subscriber),
+)
+
+
+def measure_events(repeats: int, log_level: str) -> dict[str, Measured]:
+    from moto import mock_aws
+
+    rows = {}
+    for step in EVENT_STEPS:
+        with mock_aws():
+            stack = Stack.up(Meter(), SdkTime(), LogBytes(), log_level)
+            rows[step.key] = measure(stack, step, repeats)
+    return rows
+
+
+def report_events(rows: dict[str, Measured], prices: Prices) -> None:
+    """What an agent's event costs, by poll and by webhook, per million events."""
+    per_ms = prices.memory_gb * PRICE["lambda_arm64_gb_second"] / 1000
+    quiet = rows["quiet"]
+
+    def source(row: Measured) -> float:
+        return (
+            row.requests_usd
+            - quiet.requests_usd
+            + (row.median_ms - quiet.median_ms) * per_ms
+            + prices.logs_usd(row)
+            - prices.logs_usd(quiet)
+        )
+
+    print("\n8. Agents' events: a delivery.waiting event by poll and by webhook")
+    print(f"{'':44} {'WRU':>5} {'RRU':>5} {'ms':>6} {'own':>5}   calls")
+    for row in rows.values():
+        print(
+            f"  {row.step.label:42} {row.write_units:5g} {row.read_units:5g} "
+            f"{row.median_ms:6.1f} {_own(row):5.1f}   {row.calls}"
+        )
+    for key in ("to_poller", "to_webhook"):
+        extra = _counted(rows[key])
+        extra.subtract(_counted(quiet))
+        print(f"  source's extra, {rows[key].step.label}: {_calls(extra)}")
+    print(
+        "\n   USD per million events (the source's extra over nobody listening; a poll's request, "
+        "duration and logs shared by the events it reads; the notify function's attempt with "
+        f"the event source mapping's {ESM_SQS_REQUESTS} SQS requests)"
+    )
+    for label, poll, events in (
+        ("poll, one event a poll", rows["poll_one"], 1),
+        (f"poll, {EVENTS_PAGE} events a poll", rows["poll_page"], EVENTS_PAGE),
+    ):
+        reading = prices.total_usd(poll) / events
+        total = source(rows["to_poller"]) + reading
+        print(
+            f"  {label:32} source {source(rows['to_poller']) * 1e6:6.2f}  "
+            f"poll {reading * 1e6:6.2f}  total {total * 1e6:6.2f}"
+        )
+    webhook = rows["webhook"]
+    attempt = (
+        webhook.requests_usd
+        + prices.duration_usd(webhook.median_ms)
+        + prices.logs_usd(webhook)
+        + ESM_SQS_REQUESTS * PRICE["sqs_request"]
+    )
+    total = source(rows["to_webhook"]) + attempt
+    print(
+        f"  {'webhook':32} source {source(rows['to_webhook']) * 1e6:6.2f}  "
+        f"notify {attempt * 1e6:6.2f}  total {total * 1e6:6.2f}"
+    )
+    print(
+        f"   Nobody listening costs the feed's read: {quiet.read_units:g} RRU in all for the send "
+        "above, of which one consistent GetItem of the watcher's feed record "
+        f"(${PRICE['dynamodb_read_unit'] * 1e6:.3f} per million)."
     )
 
 

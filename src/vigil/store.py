@@ -12,13 +12,14 @@ from vigil.audit.store import AuditStore
 from vigil.conversations.store import ConversationPorts, ConversationStore
 from vigil.identity.store import IdentityPorts, IdentityStore, SignInStore
 from vigil.kit.idempotency import IdempotencyStore
-from vigil.kit.uow import Committer
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
 from vigil.notifications.store import (
     ChannelPorts,
     ChannelStore,
     DelivererPorts,
+    FeedPorts,
+    FeedStore,
     SlackResponsePorts,
 )
 from vigil.progress.store import ProgressPorts, ProgressStore
@@ -36,6 +37,7 @@ class Store(
     SwitchPorts,
     ChannelPorts,
     DelivererPorts,
+    FeedPorts,
     SlackResponsePorts,
     DeadLetterPorts,
     WatchPorts,
@@ -45,11 +47,11 @@ class Store(
     RequestPorts,
     ConversationPorts,
     AttachmentPorts,
-    Committer,
     IdempotencyStore,
     AttachmentStore,
     AuditStore,
     ChannelStore,
+    FeedStore,
     ConversationStore,
     IdentityStore,
     LeaseStore,

@@ -43,7 +43,7 @@ from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import Envelope, agent_address, envelope_id_for
-from vigil.mailboxes.service import deliver
+from vigil.mailboxes.service import Tell, deliver
 
 Operation = Literal["rename", "add", "remove", "leave"]
 # A page of history: at most this many messages, and no more bodies than PAGE_BYTES once one
@@ -119,11 +119,18 @@ def claiming(uow: UnitOfWork) -> str:
 
 class Conversations:
     def __init__(
-        self, store: ConversationPorts, *, queues: MailboxQueues, clock: Clock, blobs: Blobs
+        self,
+        store: ConversationPorts,
+        *,
+        queues: MailboxQueues,
+        clock: Clock,
+        blobs: Blobs,
+        tell: Tell | None = None,
     ) -> None:
         self.store = store
         self.queues = queues
         self.clock = clock
+        self.tell = tell
         self.attachments = Attachments(store, blobs=blobs, clock=clock)
 
     # -- who may contact whom, and who may read --------------------------------------------
@@ -275,6 +282,7 @@ class Conversations:
                         message.namespace,
                         address,
                         envelope_of(message, recipient),
+                        self.tell,
                     )
                 except VigilError as error:
                     # A participant revoked since: its queues are gone and it reads nothing

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from vigil.attachments.store import AttachmentPorts, Membership, Memberships
 from vigil.conversations.records import Conversation, Message
 from vigil.identity.store import IdentityStore
-from vigil.kit.uow import Write
+from vigil.kit.uow import Committer, Write
 from vigil.mailboxes.store import MailboxStore
 
 
@@ -71,6 +71,8 @@ class ConversationStore(Memberships, ABC):
         ConditionFailed, and changes nothing, if as many or more are recorded already."""
 
 
-class ConversationPorts(AttachmentPorts, ConversationStore, IdentityStore, MailboxStore, ABC):
+class ConversationPorts(
+    Committer, AttachmentPorts, ConversationStore, IdentityStore, MailboxStore, ABC
+):
     """What the conversations' use cases read and write: the conversations, the files their
     messages claim, the principals brought into them and the mailboxes their agents read."""

@@ -29,9 +29,11 @@ from vigil.conversations.store import ConversationPorts
 from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.principals import Kind, kind_of
+from vigil.kit.publish import Publish
 from vigil.kit.text import TEXT, text_within
 from vigil.kit.tooling import Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.mailboxes.queues import MailboxQueues
+from vigil.mailboxes.service import Tell
 
 MAX_ATTACHMENTS = 5
 MAX_MEMBERS = 100
@@ -44,6 +46,8 @@ class ConversationContext(Call[ConversationPorts], Protocol):
     def queues(self) -> MailboxQueues: ...
     @property
     def blobs(self) -> Blobs: ...
+    @property
+    def publish(self) -> Publish: ...
 
 
 # Ids are opaque: one that names nothing of the caller's is not_found, never a format error.
@@ -125,7 +129,8 @@ def mentions_of(mentions: list[MentionInput] | None) -> list[Mention]:
 
 
 def conversations(ctx: ConversationContext) -> Conversations:
-    return Conversations(ctx.store, queues=ctx.queues, clock=ctx.clock, blobs=ctx.blobs)
+    tell = Tell(ctx.store, ctx.publish, ctx.clock)
+    return Conversations(ctx.store, queues=ctx.queues, clock=ctx.clock, blobs=ctx.blobs, tell=tell)
 
 
 # -- results ------------------------------------------------------------------------------

@@ -39,3 +39,8 @@ class EventData(EventModel):
         """What makes this event this one (with its namespace and type): an event built again
         after a crash has the same parts, and so the same id."""
         raise NotImplementedError
+
+    def readers(self) -> tuple[str, ...]:
+        """The principals whose own news this is, who may read it as an event of theirs (the
+        MCP Events extension), whatever the channels take: none unless the type says so."""
+        return ()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -38,8 +39,10 @@ from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.limits import MAX_MESSAGE_BYTES
 from vigil.kit.paging import scan_page
-from vigil.kit.retry import R
-from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.kit.publish import Publish
+from vigil.kit.retry import R, retry_on_conflict
+from vigil.kit.uow import Committer, ConditionFailed, UnitOfWork
+from vigil.mailboxes.events import DeliveryWaiting
 from vigil.mailboxes.queues import MailboxQueues, QueueMessage, QueueRef
 from vigil.mailboxes.records import (
     MAX_BOXES_PER_AGENT,
@@ -85,22 +88,26 @@ def deliver(
     namespace: str,
     address: str,
     envelope: Envelope,
+    tell: Tell | None = None,
 ) -> Envelope:
     """Queues ``envelope`` into the registered mailbox at ``address`` of ``namespace``, and
-    returns it; an address that is not registered is not_found.
+    returns it; an address that is not registered is not_found. With ``tell``, its owner's
+    event that it waits is written first (``Tell``).
 
     A sender that may retry after a crash builds the envelope with the same id each time
     (``envelope_id_for``): all its copies are then one envelope, handed out once.
     """
     if (envelope.namespace, envelope.address) != (namespace, address):
         raise ValueError("the envelope is addressed to another mailbox")
-    require_registered(store, namespace, address)
+    owner = require_registered(store, namespace, address)
     body = envelope.model_dump_json()
     if len(body.encode()) > MAX_MESSAGE_BYTES:
         raise VigilError(
             ErrorCode.LIMIT_EXCEEDED,
             f"an envelope may take at most {MAX_MESSAGE_BYTES} bytes as JSON",
         )
+    if tell is not None:
+        tell.waiting(owner, envelope)
     queues.send(queues.ensure(queue_name(queues.prefix, namespace, address)), body)
     metrics.delivered()
     # How long the envelope waited to be queued; for an alert, since its switch fired.
@@ -114,6 +121,38 @@ def deliver(
         lag_ms=round(lag.total_seconds() * 1000),
     )
     return envelope
+
+
+@dataclass(frozen=True)
+class Tell:
+    """How a delivery tells its mailbox's owner that it waits: the event, written by
+    ``publish`` (for an owner nobody listens for, nothing) and committed before the envelope
+    is queued, so that no envelope waits untold. The event's id is the envelope's, so a sender
+    that queues again after a crash tells it once; losing the race for the owner's feed to
+    another event, it tells again."""
+
+    committer: Committer
+    publish: Publish
+    clock: Clock
+
+    def waiting(self, owner: str, envelope: Envelope) -> None:
+        data = DeliveryWaiting(
+            mailbox_owner=owner,
+            address=envelope.address,
+            envelope_id=envelope.id,
+            kind=envelope.kind,
+            sender=envelope.sender,
+            sent_at=envelope.sent_at,
+        )
+
+        def attempt() -> None:
+            published = self.publish(
+                "delivery.waiting", data, namespace=envelope.namespace, occurred_at=self.clock.now()
+            )
+            if published.writes:
+                self.committer.commit(published.writes)
+
+        retry_on_conflict(attempt, "the mailbox owner's events")
 
 
 def _stale(delivery: Delivery, why: str) -> VigilError:

@@ -1,5 +1,6 @@
 """What a channel keeps sealed, sealed and opened: a webhook's signing secrets and a Slack
-webhook's URL.
+webhook's URL; and the signing secret of an agent's webhook subscription, the same way under a
+key of its own, bound to its namespace, principal and subscription.
 
 Each is sealed under the deployment's service key (``Keys.for_purpose("channel-secrets")``),
 bound to its namespace, channel and part (``seal_context``), so a copy of the table reveals
@@ -13,10 +14,12 @@ from datetime import datetime
 
 from vigil.kit.keys import Keys
 from vigil.kit.sealing import Sealed, seal, unseal
+from vigil.notifications.feeds import Subscription
 from vigil.notifications.records import Channel, seal_context
 
 # The purpose the sealing key is derived for: no other part of Vigil uses this key.
 SEALING_PURPOSE = "channel-secrets"
+SUBSCRIPTION_PURPOSE = "subscription-secrets"
 
 
 def _sealing_key(keys: Keys) -> str:
@@ -48,3 +51,25 @@ def open_target(channel: Channel, keys: Keys) -> str:
     if channel.sealed_target is not None:
         return _open(keys, channel, "url", channel.sealed_target)
     return channel.target
+
+
+def _subscription_context(namespace: str, principal: str, subscription_id: str) -> str:
+    return f"subscription/{namespace}/{principal}/{subscription_id}"
+
+
+def seal_subscription_secret(
+    keys: Keys, namespace: str, principal: str, subscription_id: str, secret: str
+) -> Sealed:
+    key = keys.for_purpose(SUBSCRIPTION_PURPOSE).hex()
+    return seal(key, secret, _subscription_context(namespace, principal, subscription_id))
+
+
+def open_subscription_secret(keys: Keys, subscription: Subscription) -> str:
+    """The secret the host gave ``subscription``, opened to sign with."""
+    key = keys.for_purpose(SUBSCRIPTION_PURPOSE).hex()
+    s = subscription
+    context = _subscription_context(s.namespace, s.principal, s.id)
+    secret = unseal(key, subscription.sealed_secret, context)
+    if secret is None:
+        raise RuntimeError(f"subscription {subscription.id}: its sealed secret does not open")
+    return secret

@@ -15,6 +15,12 @@ longer; its timer is armed before the outcome is recorded. After MAX_ATTEMPTS, o
 answer that a retry would not change (a 4xx, a redirect, a refused address), the delivery fails
 and is added to its channel's failures, which an operator lists and replays (``replay``). A 410
 also disables the channel.
+
+**Subscriptions too.** A delivery to an agent's webhook subscription is a delivery of the same
+notification, keyed by the reader, the subscription and the event's place in the reader's feed
+(``feeds.delivery_key``), attempted, retried and given up on the same way; it goes to the
+subscription's URL as the event the extension shows, signed with the host's secret, and a
+subscription lapsed or withdrawn meanwhile takes nothing. Its failures are on no channel's list.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from vigil.clock import Clock, to_ms
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.records import SYSTEM_SENDER
 from vigil.notifications.events import parse_event
+from vigil.notifications.feeds import FeedEntry, position, subscription_of
 from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
@@ -109,6 +116,11 @@ class NotificationDeliverer:
             )
         except ConditionFailed:
             return  # another run of this timer claimed it
+        subscription = subscription_of(channel_id)
+        if subscription is not None:
+            outcome = self._to_subscriber(notification, *subscription)
+            self._conclude(uow, notification, claimed, outcome, outcome.kind)
+            return
         channel = self.store.get_channel(timer.namespace, channel_id)
         if channel is None:
             outcome = SendResult("rejected", None, "the channel was deleted")
@@ -121,6 +133,24 @@ class NotificationDeliverer:
             event = parse_event(json.dumps(notification.event))
             outcome = self.sender.send(channel, event, recipient)
         self._conclude(uow, notification, claimed, outcome, outcome.kind)
+
+    def _to_subscriber(
+        self, notification: Notification, reader: str, subscription_id: str, seq: int
+    ) -> SendResult:
+        """One attempt of the notification's delivery to ``reader``'s subscription."""
+        feed = self.store.get_feed(notification.namespace, reader)
+        subscription = feed.subscriptions.get(subscription_id) if feed else None
+        if subscription is None or not subscription.live(self.clock.now()):
+            return SendResult("rejected", None, "the subscription lapsed or was withdrawn")
+        entry = FeedEntry(
+            namespace=notification.namespace,
+            principal=reader,
+            seq=seq,
+            event_type=notification.event_type,
+            event=notification.event,
+        )
+        body = json.dumps(entry.occurrence(position(reader, seq))).encode()
+        return self.sender.to_subscriber(subscription, notification.event_id, body)
 
     def on_reminder(self, uow: UnitOfWork, timer: Timer) -> None:
         """An alert's repeat (number ``timer.generation``) or escalation, unless a person has
@@ -211,7 +241,7 @@ class NotificationDeliverer:
             self.alarms.arm(timer, now)
         concluded = claimed.concluded(kind, outcome.status, outcome.reason, now, retry_at)
         writes = [self.store.save_channel_delivery(namespace, event_id, concluded, claimed)]
-        if concluded.state == "failed":
+        if concluded.state == "failed" and subscription_of(claimed.channel_id) is None:
             failure = DeliveryFailure(
                 namespace=namespace,
                 channel_id=claimed.channel_id,

@@ -10,15 +10,21 @@ NOTIFICATION_RETENTION (TTL).
 
 The accounts people linked on a channel's far side are one partition, ``NS#<ns>#ACCOUNTS``,
 sorted by ``<surface>#<account>``; what a Slack interaction is owed is an item of its own,
-``NS#<ns>#SLACK#<id>``, deleted (TTL) when its response_url stops working."""
+``NS#<ns>#SLACK#<id>``, deleted (TTL) when its response_url stops working.
+
+A principal's feed is a partition, ``NS#<ns>#FEED#<principal>``: its record (``FEED``, with its
+subscriptions) and its ring's slots (``SLOT#<n>``), each slot read by its key. The record expires
+NOTIFICATION_RETENTION after the last listener could have, a slot that long after its event."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
 from vigil.kit.uow import ConditionFailed
+from vigil.notifications.feeds import Feed, FeedEntry
 from vigil.notifications.records import (
     NOTIFICATION_RETENTION,
     RESPONSE_URL_LIFETIME,
@@ -31,7 +37,7 @@ from vigil.notifications.records import (
     Notification,
     SlackResponse,
 )
-from vigil.notifications.store import ChannelStore
+from vigil.notifications.store import ChannelStore, FeedStore
 
 
 def _pk(namespace: str) -> str:
@@ -81,7 +87,19 @@ def _ttl(notification_time: Any) -> dict[str, str]:
     return attr_n(int((notification_time + NOTIFICATION_RETENTION).timestamp()))
 
 
-class DynamoChannels(DynamoBase, ChannelStore):
+def _feed_pk(namespace: str, principal: str) -> str:
+    return f"NS#{namespace}#FEED#{principal}"
+
+
+def _slot(feed: Feed, seq: int) -> str:
+    return f"SLOT#{feed.slot(seq):06d}"
+
+
+def _slot_key(feed: Feed, seq: int) -> dict[str, Any]:
+    return {"pk": attr_s(_feed_pk(feed.namespace, feed.principal)), "sk": attr_s(_slot(feed, seq))}
+
+
+class DynamoChannels(DynamoBase, ChannelStore, FeedStore):
     def get_channel(self, namespace: str, channel_id: str) -> Channel | None:
         item = self._get(_pk(namespace), channel_id)
         return Channel.model_validate_json(item["doc"]["S"]) if item else None
@@ -202,6 +220,41 @@ class DynamoChannels(DynamoBase, ChannelStore):
         }
         response = self._call(self.client.query, **request)
         return [DeliveryFailure.model_validate_json(i["doc"]["S"]) for i in response["Items"]]
+
+    # -- feeds ------------------------------------------------------------------------------------
+    def get_feed(self, namespace: str, principal: str) -> Feed | None:
+        item = self._get(_feed_pk(namespace, principal), "FEED")
+        return Feed.model_validate_json(item["doc"]["S"]) if item else None
+
+    def save_feed(self, feed: Feed) -> DynamoWrite:
+        item = {
+            "pk": attr_s(_feed_pk(feed.namespace, feed.principal)),
+            "sk": attr_s("FEED"),
+            "version": attr_n(feed.version),
+            "doc": attr_s(feed.model_dump_json()),
+        }
+        until = feed.listens_until()
+        if until is not None:
+            item["ttl"] = _ttl(until)
+        if feed.version == 1:
+            return self._put(item, "attribute_not_exists(pk)")
+        put = {"TableName": self.table, "Item": item, **_at_version(feed.version - 1)}
+        return DynamoWrite([{"Put": put}])
+
+    def put_feed_entry(self, feed: Feed, entry: FeedEntry) -> DynamoWrite:
+        occurred = datetime.fromisoformat(entry.event["occurred_at"])
+        item = {
+            **_slot_key(feed, entry.seq),
+            "doc": attr_s(entry.model_dump_json()),
+            "ttl": _ttl(occurred),
+        }
+        return self._put(item)
+
+    def get_feed_entries(self, feed: Feed, seqs: list[int]) -> list[FeedEntry]:
+        found = self._batch_get([_slot_key(feed, seq) for seq in seqs])
+        by_slot = {i["sk"]["S"]: FeedEntry.model_validate_json(i["doc"]["S"]) for i in found}
+        slots = [_slot(feed, seq) for seq in seqs]
+        return [by_slot[slot] for slot in slots if slot in by_slot]
 
     # -- accounts and Slack's responses --------------------------------------------------------
     def link_account(self, link: AccountLink) -> str:

@@ -20,12 +20,12 @@ from urllib.parse import urlencode
 from pydantic import AwareDatetime, Field, TypeAdapter
 
 from vigil.kit.events import EVENT_ID_PATTERN, EventData, EventModel, event_id
-from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.records import EVENT_TYPES as EVENT_TYPES
 from vigil.notifications.records import EventType as EventType
 from vigil.notifications.records import NoticeType as NoticeType
 from vigil.requests.events import RequestData
-from vigil.sessions.events import SessionStale
+from vigil.sessions.events import InstructionPosted, SessionStale
 from vigil.switches.events import SwitchFired
 
 # -- data of each type --------------------------------------------------------------------------
@@ -127,6 +127,16 @@ class DeliveryDeadLetteredEvent(EventEnvelope):
     data: DeliveryDeadLettered
 
 
+class DeliveryWaitingEvent(EventEnvelope):
+    type: Literal["delivery.waiting"]
+    data: DeliveryWaiting
+
+
+class InstructionPostedEvent(EventEnvelope):
+    type: Literal["instruction.posted"]
+    data: InstructionPosted
+
+
 class ChannelTestEvent(EventEnvelope):
     type: Literal["channel.test"]
     data: ChannelTest
@@ -140,6 +150,8 @@ Event = Annotated[
     | RequestExpiredEvent
     | SessionStaleEvent
     | DeliveryDeadLetteredEvent
+    | DeliveryWaitingEvent
+    | InstructionPostedEvent
     | ChannelTestEvent,
     Field(discriminator="type"),
 ]
@@ -151,6 +163,8 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "request.expired": RequestExpiredEvent,
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
+    "delivery.waiting": DeliveryWaitingEvent,
+    "instruction.posted": InstructionPostedEvent,
     "channel.test": ChannelTestEvent,
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
+from vigil.notifications.feeds import Feed, FeedEntry
 from vigil.notifications.records import (
     AccountLink,
     AccountSurface,
@@ -15,12 +16,14 @@ from vigil.notifications.records import (
     Notification,
     SlackResponse,
 )
-from vigil.notifications.store import ChannelStore
+from vigil.notifications.store import ChannelStore, FeedStore
 
 
-class MemoryChannels(MemoryBase, ChannelStore):
+class MemoryChannels(MemoryBase, ChannelStore, FeedStore):
     def __init__(self) -> None:
         self.channels: dict[tuple[str, str], Channel] = {}
+        self.feeds: dict[tuple[str, str], Feed] = {}
+        self.feed_slots: dict[tuple[str, str, int], FeedEntry] = {}
         self.notifications: dict[tuple[str, str], Notification] = {}
         self.failures: dict[tuple[str, str, str], DeliveryFailure] = {}
         self.accounts: dict[tuple[str, str, str], AccountLink] = {}
@@ -164,6 +167,33 @@ class MemoryChannels(MemoryBase, ChannelStore):
             ]
         found.sort(key=lambda f: f.position, reverse=True)
         return [f.model_copy() for f in found[:limit]]
+
+    # -- feeds ------------------------------------------------------------------------------------
+    def get_feed(self, namespace: str, principal: str) -> Feed | None:
+        with self._lock:
+            found = self.feeds.get((namespace, principal))
+            return found.model_copy(deep=True) if found else None
+
+    def save_feed(self, feed: Feed) -> MemoryWrite:
+        key = (feed.namespace, feed.principal)
+        expected = feed.version - 1 if feed.version > 1 else None
+        return self._versioned(self.feeds, key, feed, expected, deep=True)
+
+    def put_feed_entry(self, feed: Feed, entry: FeedEntry) -> MemoryWrite:
+        key = (feed.namespace, feed.principal, feed.slot(entry.seq))
+
+        def apply() -> None:
+            self.feed_slots[key] = entry.model_copy(deep=True)
+
+        return MemoryWrite(lambda: None, apply, (item_bytes(key, entry),))
+
+    def get_feed_entries(self, feed: Feed, seqs: list[int]) -> list[FeedEntry]:
+        with self._lock:
+            found = [
+                self.feed_slots.get((feed.namespace, feed.principal, feed.slot(seq)))
+                for seq in seqs
+            ]
+        return [entry.model_copy(deep=True) for entry in found if entry is not None]
 
     # -- accounts and Slack's responses --------------------------------------------------------
     def link_account(self, link: AccountLink) -> str:

@@ -8,6 +8,12 @@ first as every alarm here does: a crash between the two leaves timers that find 
 and stop; a timer that comes before the commit is visible waits for it, a few times, a little
 longer each time (``deliverer.COMMIT_WAITS``). The sending is ``deliverer``'s, in the notify
 function; this module is what the functions that publish load.
+
+An event that is an agent's own news (a delivery waiting in its mailbox, a request it asked
+decided, an instruction posted to its session, a switch it is alerted of fired) is also
+appended, in the same commit, to that agent's feed if anybody listens to it (``feeds``), and
+routed to its live webhook subscriptions as deliveries of the same notification: one
+pipeline, whoever the reader.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from vigil.kit.events import EventData
 from vigil.kit.publish import Published
 from vigil.kit.uow import Write
 from vigil.notifications.events import Event, NoticeType, make_event
-from vigil.notifications.records import ALERTS, ChannelDelivery, Notification
-from vigil.notifications.store import ChannelStore
+from vigil.notifications.feeds import AGENT_EVENTS, delivery_key
+from vigil.notifications.records import ALERTS, EVENT_TYPES, ChannelDelivery, Notification
+from vigil.notifications.store import OutboxPorts
 
 
 def timer_key(event_id: str, channel_id: str) -> str:
@@ -49,7 +56,7 @@ class Outbox:
     """Routes events to channels and writes them down, in the caller's commit: the
     ``Publish`` port that the capabilities with news are given."""
 
-    store: ChannelStore
+    store: OutboxPorts
     clock: Clock
     alarms: Alarms
 
@@ -96,13 +103,16 @@ class Outbox:
 
     def publish(self, event: Event) -> list[Write]:
         """The write of ``event``'s notification, to commit with what it tells of; nothing if
-        no channel's rules want it, unless it is an alert: a person may still see that one
-        (a death on the console) and acknowledge it, so it is written with no delivery. The
-        first attempts are armed before it is returned, and the reminders of an alert whose
-        rules repeat or escalate it."""
-        channels = self.store.list_channels(event.namespace)
+        no channel's rules nor listening reader want it, unless it is an alert: a person may
+        still see that one (a death on the console) and acknowledge it, so it is written with
+        no delivery. The first attempts are armed before it is returned, and the reminders of
+        an alert whose rules repeat or escalate it; with it, the appends to its readers'
+        feeds."""
+        # An agent's own news is for no channel: reading the channels would be wasted.
+        channels = self.store.list_channels(event.namespace) if event.type in EVENT_TYPES else []
         wanting = [c for c in channels if c.wants(event.type, event.scope)]
         now = to_ms(self.clock.now())
+        appends, subscribed = self._to_readers(event, now)
         for channel in wanting:
             rule = channel.follow_up(event.type, event.scope)
             if rule is None:
@@ -118,13 +128,33 @@ class Outbox:
                         due_at=now + after,
                     )
                     self.alarms.arm(timer, now)
-        if not wanting and event.type in ALERTS:
-            return [self.store.add_notification(_notification(event, [], now))]
-        return self.publish_to(event, [c.id for c in wanting])
+        routed = [c.id for c in wanting] + subscribed
+        if not routed and event.type in ALERTS:
+            return [self.store.add_notification(_notification(event, [], now)), *appends]
+        return [*self.publish_to(event, routed), *appends]
+
+    def _to_readers(self, event: Event, now: datetime) -> tuple[list[Write], list[str]]:
+        """The appends of ``event`` to the feeds of its readers that somebody listens to, and
+        the deliveries it owes their live webhook subscriptions. An event a feed already holds
+        (told again after a crash) is appended and delivered once."""
+        if event.type not in AGENT_EVENTS:
+            return [], []
+        appends: list[Write] = []
+        subscribed: list[str] = []
+        for reader in event.data.readers():
+            feed = self.store.get_feed(event.namespace, reader)
+            if feed is None or not feed.listening(now) or event.id in feed.recent:
+                continue
+            appended, entry = feed.appended(event.model_dump(mode="json"), event.type)
+            appends += [self.store.save_feed(appended), self.store.put_feed_entry(feed, entry)]
+            subscribed += [
+                delivery_key(reader, s.id, entry.seq) for s in feed.wanting(event.type, now)
+            ]
+        return appends, subscribed
 
     def publish_to(self, event: Event, routed: list[str]) -> list[Write]:
-        """The write of ``event``'s notification to the channels ``routed``, their first
-        attempts armed; nothing for no channel."""
+        """The write of ``event``'s notification to the channels (or subscriptions) ``routed``,
+        their first attempts armed; nothing for none."""
         if not routed:
             return []
         now = to_ms(self.clock.now())

@@ -12,10 +12,10 @@ if TYPE_CHECKING:
     from vigil.clock import Clock
     from vigil.kit.events import EventData
     from vigil.kit.publish import Publish, Published
-    from vigil.notifications.store import ChannelStore
+    from vigil.notifications.store import OutboxPorts
 
 
-def outbox_on_first_event(store: ChannelStore, clock: Clock, alarms: Alarms) -> Publish:
+def outbox_on_first_event(store: OutboxPorts, clock: Clock, alarms: Alarms) -> Publish:
     """The outbox on ``store``, built when an event is first told."""
 
     def publish(

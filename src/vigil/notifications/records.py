@@ -32,8 +32,11 @@ EventType = Literal[
     "delivery.dead_lettered",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
-# What a channel may receive: the events its rules choose, and the test an operator sends it.
-NoticeType = EventType | Literal["channel.test"]
+# What only the agent it concerns reads, as its own event: no channel's rule chooses it.
+AgentOnlyType = Literal["delivery.waiting", "instruction.posted"]
+# What a notification may be of: the events channels' rules choose, the test an operator sends a
+# channel, and the events only their agents read.
+NoticeType = EventType | Literal["channel.test"] | AgentOnlyType
 
 # A namespace keeps at most this many channels, each at most this many rules.
 MAX_CHANNELS = 50

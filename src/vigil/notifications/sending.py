@@ -16,6 +16,7 @@ from vigil.notifications.records import Channel
 
 if TYPE_CHECKING:
     from vigil.notifications.events import Event
+    from vigil.notifications.feeds import Subscription
     from vigil.notifications.outbound import SendResult
 
 # Each attempt's limit: connect, TLS, send and answer together.
@@ -78,6 +79,28 @@ class Sender:
             headers = {"content-type": "application/json"}
         return self.post(
             open_target(channel, self.keys),
+            body,
+            headers,
+            timeout_seconds=self.timeout_seconds,
+            allow_private=self.allow_private,
+            clock=self.clock,
+        )
+
+    def to_subscriber(self, subscription: Subscription, event_id: str, body: bytes) -> SendResult:
+        """One attempt to deliver ``body``, an event of the subscriber's, to its webhook
+        ``subscription``, signed with the host's secret, the event's id its webhook-id."""
+        from vigil.notifications.channel_secrets import open_subscription_secret
+        from vigil.notifications.webhooks import CONTENT_TYPE, SUBSCRIPTION_HEADER, sign
+
+        now = self.clock.now()
+        secret = open_subscription_secret(self.keys, subscription)
+        headers = {
+            "content-type": CONTENT_TYPE,
+            SUBSCRIPTION_HEADER: subscription.id,
+            **sign([secret], event_id, now, body),
+        }
+        return self.post(
+            subscription.url,
             body,
             headers,
             timeout_seconds=self.timeout_seconds,

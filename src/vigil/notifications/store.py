@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from vigil.audit.store import AuditStore
 from vigil.identity.store import IdentityStore
 from vigil.kit.uow import Committer, Write
+from vigil.notifications.feeds import Feed, FeedEntry
 from vigil.notifications.records import (
     AccountLink,
     AccountSurface,
@@ -102,15 +103,44 @@ class ChannelStore(ABC):
     def get_slack_response(self, namespace: str, response_id: str) -> SlackResponse | None: ...
 
 
+class FeedStore(ABC):
+    """Where a principal's own events wait to be read (``feeds``)."""
+
+    @abstractmethod
+    def get_feed(self, namespace: str, principal: str) -> Feed | None:
+        """The principal's feed, read consistently; None if nobody ever listened."""
+
+    @abstractmethod
+    def save_feed(self, feed: Feed) -> Write:
+        """Stores the feed if the stored version is ``feed.version - 1`` (none stored for 1)."""
+
+    @abstractmethod
+    def put_feed_entry(self, feed: Feed, entry: FeedEntry) -> Write:
+        """Writes ``entry`` into its slot of ``feed``'s ring, over what the slot held."""
+
+    @abstractmethod
+    def get_feed_entries(self, feed: Feed, seqs: list[int]) -> list[FeedEntry]:
+        """What the slots of ``seqs`` (at most 100) hold now, in the order of ``seqs``; a slot
+        never written is left out, and one overwritten since holds another number."""
+
+
 class ChannelPorts(Committer, AuditStore, ChannelStore, QuotaStore, ABC):
     """What an operator's channel tools read and write: channels, counted in the namespace's
     quota, alerts' acknowledgements and deliveries' failures, audited."""
 
 
-class DelivererPorts(Committer, AuditStore, ChannelStore, RequestStore, SwitchStore, ABC):
-    """What the deliverer reads and writes: the notifications and their channels, a channel
-    disabled (audited), and whether what an alert tells of still waits for a person (its
-    request, its switch)."""
+class OutboxPorts(ChannelStore, FeedStore, ABC):
+    """What the outbox reads and writes down: who listens (channels, feeds) and the events."""
+
+
+class DelivererPorts(Committer, AuditStore, OutboxPorts, RequestStore, SwitchStore, ABC):
+    """What the deliverer reads and writes: the notifications and their channels or
+    subscriptions, a channel disabled (audited), and whether what an alert tells of still
+    waits for a person (its request, its switch)."""
+
+
+class FeedPorts(Committer, FeedStore, ABC):
+    """What polling and subscribing read and write: the caller's feed."""
 
 
 class SlackResponsePorts(ChannelStore, IdentityStore, RequestStore, ABC):

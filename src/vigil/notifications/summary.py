@@ -11,10 +11,10 @@ from typing import Literal
 
 from vigil.kit.canonical import ShownJson, shown_json
 from vigil.kit.events import cut
-from vigil.mailboxes.events import DeliveryDeadLettered
+from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.events import ChannelTest, Event, console_link
 from vigil.requests.events import RequestData
-from vigil.sessions.events import SessionStale
+from vigil.sessions.events import InstructionPosted, SessionStale
 from vigil.switches.events import SwitchFired
 
 TITLE_EXCERPT = 80
@@ -107,6 +107,25 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
                     ("Attempts", str(data.attempts)),
                     ("Dead-lettered at", when(data.dead_lettered_at)),
                 ),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(),
+            )
+        case DeliveryWaiting():
+            # An agent's own events, for no channel; summed up all the same, as every event is.
+            return Summary(
+                title=f"Delivery waiting in {data.address}",
+                fields=(("Envelope", data.envelope_id), ("Kind", data.kind), ("From", data.sender)),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(),
+            )
+        case InstructionPosted():
+            return Summary(
+                title=f"Instruction posted to session {data.session_id}",
+                fields=(("Instruction", data.instruction_id), ("Posted by", data.posted_by)),
                 text=None,
                 action=None,
                 footer=footer,

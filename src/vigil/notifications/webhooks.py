@@ -23,6 +23,8 @@ from vigil.notifications.events import Event
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix every secret starts with)
 SECRET_BYTES = 32
 CONTENT_TYPE = "application/json"
+# Which subscription an agent's event was delivered for (the MCP Events extension's header).
+SUBSCRIPTION_HEADER = "x-mcp-subscription-id"
 
 
 def new_secret() -> str:
@@ -40,6 +42,17 @@ def _key(secret: str) -> bytes:
         # The secret itself is never part of an error.
         raise ValueError("a webhook secret is whsec_ and the base64 of a non-empty key")
     return key
+
+
+def is_secret(text: str) -> bool:
+    """Whether ``text`` is a signing secret: ``whsec_`` and the base64 of a non-empty key."""
+    if not text.startswith(SECRET_PREFIX):
+        return False
+    try:
+        _key(text)
+    except ValueError:
+        return False
+    return True
 
 
 def sign(secrets: Sequence[str], msg_id: str, timestamp: datetime, body: bytes) -> dict[str, str]:

@@ -25,6 +25,7 @@ _WHAT: dict[str, str] = {
     "leases_per_scope": "live leases taken with one scope",
     "pending_deliveries": "deliveries waiting in one mailbox",
     "open_requests": "open requests in the namespace",
+    "subscriptions": "live event subscriptions of one principal",
 }
 
 
@@ -35,6 +36,9 @@ class Quotas:
     mailboxes: int = 1000
     pending_deliveries: int = 10_000
     open_requests: int = 10_000
+    # A principal's webhook subscriptions at once, and the events its feed keeps for them.
+    subscriptions: int = 10
+    events_kept: int = 1000
 
     @classmethod
     def of(cls, limits: Mapping[str, str]) -> Quotas:

@@ -59,3 +59,7 @@ class RequestData(EventData):
 
     def identity(self) -> tuple[str, ...]:
         return (self.request_id,)
+
+    def readers(self) -> tuple[str, ...]:
+        # Who asked may read the whole request (get_request), decided or not.
+        return (self.requester,)

@@ -30,11 +30,11 @@ from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import kind_of
 from vigil.kit.publish import Publish
-from vigil.kit.retry import R, retry_on_conflict
+from vigil.kit.retry import ATTEMPTS, R, retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, agent_address, envelope_id_for
-from vigil.mailboxes.service import deliver
+from vigil.mailboxes.service import Tell, deliver
 from vigil.quotas.records import Quotas
 from vigil.requests.events import RequestData
 from vigil.requests.records import (
@@ -254,12 +254,19 @@ class Requests:
             self.respond(request)
 
     def _expiring(self, uow: UnitOfWork, request: Request) -> None:
-        """Tells the channels that ``request`` expires soon, once: a second run of its timer
-        finds the notification written."""
-        writes = self.notice("request.expiring", request)
-        if writes:
-            with contextlib.suppress(ConditionFailed):
+        """Tells the channels and the requester that ``request`` expires soon, once: a second
+        run of its timer finds the notification written. A run whose write lost the
+        requester's feed to another event (its conditions cannot tell the two apart) tells it
+        again, a few times."""
+        for _ in range(ATTEMPTS):
+            writes = self.notice("request.expiring", request)
+            if not writes:
+                return
+            try:
                 uow.commit(*writes)
+            except ConditionFailed:
+                continue
+            return
 
     def _escalate(self, uow: UnitOfWork, request: Request) -> None:
         """Escalates the alert that ``request`` opened to the channel its policy names, once:
@@ -306,7 +313,8 @@ class Requests:
             sent_at=request.response.at,
         )
         try:
-            deliver(self.store, self.queues, self.clock, request.namespace, address, envelope)
+            tell = Tell(self.store, self.publish, self.clock)
+            deliver(self.store, self.queues, self.clock, request.namespace, address, envelope, tell)
         except VigilError as error:
             # A requester revoked since is owed no response: its queues are gone.
             if error.code is not ErrorCode.NOT_FOUND:

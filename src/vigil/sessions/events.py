@@ -1,11 +1,12 @@
-"""What a session tells people of: ``session.stale``, once per silence."""
+"""What a session tells of: to people, ``session.stale``, once per silence; to its agent, an
+instruction posted to it."""
 
 from __future__ import annotations
 
 from pydantic import AwareDatetime, Field
 
 from vigil.kit.events import EventData
-from vigil.sessions.records import STALE_AFTER_SECONDS, Session, SessionStatus
+from vigil.sessions.records import STALE_AFTER_SECONDS, Instruction, Session, SessionStatus
 
 
 class SessionStale(EventData):
@@ -30,3 +31,30 @@ class SessionStale(EventData):
     def identity(self) -> tuple[str, ...]:
         # A session goes stale once per silence: a beat and a new silence is a new event.
         return (self.session_id, self.last_beat_at.isoformat())
+
+
+class InstructionPosted(EventData):
+    """A person or an operator posted an instruction to an agent's session. Its text is for
+    ``session_heartbeat`` to hand out, acknowledged: the event says only that it waits."""
+
+    session_owner: str = Field(description="Principal id of the agent whose session it is.")
+    session_id: str
+    instruction_id: str
+    posted_by: str = Field(description="Principal id of who posted it.")
+    posted_at: AwareDatetime
+
+    @classmethod
+    def of(cls, session: Session, instruction: Instruction) -> InstructionPosted:
+        return cls(
+            session_owner=session.owner,
+            session_id=session.session_id,
+            instruction_id=instruction.id,
+            posted_by=instruction.posted_by,
+            posted_at=instruction.posted_at,
+        )
+
+    def identity(self) -> tuple[str, ...]:
+        return (self.session_id, self.instruction_id)
+
+    def readers(self) -> tuple[str, ...]:
+        return (self.session_owner,)

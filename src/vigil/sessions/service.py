@@ -30,9 +30,11 @@ from vigil.clock import Clock, to_ms
 from vigil.errors import VigilError, forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
+from vigil.kit.publish import Publish
 from vigil.kit.retry import R, retry_on_conflict, update_versioned
 from vigil.kit.uow import UnitOfWork
 from vigil.observability import get_logger, log_event
+from vigil.sessions.events import InstructionPosted
 from vigil.sessions.records import (
     PAGE_SIZE,
     Instruction,
@@ -168,8 +170,11 @@ def post(
     *,
     store: SessionStore,
     uow: UnitOfWork,
+    publish: Publish,
     present: Callable[[Instruction], R],
 ) -> R:
+    """Posts an instruction to the session, with its agent's event that it waits (committed
+    together: a lost race for the agent's feed is tried again, as one for the session)."""
     if not caller.is_overseer:
         raise forbidden("only people and operators may post instructions")
 
@@ -180,7 +185,13 @@ def post(
         session.require_open("takes no more instructions")
         instruction = Instruction.posted(session, body, caller.principal_id, to_ms(now))
         result = present(instruction)
-        uow.commit(store.save_instruction(instruction), result=result)
+        told = publish(
+            "instruction.posted",
+            InstructionPosted.of(session, instruction),
+            namespace=caller.namespace,
+            occurred_at=instruction.posted_at,
+        )
+        uow.commit(store.save_instruction(instruction), *told.writes, result=result)
         return result
 
     return retry_on_conflict(attempt, "the session's instructions")

@@ -14,6 +14,7 @@ from vigil.alarms.timers import Alarms
 from vigil.identity.calls import Call
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.publish import Publish
 from vigil.kit.text import text_within
 from vigil.kit.tooling import (
     OPERATORS,
@@ -43,6 +44,8 @@ class SessionContext(Call[SessionStore], Protocol):
 
     @property
     def alarms(self) -> Alarms: ...
+    @property
+    def publish(self) -> Publish: ...
 
 
 MAX_ACKNOWLEDGMENTS = 100
@@ -289,6 +292,7 @@ def post_instruction(ctx: SessionContext, args: PostInstructionInput) -> Instruc
         ctx.clock.now(),
         store=ctx.store,
         uow=ctx.uow,
+        publish=ctx.publish,
         present=InstructionView.of,
     )
 

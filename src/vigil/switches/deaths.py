@@ -19,7 +19,7 @@ from vigil.kit.publish import Publish
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
-from vigil.mailboxes.service import deliver
+from vigil.mailboxes.service import Tell, deliver
 from vigil.switches.records import RELEASE_BATCH, Death, HeldLease, Step
 from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import continuation
@@ -165,7 +165,13 @@ class DeathActions:
         )
         try:
             deliver(
-                self.store, self.queues, self.clock, death.namespace, death.notify_address, envelope
+                self.store,
+                self.queues,
+                self.clock,
+                death.namespace,
+                death.notify_address,
+                envelope,
+                Tell(self.store, self.publish, self.clock),
             )
         except VigilError as error:
             if error.code is not ErrorCode.NOT_FOUND:

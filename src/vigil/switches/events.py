@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import AwareDatetime, Field
 
 from vigil.kit.events import EventData
+from vigil.mailboxes.records import parse_address
 from vigil.switches.records import Action, Death
 
 
@@ -33,6 +34,9 @@ class SwitchFired(EventData):
     released_pages: int | None = Field(
         description="How many pages of released leases resume_packet returns; null as above."
     )
+    # The agent whose mailbox its alert goes to: who may read it as its own event. Not sent:
+    # the channels' contract (docs/events) is what it was.
+    watcher: str | None = Field(default=None, exclude=True)
 
     @classmethod
     def of(cls, death: Death) -> SwitchFired:
@@ -52,7 +56,16 @@ class SwitchFired(EventData):
                 for held in (death.release.first if chosen else [])
             ],
             released_pages=death.release.pages if chosen else None,
+            watcher=_owner(death.notify_address),
         )
 
     def identity(self) -> tuple[str, ...]:
         return (self.scope, str(self.generation))
+
+    def readers(self) -> tuple[str, ...]:
+        return () if self.watcher is None else (self.watcher,)
+
+
+def _owner(address: str | None) -> str | None:
+    parsed = None if address is None else parse_address(address)
+    return None if parsed is None else parsed[0]

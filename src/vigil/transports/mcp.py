@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from vigil import __version__, catalog
 from vigil.app import App
 from vigil.catalog import TOOLSET_NAMES, Toolset, UnknownTool, UnknownToolset, listed, toolsets
-from vigil.errors import ErrorCode, VigilError, limit_exceeded_body
+from vigil.errors import ErrorCode, VigilError, limit_exceeded_body, unauthenticated
 from vigil.kit.http import (
     MAX_BODY_BYTES,
     HttpRequest,
@@ -27,7 +27,7 @@ from vigil.kit.http import (
     method_not_allowed,
 )
 from vigil.kit.principals import Kind, Role
-from vigil.transports import tasks
+from vigil.transports import mcp_events, tasks
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -74,8 +74,10 @@ INSTRUCTIONS = (
 
 SERVER_INFO = {"name": "vigil", "title": "Vigil", "version": __version__}
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
-# The 2026-07-28 era declares extensions; a host of the handshake era is shown none.
-MODERN_CAPABILITIES = {**CAPABILITIES, "extensions": {tasks.TASKS: {}}}
+# The extensions server/discover offers: the 2026-07-28 era declares them; a host of the
+# handshake era is shown none.
+EXTENSIONS: dict[str, dict[str, Any]] = {tasks.TASKS: {}, mcp_events.EXTENSION: {}}
+MODERN_CAPABILITIES = {**CAPABILITIES, "extensions": EXTENSIONS}
 
 
 def _error(
@@ -281,6 +283,14 @@ class McpEndpoint:
             return self._call(request, request_id, params, stateless)
         if method in tasks.METHODS:
             return self._task(request, request_id, method, params, stateless, caller)
+        if stateless and method in mcp_events.METHODS:
+            if caller is None:
+                return _unauthorized(request, request_id, unauthenticated())
+            try:
+                events = mcp_events.answer(self.app, method, params, caller)
+            except mcp_events.Refusal as refused:
+                return _error(request_id, refused.code, refused.message, data=refused.data)
+            return _result(request_id, events, stateless)
         return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
     def _task(
