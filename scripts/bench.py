@@ -271,6 +271,17 @@ def request_lateness(count: int, max_window: int, seed: int) -> dict[str, float]
 
 
 # -- output ---------------------------------------------------------------------------------------
+def _busy(when: When) -> str:
+    """What the load says of the figures: only a load above the CPUs' count means other work
+    took turns with the benchmark."""
+    if max(when.load_at_start, when.load_at_end) <= (os.cpu_count() or 1):
+        return ""
+    return (
+        ": above the CPUs' count, other work shared them, and times and rates are worse than "
+        "an idle machine's"
+    )
+
+
 def command_line(argv: list[str]) -> str:
     python = Path(sys.executable)
     try:
@@ -314,8 +325,7 @@ def markdown(
         "",
         f"on {when.started:%Y-%m-%d %H:%M} UTC, {when.minutes:.1f} min, {os.cpu_count()} CPUs "
         f"(1-minute load average {when.load_at_start:.1f} at the start, "
-        f"{when.load_at_end:.1f} at the end: above the CPUs' count, other work shared them, "
-        "and times and rates are worse than an idle machine's), Python "
+        f"{when.load_at_end:.1f} at the end{_busy(when)}), Python "
         f"{platform.python_version()}, {platform.system()} {platform.machine()}. The per-tool "
         "figures run on moto in this process; throughput and lateness on the local runtime: "
         "DynamoDB Local behind its signature-checking front (each a process of its own), "
