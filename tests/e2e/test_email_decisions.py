@@ -1,8 +1,8 @@
 """Deciding from an email on the local runtime, over HTTP: the address's first request email
 (sent through moto's SES by the notify function) carries the link that claims it, which its
 person binds signed in; the next one carries that person's decision link. Opening it changes
-nothing; only the form posted from its page decides, once: the same link used again (forwarded,
-replayed) decides nothing more."""
+nothing; a stranger holding it decides nothing; the person, signed in, decides with the form
+posted from its page, once: the same link used again decides nothing more."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_an_email_link_changes_nothing_until_its_form_is_posted_and_decides_once
     assert console.send("POST", "/console/sign-in", {"csrf": csrf, "secret": pat["secret"]})[0]
     status, page = console.send("GET", path_of(claim))
     assert status == 200
-    token = parse_qs(urlsplit(claim).query)["token"][0]
+    token = token_of(claim)
     assert (
         console.send("POST", "/console/link", {"csrf": field(page, "csrf"), "token": token})[0]
         == 200
@@ -95,7 +95,7 @@ def test_an_email_link_changes_nothing_until_its_form_is_posted_and_decides_once
     # The next one carries Pat's decision link. Opening it, again and again, changes nothing.
     second = ask()
     link = link_in_email(second["body"], "/console/decide")
-    stranger = Client(base)  # no console session: the link is the credential
+    stranger = Client(base)  # no console session: it sees the request, and decides nothing
 
     def current() -> dict[str, Any]:
         return rest(base, ann["secret"], "get_request", id=second["id"])
@@ -104,23 +104,27 @@ def test_an_email_link_changes_nothing_until_its_form_is_posted_and_decides_once
     for _ in range(3):
         status, page = stranger.send("GET", path_of(link))
         assert status == 200
-    assert "Pat Doe" in page
+    assert "sign in as Pat Doe" in page
+    form = {"token": token_of(link), "version": str(before["version"]), "outcome": "approved"}
+    assert stranger.send("POST", "/console/decide", form)[0] == 403
     assert current() == before
 
-    # Its form decides, as Pat.
-    form = {
-        "token": field(page, "token"),
-        "version": field(page, "version"),
-        "outcome": "approved",
-    }
-    status, _ = stranger.send("POST", "/console/decide", form)
+    # Pat, signed in, opens it and its form decides, as Pat.
+    status, page = console.send("GET", path_of(link))
+    assert status == 200
+    form["csrf"] = field(page, "csrf")
+    status, _ = console.send("POST", "/console/decide", form)
     assert status == 200
     decided = current()
     assert decided["state"] == "approved"
     assert decided["response"]["by"] == pat["principal"]["id"]
 
-    # The same link, forwarded and used again, decides nothing more.
-    status, page = Client(base).send("POST", "/console/decide", {**form, "outcome": "denied"})
+    # The same link, used again, decides nothing more.
+    status, page = console.send("POST", "/console/decide", {**form, "outcome": "denied"})
     assert status == 409
     assert "approved by Pat Doe" in page
     assert current() == decided
+
+
+def token_of(link: str) -> str:
+    return parse_qs(urlsplit(link).query)["token"][0]

@@ -116,9 +116,15 @@ def scene(clock: ManualClock) -> Scene:
 
 
 def decide(browser: Browser, link: str, outcome: str) -> HttpResponse:
+    """The link opened in ``browser`` and its form posted, as its page gives it."""
     path, query = split(link)
     page = browser.get(path, **query)
-    form = {"token": query["token"], "version": field_of(page, "version"), "outcome": outcome}
+    form = {
+        "token": query["token"],
+        "csrf": field_of(page, "csrf"),
+        "version": field_of(page, "version"),
+        "outcome": outcome,
+    }
     return browser.post(path, form)
 
 
@@ -151,18 +157,18 @@ def test_the_post_from_the_page_decides_as_the_person_once(scene: Scene) -> None
     scene.link_address(ADDRESS, scene.pat_secret)
     request_id = scene.ask()
     [link] = links_in(scene.ses.texts()[-1], "/console/decide")
-    done = decide(scene.stranger(), link, "approved")
+    done = decide(signed_in(scene.world, scene.pat_secret), link, "approved")
     assert done.status == 200
     decided = scene.state(request_id)
     assert decided["state"] == "approved"
     assert decided["response"]["by"] == scene.pat
-    # The same link, used again (forwarded, replayed): it decides nothing more.
+    # The same link, used again, by Pat herself: it decides nothing more.
     path, query = split(link)
     page = scene.stranger().get(path, **query)
     assert "approved by Pat Doe" in page.body.decode()
-    again = scene.stranger().post(
-        path, {"token": query["token"], "version": str(decided["version"]), "outcome": "denied"}
-    )
+    pat = signed_in(scene.world, scene.pat_secret)
+    form = {"token": query["token"], "version": str(decided["version"]), "outcome": "denied"}
+    again = pat.post(path, {**form, "csrf": field_of(pat.get("/console"), "csrf")})
     assert again.status == 409
     assert scene.state(request_id) == decided
 
@@ -243,3 +249,34 @@ def test_a_post_from_another_site_decides_nothing(scene: Scene) -> None:
     refused = scene.stranger().post(path, form, headers={"sec-fetch-site": "cross-site"})
     assert refused.status == 403
     assert scene.state(request_id)["state"] == "open"
+
+
+def test_a_forwarded_link_decides_nothing(scene: Scene) -> None:
+    """Whoever holds Pat's link sees the request, but only Pat, signed in, decides with it:
+    not a stranger, not another person signed in, whether or not they may decide it."""
+    scene.link_address(ADDRESS, scene.pat_secret)
+    request_id = scene.ask()
+    [link] = links_in(scene.ses.texts()[-1], "/console/decide")
+    path, query = split(link)
+    request = scene.state(request_id)
+    form = {"token": query["token"], "version": str(request["version"]), "outcome": "approved"}
+    page = scene.stranger().get(path, **query)
+    assert page.status == 200
+    assert "sign in as Pat Doe" in page.body.decode()
+    assert 'name="outcome"' not in page.body.decode()
+    assert scene.stranger().post(path, form).status == 403
+    bob = signed_in(scene.world, scene.bob_secret)
+    shown = bob.get(path, **query)
+    assert 'name="outcome"' not in shown.body.decode()
+    assert bob.post(path, {**form, "csrf": field_of(bob.get("/console"), "csrf")}).status == 403
+    assert scene.state(request_id) == request
+
+
+def test_signing_in_from_the_link_comes_back_to_it(scene: Scene) -> None:
+    scene.link_address(ADDRESS, scene.pat_secret)
+    scene.ask()
+    [link] = links_in(scene.ses.texts()[-1], "/console/decide")
+    path, query = split(link)
+    page = scene.stranger().get(path, **query).body.decode()
+    sign_in = html.unescape(re.search(r'href="(/console/sign-in\?[^"]+)"', page).group(1))
+    assert parse_qs(urlsplit(sign_in).query)["next"] == [f"{path}?token={query['token']}"]

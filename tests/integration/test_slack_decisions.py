@@ -38,7 +38,7 @@ def world(clock: ManualClock) -> World:
 
 
 class Scene:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, policy: dict[str, Any] | None = None) -> None:
         self.world = world
         self.router = Router(world.app, frozenset())
         self.pat, self.pat_secret = world.tenant.register(kind="person", name="Pat Doe")
@@ -63,6 +63,7 @@ class Scene:
             kind="approval",
             body="May I deploy?",
             action=ACTION,
+            **({"policy": policy} if policy else {}),
         )
         self.request_id = self.request["id"]
 
@@ -96,7 +97,7 @@ class Scene:
         return self.router.handle(request), body, headers
 
 
-def payload_body(user: str, action_id: str, request_id: str) -> bytes:
+def payload_body(user: str, action_id: str, request_id: str, reason: str | None = None) -> bytes:
     """A block_actions payload as Slack posts it (form-encoded, ``payload=`` JSON); each
     click its own, as Slack's trigger_id and action_ts make them."""
     click = next(_clicks)
@@ -117,7 +118,7 @@ def payload_body(user: str, action_id: str, request_id: str) -> bytes:
         "is_enterprise_install": False,
         "channel": {"id": "C0APPROVALS", "name": "approvals"},
         "message": {"type": "message", "ts": "1733227200.000100", "text": "Approval opened"},
-        "state": {"values": {}},
+        "state": {"values": {} if reason is None else typed_reason(reason)},
         "response_url": RESPONSE_URL,
         "actions": [
             {
@@ -132,6 +133,11 @@ def payload_body(user: str, action_id: str, request_id: str) -> bytes:
         ],
     }
     return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+def typed_reason(text: str) -> dict[str, Any]:
+    """The message's state as Slack sends it with a click: what its reason field holds."""
+    return {"vigil.reason": {"vigil.reason": {"type": "plain_text_input", "value": text}}}
 
 
 def signed(secret: str, body: bytes, world: World, age_seconds: int = 0) -> dict[str, str]:
@@ -327,3 +333,35 @@ def test_a_click_racing_a_console_decision_leaves_one_outcome(racing: Scene) -> 
     scene.world.run_alarms()
     notes = [p for p in scene.posted_to(RESPONSE_URL)[before:] if not p["replace_original"]]
     assert "already denied by Lee Roe" in notes[0]["text"]
+
+
+def test_an_approvals_message_carries_a_reason_field_for_a_deny(scene: Scene) -> None:
+    scene.world.run_alarms()
+    [message] = scene.posted_to("https://hooks.slack.com/services/")
+    [field] = [block for block in message["blocks"] if block["type"] == "input"]
+    assert field["block_id"] == "vigil.reason"
+    assert field["optional"] is True
+    assert field["element"]["type"] == "plain_text_input"
+
+
+def test_a_deny_carries_the_reason_typed_in_the_message(scene: Scene) -> None:
+    link_user(scene, "U0PAT", scene.pat_secret)
+    body = payload_body("U0PAT", "vigil.deny", scene.request_id, reason="Not on a Friday.")
+    assert scene.click("U0PAT", "vigil.deny", body=body)[0].status == 200
+    state = scene.state()
+    assert (state["state"], state["response"]["answer"]) == ("denied", "Not on a Friday.")
+
+
+def test_a_deny_without_the_reason_a_request_requires_changes_nothing(world: World) -> None:
+    scene = Scene(world, policy={"reason_on_deny": True})
+    link_user(scene, "U0PAT", scene.pat_secret)
+    before = len(scene.posted_to(RESPONSE_URL))
+    body = payload_body("U0PAT", "vigil.deny", scene.request_id, reason="  ")
+    assert scene.click("U0PAT", "vigil.deny", body=body)[0].status == 200
+    assert scene.state()["state"] == "open"
+    scene.world.run_alarms()
+    [note] = scene.posted_to(RESPONSE_URL)[before:]
+    assert "Not done" in json.dumps(note)
+    body = payload_body("U0PAT", "vigil.deny", scene.request_id, reason="Tests are red.")
+    assert scene.click("U0PAT", "vigil.deny", body=body)[0].status == 200
+    assert scene.state()["response"]["answer"] == "Tests are red."

@@ -87,7 +87,7 @@ def pat_replies(tenant: Tenant, people: dict[str, tuple[str, str]], task_id: str
 def test_discovery_advertises_the_extension_and_the_handshake_does_not(
     router: Router, ann: Host
 ) -> None:
-    assert ann.result("server/discover", {})["capabilities"]["extensions"] [TASKS] == {}
+    assert ann.result("server/discover", {})["capabilities"]["extensions"][TASKS] == {}
     initialize = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}}
     message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}
     response = router.handle(HttpRequest("POST", "/mcp", HEADERS, json.dumps(message).encode()))

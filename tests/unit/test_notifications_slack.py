@@ -38,7 +38,9 @@ BLOCK_KEYS = {
     "section": {"type", "text", "fields", "block_id"},
     "context": {"type", "elements", "block_id"},
     "actions": {"type", "elements", "block_id"},
+    "input": {"type", "label", "element", "block_id", "optional", "hint", "dispatch_action"},
 }
+TEXT_INPUT_KEYS = {"type", "action_id", "multiline", "max_length", "min_length", "placeholder"}
 BUTTON_KEYS = {"type", "text", "action_id", "url", "value", "style"}
 
 
@@ -76,6 +78,15 @@ def validate(message: dict[str, Any]) -> None:
             assert 1 <= len(block["elements"]) <= 10
             for item in block["elements"]:
                 check_text(item, 3000)
+        elif kind == "input":
+            # Block Kit's input block: a label of at most 2,000 characters, one element; a
+            # plain-text input holds at most 3,000.
+            check_text(block["label"], 2000, ("plain_text",))
+            element = block["element"]
+            assert element["type"] == "plain_text_input"
+            assert set(element) <= TEXT_INPUT_KEYS, element
+            assert 1 <= element.get("max_length", 3000) <= 3000
+            action_ids.append(element["action_id"])
         else:
             assert 1 <= len(block["elements"]) <= 25
             for button in block["elements"]:

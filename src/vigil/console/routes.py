@@ -87,8 +87,13 @@ class Console:
         if path == f"{PREFIX}/sign-in":
             return self.sign_in.handle(request)
         if path == f"{PREFIX}/decide":
-            # An email's decision link: its token, not a session, says who decides.
-            return decide.decide(self.responder, request)
+            # An email's decision link: its token says whose decision it is; only that
+            # person, signed in, makes it.
+            visit = self.sign_in.visit(request)
+            response = decide.decide(self.responder, request, visit, self.signer)
+            if visit is not None:
+                response.cookies += visit.cookies
+            return response
         visit = self.sign_in.visit(request)
         page = PAGES.get(path) if request.method != "POST" else None
         action = ACTIONS.get(path) if request.method == "POST" else None

@@ -36,6 +36,10 @@ ACTION_PREFIX = "vigil."
 APPROVE = f"{ACTION_PREFIX}approve"
 DENY = f"{ACTION_PREFIX}deny"
 CHOICE = f"{ACTION_PREFIX}choice."
+# The field of an approval's message where a denial's reason is typed: Slack sends what it holds
+# with the click (the payload's state), so a Deny carries it with no dialog and no bot token.
+REASON = f"{ACTION_PREFIX}reason"
+MAX_REASON = 500
 
 
 def escape(text: str) -> str:
@@ -146,6 +150,21 @@ def slack_message(
     # Buttons that decide replace the links that only lead to the console's decision; one link
     # to the request's page stays, and an actions block holds at most 25 elements.
     buttons = [*deciding, *links[: 1 if deciding else None]][:MAX_ACTIONS]
+    if any(button.get("action_id") == DENY for button in deciding):
+        blocks.append(
+            {
+                "type": "input",
+                "block_id": REASON,
+                "optional": True,
+                "label": _plain("Reason, if you deny (the asker reads it)"),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON,
+                    "multiline": True,
+                    "max_length": MAX_REASON,
+                },
+            }
+        )
     if buttons:
         blocks.append({"type": "actions", "block_id": "vigil", "elements": buttons})
     return {"text": fit(summary.title, MAX_FALLBACK), "blocks": blocks}

@@ -33,7 +33,7 @@ from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.notifications.accounts import link_url
 from vigil.notifications.channel_secrets import open_secrets
-from vigil.notifications.slack import APPROVE, CHOICE, DENY
+from vigil.notifications.slack import APPROVE, CHOICE, DENY, REASON
 from vigil.notifications.slack_responses import Owed, owe, response_id
 from vigil.notifications.summary import when
 
@@ -79,6 +79,8 @@ class Click:
     action_id: str
     request_id: str
     response_url: str
+    # What the message's reason field held (a denial's reason), if anything was typed.
+    reason: str | None = None
 
     @classmethod
     def of(cls, body: bytes) -> Click | None:
@@ -87,11 +89,14 @@ class Click:
             user = payload["user"]
             team = (payload.get("team") or {}).get("id") or user.get("team_id")
             [action] = payload["actions"]
+            typed = ((payload.get("state") or {}).get("values") or {}).get(REASON) or {}
+            reason = (typed.get(REASON) or {}).get("value")
             click = cls(
                 f"{team}/{user['id']}",
                 str(action["action_id"]),
                 str(action["value"]),
                 str(payload["response_url"]),
+                reason if isinstance(reason, str) and reason.strip() else None,
             )
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError):
             return None
@@ -164,7 +169,7 @@ class SlackInteractions:
             return False, _NOT_AMONG
         if found["state"] != "open":
             return True, self._decided(found, person)
-        arguments = _reply_arguments(click.action_id, found)
+        arguments = _reply_arguments(click, found)
         if arguments is None:
             return False, "This button decides nothing Vigil knows."
         try:
@@ -191,12 +196,17 @@ class SlackInteractions:
         return f"This request was already {found['state']} by {name} at {at}."
 
 
-def _reply_arguments(action_id: str, found: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``reply``'s arguments for the button ``action_id`` on the request ``found``, at the
-    version read: an approval's Approve or Deny, or a question's choice by its number."""
+def _reply_arguments(click: Click, found: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``reply``'s arguments for the button clicked on the request ``found``, at the version
+    read: an approval's Approve, or Deny with the reason typed in the message, or a question's
+    choice by its number."""
+    action_id = click.action_id
     base = {"id": found["id"], "version": found["version"]}
-    if found["kind"] == "approval" and action_id in (APPROVE, DENY):
-        return {**base, "outcome": "approved" if action_id == APPROVE else "denied"}
+    if found["kind"] == "approval" and action_id == APPROVE:
+        return {**base, "outcome": "approved"}
+    if found["kind"] == "approval" and action_id == DENY:
+        reason = {"answer": click.reason} if click.reason is not None else {}
+        return {**base, "outcome": "denied", **reason}
     choices = found.get("choices") or []
     number = action_id.removeprefix(CHOICE)
     question = found["kind"] == "question" and action_id.startswith(CHOICE)

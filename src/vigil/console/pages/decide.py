@@ -1,22 +1,27 @@
-"""The page an email's decision link opens, without signing in: the link's token is the
-credential, and it names the one person it decides as (``notifications.email_links``).
+"""The page an email's decision link opens: the link's token names the request and the one
+person whose decision it is (``notifications.email_links``); that person's console session,
+and nothing else, lets it decide.
 
-Opening it changes nothing, however often (mail scanners and previews open links): it shows the
-request, the exact action it binds (invisible characters made visible) and, while it is open,
-the form that decides. Only that form, posted from this page (the console's same-origin check),
-decides: ``reply`` called as the link's person, at the version the page showed, with the same
-audience check as anywhere. A link is its person's one decision: once the request is final, the
-link shows who decided it and decides nothing more.
+Opening it changes nothing, however often (mail scanners and previews open links), and needs no
+sign-in: it shows the request and the exact action it binds (invisible characters made
+visible). While the request is open, the link's person, signed in, gets the form that decides;
+anyone else is asked to sign in as that person. Only that form, posted from this page (the
+console's same-origin check) with the session's CSRF token, decides: ``reply`` called as the
+link's person, at the version the page showed, with the same audience check as anywhere. So a
+link forwarded to someone else, inside the audience or not, decides nothing: they cannot sign in
+as its person. Once the request is final, the link shows who decided it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from vigil.console.components import exact_action, problem
 from vigil.console.html import Html, join, render
-from vigil.console.responder import Responder, integer, read_form, reason
+from vigil.console.responder import PREFIX, Responder, Visit, integer, read_form, reason
+from vigil.console.session import Signer
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
@@ -26,14 +31,18 @@ from vigil.notifications.email_links import DECIDE_PATH, opened_decision
 _TITLE = "Decide"
 
 
-def decide(responder: Responder, request: HttpRequest) -> HttpResponse:
+def decide(
+    responder: Responder, request: HttpRequest, visit: Visit | None, signer: Signer
+) -> HttpResponse:
     try:
-        return _decide(responder, request)
+        return _decide(responder, request, visit, signer)
     except VigilError as error:
         return responder.page(_TITLE, problem(reason(error)), None, status=HTTP_STATUS[error.code])
 
 
-def _decide(responder: Responder, request: HttpRequest) -> HttpResponse:
+def _decide(
+    responder: Responder, request: HttpRequest, visit: Visit | None, signer: Signer
+) -> HttpResponse:
     form = read_form(request) if request.method == "POST" else dict(request.query)
     if form is None:
         return responder.refused(413, "The form is too large.")
@@ -50,8 +59,14 @@ def _decide(responder: Responder, request: HttpRequest) -> HttpResponse:
     if found is None or person.id not in found["audience"]:
         why = f"This link decides nothing: {person.name} is not among those who may decide."
         return responder.page(_TITLE, problem(why), None, status=403)
+    # The link's person, signed in: the one visitor who may decide.
+    own = visit if visit is not None and visit.principal.id == person.id else None
     if request.method != "POST":
-        return responder.page(_TITLE, _shown(responder, found, person, token), None)
+        return responder.page(_TITLE, _shown(responder, found, person, token, own), None)
+    if own is None or not signer.csrf_holds(own.session.session_id, form.get("csrf")):
+        said = problem(f"Nothing was done: only {person.name}, signed in, decides with this link.")
+        shown = _shown(responder, found, person, token, own)
+        return responder.page(_TITLE, join([said, shown]), None, status=403)
     arguments: dict[str, Any] = {
         "id": request_id,
         "outcome": form.get("outcome", ""),
@@ -66,7 +81,7 @@ def _decide(responder: Responder, request: HttpRequest) -> HttpResponse:
         said = problem(f"Nothing was done: {error.message}.")
         return responder.page(
             _TITLE,
-            join([said, _shown(responder, again, person, token)]),
+            join([said, _shown(responder, again, person, token, own)]),
             None,
             status=HTTP_STATUS[error.code],
         )
@@ -107,7 +122,13 @@ def _decided(responder: Responder, found: Mapping[str, Any], person: Principal) 
     )
 
 
-def _shown(responder: Responder, found: Mapping[str, Any], person: Principal, token: str) -> Html:
+def _shown(
+    responder: Responder,
+    found: Mapping[str, Any],
+    person: Principal,
+    token: str,
+    own: Visit | None,
+) -> Html:
     parts = [
         render(
             '<p>You decide as <strong>{name}</strong>.</p><p class="body">{body}</p>',
@@ -125,11 +146,21 @@ def _shown(responder: Responder, found: Mapping[str, Any], person: Principal, to
     if found["state"] != "open":
         parts.append(_decided(responder, found, person))
         return join(parts)
-    parts.append(_form(found, token))
+    if own is None:
+        back = f"{DECIDE_PATH}?{urlencode({'token': token})}"
+        parts.append(
+            render(
+                '<p>To decide, <a href="{href}">sign in as {name}</a>; this page comes back.</p>',
+                href=f"{PREFIX}/sign-in?{urlencode({'next': back})}",
+                name=person.name,
+            )
+        )
+        return join(parts)
+    parts.append(_form(found, token, own.csrf))
     return join(parts)
 
 
-def _form(found: Mapping[str, Any], token: str) -> Html:
+def _form(found: Mapping[str, Any], token: str, csrf: str) -> Html:
     if found["kind"] == "approval":
         controls = Html(
             '<label for="answer">Reason, if you deny (optional, the agent reads it)</label>'
@@ -161,9 +192,11 @@ def _form(found: Mapping[str, Any], token: str) -> Html:
     return render(
         '<form method="post" action="{path}" class="reply">'
         '<input type="hidden" name="token" value="{token}">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
         '<input type="hidden" name="version" value="{version}">{controls}</form>',
         path=DECIDE_PATH,
         token=token,
+        csrf=csrf,
         version=found["version"],
         controls=controls,
     )
