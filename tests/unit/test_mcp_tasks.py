@@ -310,8 +310,9 @@ def test_the_stdio_bridge_names_the_task_on_its_http_requests(
         polled = {"taskId": created["taskId"], "_meta": meta}
         task = json.loads(bridge.forward(rpc_line("tasks/get", polled)) or "")["result"]
     assert task["status"] == "working"
-    (*_, sent) = router.headers
-    assert (sent["mcp-method"], sent["mcp-name"]) == ("tasks/get", created["taskId"])
+    (*_, asking, polling) = router.headers
+    assert (asking["mcp-method"], asking["mcp-name"]) == ("tools/call", "ask")
+    assert (polling["mcp-method"], polling["mcp-name"]) == ("tasks/get", created["taskId"])
 
 
 def rpc_line(method: str, params: dict[str, Any]) -> str:

@@ -41,21 +41,30 @@ class Problem:
     message: str
 
 
-def _task_headers(message: object) -> dict[str, str]:
-    """The headers a tasks/* request carries over HTTP (its method, and its task id as
-    Mcp-Name) so that whatever routes HTTP can route it without reading the body; none for
-    any other message."""
-    if not isinstance(message, dict):
+# The member of a method's params that a request names as Mcp-Name.
+_NAMED_BY = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **dict.fromkeys(METHODS, "taskId"),
+}
+
+
+def _routing_headers(message: object) -> dict[str, str]:
+    """The headers a message carries over HTTP in the 2026-07-28 revision: its method as
+    Mcp-Method and, for a method that names a tool, prompt, resource or task, that name as
+    Mcp-Name (base64-wrapped when it is not header-safe), so that whatever routes HTTP can
+    route it without reading the body; none for a response."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return {}
-    method, params = message.get("method"), message.get("params")
-    if method not in METHODS:
-        return {}
-    task_id = params.get("taskId") if isinstance(params, dict) else None
-    if not isinstance(task_id, str):
+    method, params = message["method"], message.get("params")
+    member = _NAMED_BY.get(method)
+    name = params.get(member) if member is not None and isinstance(params, dict) else None
+    if not isinstance(name, str):
         return {"mcp-method": method}
-    if not _HEADER_SAFE.fullmatch(task_id):
-        task_id = f"=?base64?{base64.b64encode(task_id.encode()).decode()}?="
-    return {"mcp-method": method, "mcp-name": task_id}
+    if not _HEADER_SAFE.fullmatch(name):
+        name = f"=?base64?{base64.b64encode(name.encode()).decode()}?="
+    return {"mcp-method": method, "mcp-name": name}
 
 
 class StdioBridge:
@@ -122,7 +131,7 @@ class StdioBridge:
             headers[_PROTOCOL_HEADER] = self.protocol_version
         if self.toolsets is not None:
             headers[TOOLSETS_HEADER] = self.toolsets
-        headers.update(_task_headers(message))
+        headers.update(_routing_headers(message))
         request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
             self.endpoint, data=line.encode(), headers=headers, method="POST"
         )
