@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from vigil.console.components import exact_action, problem
 from vigil.console.html import Html, join, render
+from vigil.console.pages.requests import answer_controls
 from vigil.console.responder import PREFIX, Responder, Visit, integer, read_form, reason
 from vigil.console.session import Signer
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
@@ -169,26 +170,8 @@ def _form(found: Mapping[str, Any], token: str, csrf: str) -> Html:
             "</button>"
             '<button type="submit" name="outcome" value="denied" class="deny">Deny</button></div>'
         )
-    elif found.get("choices"):
-        controls = render(
-            "<fieldset><legend>Your answer</legend>{options}</fieldset>"
-            '<button type="submit" name="outcome" value="answered">Answer</button>',
-            options=join(
-                render(
-                    '<div><input type="radio" name="answer" id="choice-{n}" value="{c}" '
-                    'required><label for="choice-{n}">{c}</label></div>',
-                    n=n,
-                    c=choice,
-                )
-                for n, choice in enumerate(found["choices"])
-            ),
-        )
     else:
-        controls = Html(
-            '<label for="answer">Your answer</label>'
-            '<textarea id="answer" name="answer" rows="4" required></textarea>'
-            '<button type="submit" name="outcome" value="answered">Answer</button>'
-        )
+        controls = answer_controls(found)
     return render(
         '<form method="post" action="{path}" class="reply">'
         '<input type="hidden" name="token" value="{token}">'

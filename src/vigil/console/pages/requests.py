@@ -437,15 +437,28 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
             '<p class="hint">You confirm on the next page, which shows the action again; '
             "a denial can say why.</p>"
         )
-    elif kind == "task":
-        controls = Html(
+    else:
+        controls = answer_controls(request)
+    return render(
+        '<form method="post" action="/console/requests/reply" class="reply">{hidden}{controls}'
+        "</form>",
+        hidden=hidden,
+        controls=controls,
+    )
+
+
+def answer_controls(request: Mapping[str, Any]) -> Html:
+    """How a person answers an open task or question: a task's outcomes with its result, a
+    question's choices, or its free answer."""
+    if request["kind"] == "task":
+        return Html(
             '<label for="answer">Result (optional)</label>'
             '<textarea id="answer" name="answer" rows="3"></textarea><div class="decision">'
             '<button type="submit" name="outcome" value="completed">Completed</button>'
             '<button type="submit" name="outcome" value="failed">Failed</button>'
             '<button type="submit" name="outcome" value="rejected">Reject</button></div>'
         )
-    elif request.get("choices"):
+    if request.get("choices"):
         options = join(
             render(
                 '<div><input type="radio" name="answer" id="choice-{n}" value="{choice}" required>'
@@ -455,20 +468,13 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
             )
             for n, choice in enumerate(request["choices"])
         )
-        controls = render(
+        return render(
             "<fieldset><legend>Your answer</legend>{options}</fieldset>"
             '<button type="submit" name="outcome" value="answered">Answer</button>',
             options=options,
         )
-    else:
-        controls = Html(
-            '<label for="answer">Your answer</label>'
-            '<textarea id="answer" name="answer" rows="4" required></textarea>'
-            '<button type="submit" name="outcome" value="answered">Answer</button>'
-        )
-    return render(
-        '<form method="post" action="/console/requests/reply" class="reply">{hidden}{controls}'
-        "</form>",
-        hidden=hidden,
-        controls=controls,
+    return Html(
+        '<label for="answer">Your answer</label>'
+        '<textarea id="answer" name="answer" rows="4" required></textarea>'
+        '<button type="submit" name="outcome" value="answered">Answer</button>'
     )
