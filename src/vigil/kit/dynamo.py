@@ -154,6 +154,19 @@ class DynamoBase(Committer, IdempotencyStore):
             put["ConditionExpression"] = condition
         return DynamoWrite([{"Put": put}])
 
+    def _put_new(self, item: dict[str, Any]) -> bool:
+        """Puts ``item`` now, only if no item has its key; whether it was put."""
+        try:
+            self._call(
+                self.client.put_item,
+                TableName=self.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def _update(self, key: dict[str, Any], **request: Any) -> dict[str, Any]:
         return {"Update": {"TableName": self.table, "Key": key, **request}}
 

@@ -23,7 +23,6 @@ from datetime import datetime
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
-from vigil.kit.uow import ConditionFailed
 from vigil.notifications.feeds import Feed, FeedEntry
 from vigil.notifications.records import (
     NOTIFICATION_RETENTION,
@@ -262,18 +261,11 @@ class DynamoChannels(DynamoBase, ChannelStore, FeedStore):
             **_account_key(link.namespace, link.surface, link.account),
             "doc": attr_s(link.model_dump_json()),
         }
-        try:
-            self._call(
-                self.client.put_item,
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ConditionFailed:
-            linked = self.linked_account(link.namespace, link.surface, link.account)
-            assert linked is not None  # an account link is never deleted
-            return linked
-        return link.principal_id
+        if self._put_new(item):
+            return link.principal_id
+        linked = self.linked_account(link.namespace, link.surface, link.account)
+        assert linked is not None  # an account link is never deleted
+        return linked
 
     def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
         key = _account_key(namespace, surface, account)
@@ -287,16 +279,7 @@ class DynamoChannels(DynamoBase, ChannelStore, FeedStore):
             "doc": attr_s(response.model_dump_json()),
             "ttl": attr_n(int(ends.timestamp())),
         }
-        try:
-            self._call(
-                self.client.put_item,
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self._put_new(item)
 
     def get_slack_response(self, namespace: str, response_id: str) -> SlackResponse | None:
         key = _response_key(namespace, response_id)
