@@ -106,11 +106,23 @@ Stage = Literal["required", "complete", "all but one", "one optional"]
 
 def _bases(schema: dict[str, Any]) -> Iterator[tuple[Stage, dict[str, Any]]]:
     required_only, everything = simplest(schema), simplest(schema, complete=True)
+    # Every property again, but an optional object with only what it requires: a nested
+    # property may need what only a later call makes (a channel to escalate to).
+    props = properties(schema)
+    shallow = {
+        name: simplest(props[name])
+        if name not in required_only and isinstance(value, dict)
+        else value
+        for name, value in everything.items()
+    }
     yield "required", required_only
     yield "complete", everything
-    for name in everything:
-        if name not in required_only:
-            yield "all but one", {k: v for k, v in everything.items() if k != name}
+    if shallow != everything:
+        yield "complete", shallow
+    optional = [name for name in everything if name not in required_only]
+    for whole in (everything, shallow) if shallow != everything else (everything,):
+        for name in optional:
+            yield "all but one", {k: v for k, v in whole.items() if k != name}
     for name, value in everything.items():
         if name not in required_only:
             yield "one optional", {**required_only, name: value}
@@ -126,8 +138,9 @@ def attempts(
     used: dict[str, set[Any]] | None = None,
 ) -> Iterator[tuple[Stage, dict[str, Any]]]:
     """Arguments to try, as (stage, arguments): first from the required properties only, then
-    from every property, then from all but one optional property (some exclude each other),
-    then from the required ones and one optional property at a time."""
+    from every property (and again with each optional object holding only what it requires),
+    then from all but one optional property (some exclude each other), then from the required
+    ones and one optional property at a time."""
     schema = input_schema(tool)
     props = properties(schema)
     used = used or {}

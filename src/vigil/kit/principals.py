@@ -26,6 +26,11 @@ def new_id(prefix: str, length: int = 16) -> str:
     return f"{prefix}_{_random(length)}"
 
 
+def id_pattern(prefix: str) -> str:
+    """The pattern of the ids new_id makes with ``prefix``."""
+    return rf"^{prefix}_[a-z2-7]{{16}}$"
+
+
 # A numbered id has the shape of every other id (a kind and 16 base32 characters), and its
 # first 8 characters are its number, so that finding what it names is one keyed read; the
 # random rest keeps an id of one sequence from naming the same number of another.

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, model_validator
 
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.principals import id_pattern
 from vigil.kit.tooling import StrictInput
 from vigil.notifications.records import EVENT_TYPES, EventType, Rule
 from vigil.switches.tools import ScopePrefix
@@ -64,7 +65,7 @@ Name = Annotated[
 ChannelId = Annotated[
     str,
     Field(
-        pattern=r"^chn_[a-z2-7]{16}$",
+        pattern=id_pattern("chn"),
         description="A channel's id, as list_channels shows it.",
     ),
 ]

@@ -141,8 +141,8 @@ class CreateChannelInput(StrictInput):
     kind: ChannelKind = Field(
         description="webhook (signed JSON POSTs), slack (incoming webhook) or email."
     )
-    email: EmailAddress | None = None
     url: Url | None = None
+    email: EmailAddress | None = None
     slack_signing_secret: SlackSigningSecret | None = None
     rules: list[RuleInput] = Field(
         min_length=1,

@@ -17,6 +17,7 @@ from vigil.conversations.tools import (
     check_mentions,
 )
 from vigil.kit.names import PRINTABLE, normalised
+from vigil.kit.principals import id_pattern
 from vigil.kit.tooling import Cursor, IdempotencyKey, StrictInput
 from vigil.requests.policy import MAX_QUORUM
 from vigil.requests.records import (
@@ -114,7 +115,7 @@ class PolicyInput(StrictInput):
         description="Still open then: tell escalate_to.",
     )
     escalate_to: str | None = Field(
-        default=None, min_length=1, max_length=64, description="A channel's id."
+        default=None, pattern=id_pattern("chn"), description="A channel's id."
     )
 
 
