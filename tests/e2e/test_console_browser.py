@@ -232,7 +232,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     shot(page, "overview-armed")
     fired = page.locator("#fired-switches")
     expect(fired).to_contain_text(scope, timeout=20_000)
-    expect(fired).to_contain_text("mark_failed")
+    expect(fired).to_contain_text("mark failed")
     expect(page.locator("#count-fired")).to_have_text("1")
     assert not_reloaded(page), "the overview reloaded instead of refreshing itself"
     shot(page, "overview-fired")
