@@ -148,6 +148,11 @@ def test_open_requests_are_drawn_longest_waiting_first_with_escaped_titles() -> 
     assert labels[0].startswith("Drop & go")
     assert "2 open requests" in said(root)
     assert "longest waiting 4 h 0 min" in said(root)
+    # Each label's 26 px capitals stand whole above its bar, inside the picture.
+    tops = [float(e.get("y") or "") for e in root.iter(f"{SVG}text")]
+    for label_y, bar in zip(tops, bars, strict=True):
+        assert label_y < float(bar.get("y") or "")
+    assert tops[0] >= 22
 
 
 def test_no_open_request_draws_no_picture() -> None:

@@ -199,10 +199,11 @@ def request_ages(requests: Sequence[tuple[str, datetime]], now: datetime, ident:
             render(
                 '<text class="label" x="0" y="{ty}">{title} · {age}</text>'
                 '<rect class="age" x="0" y="{by}" width="{w}" height="{h}"/>',
-                ty=top + 16,
+                # The label's baseline stands below its 26 px capitals, so none is cut off.
+                ty=top + 24,
                 title=shown,
                 age=span(seconds),
-                by=top + 22,
+                by=top + 30,
                 w=f"{width:g}",
                 h=BAR - 14,
             )
