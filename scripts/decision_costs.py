@@ -205,6 +205,7 @@ def slack_and_email() -> list[Row]:
     from tests.support import TEST_KEYS
     from vigil.alarms.timers import Timer
     from vigil.kit.http import HttpRequest
+    from vigil.notifications.accounts import link_account
     from vigil.notifications.email_links import decision_url
     from vigil.notifications.outbound import SendResult
     from vigil.notifications.records import AccountLink
@@ -236,14 +237,15 @@ def slack_and_email() -> list[Row]:
     )
     channel_id = world.call("list_channels", "operator")["channels"][0]["id"]
     for surface, account in (("slack", "T0ACME/U0PAT"), ("email", "pat@example.com")):
-        world.store.link_account(
+        link_account(
+            world.store,
             AccountLink(
                 namespace=NAMESPACE,
                 surface=surface,  # type: ignore[arg-type]
                 account=account,
                 principal_id=pat,
                 linked_at=world.clock.now(),
-            )
+            ),
         )
 
     def ask() -> dict[str, Any]:
@@ -292,7 +294,11 @@ def slack_and_email() -> list[Row]:
     counted("Slack: the message redrawn (notify)", lambda: responder.on_timer(timer), False)
     assert json.loads(sent[-1][1])["replace_original"] is True
 
-    # Email: the page opened, then its form posted.
+    # Email: the page opened by its person, signed in to the console, then its form posted.
+    from tests.integration.test_console_http import Browser, field_of
+
+    browser = Browser(router)
+    assert browser.sign_in(world.secrets["pat"]).status == 303
     request = ask()
     expires = world.call("get_request", "ann", id=request["id"])["expires_at"]
     link = decision_url(
@@ -305,23 +311,17 @@ def slack_and_email() -> list[Row]:
     )
     parts = urlsplit(link)
     token = parse_qs(parts.query)["token"][0]
-    host = {"host": "vigil.example", "x-forwarded-proto": "https"}
     page = counted(
-        "email: the decision page opened (GET)",
-        lambda: router.handle(HttpRequest("GET", parts.path, host, b"", query={"token": token})),
+        "email: the decision page opened (GET)", lambda: browser.get(parts.path, token=token)
     )
     assert page.status == 200
-    version = world.call("get_request", "ann", id=request["id"])["version"]
-    form = urlencode({"token": token, "version": version, "outcome": "approved"}).encode()
-    posted = {
-        **host,
-        "content-type": "application/x-www-form-urlencoded",
-        "sec-fetch-site": "same-origin",
+    form = {
+        "token": token,
+        "csrf": field_of(page, "csrf"),
+        "version": field_of(page, "version"),
+        "outcome": "approved",
     }
-    done = counted(
-        "email: its form posted (POST)",
-        lambda: router.handle(HttpRequest("POST", parts.path, posted, form)),
-    )
+    done = counted("email: its form posted (POST)", lambda: browser.post(parts.path, form))
     assert done.status == 200, done.body
     assert world.call("get_request", "ann", id=request["id"])["state"] == "approved"
     return rows

@@ -15,6 +15,7 @@ from vigil.kit.idempotency import IdempotencyStore
 from vigil.leases.store import LeaseStore
 from vigil.mailboxes.store import DeadLetterPorts, MailboxPorts, MailboxStore
 from vigil.notifications.store import (
+    AccountPorts,
     ChannelPorts,
     ChannelStore,
     DelivererPorts,
@@ -39,6 +40,7 @@ class Store(
     DelivererPorts,
     FeedPorts,
     SlackResponsePorts,
+    AccountPorts,
     DeadLetterPorts,
     WatchPorts,
     IdentityPorts,

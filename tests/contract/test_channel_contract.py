@@ -10,7 +10,7 @@ from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.limits import MAX_ITEM_BYTES
 from vigil.kit.sealing import seal
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.notifications.records import (
     AccountLink,
     Acknowledgement,
@@ -232,8 +232,9 @@ def account_link(clock: ManualClock, principal_id: str, namespace: str = "acme")
 
 def test_an_account_is_linked_to_whoever_linked_it_first(store: Store, clock: ManualClock) -> None:
     assert store.linked_account("acme", "slack", "T0ACME/U0PAT") is None
-    assert store.link_account(account_link(clock, OPERATOR)) == OPERATOR
-    assert store.link_account(account_link(clock, "per_bbbbbbbbbbbbbbbb")) == OPERATOR
+    UnitOfWork(store).commit(store.link_account(account_link(clock, OPERATOR)))
+    with pytest.raises(ConditionFailed):
+        UnitOfWork(store).commit(store.link_account(account_link(clock, "per_bbbbbbbbbbbbbbbb")))
     assert store.linked_account("acme", "slack", "T0ACME/U0PAT") == OPERATOR
     assert store.linked_account("acme", "email", "T0ACME/U0PAT") is None
     assert store.linked_account("globex", "slack", "T0ACME/U0PAT") is None

@@ -365,3 +365,16 @@ def test_a_deny_without_the_reason_a_request_requires_changes_nothing(world: Wor
     body = payload_body("U0PAT", "vigil.deny", scene.request_id, reason="Tests are red.")
     assert scene.click("U0PAT", "vigil.deny", body=body)[0].status == 200
     assert scene.state()["response"]["answer"] == "Tests are red."
+
+
+def test_linking_a_slack_user_is_in_the_audit_trail(scene: Scene) -> None:
+    """A link gives a Slack user a person's power to decide: operators see who made it."""
+    link_user(scene, "U0PAT", scene.pat_secret)
+    events = scene.world.call("list_audit_events")["events"]
+    [linked] = [e for e in events if e["action"] == "link_account"]
+    assert (linked["actor"], linked["target_kind"], linked["target"]) == (
+        scene.pat,
+        "account",
+        "slack:T0ACME/U0PAT",
+    )
+    assert linked["via"] == "console"

@@ -19,7 +19,9 @@ from vigil.kit.records import Record
 # scope prefix), every change to a channel and every test sent to one are operators' powers;
 # bootstrap and rotate_operator are the deployer's (the `vigil` command, with AWS credentials).
 # withdraw_request is no power but is recorded too: a request's audience stops being asked.
-# Every vote and decision on a request (reply) is audited too, with the surface it came from.
+# Every vote and decision on a request (reply) is audited too, with the surface it came from,
+# and every account linked to a person (link_account: a Slack user or an address that then
+# decides as them).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -39,8 +41,9 @@ AuditAction = Literal[
     "test_channel",
     "withdraw_request",
     "reply",
+    "link_account",
 ]
-TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause", "request"]
+TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause", "request", "account"]
 
 
 class AuditEvent(Record):

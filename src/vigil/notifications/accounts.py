@@ -14,9 +14,12 @@ from datetime import datetime, timedelta
 from typing import get_args
 from urllib.parse import urlencode
 
+from vigil.audit.records import AuditEvent
 from vigil.kit.keys import Keys
 from vigil.kit.tokens import open_token, sign_token
-from vigil.notifications.records import AccountSurface
+from vigil.kit.uow import ConditionFailed, UnitOfWork
+from vigil.notifications.records import AccountLink, AccountSurface
+from vigil.notifications.store import AccountPorts
 
 TOKEN_PURPOSE = "account-link"  # noqa: S105 - names a key, is none
 LINK_LIFETIME = timedelta(hours=24)
@@ -48,3 +51,27 @@ def opened_link(keys: Keys, token: str, now: datetime) -> tuple[str, AccountSurf
     if now.timestamp() >= ends:
         return None
     return str(namespace), surface, str(account)
+
+
+def link_account(store: AccountPorts, link: AccountLink) -> str:
+    """Links the account to ``link.principal_id``, audited in the same commit (the account
+    then decides as that person); the principal it is linked to now: that one, or whoever
+    linked it first (a link is never undone or moved)."""
+    event = AuditEvent.of(
+        link.namespace,
+        link.principal_id,
+        "link_account",
+        "account",
+        f"{link.surface}:{link.account}"[:200],
+        None,
+        None,
+        link.linked_at,
+        via="console",
+    )
+    try:
+        UnitOfWork(store).commit(store.link_account(link), store.add_audit_event(event))
+    except ConditionFailed:
+        linked = store.linked_account(link.namespace, link.surface, link.account)
+        assert linked is not None  # a link is never deleted
+        return linked
+    return link.principal_id

@@ -256,16 +256,12 @@ class DynamoChannels(DynamoBase, ChannelStore, FeedStore):
         return [by_slot[slot] for slot in slots if slot in by_slot]
 
     # -- accounts and Slack's responses --------------------------------------------------------
-    def link_account(self, link: AccountLink) -> str:
+    def link_account(self, link: AccountLink) -> DynamoWrite:
         item = {
             **_account_key(link.namespace, link.surface, link.account),
             "doc": attr_s(link.model_dump_json()),
         }
-        if self._put_new(item):
-            return link.principal_id
-        linked = self.linked_account(link.namespace, link.surface, link.account)
-        assert linked is not None  # an account link is never deleted
-        return linked
+        return self._put(item, "attribute_not_exists(pk)")
 
     def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
         key = _account_key(namespace, surface, account)

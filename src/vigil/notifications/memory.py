@@ -196,10 +196,17 @@ class MemoryChannels(MemoryBase, ChannelStore, FeedStore):
         return [entry.model_copy(deep=True) for entry in found if entry is not None]
 
     # -- accounts and Slack's responses --------------------------------------------------------
-    def link_account(self, link: AccountLink) -> str:
+    def link_account(self, link: AccountLink) -> MemoryWrite:
         key = (link.namespace, link.surface, link.account)
-        with self._lock:
-            return self.accounts.setdefault(key, link.model_copy()).principal_id
+
+        def check() -> None:
+            if key in self.accounts:
+                raise ConditionFailed(link.account)
+
+        def apply() -> None:
+            self.accounts[key] = link.model_copy()
+
+        return MemoryWrite(check, apply, (item_bytes(key, link),))
 
     def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
         with self._lock:

@@ -86,9 +86,9 @@ class ChannelStore(ABC):
     # Each is one write of its own, made at once: a link is bound from a console page and a
     # response is owed by an interaction, neither a tool call with a unit of work to join.
     @abstractmethod
-    def link_account(self, link: AccountLink) -> str:
-        """Links the account to ``link.principal_id`` unless it is linked already; the
-        principal it is linked to now (that one, or whoever linked it first)."""
+    def link_account(self, link: AccountLink) -> Write:
+        """Links the account to ``link.principal_id``; fails (ConditionFailed) if it is linked
+        already: whoever linked it first keeps it."""
 
     @abstractmethod
     def linked_account(self, namespace: str, surface: AccountSurface, account: str) -> str | None:
@@ -141,6 +141,10 @@ class DelivererPorts(Committer, AuditStore, OutboxPorts, RequestStore, SwitchSto
 
 class FeedPorts(Committer, FeedStore, ABC):
     """What polling and subscribing read and write: the caller's feed."""
+
+
+class AccountPorts(Committer, AuditStore, ChannelStore, ABC):
+    """What linking an account writes: the link and its audit event, in one commit."""
 
 
 class SlackResponsePorts(ChannelStore, IdentityStore, RequestStore, ABC):

@@ -14,7 +14,7 @@ from vigil.console.components import problem
 from vigil.console.html import render
 from vigil.console.responder import PREFIX, Responder, Visit
 from vigil.kit.http import HttpRequest, HttpResponse
-from vigil.notifications.accounts import opened_link
+from vigil.notifications.accounts import link_account, opened_link
 from vigil.notifications.records import AccountLink, AccountSurface
 
 _NAMED = {"slack": "Slack user", "email": "email address"}
@@ -65,14 +65,15 @@ def bind(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRes
         return opened
     surface, account = opened
     me = visit.principal
-    linked = responder.app.store.link_account(
+    linked = link_account(
+        responder.app.store,
         AccountLink(
             namespace=me.namespace,
             surface=surface,
             account=account,
             principal_id=me.id,
             linked_at=responder.now(),
-        )
+        ),
     )
     if linked != me.id:
         return responder.page(
