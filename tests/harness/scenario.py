@@ -146,6 +146,7 @@ def attempts(
     used = used or {}
     tried: set[str] = set()
     fresh = re.sub(r"[^a-z0-9]+", "-", actor.label)
+    required_names = set(simplest(schema))
     for stage, base in _bases(schema):
         base.pop(CREDENTIAL, None)
         options: list[list[Any]] = []
@@ -158,7 +159,12 @@ def attempts(
             extra += inside(value, props[name], pool, actor.label, avoid, others)
             # Enum values no success has used yet come first, so passes cover each of them.
             untried = [c for c in choices if c not in used.get(name, ())]
-            later = [v for v in [*offered, value, *extra] if v not in untried]
+            found = [*offered, value]
+            if stage == "one optional" and name not in required_names:
+                # The one optional property is tried first as the schema's own value: what the
+                # pool offers for its name (a URL some result carried) may be what it refuses.
+                found = [value, *offered]
+            later = [v for v in [*found, *extra] if v not in untried]
             options.append([*untried, *later])
         count = 0
         for combination in spread(options):
