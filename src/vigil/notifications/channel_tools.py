@@ -139,7 +139,8 @@ def _result(now: datetime) -> Callable[[Channel], ChannelResult]:
 class CreateChannelInput(StrictInput):
     name: Name
     kind: ChannelKind = Field(
-        description="webhook (signed JSON POSTs), slack (incoming webhook) or email."
+        default="webhook",
+        description="webhook (signed JSON POSTs), slack (incoming webhook) or email.",
     )
     url: Url | None = None
     email: EmailAddress | None = None
