@@ -185,6 +185,11 @@ class Metrics:
         """A conditional write lost a race, and its change is read and tried again."""
         self.emit({"VersionConflicts": (1, "Count")})
 
+    def store_busy(self) -> None:
+        """A DynamoDB request found its item or partition busy (a transaction conflict, a
+        throttled transaction) and goes again after a pause, or gives up as throttled."""
+        self.emit({"StoreBusy": (1, "Count")})
+
     def error(self, tool: str, code: str) -> None:
         """A tool call answered with the error ``code`` (an ErrorCode's value)."""
         self.emit({"Errors": (1, "Count")}, {"Tool": tool, "Code": code}, BY_CODE_AND_TOOL)

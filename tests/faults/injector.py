@@ -14,6 +14,11 @@ fault is planned at one index and fires there:
 - ``crash``: the request took effect and the process died before it saw the answer. That call
   and every later call of the same attempt fail, so no clean-up code of ours can write anything
   more, until ``restart`` (a fresh sandbox).
+- ``conflict`` (DynamoDB writes only, and not among ``KINDS``: ``test_conflicts`` plans it): the
+  write is refused as DynamoDB refuses one that meets another transaction on an item, a
+  ``TransactionCanceledException`` whose reasons say ``TransactionConflict`` for a transaction,
+  ``TransactionConflictException`` for a single-item write; its variant is how many sends in a
+  row are refused (the first and the resends of the same request that follow it).
 
 A refused request is stopped in ``before-send``, ahead of moto's own ``before-send`` handler,
 by raising: botocore turns the raise into the call's error, and moto never sees the request.
@@ -25,13 +30,14 @@ Vigil's code, as it does in production once the client's own retries are spent.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError
 
-FaultKind = Literal["throttle", "server_error", "timeout", "crash"]
+FaultKind = Literal["throttle", "server_error", "timeout", "crash", "conflict"]
 KINDS: tuple[FaultKind, ...] = ("throttle", "server_error", "timeout", "crash")
 # How many distinct variants each kind has; the full run tries every one at every index.
 VARIANTS: dict[FaultKind, int] = {"throttle": 2, "server_error": 4, "timeout": 2, "crash": 1}
@@ -57,7 +63,7 @@ class Fault:
     @property
     def after_the_request(self) -> bool:
         """Whether the request takes effect at AWS before the fault."""
-        if self.kind == "throttle":
+        if self.kind in ("throttle", "conflict"):
             return False
         if self.kind == "server_error":
             return self.variant % 2 == 1
@@ -65,7 +71,14 @@ class Fault:
             return self.variant % 2 == 0
         return True
 
+    @property
+    def sends(self) -> int:
+        """How many sends in a row the fault refuses."""
+        return max(1, self.variant) if self.kind == "conflict" else 1
+
     def error_code(self, service: str) -> tuple[str, int] | None:
+        if self.kind == "conflict":
+            return "TransactionConflictException", 400
         if self.kind == "throttle":
             codes = _THROTTLE_CODES.get(service, ("ThrottlingException",))
             return codes[self.variant % len(codes)], 400
@@ -78,6 +91,8 @@ class Fault:
         when = "after the request took effect" if self.after_the_request else "request refused"
         if self.kind == "crash":
             return "crash after the request took effect"
+        if self.kind == "conflict":
+            return f"conflict on {self.sends} send(s) in a row"
         name = code[0] if code else "ReadTimeoutError"
         return f"{self.kind} {name} ({when})"
 
@@ -110,8 +125,8 @@ class FaultInjector:
     def hook(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
 
-        def before_send(event_name: str, **_: Any) -> None:
-            self._before_send(client, service, event_name.rsplit(".", 1)[-1])
+        def before_send(event_name: str, request: Any = None, **_: Any) -> None:
+            self._before_send(client, service, event_name.rsplit(".", 1)[-1], request)
 
         def after_call(event_name: str, http_response: Any, **_: Any) -> None:
             self._after_call(client, service, event_name.rsplit(".", 1)[-1], http_response)
@@ -136,11 +151,16 @@ class FaultInjector:
 
     # -- the hooks ----------------------------------------------------------------------------
     def _planned_here(self) -> Fault | None:
-        if self._plan is None or self._plan[0] != self._current:
+        if self._plan is None or self._current is None:
             return None
-        return self._plan[1]
+        index, fault = self._plan
+        if not index <= self._current < index + fault.sends:
+            return None
+        if self._current > index and self.calls[self._current] != self.calls[index]:
+            return None  # the refused request was not sent again: the run of refusals ends
+        return fault
 
-    def _before_send(self, client: Any, service: str, operation: str) -> None:
+    def _before_send(self, client: Any, service: str, operation: str, request: Any) -> None:
         if self.dead:
             raise Crash("the process is gone")
         self._current = len(self.calls)
@@ -148,7 +168,10 @@ class FaultInjector:
         fault = self._planned_here()
         if fault is None or fault.after_the_request:
             return
-        self._fire(fault, service, operation)
+        if self.fired is None:
+            self._fire(fault, service, operation)
+        if fault.kind == "conflict" and operation == "TransactWriteItems":
+            raise self._cancelled(client, request)
         raise self._error(client, fault, service, operation, url=None)
 
     def _after_call(self, client: Any, service: str, operation: str, http_response: Any) -> None:
@@ -163,6 +186,32 @@ class FaultInjector:
 
     def _fire(self, fault: Fault, service: str, operation: str) -> None:
         self.fired = f"{fault.describe(service)} at call {self._current} ({service}.{operation})"
+
+    @staticmethod
+    def _cancelled(client: Any, request: Any) -> Exception:
+        """A transaction cancelled as DynamoDB cancels one that met another on its first item:
+        one reason per item, in order."""
+        items = json.loads(request.body)["TransactItems"]
+        reasons = [
+            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+        ]
+        reasons += [{"Code": "None"}] * (len(items) - 1)
+        codes = ", ".join(reason["Code"] for reason in reasons)
+        response = {
+            "Error": {
+                "Code": "TransactionCanceledException",
+                "Message": (
+                    "Transaction cancelled, please refer cancellation reasons for specific"
+                    f" reasons [{codes}]"
+                ),
+            },
+            "CancellationReasons": reasons,
+            "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "injected"},
+        }
+        error: Exception = client.exceptions.TransactionCanceledException(
+            response, "TransactWriteItems"
+        )
+        return error
 
     @staticmethod
     def _error(

@@ -550,7 +550,18 @@ def test_timer_queue_outlives_a_batch(cfn: dict[str, Any]) -> None:
     timeout = props(cfn["Resources"]["AlarmFunction"])["Timeout"]
     timer_queue = props(cfn["Resources"]["TimerQueue"])
     assert timer_queue["VisibilityTimeout"] >= 6 * timeout
-    assert timer_queue["RedrivePolicy"]["maxReceiveCount"] == 5
+
+
+def test_a_failed_timer_is_tried_for_minutes_before_its_dead_letter_queue(
+    cfn: dict[str, Any],
+) -> None:
+    from vigil.alarms.timers import hand_back_seconds
+
+    for queue in ("TimerQueue", "NotifyQueue", "WatchQueue"):
+        receives = props(cfn["Resources"][queue])["RedrivePolicy"]["maxReceiveCount"]
+        # The waits between receives: minutes in all, each far below the visibility timeout.
+        waits = [hand_back_seconds(n) for n in range(1, receives)]
+        assert 240 <= sum(waits) <= 600, (queue, waits)
 
 
 def test_event_source_mappings_report_partial_failures(cfn: dict[str, Any]) -> None:

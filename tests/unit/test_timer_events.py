@@ -57,3 +57,43 @@ def test_a_retry_is_a_warning_with_its_reason_and_a_bug_an_error_with_its_traceb
     assert bug.levelno == logging.ERROR
     assert bug.exc_info is not None
     assert "a bug" in caplog.text
+
+
+def test_a_failed_timer_comes_back_in_seconds_then_longer_each_receive(
+    aws: None, clock: ManualClock
+) -> None:
+    import time
+
+    import boto3
+    from moto.sqs.models import sqs_backends
+
+    from vigil.alarms.aws import AwsAlarms
+    from vigil.local.lambda_events import sqs_event
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="timers", Attributes={"VisibilityTimeout": "180"})["QueueUrl"]
+    arn = "arn:aws:sqs:us-east-1:123456789012:timers"
+    alarms = AwsAlarms(sqs, None, url, "group", "target", "role", "dlq")
+    sqs.send_message(QueueUrl=url, MessageBody=record("m-1", "broken", clock)["body"])
+    (stored,) = sqs_backends["123456789012"]["us-east-1"].queues["timers"]._messages
+    handlers = {"broken": broken}
+
+    waits = []
+    for _ in range(3):
+        # moto keeps the visibility on its own clock, the wall clock: it is read, not waited.
+        stored.visible_at = 0.0
+        received = sqs.receive_message(
+            QueueUrl=url, MessageSystemAttributeNames=["All"], MaxNumberOfMessages=1
+        )["Messages"]
+        answer = serve(
+            sqs_event(received, arn, "us-east-1"),
+            clock,
+            alarms,
+            lambda: handlers,
+            logging.getLogger("tests.timer_events"),
+        )
+        assert answer["batchItemFailures"] == [{"itemIdentifier": received[0]["MessageId"]}]
+        waits.append(round((stored.visible_at - time.time() * 1000) / 1000))
+
+    # Not the queue's 180 s: 2 s after the first receive, then twice as long each time.
+    assert waits == [2, 4, 8]

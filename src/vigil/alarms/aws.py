@@ -11,6 +11,9 @@ from typing import Any
 
 from vigil.alarms.timers import SCHEDULER_LEAD, Timer, delay_for, needs_scheduler
 from vigil.kit.aws import aws_failure, error_code
+from vigil.observability import get_logger, log_failure
+
+log = get_logger("vigil.alarms")
 
 
 def schedule_name(timer: Timer) -> str:
@@ -63,6 +66,22 @@ class AwsAlarms:
             if code == "ConflictException":
                 return  # the same schedule, armed by an earlier attempt of this same step
             raise aws_failure(code, "the alarm service") from None
+
+    def hand_back(self, record: Mapping[str, Any], seconds: int) -> None:
+        # The queue's URL from its ARN (arn:aws:sqs:<region>:<account>:<name>), on the endpoint
+        # this client speaks to: no lookup, and the same on the local runtime's moto.
+        account, name = str(record["eventSourceARN"]).split(":")[4:6]
+        try:
+            self.sqs.change_message_visibility(
+                QueueUrl=f"{self.sqs.meta.endpoint_url}/{account}/{name}",
+                ReceiptHandle=record["receiptHandle"],
+                VisibilityTimeout=seconds,
+            )
+        except Exception as error:
+            if error_code(error) is None:
+                raise
+            # Stale, or SQS is failing too: the record comes back at its visibility timeout.
+            log_failure(log, "timer not handed back", error, message_id=record.get("messageId"))
 
     def _arm(self, timer: Timer, now: datetime) -> None:
         destination = self.by_kind.get(timer.kind, self.default)

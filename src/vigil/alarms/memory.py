@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from vigil.alarms.timers import Timer
 
@@ -16,6 +18,9 @@ class MemoryAlarms:
     def arm(self, timer: Timer, now: datetime) -> None:
         with self._lock:
             self.armed.append(timer.model_copy())
+
+    def hand_back(self, record: Mapping[str, Any], seconds: int) -> None:
+        """Nothing: a timer in memory is no queue's record; a test delivers it again."""
 
     def take_due(self, now: datetime) -> list[Timer]:
         """Removes and returns the timers due at ``now``, as the queue would hand them out."""

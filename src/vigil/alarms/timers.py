@@ -10,9 +10,9 @@ must be idempotent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,6 +20,19 @@ MAX_QUEUE_DELAY_SECONDS = 900
 # A Scheduler alarm is set this long before the due time, so that its minute precision and
 # its delivery delays leave the queue stage ample time to land on the second.
 SCHEDULER_LEAD = timedelta(minutes=10)
+
+
+# A timer whose handler failed goes back to its queue for this many seconds after its first
+# receive, twice as long after each further one, up to the cap: it is tried again within
+# seconds, not after the queue's visibility timeout of minutes, and reaches the dead-letter
+# queue only after maxReceiveCount receives (template.yaml), some minutes later.
+HAND_BACK_FIRST_SECONDS = 2
+HAND_BACK_CAP_SECONDS = 60
+
+
+def hand_back_seconds(receives: int) -> int:
+    """How long a timer that failed at its ``receives``-th receive waits for the next."""
+    return int(min(HAND_BACK_CAP_SECONDS, HAND_BACK_FIRST_SECONDS * 2 ** max(0, receives - 1)))
 
 
 class Timer(BaseModel):
@@ -38,6 +51,11 @@ class Timer(BaseModel):
 class Alarms(Protocol):
     def arm(self, timer: Timer, now: datetime) -> None:
         """Makes ``timer`` arrive at (or, by at most a poll interval, after) its due time."""
+
+    def hand_back(self, record: Mapping[str, Any], seconds: int) -> None:
+        """Makes the timer queue's ``record``, which its handler failed, come back in
+        ``seconds``; at worst (the receipt is stale) it comes back when its queue's visibility
+        timeout ends, as it would have anyway."""
 
 
 TimerHandler = Callable[[Timer], None]

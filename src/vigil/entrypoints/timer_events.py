@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver
+from vigil.alarms.timers import Alarms, Timer, TimerHandler, deliver, hand_back_seconds
 from vigil.clock import Clock
 from vigil.kit.uow import Committer, UnitOfWork
 from vigil.observability import log_event, log_failure
@@ -51,8 +51,11 @@ def serve(
         try:
             run(Timer.model_validate(json.loads(record["body"])))
         except Exception as error:
-            # The record goes back to its queue, which hands it out again after its
-            # visibility timeout, and to its dead-letter queue after maxReceiveCount.
+            # The record goes back to its queue, handed back for seconds (more after each
+            # receive), and to its dead-letter queue after maxReceiveCount receives.
             log_failure(log, "timer failed", error, message_id=record.get("messageId"))
             failures.append({"itemIdentifier": record["messageId"]})
+            receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", 1))
+            if "receiptHandle" in record:
+                alarms.hand_back(record, hand_back_seconds(receives))
     return {"batchItemFailures": failures}

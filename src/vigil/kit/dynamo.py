@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +21,7 @@ from vigil.kit.aws import aws_failure, error_code
 from vigil.kit.idempotency import Handover, IdempotencyRecord, IdempotencyStore
 from vigil.kit.limits import MAX_TRANSACTION_ITEMS
 from vigil.kit.uow import Committer, ConditionFailed, Count, Tally, Write, tallies
+from vigil.observability import metrics
 
 T = TypeVar("T")
 
@@ -50,18 +53,58 @@ class DynamoWrite(Write):
     counts: tuple[Count, ...] = ()
 
 
-def _is_condition_failure(error: Exception, code: str) -> bool:
+# Cancellation reasons that say the item was busy, not that a condition failed: another
+# transaction held it (TransactionConflict) or its partition was over its rate. A cancelled
+# transaction wrote nothing, so the very same request may go again.
+_BUSY_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+_NO_REASON = frozenset({"None", None})
+
+
+def _failure_kind(error: Exception, code: str) -> str | None:
+    """What a refused request means to its caller: "condition" (a condition did not hold: read
+    again and decide again), "busy" (the item or its partition was busy: the same request may
+    go again), or None (anything else)."""
     response = getattr(error, "response", None) or {}
     if code == "ConditionalCheckFailedException":
-        return True
-    if code == "TransactionCanceledException":
-        reasons = response.get("CancellationReasons") or []
-        codes = {r.get("Code") for r in reasons}
-        if codes and codes <= {"ConditionalCheckFailed", "None", None}:
-            return True
+        return "condition"
+    if code == "TransactionConflictException":
+        # A single-item write against an item that a transaction holds.
+        return "busy"
+    if code != "TransactionCanceledException":
+        return None
+    codes = {r.get("Code") for r in response.get("CancellationReasons") or []}
+    if not codes:
         # moto reports the reasons only in the message.
-        return not codes and "ConditionalCheckFailed" in str(error)
-    return False
+        codes = {c for c in ("ConditionalCheckFailed", *_BUSY_REASONS) if c in str(error)}
+    if "ConditionalCheckFailed" in codes:
+        # Lost to a change of the item whatever else was busy: read again.
+        return "condition"
+    if codes & _BUSY_REASONS and codes <= _BUSY_REASONS | _NO_REASON:
+        return "busy"
+    return None
+
+
+@dataclass
+class Backoff:
+    """How a request refused because its item was busy goes again: up to ``attempts`` sends
+    in all, each after a pause drawn at random between nothing and an exponentially growing
+    cap ("full jitter"), so that callers who collided do not collide again in step. The
+    bound keeps a call's worst wait near a second; past it the caller is told ``throttled``.
+    ``sleep`` and ``draw`` are injected: the tests take the pauses without waiting."""
+
+    attempts: int = 8
+    base_seconds: float = 0.02
+    cap_seconds: float = 0.4
+    sleep: Callable[[float], None] = time.sleep
+    draw: Callable[[], float] = random.random
+
+    def pause(self, retry: int) -> float:
+        """Waits before send number ``retry + 1``; returns how long."""
+        seconds: float = self.draw() * min(self.cap_seconds, self.base_seconds * 2.0**retry)
+        self.sleep(seconds)
+        return seconds
 
 
 # What a claim's document holds: whom and what the key is of. Everything else is an attribute
@@ -96,21 +139,38 @@ def idem_key(record: IdempotencyRecord) -> dict[str, Any]:
 
 
 class DynamoBase(Committer, IdempotencyStore):
+    # How a request that found its item busy goes again; one for the process, as the wait is
+    # the same whichever store asks. Tests give a store one of its own.
+    backoff = Backoff()
+
     def __init__(self, client: Any, table_name: str) -> None:
         self.client = client
         self.table = table_name
 
     # -- plumbing -------------------------------------------------------------------------
     def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
-        try:
-            return operation(**kwargs)
-        except Exception as error:
-            code = error_code(error)
-            if code is None:
-                raise
-            if _is_condition_failure(error, code):
-                raise ConditionFailed(str(kwargs.get("TableName", ""))) from None
-            raise aws_failure(code, "the store") from None
+        """``operation(**kwargs)``, with DynamoDB's refusals translated: ConditionFailed for a
+        condition that did not hold; for an item or partition that was busy (a transaction
+        conflict, a throttled transaction) the same request again, after a jittered pause,
+        up to ``backoff.attempts`` times in all, then ``throttled``; every other AWS failure
+        as ``aws_failure`` says."""
+        for retry in range(self.backoff.attempts):
+            try:
+                return operation(**kwargs)
+            except Exception as error:
+                code = error_code(error)
+                if code is None:
+                    raise
+                kind = _failure_kind(error, code)
+                if kind == "condition":
+                    raise ConditionFailed(str(kwargs.get("TableName", ""))) from None
+                if kind != "busy":
+                    raise aws_failure(code, "the store") from None
+                metrics.store_busy()
+                if retry + 1 == self.backoff.attempts:
+                    raise aws_failure("TransactionConflictException", "the store") from None
+                self.backoff.pause(retry)
+        raise AssertionError("unreachable: the loop returns or raises")
 
     def _get(self, pk: str, sk: str, *, consistent: bool = True) -> dict[str, Any] | None:
         response = self._call(
