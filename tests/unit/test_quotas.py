@@ -181,6 +181,58 @@ def test_the_counts_of_one_commit_are_one_write_per_item(backend: str, request: 
     assert store.quota_usage("acme", "mailboxes") == 3
 
 
+# -- decreases spread over shards ------------------------------------------------------------
+@pytest.fixture(params=["memory", "dynamo"])
+def store(request: Any) -> Store:
+    if request.param == "memory":
+        return MemoryStore()
+    request.getfixturevalue("aws")
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    return DynamoStore(client, create_tables_from_template(client)["VigilTable"])
+
+
+def counters(store: Store, counter: Any) -> list[int]:
+    return store.quota_shards("acme", counter)
+
+
+def test_decreases_go_to_shards_and_an_increase_they_made_room_for_folds_them(
+    store: Store,
+) -> None:
+    for _ in range(3):
+        store.commit([store.count("acme", "armed_switches", 1, 3)])
+    # Three switches leave: their decreases land on the shards their scopes hash to.
+    store.commit([store.count("acme", "armed_switches", -1, 3, scope) for scope in "abc"])
+    main, shards = store.quota_main("acme", "armed_switches"), counters(store, "armed_switches")
+    assert main == 3
+    assert sorted(held for held in shards if held) == [-1, -1, -1]  # three items, not one
+    assert store.quota_usage("acme", "armed_switches") == 0
+    # The main item alone refuses an increase; the sum has room, so the shards fold into it.
+    with pytest.raises(ConditionFailed):
+        store.commit([store.count("acme", "armed_switches", 1, 3)])
+    assert store.over_quota("acme", "armed_switches", 3) is False
+    assert store.quota_main("acme", "armed_switches") == 0
+    assert counters(store, "armed_switches") == [0] * len(shards)
+    for _ in range(3):
+        store.commit([store.count("acme", "armed_switches", 1, 3)])
+    # At the limit nothing folds, and the quota says so.
+    assert store.over_quota("acme", "armed_switches", 3) is True
+    assert store.quota_usage("acme", "armed_switches") == 3
+
+
+def test_a_fold_overtaken_by_another_changes_nothing(store: Store) -> None:
+    store.commit([store.count("acme", "mailboxes", 1, 9) for _ in range(1)])
+    store.commit([store.count("acme", "mailboxes", 4, 9)])
+    store.commit([store.count("acme", "mailboxes", -1, 9, key) for key in ("x", "y", "z")])
+    read = counters(store, "mailboxes")
+    store.fold("acme", "mailboxes", read)
+    # A decrease lands after the first fold; a second fold that read before it comes late.
+    store.commit([store.count("acme", "mailboxes", -1, 9, "x")])
+    store.fold("acme", "mailboxes", read)
+    assert store.quota_main("acme", "mailboxes") == 2
+    assert sum(counters(store, "mailboxes")) == -1
+    assert store.quota_usage("acme", "mailboxes") == 1
+
+
 def _counted(store: Store, count: Count) -> Any:
     write = store.count("acme", "mailboxes", 0, 0)
     return type(write)(**{**vars(write), "counts": (count,)})

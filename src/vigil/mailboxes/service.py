@@ -274,9 +274,13 @@ class Mailboxes:
         try:
             uow.commit(*writes, result=result)
         except ConditionFailed:
-            if self.store.quota_usage(caller.namespace, "mailboxes") >= limit:
+            if self.store.over_quota(caller.namespace, "mailboxes", limit):
                 raise self.quotas.exceeded("mailboxes") from None
-            raise contended("the mailbox was created concurrently; retry to read it") from None
+            try:
+                # Decreases counted on the quota's shards made the room, now folded: once more.
+                uow.commit(*writes, result=result)
+            except ConditionFailed:
+                raise contended("the mailbox was created concurrently; retry to read it") from None
         return result
 
     def receive(

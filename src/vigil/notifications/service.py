@@ -142,9 +142,13 @@ def create(
     try:
         uow.commit(*writes, result=present(channel, None))
     except ConditionFailed:
-        if store.quota_usage(caller.namespace, "channels") >= MAX_CHANNELS:
+        if store.over_quota(caller.namespace, "channels", MAX_CHANNELS):
             raise _quota_reached() from None
-        raise contended("the channel raced another attempt; retry with the same key") from None
+        try:
+            # Deletes counted on the quota's shards made the room, now folded: once more.
+            uow.commit(*writes, result=present(channel, None))
+        except ConditionFailed:
+            raise contended("the channel raced another attempt; retry with the same key") from None
     return present(channel, signing_secret)
 
 
@@ -237,7 +241,7 @@ def delete(
         result,
         store.delete_channel(channel),
         store.add_audit_event(event),
-        store.count(caller.namespace, "channels", -1, MAX_CHANNELS),
+        store.count(caller.namespace, "channels", -1, MAX_CHANNELS, channel.id),
     )
     return result
 

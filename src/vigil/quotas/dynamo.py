@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from vigil.kit.dynamo import DynamoBase, DynamoWrite
+from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_s
+from vigil.kit.uow import Count
 from vigil.quotas.records import Counter
-from vigil.quotas.store import QuotaStore, quota_count
+from vigil.quotas.store import QUOTA_SHARDS, QUOTAS, QuotaStore, quota_pk, shard_pk
 
 
 class DynamoQuotas(DynamoBase, QuotaStore):
-    def count(self, namespace: str, counter: Counter, delta: int, limit: int) -> DynamoWrite:
-        return DynamoWrite([], counts=(quota_count(namespace, counter, delta, limit),))
+    def counted(self, counts: tuple[Count, ...]) -> DynamoWrite:
+        return DynamoWrite([], counts=counts)
 
-    def quota_usage(self, namespace: str, counter: Counter) -> int:
-        return self.counter(f"NS#{namespace}", "QUOTAS", counter)
+    def quota_main(self, namespace: str, counter: Counter) -> int:
+        return self.counter(quota_pk(namespace), QUOTAS, counter)
+
+    def quota_shards(self, namespace: str, counter: Counter) -> list[int]:
+        pks = [shard_pk(namespace, k) for k in range(QUOTA_SHARDS)]
+        items = self._batch_get([{"pk": attr_s(pk), "sk": attr_s(QUOTAS)} for pk in pks])
+        found = {item["pk"]["S"]: int(item[counter]["N"]) for item in items if counter in item}
+        return [found.get(pk, 0) for pk in pks]

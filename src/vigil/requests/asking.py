@@ -94,7 +94,7 @@ class Asking:
         # Read first, unlike the other quotas: a full quota refuses before the alarm is armed,
         # so the refusal changes nothing (a lost race for the last place may leave a stray
         # alarm, which finds nothing to expire).
-        if self.store.quota_usage(namespace, "open_requests") >= limit:
+        if self.store.over_quota(namespace, "open_requests", limit):
             raise quotas.exceeded("open_requests")
         escalate_to = ask.policy.escalate_to
         if escalate_to is not None and self.channels.get_channel(namespace, escalate_to) is None:
@@ -152,7 +152,7 @@ class Asking:
             graph = self.store.get_wait_graph(namespace).adding(request)
             writes.append(self.store.save_wait_graph(graph))
         writes.append(self.store.add_request(request))
-        if retried and self.store.quota_usage(namespace, "open_requests") >= limit:
+        if retried and self.store.over_quota(namespace, "open_requests", limit):
             raise quotas.exceeded("open_requests")
         # The alarm before the commit, once nothing but a lost race can refuse the request:
         # a crash in between leaves a stray alarm, never a request without one.

@@ -205,7 +205,9 @@ class Requests:
         writes: list[Write] = []
         if replacement is None:
             limit = self.quotas.open_requests
-            writes.append(self.store.count(request.namespace, "open_requests", -1, limit))
+            writes.append(
+                self.store.count(request.namespace, "open_requests", -1, limit, request.id)
+            )
         if request.blocking:
             graph = self.store.get_wait_graph(request.namespace)
             writes.append(self.store.save_wait_graph(graph.without(request.id, replacement)))

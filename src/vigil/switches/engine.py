@@ -27,6 +27,7 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
+from vigil.kit.batch import read_once
 from vigil.kit.publish import Publish
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
@@ -202,11 +203,13 @@ class SwitchEngine(Generic[S]):
         writes = [self.store.save_switch(switch, expected_version), *also]
         limit = self.quotas.armed_switches
         if armed:
-            writes.append(self.store.count(switch.namespace, "armed_switches", armed, limit))
+            writes.append(
+                self.store.count(switch.namespace, "armed_switches", armed, limit, switch.scope)
+            )
         try:
             uow.commit(*writes)
         except ConditionFailed:
-            if armed > 0 and self.store.quota_usage(switch.namespace, "armed_switches") >= limit:
+            if armed > 0 and self.store.over_quota(switch.namespace, "armed_switches", limit):
                 raise self.quotas.exceeded("armed_switches") from None
             raise
 
@@ -293,7 +296,9 @@ class SwitchEngine(Generic[S]):
         switch = self.store.get_switch(timer.namespace, timer.key)
         if switch is not None and switch.generation == timer.generation and switch.state == "armed":
             if switch.overdue(now):
-                pauses = self.store.pauses(switch.namespace)
+                # Read once for a batch of timers (vigil.kit.batch), not once a fire.
+                namespace = switch.namespace
+                pauses = read_once(("pauses", namespace), lambda: self.store.pauses(namespace))
                 reprieve = switch.reprieve(pauses, now)
                 if reprieve is None:
                     self.expire(switch, now, ALARM_STEPS, switch.missed(pauses), uow=uow)

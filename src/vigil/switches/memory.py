@@ -112,7 +112,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
             item_bytes(switch.scope, death),
             item_bytes((indexed, death.scope)),
         )
-        disarmed = quota_count(switch.namespace, "armed_switches", -1)
+        disarmed = quota_count(switch.namespace, "armed_switches", -1, key=switch.scope)
         self.commit([MemoryWrite(check, apply, sizes, counts=(disarmed,))])
 
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
