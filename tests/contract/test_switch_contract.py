@@ -10,7 +10,7 @@ from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.dynamo import backfill_indexes
+from vigil.switches.dynamo import DEATH_SHARDS, backfill_indexes
 from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
 
 
@@ -237,6 +237,34 @@ def test_a_firing_indexes_its_death_newest_first(store: Store, clock: ManualCloc
     assert store.recent_deaths("acme", None, 10)[-1] == done
 
 
+def test_a_burst_of_deaths_in_one_namespace_is_spread_and_listed_whole(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    """Forty deaths in the same millisecond: their index rows spread over the partitions, and
+    the listing pages through all of them, newest first, each once."""
+    switches = [switch(clock, scope=f"host-7/agent-{n}", window=2) for n in range(40)]
+    for s in switches:
+        dynamo_store.commit([dynamo_store.save_switch(s, None)])
+    clock.advance(3)
+    deaths = []
+    for s in switches:
+        deaths.append(death_of(s, clock))
+        dynamo_store.fire_switch(s, deaths[-1], clock.now())
+    listed: list[str] = []
+    before = None
+    while page := dynamo_store.recent_deaths("acme", before, 7):
+        listed += [d.position for d in page]
+        before = page[-1].position
+    assert listed == sorted((d.position for d in deaths), reverse=True)
+    rows = dynamo_store.client.scan(
+        TableName=dynamo_store.table,
+        FilterExpression="begins_with(pk, :deaths)",
+        ExpressionAttributeValues={":deaths": {"S": "NS#acme#DEATHS#"}},
+    )["Items"]
+    assert len(rows) == 40
+    assert len({row["pk"]["S"] for row in rows}) >= DEATH_SHARDS - 2
+
+
 def test_the_backfill_indexes_what_was_stored_before_the_indexes(
     dynamo_store: DynamoStore, clock: ManualClock
 ) -> None:
@@ -247,7 +275,8 @@ def test_the_backfill_indexes_what_was_stored_before_the_indexes(
     clock.advance(3)
     dynamo_store.fire_switch(old, death_of(old, clock), clock.now())
     client, table = dynamo_store.client, dynamo_store.table
-    for pk in ("NS#acme#SWITCHES", "NS#acme#DEATHS"):  # as if written before the indexes
+    # As if written before the indexes.
+    for pk in ("NS#acme#SWITCHES", *(f"NS#acme#DEATHS#{k}" for k in range(DEATH_SHARDS))):
         rows = client.query(
             TableName=table,
             KeyConditionExpression="pk = :pk",

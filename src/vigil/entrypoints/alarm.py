@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from vigil.alarms.timers import TimerHandler
 from vigil.entrypoints.timer_events import in_a_unit_of_work, serve
+from vigil.kit.batch import one_batch
 from vigil.observability import get_logger, metrics
 from vigil.switches.engine import SwitchEngine
 from vigil.switches.timers import TIMER_KIND
@@ -50,4 +51,6 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
     engine = switch_engine()
-    return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)
+    # The namespace-wide reads of a batch's fires (pauses, channels) are made once a batch.
+    with one_batch():
+        return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)

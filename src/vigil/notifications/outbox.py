@@ -25,6 +25,7 @@ from typing import cast
 from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
+from vigil.kit.batch import read_once
 from vigil.kit.events import EventData
 from vigil.kit.publish import Published
 from vigil.kit.uow import Write
@@ -109,7 +110,14 @@ class Outbox:
         an alert whose rules repeat or escalate it; with it, the appends to its readers'
         feeds."""
         # An agent's own news is for no channel: reading the channels would be wasted.
-        channels = self.store.list_channels(event.namespace) if event.type in EVENT_TYPES else []
+        # Read once for a batch of timers (vigil.kit.batch): a burst of deaths reads them once
+        # per batch, not once a death.
+        namespace = event.namespace
+        channels = (
+            read_once(("channels", namespace), lambda: self.store.list_channels(namespace))
+            if event.type in EVENT_TYPES
+            else []
+        )
         wanting = [c for c in channels if c.wants(event.type, event.scope)]
         now = to_ms(self.clock.now())
         appends, subscribed = self._to_readers(event, now)

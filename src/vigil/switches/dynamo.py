@@ -6,6 +6,7 @@ beat is one UpdateItem whose condition and new values touch only what changed.
 
 from __future__ import annotations
 
+import zlib
 from datetime import datetime
 from typing import Any
 
@@ -74,11 +75,22 @@ def _pause_item(pause: Pause) -> dict[str, Any]:
     return item
 
 
+# The deaths' index is spread over this many partitions per namespace, by scope: a burst of
+# deaths in one namespace writes each partition at a sixteenth of its rate, where one
+# time-ordered partition would take every write at its end (DynamoDB gives a partition 1,000
+# write units a second, and a transaction's item costs two). Listing reads every partition.
+DEATH_SHARDS = 16
+
+
+def _deaths_pk(namespace: str, shard: int) -> dict[str, str]:
+    return attr_s(f"NS#{namespace}#DEATHS#{shard}")
+
+
 def _death_index_item(death: Death) -> dict[str, Any]:
-    # One partition per namespace, sorted by when each death fired: newest first is one query
-    # read backwards. The row names its death; the death itself is read by key.
+    # Sorted by when each death fired in its partition: newest first is one query read
+    # backwards per partition, merged. The row names its death; the death is read by key.
     return {
-        "pk": attr_s(f"NS#{death.namespace}#DEATHS"),
+        "pk": _deaths_pk(death.namespace, zlib.crc32(death.scope.encode()) % DEATH_SHARDS),
         "sk": attr_s(death.position),
         "scope": attr_s(death.scope),
         "generation": attr_n(death.generation),
@@ -253,7 +265,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         )
 
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
-        disarmed = quota_count(switch.namespace, "armed_switches", -1)
+        disarmed = quota_count(switch.namespace, "armed_switches", -1, key=switch.scope)
         fired = DynamoWrite(
             [
                 {
@@ -387,19 +399,23 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         return Death.model_validate_json(items[0]["doc"]["S"]) if items else None
 
     def recent_deaths(self, namespace: str, before: str | None, limit: int) -> list[Death]:
-        pk = attr_s(f"NS#{namespace}#DEATHS")
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": pk},
-            "ScanIndexForward": False,
-            "Limit": limit,
-            "ConsistentRead": True,
-        }
-        if before is not None:
-            request["ExclusiveStartKey"] = {"pk": pk, "sk": attr_s(before)}
-        rows = self._call(self.client.query, **request).get("Items", [])
-        keys = [(row["scope"]["S"], int(row["generation"]["N"])) for row in rows]
+        # The newest ``limit`` of each partition hold the newest ``limit`` of all.
+        rows = []
+        for shard in range(DEATH_SHARDS):
+            request: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": _deaths_pk(namespace, shard)},
+                "ScanIndexForward": False,
+                "Limit": limit,
+                "ConsistentRead": True,
+            }
+            if before is not None:
+                request["KeyConditionExpression"] += " AND sk < :before"
+                request["ExpressionAttributeValues"][":before"] = attr_s(before)
+            rows += self._call(self.client.query, **request).get("Items", [])
+        rows.sort(key=lambda row: row["sk"]["S"], reverse=True)
+        keys = [(row["scope"]["S"], int(row["generation"]["N"])) for row in rows[:limit]]
         items = self._batch_get([_death_key(namespace, *key) for key in keys])
         found = {
             (death.scope, death.generation): death
