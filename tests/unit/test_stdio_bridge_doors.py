@@ -208,3 +208,28 @@ def test_no_answer_within_the_timeout_is_unavailable() -> None:
         assert served(url, PING, timeout=0.05) == [
             refused("unavailable", "the endpoint gave no answer within 0.05 s; retry later")
         ]
+
+
+def test_a_connection_closed_without_an_answer_is_unavailable() -> None:
+    with socket.socket() as hanging_up:
+        hanging_up.bind(("127.0.0.1", 0))
+        hanging_up.listen()
+        url = f"http://127.0.0.1:{hanging_up.getsockname()[1]}/mcp"
+
+        def hang_up() -> None:
+            for _ in range(2):
+                connection, _address = hanging_up.accept()
+                connection.recv(65536)
+                connection.close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        message = (
+            "the endpoint is unreachable (Remote end closed connection without response); "
+            "retry later"
+        )
+        assert served(url, PING, {**PING, "id": 8}) == [
+            refused("unavailable", message),
+            {**refused("unavailable", message), "id": 8},
+        ]
+        thread.join()
