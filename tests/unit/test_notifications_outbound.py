@@ -23,13 +23,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from vigil.clock import ManualClock
-from vigil.notifications.outbound import (
-    MAX_RETRY_AFTER_SECONDS,
-    SendResult,
-    is_public,
-    post,
-    retry_after_seconds,
-)
+from vigil.kit.retry_after import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
+from vigil.notifications.outbound import SendResult, is_public, post
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 SECRET_PATH = "/services/T000/B000/s3cr3t-token"

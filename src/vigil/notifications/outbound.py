@@ -22,25 +22,23 @@ from __future__ import annotations
 import http.client
 import io
 import ipaddress
-import math
 import re
 import socket
 import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Literal, cast
 from urllib.parse import urlsplit
 
 from vigil.clock import Clock, SystemClock
+from vigil.kit.retry_after import retry_after_seconds
 
 SendResultKind = Literal["delivered", "retry", "gone", "rejected"]
 
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_REASON_BODY = 200
-MAX_RETRY_AFTER_SECONDS = 24 * 3600
 USER_AGENT = "Vigil-Notifications/1"
 # Not public, though Python's is_global says they are (or did, before it learnt of them).
 _NOT_PUBLIC = tuple(
@@ -329,21 +327,3 @@ def _judged(status: int, retry_after: str | None, excerpt: str, now: datetime) -
     if 300 <= status < 400:
         return SendResult("rejected", status, f"HTTP {status}: a redirect, not followed")
     return SendResult("rejected", status, reason)
-
-
-def retry_after_seconds(value: str | None, now: datetime) -> int | None:
-    """A Retry-After header (delay-seconds, or an HTTP-date counted from ``now``) as whole
-    seconds from now, between 0 and 24 h; None if absent or unreadable."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        seconds = float(value) if len(value) <= 9 else MAX_RETRY_AFTER_SECONDS
-    else:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-        seconds = (when - now).total_seconds()
-    return min(max(math.ceil(seconds), 0), MAX_RETRY_AFTER_SECONDS)

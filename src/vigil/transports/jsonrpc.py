@@ -1,10 +1,14 @@
 """What the MCP endpoint, its tasks and the stdio bridge share: JSON-RPC 2.0 error codes, a
-tool's result as MCP carries it, and the header that chooses a connection's toolsets."""
+typed refusal as a JSON-RPC error, a tool's result as MCP carries it, and the header that
+chooses a connection's toolsets."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vigil.errors import VigilError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -18,6 +22,13 @@ MISSING_REQUIRED_CAPABILITY = -32021
 
 # Where a connection chooses its toolsets, comma-separated: the header GitHub's MCP server reads.
 TOOLSETS_HEADER = "x-mcp-toolsets"
+
+
+def refusal(request_id: Any, code: int, refused: VigilError) -> dict[str, Any]:
+    """A typed refusal as a JSON-RPC error response: its message, and the refusal itself as
+    ``data``, so that a client reads its code, retryable and details as a REST caller does."""
+    error = {"code": code, "message": refused.message, "data": refused.to_dict()}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def tool_result(payload: dict[str, Any], is_error: bool) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from vigil.transports.jsonrpc import (
     PARSE_ERROR,
     TOOLSETS_HEADER,
     UNSUPPORTED_VERSION,
+    refusal,
     tool_result,
 )
 
@@ -112,9 +113,7 @@ def _result(
 def _unauthorized(request: HttpRequest, request_id: Any, refused: VigilError) -> HttpResponse:
     """HTTP 401 with the bearer challenge, so that a host learns it must sign in; still
     JSON-RPC, an invalid request carrying the typed refusal as data (as at 413)."""
-    error = {"code": INVALID_REQUEST, "message": refused.message, "data": refused.to_dict()}
-    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
-    return HttpResponse.json(401, body, challenge(request))
+    return HttpResponse.json(401, refusal(request_id, INVALID_REQUEST, refused), challenge(request))
 
 
 def _keyed_call(name: str, arguments: Any, bearer: str | None) -> bool:
@@ -171,14 +170,14 @@ class McpEndpoint:
         if len(request.body) > MAX_BODY_BYTES:
             # Still JSON-RPC, at HTTP 413: an invalid request, with the typed refusal as data.
             refused = limit_exceeded_body(MAX_BODY_BYTES)
-            return _error(None, INVALID_REQUEST, refused.message, 413, refused.to_dict())
+            return HttpResponse.json(413, refusal(None, INVALID_REQUEST, refused))
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
             return _unsupported(None, version)
         try:
             message = json_body(request.body)
         except VigilError as refused:
-            return _error(None, PARSE_ERROR, refused.message, 400, refused.to_dict())
+            return HttpResponse.json(400, refusal(None, PARSE_ERROR, refused))
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error(None, INVALID_REQUEST, "expected one JSON-RPC 2.0 message", status=400)
         method = message.get("method")

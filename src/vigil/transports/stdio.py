@@ -4,32 +4,44 @@ A faithful bridge rather than a second server: each JSON-RPC line read from stdi
 the configured endpoint (local or deployed) with the process credential, and the reply is
 written back as one line. Protocol behaviour therefore lives in one place, the HTTP endpoint;
 the bridge adds only what the HTTP transport asks of a client, such as the headers that name a
-task (the Tasks extension's methods pass through it like any other).
+task (the Tasks extension's methods pass through it like any other), and what only a client
+sees: a door in front of the endpoint (API Gateway, a function URL, a proxy) that answers 429 or
+5xx in words of its own, or no answer at all, becomes a typed, retryable JSON-RPC error.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import re
 import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import IO, Any
 
+from vigil.clock import Clock, SystemClock
+from vigil.errors import ErrorCode, VigilError
+from vigil.kit.retry_after import retry_after_seconds
 from vigil.transports.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     TOOLSETS_HEADER,
+    refusal,
 )
 from vigil.transports.tasks import METHODS
 
 _PROTOCOL_HEADER = "mcp-protocol-version"
 # What a header value may hold as it is: visible ASCII and inner spaces (RFC 9110).
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+# Server errors that the same request, sent again, would meet again: the server or a proxy does
+# not do what it asks (501), not in this HTTP version (505), or the network wants a sign-in
+# first (511).
+_FOR_GOOD = frozenset({501, 505, 511})
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,49 @@ def _routing_headers(message: object) -> dict[str, str]:
     return {"mcp-method": method, "mcp-name": name}
 
 
+def _is_response(body: bytes) -> bool:
+    """Whether ``body`` is a JSON-RPC response, as Vigil's endpoint answers even at 5xx."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return (
+        isinstance(answer, dict)
+        and answer.get("jsonrpc") == "2.0"
+        and ("result" in answer or "error" in answer)
+    )
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:  # a status of the door's own, such as Cloudflare's 52x
+        return "server error"
+
+
+def _door_refused(status: int, wait: int | None) -> VigilError:
+    """A 429 or 5xx that is not Vigil's own JSON-RPC answer but a gateway's, a function URL's or
+    a proxy's, typed as Vigil types its own: throttled or unavailable, with the HTTP status and
+    the wait its Retry-After asked for, if any."""
+    details: dict[str, Any] = {"http_status": status}
+    if wait is not None:
+        details["retry_after_seconds"] = wait
+    said = f"the endpoint answered HTTP {status} ({_phrase(status)})"
+    if status in _FOR_GOOD:
+        return VigilError(ErrorCode.UNAVAILABLE, said, retryable=False, **details)
+    text = f"{said}; " + ("retry later" if wait is None else f"retry in {wait} s")
+    code = ErrorCode.THROTTLED if status == 429 else ErrorCode.UNAVAILABLE
+    return VigilError(code, text, **details)
+
+
+def _answer(message: object, refused: VigilError) -> str | None:
+    """The JSON-RPC error a request is answered with; None for a notification, which is never
+    answered."""
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    return json.dumps(refusal(message["id"], INTERNAL_ERROR, refused))
+
+
 class StdioBridge:
     def __init__(
         self,
@@ -74,6 +129,7 @@ class StdioBridge:
         secret: str | None,
         timeout: float = 60.0,
         toolsets: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if not endpoint.startswith(("http://", "https://")):
             raise ValueError("the endpoint must be an http(s) URL")
@@ -82,6 +138,8 @@ class StdioBridge:
         # Sent with every request, as a host over HTTP would: the endpoint reads it each time.
         self.toolsets = toolsets
         self.timeout = timeout
+        # What a Retry-After that names a date is counted from.
+        self.clock = clock or SystemClock()
         self.protocol_version: str | None = None
 
     def check(self) -> Problem | None:
@@ -139,11 +197,19 @@ class StdioBridge:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
                 body = bytes(response.read())
         except urllib.error.HTTPError as error:
-            body = bytes(error.read())
+            try:
+                body = bytes(error.read())
+            except (OSError, http.client.HTTPException):
+                body = b""
             if error.code == 401:
                 return self._unauthorized(message, body)
-        except (urllib.error.URLError, TimeoutError) as error:
-            return self._transport_error(message, f"endpoint unreachable: {error}")
+            if (error.code == 429 or error.code >= 500) and not _is_response(body):
+                wait = retry_after_seconds(error.headers.get("retry-after"), self.clock.now())
+                return _answer(message, _door_refused(error.code, wait))
+        except (OSError, http.client.HTTPException) as error:
+            # URLError and timeouts are OSErrors; a connection dropped before or while the
+            # answer is read is an OSError or an HTTPException, and none ends the bridge.
+            return _answer(message, self._unreachable(error))
         if not body:
             return None
         reply = body.decode()
@@ -169,12 +235,16 @@ class StdioBridge:
             error["data"] = json.loads(body)["error"]["data"]
         return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
-    @staticmethod
-    def _transport_error(message: object, text: str) -> str | None:
-        if not isinstance(message, dict) or "id" not in message:
-            return None
-        error = {"code": INTERNAL_ERROR, "message": text}
-        return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
+    def _unreachable(self, error: Exception) -> VigilError:
+        """No answer at all (refused, reset, unresolvable, timed out): unavailable, retryable.
+        The endpoint's URL is not repeated: the host launched the bridge with it."""
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        if isinstance(reason, TimeoutError):
+            text = f"the endpoint gave no answer within {self.timeout:g} s; retry later"
+        else:
+            cause = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+            text = f"the endpoint is unreachable ({cause}); retry later"
+        return VigilError(ErrorCode.UNAVAILABLE, text)
 
     def serve(self, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> None:
         """Until stdin ends, the host closes the pipe or the process is interrupted."""
