@@ -18,6 +18,7 @@ from vigil.local.contention import (
     item_size,
     write_units,
 )
+from vigil.local.runtime import parser
 
 TABLE = "T"
 KEYS = TableKeys("pk", "sk", {"gsi1": "gsi1pk"})
@@ -301,3 +302,8 @@ def test_what_the_front_cannot_read_goes_to_the_engine_untouched(contention: Con
     assert contention.admit("PutItem", {"TableName": TABLE, "Item": {}}, schemas) == Verdict()
     assert contention.admit("Scan", {"TableName": TABLE}, schemas) == Verdict()
     assert contention.admit("TransactWriteItems", {"TransactItems": "x"}, schemas) == Verdict()
+
+
+def test_contention_is_off_unless_asked_for() -> None:
+    assert parser().parse_args([]).contention is False
+    assert parser().parse_args(["--contention"]).contention is True
