@@ -13,7 +13,11 @@ threads would wait for the interpreter lock behind the handlers at each of a cal
 socket operations, and cost the runtime a third of its 8-client beats.
 
 Seeing every write, it also keeps the index from which the runtime plays DynamoDB's TTL: each
-write that gives an item a TTL is marked in it before going on (``vigil.local.expiry``).
+write that gives an item a TTL is marked in it before going on (``vigil.local.expiry``). With
+contention on (``vigil local --contention``), it also refuses what DynamoDB would refuse under
+load, transaction conflicts and throttling, which DynamoDB Local never does
+(``vigil.local.contention``); the counts of what it refused are in its log and at
+``GET /contention``.
 """
 
 from __future__ import annotations
@@ -21,15 +25,25 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import signal
 import socket
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from vigil.local.contention import (
+    Contention,
+    ContentionSettings,
+    TableKeys,
+    Verdict,
+    error_headers,
+)
 from vigil.local.dynamodb_local import LOOPBACK, LoopbackChild, serve_until_signalled, start_child
 from vigil.local.expiry import WRITES, ExpiryIndex, Marks, expiry_marks
 from vigil.local.signatures import Refused, UnknownKey, verify
@@ -37,6 +51,12 @@ from vigil.local.signatures import Refused, UnknownKey, verify
 LOG_FILE = "dynamodb-front.log"
 # Headers that describe one hop, not the request.
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host"})
+STATS_PATH = "/contention"
+# How often the front logs what contention refused, when that changed.
+REPORT_SECONDS = 10.0
+# Requests after which the front no longer knows a table's keys.
+_SCHEMA_CHANGES = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
+_DESCRIBE_TABLE = "DynamoDB_20120810.DescribeTable"
 
 
 class DynamoDBFront:
@@ -48,6 +68,7 @@ class DynamoDBFront:
         port: int = 0,
         now: Callable[[], float] = time.time,
         expiry: ExpiryIndex | None = None,
+        contention: Contention | None = None,
     ) -> None:
         engine = urlsplit(engine_url)
         self.engine = (engine.hostname or LOOPBACK, engine.port or 80)
@@ -55,9 +76,14 @@ class DynamoDBFront:
         self.keys = dict(keys)
         self.now = now
         self.expiry = expiry
+        self.contention = contention
+        self._schemas: dict[str, TableKeys] = {}
         self._httpd = ThreadingHTTPServer((LOOPBACK, port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._reporter: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._reported: dict[str, dict[str, int]] = {}
 
     @property
     def url(self) -> str:
@@ -69,6 +95,12 @@ class DynamoDBFront:
             target=self._httpd.serve_forever, name="vigil-dynamodb-front", daemon=True
         )
         self._thread.start()
+        if self.contention is not None:
+            print(f"contention on: {self.contention.settings.described()}", flush=True)
+            self._reporter = threading.Thread(
+                target=self._report_every, name="vigil-contention-report", daemon=True
+            )
+            self._reporter.start()
 
     def stop(self) -> None:
         if self._thread is not None:
@@ -76,6 +108,46 @@ class DynamoDBFront:
             self._thread.join()
             self._thread = None
         self._httpd.server_close()
+        if self._reporter is not None:
+            self._stopping.set()
+            self._reporter.join()
+            self._reporter = None
+        self.report(final=True)
+
+    def report(self, final: bool = False) -> None:
+        """Logs what contention refused, if that changed since the last report (and at the end
+        in any case): one line, however many refusals."""
+        if self.contention is None:
+            return
+        refused = self.contention.stats()
+        if refused != self._reported or final:
+            self._reported = refused
+            line = {"event": "contention refused", "final": final, "refused": refused}
+            print(json.dumps(line), flush=True)
+
+    def _report_every(self) -> None:
+        while not self._stopping.wait(REPORT_SECONDS):
+            self.report()
+
+    def table_keys(self, table: str, describe: Callable[[str], bytes | None]) -> TableKeys | None:
+        """A table's keys, asked of the engine (``describe``) the first time; None for a table
+        it does not have."""
+        known = self._schemas.get(table)
+        if known is not None:
+            return known
+        answer = describe(table)
+        if answer is None:
+            return None
+        try:
+            keys = TableKeys.described(json.loads(answer)["Table"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        self._schemas[table] = keys
+        return keys
+
+    def forget_table(self, table: object) -> None:
+        if isinstance(table, str):
+            self._schemas.pop(table, None)
 
     def forwarded_authorization(self, authorization: str, key_id: str) -> str:
         """The request's Authorization with the database's key id in place of the signer's."""
@@ -142,8 +214,68 @@ def _handler(front: DynamoDBFront) -> type[BaseHTTPRequestHandler]:
             forwarded["authorization"] = front.forwarded_authorization(
                 headers["authorization"], signed.key_id
             )
-            with front.writing(headers.get("x-amz-target", ""), body):
+            target = headers.get("x-amz-target", "")
+            if front.contention is not None:
+                self._contended(path, query, forwarded, target, body)
+                return
+            with front.writing(target, body):
                 status, answer_headers, answer = self._forward(path, query, forwarded, body)
+            self._answer(status, answer_headers, answer)
+
+        def do_GET(self) -> None:
+            if front.contention is None or self.path != STATS_PATH:
+                self._answer(404, [("Content-Type", "text/plain")], b"not found\n")
+                return
+            stats = {
+                "settings": asdict(front.contention.settings),
+                "refused": front.contention.stats(),
+            }
+            self._answer(200, [("Content-Type", "application/json")], json.dumps(stats).encode())
+
+        def _contended(
+            self, path: str, query: str, forwarded: dict[str, str], target: str, body: bytes
+        ) -> None:
+            """Forwards a request as DynamoDB under load would take it: refused, cut down (a
+            batch), or whole, holding its items until the engine has answered (and longer, for
+            a transaction)."""
+            assert front.contention is not None
+            operation = target.rpartition(".")[2]
+            try:
+                request = json.loads(body)
+            except ValueError:
+                request = None
+            verdict = Verdict()
+            if isinstance(request, dict):
+
+                def describe(table: str) -> bytes | None:
+                    asked = json.dumps({"TableName": table}).encode()
+                    headers = {**forwarded, "x-amz-target": _DESCRIBE_TABLE}
+                    headers["content-length"] = str(len(asked))
+                    status, _, answer = self._forward(path, query, headers, asked)
+                    return answer if status == 200 else None
+
+                verdict = front.contention.admit(
+                    operation, request, lambda table: front.table_keys(table, describe)
+                )
+            if verdict.refusal is not None:
+                self._answer(400, error_headers(verdict.refusal), verdict.refusal)
+                return
+            if verdict.body is not None:
+                body = verdict.body
+                forwarded["content-length"] = str(len(body))
+            try:
+                with front.writing(target, body):
+                    status, answer_headers, answer = self._forward(path, query, forwarded, body)
+            finally:
+                front.contention.release(verdict)
+            if operation in _SCHEMA_CHANGES and isinstance(request, dict):
+                front.forget_table(request.get("TableName"))
+            if verdict.unprocessed is not None and status == 200:
+                answer = front.contention.answered(verdict, status, answer)
+                answer_headers = [
+                    (k, str(zlib.crc32(answer)) if k.lower() == "x-amz-crc32" else v)
+                    for k, v in answer_headers
+                ]
             self._answer(status, answer_headers, answer)
 
         def _forward(
@@ -201,9 +333,11 @@ def start_front(
     keys: Mapping[str, str],
     log_dir: Path,
     expiry_index: Path,
+    contention: ContentionSettings | None = None,
 ) -> LoopbackChild:
     """Starts a front to the engine at ``engine_url`` in a child process, on a free loopback
-    port, logging to ``log_dir`` and marking writes in the expiry index at ``expiry_index``.
+    port, logging to ``log_dir`` and marking writes in the expiry index at ``expiry_index``,
+    refusing what DynamoDB would under load if given ``contention``.
     The keys go to it on its standard input, not on its command line, where any user of the
     machine could read them."""
     given = {
@@ -211,6 +345,7 @@ def start_front(
         "database_key_id": database_key_id,
         "keys": dict(keys),
         "expiry_index": str(expiry_index),
+        "contention": None if contention is None else asdict(contention),
     }
     return start_child(
         "the DynamoDB front",
@@ -220,15 +355,42 @@ def start_front(
     )
 
 
+def contention_stats(endpoint_url: str) -> dict[str, dict[str, int]]:
+    """What the front at ``endpoint_url`` has refused, by operation and error code."""
+    parts = urlsplit(endpoint_url)
+    connection = http.client.HTTPConnection(parts.hostname or LOOPBACK, parts.port, timeout=10)
+    try:
+        connection.request("GET", STATS_PATH)
+        response = connection.getresponse()
+        answer = response.read()
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise RuntimeError(f"the front at {endpoint_url} plays no contention")
+    refused: dict[str, dict[str, int]] = json.loads(answer)["refused"]
+    return refused
+
+
 if __name__ == "__main__":
     settings = json.loads(sys.stdin.read())
     index = ExpiryIndex(Path(settings["expiry_index"]))
     index.recovered()
-    DynamoDBFront(
+    contended = settings.get("contention")
+    front = DynamoDBFront(
         settings["engine_url"],
         settings["database_key_id"],
         settings["keys"],
         int(sys.argv[1]),
         expiry=index,
-    ).start()
+        contention=None if contended is None else Contention(ContentionSettings(**contended)),
+    )
+    front.start()
+    if contended is not None:
+
+        def last_report(signum: int, frame: object) -> None:
+            front.report(final=True)
+            sys.exit(0)
+
+        # The runtime stops the front with SIGTERM: the counts are logged before it ends.
+        signal.signal(signal.SIGTERM, last_report)
     serve_until_signalled()

@@ -28,6 +28,7 @@ from typing import TextIO
 
 from vigil.clock import Clock, SystemClock
 from vigil.identity.records import Principal
+from vigil.local.contention import ContentionSettings
 from vigil.local.deployment import LocalDeployment
 from vigil.local.doors import front_door
 from vigil.local.lock import hold
@@ -233,6 +234,7 @@ def start(
     clock: Clock | None = None,
     parameters: Mapping[str, str] | None = None,
     dynamodb_endpoint_url: str | None = None,
+    contention: bool | ContentionSettings = False,
 ) -> LocalRuntime:
     """Starts DynamoDB Local, moto, the template's resources, the event pump and the HTTP API.
 
@@ -240,7 +242,9 @@ def start(
     started on a state directory another holds raises ``StateDirectoryInUse`` having changed
     nothing there. The logs go to its ``local.log`` too. ``dynamodb_endpoint_url`` names a
     DynamoDB Local already running (the tests share one); by default the runtime starts its
-    own.
+    own. ``contention`` (True, or settings of one's own) has DynamoDB's front refuse what
+    DynamoDB would under load: transaction conflicts and throttled partitions
+    (``vigil.local.contention``).
     """
     from vigil import wiring
     from vigil.config import Settings
@@ -277,6 +281,7 @@ def start(
             {keys.runtime.id: keys.runtime.secret},
             state_dir / DYNAMODB_DIR,
             expiry_index,
+            contention=ContentionSettings() if contention is True else contention or None,
         )
         closer.callback(front.stop)
         dynamodb_endpoint_url = front.endpoint_url
@@ -424,6 +429,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a template parameter (repeatable)",
     )
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="refuse what DynamoDB would under load: transaction conflicts, throttled partitions "
+        "(at 1/20 of DynamoDB's per-partition rates)",
+    )
     parser.add_argument("--access-log", action="store_true", help="show one short line per request")
     parser.add_argument(
         "--log-json",
@@ -449,6 +460,7 @@ def _run(args: argparse.Namespace) -> int:
             template=args.template,
             parameters=dict(args.parameter),
             dynamodb_endpoint_url=args.dynamodb_endpoint,
+            contention=args.contention,
         )
     except Exception as error:
         # A command reports why it cannot start; the traceback helps no one running it.
@@ -477,6 +489,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  Logs:          {runtime.state_dir / LOG_FILE} (JSON lines)")
             print(f"  AWS stand-in:  moto at {runtime.aws_endpoint_url}, ", end="")
             print(f"DynamoDB Local at {runtime.dynamodb_endpoint_url}")
+            if args.contention:
+                print(f"  Contention:    {ContentionSettings().described()};")
+                counts = f"{runtime.dynamodb_endpoint_url}/contention"
+                print(f"                 refusals counted at {counts}")
             print("Press Ctrl+C to stop.", flush=True)
             # A sleep ends when a signal arrives; the loop then sees the flag.
             while not stopping:
