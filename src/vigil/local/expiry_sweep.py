@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vigil.kit.aws import error_code
+from vigil.kit.aws import THROTTLING, error_code
 from vigil.local.expiry import DueItem, ExpiryIndex, Watched, due_at, item_key
 from vigil.observability import get_logger, log_event
 
@@ -123,6 +123,10 @@ class ExpirySweeper:
             code = error_code(error)
             if code == "ResourceNotFoundException":
                 return False, None
+            if code in THROTTLING:
+                # Busy (vigil local --contention): DynamoDB's own TTL deletes never are, so
+                # this one waits for a later pass instead of failing the sweep.
+                return False, now + 1
             if code != "ConditionalCheckFailedException":
                 raise
             current = getattr(error, "response", {}).get("Item")
