@@ -123,13 +123,18 @@ def _as_deployer(
 
 
 def cmd_backfill_indexes(args: argparse.Namespace) -> int:
-    """Indexes the switches and deaths stored before list_switches and list_deaths existed."""
+    """Indexes the switches and deaths stored before list_switches and list_deaths existed, and
+    the armed switches stored before the sweep's index."""
     from vigil.switches.dynamo import backfill_indexes
     from vigil.wiring import aws_client
 
     table = args.table or _table_of_stack(args.stack)
-    switches, deaths = backfill_indexes(aws_client("dynamodb"), table)
-    print(json.dumps({"switches_indexed": switches, "deaths_indexed": deaths}))
+    switches, deaths, swept = backfill_indexes(aws_client("dynamodb"), table)
+    print(
+        json.dumps(
+            {"switches_indexed": switches, "deaths_indexed": deaths, "switches_sweepable": swept}
+        )
+    )
     return 0
 
 
@@ -233,7 +238,7 @@ def parser() -> argparse.ArgumentParser:
 
     backfill = commands.add_parser(
         "backfill-indexes",
-        help="index switches and deaths stored before list_switches existed (AWS credentials)",
+        help="index switches and deaths stored before the indexes existed (AWS credentials)",
     )
     _table_arguments(backfill)
     backfill.set_defaults(run=cmd_backfill_indexes)

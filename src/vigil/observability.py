@@ -170,6 +170,15 @@ class Metrics:
         """A dead-man switch fired, ``lateness_seconds`` after its deadline."""
         self.emit({"SwitchFired": (1, "Count"), "ExpiryLateness": (lateness_seconds, "Seconds")})
 
+    def switch_swept(self) -> None:
+        """The sweep found an armed switch whose alarm had not come: a timer was lost (or the
+        alarm function is far behind). Any at all is for an operator to look into."""
+        self.emit({"SwitchesSwept": (1, "Count")})
+
+    def sweep_unfinished(self) -> None:
+        """A run of the sweep stopped before it had read every shard, short of time."""
+        self.emit({"SweepsUnfinished": (1, "Count")})
+
     def delivered(self) -> None:
         """An envelope was queued into a mailbox."""
         self.emit({"Deliveries": (1, "Count")})

@@ -12,6 +12,7 @@ from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
 from vigil.switches.dynamo import DEATH_SHARDS, backfill_indexes
 from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
+from vigil.switches.store import SWEEP_SHARDS, ArmedAlarm, sweep_shard
 
 
 def switch(clock: ManualClock, scope: str = "job#1", window: int = 30, **changes: object) -> Switch:
@@ -294,14 +295,81 @@ def test_the_backfill_indexes_what_was_stored_before_the_indexes(
     for prefix in ("SWITCH", "DEATH#000000000001"):
         dynamo_store.commit([dynamo_store.save_pause(pause_of(clock, prefix), None)])
 
-    assert backfill_indexes(client, table) == (1, 1)
+    assert backfill_indexes(client, table) == (1, 1, 0)
     assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == [
         "DEATH#000000000001",
         "SWITCH",
         "old",
     ]
     assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
-    assert backfill_indexes(client, table) == (0, 0)
+    assert backfill_indexes(client, table) == (0, 0, 0)
+
+
+def every_armed_alarm(store: Store, limit: int) -> list[ArmedAlarm]:
+    """Every shard of the sweep index read to its end, ``limit`` a page."""
+    found: list[ArmedAlarm] = []
+    for shard in range(SWEEP_SHARDS):
+        after = None
+        while True:
+            page = store.armed_alarms(shard, after, limit)
+            assert all(sweep_shard(a.namespace, a.scope) == shard for a in page.alarms)
+            found += page.alarms
+            if page.after is None:
+                break
+            after = page.after
+    return found
+
+
+def test_the_sweep_index_holds_each_switch_while_it_is_armed(
+    store: Store, clock: ManualClock
+) -> None:
+    switches = [switch(clock, scope=f"job-{i}", window=10 + i) for i in range(40)]
+    switches.append(switch(clock, scope="job-1", namespace="globex"))
+    for s in switches:
+        store.commit([store.save_switch(s, None)])
+    # Shards spread them: no shard holds them all.
+    assert len({sweep_shard(s.namespace, s.scope) for s in switches}) > 10
+    expected = {(s.namespace, s.scope): (s.generation, s.alarm_due) for s in switches}
+
+    for limit in (1, 3, 100):
+        found = every_armed_alarm(store, limit)
+        assert len(found) == len(expected)
+        assert {(a.namespace, a.scope): (a.generation, a.alarm_due) for a in found} == expected
+
+    # An armed switch stored whole again (a slow beat) stays; one fired or disarmed leaves.
+    beaten = switches[0].model_copy(update={"beats": 2, "version": 2})
+    store.commit([store.save_switch(beaten, 1)])
+    disarmed = switches[1].model_copy(update={"state": "disarmed", "version": 2})
+    store.commit([store.save_switch(disarmed, 1)])
+    fired = switches[2]
+    clock.advance(60)
+    store.fire_switch(fired, death_of(fired, clock), clock.now())
+    left = {(a.namespace, a.scope) for a in every_armed_alarm(store, 100)}
+    assert left == set(expected) - {("acme", "job-1"), ("acme", "job-2")}
+    # Armed again in a new generation, it is back.
+    again = fired.model_copy(update={"generation": 2, "version": 3})
+    store.commit([store.save_switch(again, 2)])
+    assert ("acme", "job-2", 2) in {
+        (a.namespace, a.scope, a.generation) for a in every_armed_alarm(store, 100)
+    }
+
+
+def test_the_backfill_puts_armed_switches_stored_before_the_sweep_index_in_their_shard(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    client, table = dynamo_store.client, dynamo_store.table
+    armed, disarmed = switch(clock, scope="armed"), switch(clock, scope="disarmed")
+    for s in (armed, disarmed):
+        dynamo_store.commit([dynamo_store.save_switch(s, None)])
+    off = disarmed.model_copy(update={"state": "disarmed", "version": 2})
+    dynamo_store.commit([dynamo_store.save_switch(off, 1)])
+    key = {"pk": {"S": "NS#acme#SW#armed"}, "sk": {"S": "SWITCH"}}
+    client.update_item(TableName=table, Key=key, UpdateExpression="REMOVE sweep")
+    assert every_armed_alarm(dynamo_store, 100) == []
+
+    assert backfill_indexes(client, table) == (0, 0, 1)
+    assert [a.scope for a in every_armed_alarm(dynamo_store, 100)] == ["armed"]
+    assert backfill_indexes(client, table) == (0, 0, 0)
 
 
 def test_pauses_are_kept_one_per_prefix_in_prefix_order(store: Store, clock: ManualClock) -> None:

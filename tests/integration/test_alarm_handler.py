@@ -101,6 +101,25 @@ def test_the_entry_points_import_builds_what_timers_run_on(
     assert alarm.switch_engine.cache_info().currsize == 1
 
 
+class Context:
+    def __init__(self, left_ms: int) -> None:
+        self.left_ms = left_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.left_ms
+
+
+def test_the_sweeps_event_runs_the_sweep_within_the_invocations_time(
+    deployed: dict[str, str],
+) -> None:
+    from vigil.entrypoints.sweep import SWEEP_EVENT
+
+    done = {"checked": 0, "swept": 0, "failed": 0, "finished": True}
+    assert alarm.handler(dict(SWEEP_EVENT), Context(30_000)) == done
+    # With too little time left, it takes no page.
+    assert alarm.handler(dict(SWEEP_EVENT), Context(1_000)) == {**done, "finished": False}
+
+
 def queued(url: str) -> int:
     attributes = boto3.client("sqs", region_name="us-east-1").get_queue_attributes(
         QueueUrl=url,

@@ -149,7 +149,25 @@ def test_provisioning_again_finds_what_exists_and_keeps_armed_schedules(
     assert again.environment() == deployment.environment()
     assert local_queues(clients, names) == {q.name for q in deployment.queues.values()}
     schedules = clients.scheduler.list_schedules(GroupName=group)["Schedules"]
-    assert [s["Name"] for s in schedules] == ["armed"]
+    assert sorted(s["Name"] for s in schedules) == sorted(
+        ["armed", names.physical("SweepSchedule")]
+    )
+
+
+def test_the_sweep_schedule_is_made_from_the_template_and_follows_its_parameter(
+    cfn: dict[str, Any], clients: AwsClients, names: LocalNames, deployment: LocalDeployment
+) -> None:
+    group = deployment.schedule_groups["AlarmScheduleGroup"]
+    name = names.physical("SweepSchedule")
+    made = clients.scheduler.get_schedule(GroupName=group, Name=name)
+    assert made["ScheduleExpression"] == "rate(5 minutes)"
+    assert made["Target"]["Arn"] == deployment.functions["AlarmFunction"].arn
+    assert json.loads(made["Target"]["Input"]) == {"sweep": "switches"}
+
+    slower = LocalNames(stack_name=names.stack_name, parameters={"SweepMinutes": "15"})
+    provision(cfn, clients, slower)
+    moved = clients.scheduler.get_schedule(GroupName=group, Name=name)
+    assert moved["ScheduleExpression"] == "rate(15 minutes)"
 
 
 def test_dead_letter_queues_are_created_first_and_conditions_are_honoured(

@@ -22,9 +22,10 @@ from vigil.clock import ManualClock
 from vigil.errors import contended
 from vigil.local.deployment import LocalDeployment
 from vigil.local.moto_state import saved_schedules
+from vigil.local.provisioning import provision
 from vigil.local.pump import EventPump
-from vigil.local.stack import AwsClients
-from vigil.local.timetable import Timetable, fire_time
+from vigil.local.stack import AwsClients, LocalNames
+from vigil.local.timetable import Timetable, fire_time, rate_period
 
 
 class Recorder:
@@ -46,6 +47,18 @@ class Recorder:
     @property
     def events(self) -> list[dict[str, Any]]:
         return [event for event, _ in self.calls]
+
+
+@pytest.fixture
+def deployment(cfn: dict[str, Any], clients: AwsClients, names: LocalNames) -> LocalDeployment:
+    """The template provisioned, less its recurring sweep schedule: the tests of schedules
+    here arm their own, and count every call the pump makes (the sweep's has a test below)."""
+    deployment = provision(cfn, clients, names)
+    clients.scheduler.delete_schedule(
+        GroupName=deployment.schedule_groups["AlarmScheduleGroup"],
+        Name=names.physical("SweepSchedule"),
+    )
+    return deployment
 
 
 @pytest.fixture
@@ -411,6 +424,59 @@ def test_a_schedule_can_send_to_a_queue(
 
     [message] = receive_all(clients, deployment, "TimerDLQ")
     assert json.loads(message["Body"]) == {"kind": "switch", "key": "k1"}
+
+
+@pytest.mark.parametrize(
+    ("expression", "period"),
+    [
+        ("rate(5 minutes)", 300),
+        ("rate(1 minute)", 60),
+        ("rate(2 hours)", 7200),
+        ("rate(1 day)", 86400),
+        ("cron(0/5 * * * ? *)", None),
+        ("at(2026-01-01T00:00:00)", None),
+    ],
+)
+def test_rate_period_reads_a_rate_expression(expression: str, period: int | None) -> None:
+    found = rate_period(expression)
+    assert (found.total_seconds() if found else None) == period
+
+
+def test_the_stacks_sweep_schedule_invokes_the_alarm_function_every_period(
+    cfn: dict[str, Any],
+    clients: AwsClients,
+    names: LocalNames,
+    alarm: Recorder,
+    clock: ManualClock,
+    timetable: Timetable,
+) -> None:
+    deployment = provision(cfn, clients, names)
+    pump = EventPump(deployment, clients, handlers(alarm), clock, timetable=timetable)
+
+    pump.tick()  # seen for the first time: it fires a period (SweepMinutes, 5) from now
+    clock.advance(299)
+    pump.tick()
+    assert alarm.calls == []
+    clock.advance(1)
+    pump.tick()
+    [(event, context)] = alarm.calls
+    assert event == {"sweep": "switches"}
+    assert context.invoked_function_arn == deployment.functions["AlarmFunction"].arn
+    clock.advance(300)
+    pump.tick()
+    assert len(alarm.calls) == 2
+    # The clock jumps eleven periods: one run for them, then a period after the one missed.
+    clock.advance(3600)
+    pump.tick()
+    assert len(alarm.calls) == 3
+    clock.advance(299)
+    pump.tick()
+    assert len(alarm.calls) == 3
+    clock.advance(1)
+    pump.tick()
+    assert len(alarm.calls) == 4
+    group = deployment.schedule_groups["AlarmScheduleGroup"]
+    assert schedule_names(clients, group) == [names.physical("SweepSchedule")]
 
 
 def test_a_failing_function_is_retried_by_lambda_then_dead_lettered(

@@ -21,11 +21,13 @@ from typing import Any
 import pytest
 
 from vigil.config import REQUIRED
+from vigil.entrypoints.sweep import SWEEP_EVENT
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.infra.template import load, translate
 from vigil.local.resolver import Resolver
 from vigil.local.stack import LocalNames
 from vigil.observability import Metrics
+from vigil.switches.dynamo import SWEEP_INDEX
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
@@ -509,6 +511,43 @@ def test_table(cfn: dict[str, Any], sam: dict[str, Any]) -> None:
     assert sam["Parameters"]["DeletionProtection"]["Default"] == "true"
     assert table["DeletionPolicy"] == "Retain"
     assert table["UpdateReplacePolicy"] == "Retain"
+
+
+def test_the_sweep_reads_a_sparse_keys_only_index_on_a_schedule(
+    cfn: dict[str, Any], sam: dict[str, Any]
+) -> None:
+    """The net under the timers: gsi2 holds the armed switches' keys by shard, and a recurring
+    schedule of the alarm schedules' group invokes the alarm function with the sweep's event
+    every SweepMinutes; the alarm function may query the index and read switches in batches."""
+    table = props(cfn["Resources"]["VigilTable"])
+    (index,) = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == SWEEP_INDEX]
+    assert index["KeySchema"] == [
+        {"AttributeName": "sweep", "KeyType": "HASH"},
+        {"AttributeName": "pk", "KeyType": "RANGE"},
+    ]
+    assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert {"AttributeName": "sweep", "AttributeType": "S"} in table["AttributeDefinitions"]
+
+    (schedule,) = resources_of(cfn, "AWS::Scheduler::Schedule").values()
+    properties = props(schedule)
+    assert ref_target(properties["GroupName"]) == "AlarmScheduleGroup"
+    assert properties["ScheduleExpression"] == {"Fn::Sub": "rate(${SweepMinutes} minutes)"}
+    assert properties["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    target = properties["Target"]
+    assert getatt_target(target["Arn"]) == "AlarmFunction"
+    assert getatt_target(target["RoleArn"]) == "SchedulerRole"
+    assert getatt_target(target["DeadLetterConfig"]["Arn"]) == "AlarmDLQ"
+    assert json.loads(target["Input"]) == SWEEP_EVENT
+    minutes = sam["Parameters"]["SweepMinutes"]
+    assert (minutes["Default"], minutes["MinValue"]) == (5, 2)
+
+    (items,) = [
+        statement
+        for role, statement in role_statements(cfn)
+        if role == "AlarmFunctionRole" and statement.get("Sid") == "TableItems"
+    ]
+    assert {"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:GetItem"} <= set(items["Action"])
+    assert {"Fn::Sub": "${VigilTable.Arn}/index/*"} in items["Resource"]
 
 
 # ---------------------------------------------------------------- queues

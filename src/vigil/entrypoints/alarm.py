@@ -1,5 +1,6 @@
-"""The alarm function: invoked by the EventBridge Scheduler (one timer per event) and by the
-timer queue's event source mapping (batches, with partial batch failures)."""
+"""The alarm function: invoked by the EventBridge Scheduler (one timer per event), by the
+timer queue's event source mapping (batches, with partial batch failures), and by the sweep's
+recurring schedule (vigil.entrypoints.sweep)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from vigil.alarms.timers import TimerHandler
+from vigil.entrypoints import sweep
 from vigil.entrypoints.timer_events import in_a_unit_of_work, serve
 from vigil.kit.batch import one_batch
 from vigil.observability import get_logger, metrics
@@ -51,6 +53,8 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
     engine = switch_engine()
+    if sweep.is_sweep(event):
+        return sweep.run(engine, context)
     # The namespace-wide reads of a batch's fires (pauses, channels) are made once a batch.
     with one_batch():
         return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)

@@ -1,6 +1,7 @@
 """Create the resources of the translated template on moto, as CloudFormation would.
 
-Only what the handlers touch is created: tables, queues, buckets, schedule groups and roles.
+Only what the handlers touch is created: tables, queues, buckets, schedule groups, the
+template's own schedules (the sweep's, which the event pump fires) and roles.
 Functions, their event source mappings and their asynchronous invocation settings are collected
 for the event pump, which runs them in-process, and a Function URL for the local HTTP server.
 Everything else is listed in ``LocalDeployment.ignored``. Provisioning is idempotent, so it may
@@ -192,6 +193,26 @@ class _Provisioning:
         self.resolver.register(logical_id, name, Arn=arn)
         self.deployment.schedule_groups[logical_id] = name
 
+    def schedule(self, logical_id: str, raw: Mapping[str, Any]) -> None:
+        """A schedule of the template's own (the sweep's recurring one), made as CloudFormation
+        would, or brought to what the template says now; the event pump fires it."""
+        props = self.resolve(raw)
+        scheduler = self.clients.scheduler
+        name = props.get("Name") or self.names.physical(logical_id)[:64]
+        group = props.get("GroupName") or "default"
+        wanted = {k: v for k, v in props.items() if k in _SCHEDULE_PROPERTIES}
+        found = _found(
+            lambda: scheduler.get_schedule(GroupName=group, Name=name),
+            "ResourceNotFoundException",
+        )
+        if found is None:
+            arn = scheduler.create_schedule(Name=name, GroupName=group, **wanted)["ScheduleArn"]
+        elif any(found.get(key) != value for key, value in wanted.items()):
+            arn = scheduler.update_schedule(Name=name, GroupName=group, **wanted)["ScheduleArn"]
+        else:
+            arn = found["Arn"]
+        self.resolver.register(logical_id, name, Arn=arn)
+
     def secret(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         """A Secrets Manager secret, its value generated as CloudFormation would (random, of
         GenerateSecretString's length) when it is first made, and kept across restarts."""
@@ -305,6 +326,7 @@ _PROVISIONERS: dict[str, Provisioner] = {
     "AWS::SQS::Queue": _Provisioning.queue,
     "AWS::S3::Bucket": _Provisioning.bucket,
     "AWS::Scheduler::ScheduleGroup": _Provisioning.schedule_group,
+    "AWS::Scheduler::Schedule": _Provisioning.schedule,
     "AWS::IAM::Role": _Provisioning.role,
     "AWS::SecretsManager::Secret": _Provisioning.secret,
     "AWS::Lambda::Function": _Provisioning.function,
@@ -312,6 +334,22 @@ _PROVISIONERS: dict[str, Provisioner] = {
     "AWS::Lambda::EventInvokeConfig": _Provisioning.event_invoke_config,
     "AWS::Lambda::EventSourceMapping": _Provisioning.event_source_mapping,
 }
+
+
+# What CreateSchedule takes of AWS::Scheduler::Schedule's properties, beside its name and group.
+_SCHEDULE_PROPERTIES = frozenset(
+    {
+        "Description",
+        "ScheduleExpression",
+        "ScheduleExpressionTimezone",
+        "FlexibleTimeWindow",
+        "Target",
+        "State",
+        "StartDate",
+        "EndDate",
+        "KmsKeyArn",
+    }
+)
 
 
 def _create_table_request(name: str, props: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,10 @@ pump plays four parts, each in-process and on the injected clock:
 - **EventBridge Scheduler.** One-shot ``at()`` schedules of the stack's schedule groups are
   fired when due, at least once, then deleted or marked done per ``ActionAfterCompletion``.
   The Scheduler's retry policy and dead-letter queue apply when the target cannot be reached.
+  A recurring ``rate()`` schedule (the template's sweep) fires once a period, the first time a
+  period after the pump first sees it (made, updated, or found at a restart); when the clock
+  jumps several periods, it fires once for them. A target it cannot reach is logged, and the
+  next occurrence tries again. ``cron()`` schedules are not played.
   A pass takes from the timetable (``vigil.local.timetable``) only the schedules now due and
   reads each back from moto before firing it: it costs what is due, not what is pending.
 - **Asynchronous invocation.** The Scheduler invokes a function asynchronously, so a function
@@ -49,7 +53,7 @@ from vigil.local.deployment import LocalDeployment, LocalEventSourceMapping, Loc
 from vigil.local.expiry_sweep import ExpirySweeper
 from vigil.local.lambda_events import failed_records, sqs_event
 from vigil.local.stack import AwsClients
-from vigil.local.timetable import Timetable, fire_time, queue_name
+from vigil.local.timetable import Timetable, fire_time, queue_name, rate_period
 from vigil.observability import get_logger, log_event, log_failure
 
 log = get_logger("vigil.local.pump")
@@ -123,6 +127,9 @@ class EventPump:
         self._next_receive: dict[str, float] = {}
         # Per (group, name): the retries of a schedule whose target could not be reached.
         self._deliveries: dict[tuple[str, str], _ScheduleDelivery] = {}
+        # Per (group, name) of a recurring schedule: the version it was seen at, and when it
+        # fires next.
+        self._recurring: dict[tuple[str, str], tuple[str, datetime]] = {}
         self._async: list[_AsyncInvocation] = []
         # None: TTL is not played (the runtime always plays it).
         self.expiry = expiry
@@ -272,15 +279,21 @@ class EventPump:
         except Exception as error:
             if error_code(error) == "ResourceNotFoundException":
                 self._deliveries.pop((group, name), None)
+                self._recurring.pop((group, name), None)
                 return
             raise
         if schedule.get("State", "ENABLED") != "ENABLED":
             # An update that enables it puts it back on the timetable.
             self._deliveries.pop((group, name), None)
+            self._recurring.pop((group, name), None)
+            return
+        period = rate_period(schedule["ScheduleExpression"])
+        if period is not None:
+            self._fire_recurring(group, name, schedule, period, now)
             return
         due = fire_time(schedule["ScheduleExpression"], schedule.get("ScheduleExpressionTimezone"))
         if due is None:
-            log_event(log, "recurring schedules are not played locally", schedule=schedule["Arn"])
+            log_event(log, "cron schedules are not played locally", schedule=schedule["Arn"])
             return
         if now < due:
             self.timetable.set(group, name, due)
@@ -311,6 +324,27 @@ class EventPump:
                 log_event(log, "schedule target failed; will retry", schedule=schedule["Arn"])
                 return
         self._complete(group, name, schedule)
+
+    def _fire_recurring(
+        self, group: str, name: str, schedule: Mapping[str, Any], period: timedelta, now: datetime
+    ) -> None:
+        version = str(schedule.get("LastModificationDate"))
+        seen = self._recurring.get((group, name))
+        if seen is None or seen[0] != version:
+            due = now + period  # made, updated, or found at a restart: a period from now
+        else:
+            due = seen[1]
+            if now >= due:
+                try:
+                    self._deliver(schedule["Target"], now)
+                except Exception:
+                    log.exception(
+                        "recurring schedule target failed; its next occurrence tries again",
+                        extra={"fields": {"schedule": schedule["Arn"]}},
+                    )
+                due += period * ((now - due) // period + 1)
+        self._recurring[(group, name)] = (version, due)
+        self.timetable.set(group, name, due)
 
     def _deliver(self, target: Mapping[str, Any], now: datetime) -> None:
         arn = target["Arn"]

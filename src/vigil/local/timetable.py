@@ -33,8 +33,11 @@ from zoneinfo import ZoneInfo
 from vigil.local.moto_state import WsgiApp, service_of
 
 _AT_EXPRESSION = re.compile(r"^\s*at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)\s*$")
-# A recurring schedule has no one fire time: the pump looks at it at once (and reports that it
-# does not play it), whatever its clock says.
+_RATE_EXPRESSION = re.compile(r"^\s*rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)\s*$")
+_RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+# A recurring schedule has no one fire time the expression alone gives: the pump looks at it at
+# once, whatever its clock says, and sets its occurrences from then (or reports that it does not
+# play it: a cron() one).
 AT_ONCE = datetime.min.replace(tzinfo=UTC)
 _DEFAULT_GROUP = "default"
 _SCHEDULE_PATH = re.compile(r"^/schedules/(?P<name>[^/]+)$")
@@ -60,6 +63,14 @@ def fire_time(expression: str, timezone: str | None = None) -> datetime | None:
     moment = local.astimezone(UTC)
     minute = moment.replace(second=0, microsecond=0)
     return minute if minute == moment else minute + timedelta(minutes=1)
+
+
+def rate_period(expression: str) -> timedelta | None:
+    """The period of a recurring ``rate()`` expression; None for any other."""
+    match = _RATE_EXPRESSION.match(expression)
+    if match is None:
+        return None
+    return timedelta(seconds=int(match.group(1)) * _RATE_UNITS[match.group(2).rstrip("s")])
 
 
 class _Group:

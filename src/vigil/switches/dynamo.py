@@ -22,8 +22,14 @@ from vigil.switches.records import (
     Switch,
     beat_slot,
 )
-from vigil.switches.store import SwitchStore
+from vigil.switches.store import ArmedAlarm, ArmedPage, SwitchStore, sweep_shard
 
+# The sweep index (template.yaml, gsi2): sparse, keys only. Its partition key, ``sweep``, names
+# an armed switch's shard and is removed when it fires or is put disarmed; its sort key is the
+# table's own ``pk``.
+SWEEP_INDEX = "gsi2"
+# BatchGetItem's most keys a request.
+_BATCH_GET_KEYS = 100
 _TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
 _NUMBERS = {"generation", "expect_within_seconds", "beats", "version", "follows_death"}
 
@@ -117,11 +123,19 @@ def _value(name: str, value: Any) -> dict[str, Any]:
     return attr_s(value)
 
 
+def _sweep_value(namespace: str, scope: str) -> dict[str, str]:
+    return attr_s(f"SWEEP#{sweep_shard(namespace, scope)}")
+
+
 def _switch_item(switch: Switch) -> dict[str, Any]:
     item = _switch_key(switch.namespace, switch.scope)
     for name, value in switch.model_dump().items():
         if value is not None:
             item[name] = _value(name, value)
+    if switch.state == "armed":
+        # The same value for as long as the switch is armed, and no projected attribute: a
+        # beat, an alarm move or a whole put of the armed switch writes nothing to the index.
+        item["sweep"] = _sweep_value(switch.namespace, switch.scope)
     return item
 
 
@@ -246,6 +260,77 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         }
         return [found[scope] for scope in scopes if scope in found]
 
+    def armed_alarms(self, shard: int, after: str | None, limit: int) -> ArmedPage:
+        # The index page names the switches; their alarms are read by key, eventually
+        # consistent (half a unit each) and only the attributes the sweep looks at.
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": SWEEP_INDEX,
+            "KeyConditionExpression": "sweep = :shard",
+            "ExpressionAttributeValues": {":shard": attr_s(f"SWEEP#{shard}")},
+            "Limit": limit,
+        }
+        if after is not None:
+            request["KeyConditionExpression"] += " AND pk > :after"
+            request["ExpressionAttributeValues"][":after"] = attr_s(after)
+        response = self._call(self.client.query, **request)
+        keys = [{"pk": row["pk"], "sk": row["sk"]} for row in response.get("Items", [])]
+        alarms = [
+            ArmedAlarm(
+                item["namespace"]["S"],
+                item["scope"]["S"],
+                int(item["generation"]["N"]),
+                from_ms(item["alarm_due"]),
+            )
+            for item in self._alarms_of(keys)
+            if item.get("state", {}).get("S") == "armed"
+        ]
+        last = response.get("LastEvaluatedKey")
+        return ArmedPage(alarms, last["pk"]["S"] if last else None)
+
+    def _alarms_of(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _BATCH_GET_KEYS):
+            pending: dict[str, Any] = {
+                self.table: {
+                    "Keys": keys[start : start + _BATCH_GET_KEYS],
+                    "ProjectionExpression": "#ns, #scope, #st, #gen, #due",
+                    "ExpressionAttributeNames": {
+                        "#ns": "namespace",
+                        "#scope": "scope",
+                        "#st": "state",
+                        "#gen": "generation",
+                        "#due": "alarm_due",
+                    },
+                }
+            }
+            while pending:
+                response = self._call(self.client.batch_get_item, RequestItems=pending)
+                found += response["Responses"].get(self.table, [])
+                pending = response.get("UnprocessedKeys") or {}
+        return found
+
+    def _mark_for_sweep(self, switch: Switch) -> bool:
+        """Puts an armed switch stored before the sweep index in its shard, if it is still
+        armed at the version read; whether it was."""
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key=_switch_key(switch.namespace, switch.scope),
+                UpdateExpression="SET sweep = :shard",
+                ConditionExpression="#st = :armed AND version = :version",
+                ExpressionAttributeNames={"#st": "state"},
+                ExpressionAttributeValues={
+                    ":shard": _sweep_value(switch.namespace, switch.scope),
+                    ":armed": attr_s("armed"),
+                    ":version": attr_n(switch.version),
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
         return DynamoWrite(
             [
@@ -272,7 +357,9 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                     "Update": {
                         "TableName": self.table,
                         "Key": _switch_key(switch.namespace, switch.scope),
-                        "UpdateExpression": "SET #st = :fired, version = version + :one",
+                        "UpdateExpression": (
+                            "SET #st = :fired, version = version + :one REMOVE sweep"
+                        ),
                         "ConditionExpression": (
                             "#st = :armed AND generation = :generation AND deadline <= :now"
                         ),
@@ -445,13 +532,15 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None
 
 
-def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
-    """Writes the index rows of switches and deaths stored before the indexes existed: one
-    scan of the table, and a conditional put per row missing (an existing row is left as it
-    is). Returns how many switch rows and death rows were written. Run once, after the deploy
-    that brought ``list_switches`` and ``list_deaths``; running it again writes nothing."""
+def backfill_indexes(client: Any, table: str) -> tuple[int, int, int]:
+    """Writes what switches and deaths stored before the indexes existed lack: the index rows
+    of ``list_switches`` and ``list_deaths`` (a conditional put per row missing; an existing row
+    is left as it is), and an armed switch's sweep shard (set only if the switch is still armed
+    at the version read). One scan of the table. Returns how many switch rows, death rows and
+    shards were written. Run once, after the deploy that brought the indexes; running it again
+    writes nothing."""
     store = DynamoSwitches(client, table)
-    written = [0, 0]
+    written = [0, 0, 0]
     request: dict[str, Any] = {
         "TableName": table,
         # Only a scope's partition holds switches and deaths: an index row or a pause whose
@@ -468,6 +557,8 @@ def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
         for item in response.get("Items", []):
             if item["sk"]["S"] == "SWITCH":
                 found = _switch(item)
+                if found.state == "armed" and "sweep" not in item and store._mark_for_sweep(found):
+                    written[2] += 1
                 row, kind = _switch_index_key(found.namespace, found.scope), 0
             else:
                 row, kind = _death_index_item(Death.model_validate_json(item["doc"]["S"])), 1
@@ -477,5 +568,5 @@ def backfill_indexes(client: Any, table: str) -> tuple[int, int]:
                 continue
             written[kind] += 1
         if "LastEvaluatedKey" not in response:
-            return written[0], written[1]
+            return written[0], written[1], written[2]
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

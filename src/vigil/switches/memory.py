@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from vigil.kit.limits import item_bytes
@@ -9,7 +10,7 @@ from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.quotas.store import quota_count
 from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch, with_beat
-from vigil.switches.store import SwitchStore
+from vigil.switches.store import ArmedAlarm, ArmedPage, SwitchStore, sweep_shard
 
 
 class MemorySwitches(MemoryBase, SwitchStore):
@@ -76,6 +77,25 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 if ns == namespace and scope.startswith(prefix) and (after is None or scope > after)
             )[:limit]
             return [self.switches[(namespace, s)].model_copy(deep=True) for s in scopes]
+
+    def armed_alarms(self, shard: int, after: str | None, limit: int) -> ArmedPage:
+        # The sweep index, as on DynamoDB: every armed switch, in its shard, in key order.
+        start = tuple(json.loads(after)) if after is not None else None
+        with self._lock:
+            armed = sorted(
+                key
+                for key, switch in self.switches.items()
+                if switch.state == "armed"
+                and sweep_shard(*key) == shard
+                and (start is None or key > start)
+            )
+            page = armed[:limit]
+            alarms = [
+                ArmedAlarm(*key, self.switches[key].generation, self.switches[key].alarm_due)
+                for key in page
+            ]
+        more = len(armed) > limit
+        return ArmedPage(alarms, json.dumps(page[-1]) if more else None)
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> MemoryWrite:
         def check() -> None:

@@ -3,12 +3,18 @@
 Beats, firing, alarm moves and graces are single conditional writes of their own (no unit of
 work: none carries an idempotency key); arming, disarming, the death's steps and pauses go
 through one.
+
+Armed switches are also kept in ``SWEEP_SHARDS`` shards across every namespace, for the sweep
+(vigil.switches.sweep) that finds the ones whose alarm was lost: a switch is in its shard
+exactly while it is armed, and its shard never changes.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from datetime import datetime
+from typing import NamedTuple
 
 from vigil.audit.store import AuditStore
 from vigil.identity.store import IdentityStore
@@ -18,6 +24,31 @@ from vigil.mailboxes.store import MailboxStore
 from vigil.progress.store import ProgressStore, ScopeHolders
 from vigil.quotas.store import QuotaStore
 from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch
+
+# The sweep's shards: each is one partition of the sweep index, read by its own query, so that no
+# query reads a namespace's switches whole and a run can read several at once.
+SWEEP_SHARDS = 32
+
+
+def sweep_shard(namespace: str, scope: str) -> int:
+    """The shard of a scope's switch: a hash of its namespace and scope, the same on every
+    machine and in every generation."""
+    digest = hashlib.sha256(f"{namespace}\x00{scope}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % SWEEP_SHARDS
+
+
+class ArmedAlarm(NamedTuple):
+    """An armed switch as the sweep sees it: which alarm it waits for."""
+
+    namespace: str
+    scope: str
+    generation: int
+    alarm_due: datetime
+
+
+class ArmedPage(NamedTuple):
+    alarms: list[ArmedAlarm]
+    after: str | None  # where the shard's next page starts; None: the shard is read whole
 
 
 class SwitchStore(ScopeHolders, ABC):
@@ -47,6 +78,13 @@ class SwitchStore(ScopeHolders, ABC):
     ) -> list[Switch]:
         """Up to ``limit`` of the namespace's indexed switches whose scope begins with
         ``prefix``, in scope order, beginning after the scope ``after``."""
+
+    @abstractmethod
+    def armed_alarms(self, shard: int, after: str | None, limit: int) -> ArmedPage:
+        """Up to ``limit`` of the switches armed in ``shard`` (of every namespace), from where
+        ``after`` (a page's own ``after``) says, each with the alarm it waits for. Read without
+        a lock on the switches: one may have changed since, so whoever acts on it reads it
+        again."""
 
     @abstractmethod
     def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
