@@ -172,8 +172,30 @@ def message_envelopes(views: Iterable[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
+_QUOTA_SHARD = re.compile(r"^(NS#[^#]+)#QUOTAS#\d+$")
+
+
+def _quota_shards_summed(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The views with a namespace's quota shards as one item of their sums: a decrease goes to
+    the shard its key hashes to, and the key may be a generated id (a request's), so two runs
+    spread the same decreases differently; what they must agree on is the sums."""
+    kept, sums = [], {}
+    for view in views:
+        found = _QUOTA_SHARD.match(str(view.get("pk", "")))
+        if found is None:
+            kept.append(view)
+            continue
+        summed = sums.setdefault(found[1], {"pk": f"{found[1]}#QUOTAS#<shards>", "sk": "QUOTAS"})
+        for name, value in view.items():
+            if name not in ("pk", "sk"):
+                summed[name] = summed.get(name, 0) + value
+    return kept + [
+        {k: v for k, v in s.items() if v != 0 or k in ("pk", "sk")} for s in sums.values()
+    ]
+
+
 def canonical(snapshot: Snapshot, world: World, tolerate: frozenset[str]) -> State:
-    views = [item_view(item) for item in snapshot.items]
+    views = _quota_shards_summed([item_view(item) for item in snapshot.items])
     names = queue_labels(world, views)
     mask = Masker(dict(world.labels), tolerate, names, message_envelopes(views))
     queues = {
