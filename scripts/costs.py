@@ -148,6 +148,19 @@ def _partition(params: dict[str, Any]) -> str:
     return str(value.get("S", ""))
 
 
+def _key_of(item: dict[str, Any]) -> tuple[str, str]:
+    return str(item.get("pk", {}).get("S", "")), str(item.get("sk", {}).get("S", ""))
+
+
+def _written_keys(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """The keys a write names, one per item, in the order ``_sizes`` measures them."""
+    if "TransactItems" in params:
+        requests = [next(iter(entry.values())) for entry in params["TransactItems"]]
+    else:
+        requests = [params]
+    return [_key_of(request.get("Key") or request["Item"]) for request in requests]
+
+
 class Meter:
     """Counts the AWS calls of the clients it hooks, and DynamoDB's capacity units for them."""
 
@@ -159,6 +172,8 @@ class Meter:
         self.paused = False
         # Each call counted, in order, with the units it was charged.
         self.trace: list[Traced] = []
+        # Write and read units by partition key and sort key: where the units land.
+        self.items: dict[tuple[str, str], list[float]] = {}
         self._readers: dict[int, Any] = {}
         self._key_names: dict[str, list[str]] = {}
         self._handlers: dict[int, list[tuple[str, Callable[..., None]]]] = {}
@@ -189,7 +204,7 @@ class Meter:
             units = (self.write_units, self.read_units)
             if model.name in _WRITES:
                 after = self._sizes(client, model.name, params)
-                self._write(model.name, before.pop(model.name), after)
+                self._write(model.name, before.pop(model.name), after, _written_keys(params))
             else:
                 self._read(model.name, params, parsed)
             self.trace.append(
@@ -217,11 +232,20 @@ class Meter:
             client.meta.events.unregister(event, handler)
 
     # What DynamoDB charges: ``sizes`` are the item sizes before and after, per item written.
-    def _write(self, operation: str, before: list[int], after: list[int]) -> None:
+    def _write(
+        self, operation: str, before: list[int], after: list[int], keys: list[tuple[str, str]]
+    ) -> None:
         per_item = 2 if operation == "TransactWriteItems" else 1
-        for old, new in zip(before, after, strict=True):
-            self.write_units += per_item * max(1, math.ceil(max(old, new) / 1024))
+        for old, new, key in zip(before, after, keys, strict=True):
+            units = per_item * max(1, math.ceil(max(old, new) / 1024))
+            self.write_units += units
+            self._land(key, units, 0.0)
             self.largest_item = max(self.largest_item, new)
+
+    def _land(self, key: tuple[str, str], write_units: float, read_units: float) -> None:
+        landed = self.items.setdefault(key, [0.0, 0.0])
+        landed[0] += write_units
+        landed[1] += read_units
 
     def _read(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> None:
         from vigil.kit.limits import dynamo_item_bytes
@@ -229,18 +253,26 @@ class Meter:
         def units(size: int, consistent: bool) -> float:
             return max(1, math.ceil(size / 4096)) * (1 if consistent else 0.5)
 
+        def read(key: tuple[str, str], charged: float) -> None:
+            self.read_units += charged
+            self._land(key, 0.0, charged)
+
         if operation == "GetItem":
             item = parsed.get("Item") or {}
-            self.read_units += units(dynamo_item_bytes(item), bool(params.get("ConsistentRead")))
+            charged = units(dynamo_item_bytes(item), bool(params.get("ConsistentRead")))
+            read(_key_of(params["Key"]), charged)
         elif operation == "Query":
             # Items a filter drops are charged too; moto does not return them, so this is a
-            # floor for a filtered query.
+            # floor for a filtered query. An index's partition is named by its index.
             size = sum(dynamo_item_bytes(item) for item in parsed.get("Items", []))
-            self.read_units += units(size, bool(params.get("ConsistentRead")))
+            index = params.get("IndexName")
+            where = (f"{index}:{_partition(params)}" if index else _partition(params), "*")
+            read(where, units(size, bool(params.get("ConsistentRead"))))
         elif operation == "BatchGetItem":
             for table, items in parsed.get("Responses", {}).items():
                 consistent = bool(params["RequestItems"][table].get("ConsistentRead"))
-                self.read_units += sum(units(dynamo_item_bytes(i), consistent) for i in items)
+                for item in items:
+                    read(_key_of(item), units(dynamo_item_bytes(item), consistent))
 
     def _sizes(self, client: Any, operation: str, params: dict[str, Any]) -> list[int]:
         """The size of each item ``operation`` writes, as the table holds it now (0: none)."""
@@ -281,6 +313,7 @@ class Meter:
     def reset(self) -> None:
         self.calls.clear()
         self.trace.clear()
+        self.items.clear()
         self.read_units = self.write_units = 0.0
         self.largest_item = 0
 

@@ -36,6 +36,11 @@ def one_batch() -> Iterator[None]:
         _shared.reset(token)
 
 
+def in_a_batch() -> bool:
+    """Whether reads are shared here (inside ``one_batch``)."""
+    return _shared.get() is not None
+
+
 def read_once(key: Hashable, read: Callable[[], T]) -> T:
     """``read()``, or, inside ``one_batch``, what it returned the first time ``key`` was
     read there. What it returns is shared: callers only look at it."""

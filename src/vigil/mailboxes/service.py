@@ -25,6 +25,7 @@ moto (and may in SQS). Correctness therefore comes from our own conditional writ
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock
 from vigil.errors import ErrorCode, VigilError, contended, invalid, not_found
 from vigil.identity.records import Caller
+from vigil.kit.batch import read_once
 from vigil.kit.limits import MAX_MESSAGE_BYTES
 from vigil.kit.paging import scan_page
 from vigil.kit.publish import Publish
@@ -99,7 +101,12 @@ def deliver(
     """
     if (envelope.namespace, envelope.address) != (namespace, address):
         raise ValueError("the envelope is addressed to another mailbox")
-    owner = require_registered(store, namespace, address)
+    # Once for a batch of timers (vigil.kit.batch): a burst of alerts to one mailbox reads its
+    # owner's record once a batch.
+    owner = read_once(
+        ("registered", namespace, address),
+        functools.partial(require_registered, store, namespace, address),
+    )
     body = envelope.model_dump_json()
     if len(body.encode()) > MAX_MESSAGE_BYTES:
         raise VigilError(

@@ -18,6 +18,7 @@ pipeline, whoever the reader.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -25,7 +26,7 @@ from typing import cast
 from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
-from vigil.kit.batch import read_once
+from vigil.kit.batch import in_a_batch, read_once
 from vigil.kit.events import EventData
 from vigil.kit.publish import Published
 from vigil.kit.uow import Write
@@ -149,8 +150,18 @@ class Outbox:
             return [], []
         appends: list[Write] = []
         subscribed: list[str] = []
+        namespace = event.namespace
         for reader in event.data.readers():
-            feed = self.store.get_feed(event.namespace, reader)
+            # A reader nobody listens to, as a batch of timers first found it, stays so for
+            # the batch (vigil.kit.batch): a burst of alerts to one mailbox reads its owner's
+            # feed once a batch. One that is listened to is read afresh for each event, as
+            # each appends to it.
+            if in_a_batch():
+                read = functools.partial(self.store.get_feed, namespace, reader)
+                shared = read_once(("feed", namespace, reader), read)
+                if shared is None or not shared.listening(now):
+                    continue
+            feed = self.store.get_feed(namespace, reader)
             if feed is None or not feed.listening(now) or event.id in feed.recent:
                 continue
             appended, entry = feed.appended(event.model_dump(mode="json"), event.type)

@@ -28,7 +28,7 @@ from vigil.quotas.records import Counter
 if TYPE_CHECKING:
     from vigil.kit.idempotency import IdempotencyRecord
 
-QUOTA_SHARDS = 16
+QUOTA_SHARDS = 32
 QUOTAS = "QUOTAS"
 
 

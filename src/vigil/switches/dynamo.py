@@ -82,10 +82,10 @@ def _pause_item(pause: Pause) -> dict[str, Any]:
 
 
 # The deaths' index is spread over this many partitions per namespace, by scope: a burst of
-# deaths in one namespace writes each partition at a sixteenth of its rate, where one
+# deaths in one namespace writes each partition at a 32nd of its rate, where one
 # time-ordered partition would take every write at its end (DynamoDB gives a partition 1,000
 # write units a second, and a transaction's item costs two). Listing reads every partition.
-DEATH_SHARDS = 16
+DEATH_SHARDS = 32
 
 
 def _deaths_pk(namespace: str, shard: int) -> dict[str, str]:
