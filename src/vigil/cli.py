@@ -1,6 +1,7 @@
 """The ``vigil`` command: run locally, bridge stdio, create the first operator or replace an
-operator's secret (AWS credentials), print OpenAPI; and, for the people in the loop, watch
-switches, sessions and requests, steer sessions, decide requests and send messages."""
+operator's secret, send dead-lettered timers back (AWS credentials), print OpenAPI; and, for
+the people in the loop, watch switches, sessions and requests, steer sessions, decide requests
+and send messages."""
 
 from __future__ import annotations
 
