@@ -1,6 +1,7 @@
 """The ``vigil`` command: run locally, bridge stdio, create the first operator or replace an
-operator's secret (AWS credentials), print OpenAPI; and, for the people in the loop, watch
-switches, sessions and requests, steer sessions, decide requests and send messages."""
+operator's secret, send dead-lettered timers back (AWS credentials), print OpenAPI; and, for
+the people in the loop, watch switches, sessions and requests, steer sessions, decide requests
+and send messages."""
 
 from __future__ import annotations
 
@@ -174,6 +175,37 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_redrive(args: argparse.Namespace) -> int:
+    """Lists the stack's dead-letter queues of timers with their depths; sends the timers of
+    each queue named (every one with --yes) back to the queue that serves them."""
+    from vigil.alarms.redrive import DEAD_LETTER_QUEUES, DeadLetters, queues_of_stack
+    from vigil.kit.aws import error_code
+    from vigil.wiring import aws_client, timer_routes
+
+    try:
+        queues = queues_of_stack(aws_client("cloudformation"), args.stack)
+    except LookupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:
+        if error_code(error) != "ValidationError":  # CloudFormation's "does not exist"
+            raise
+        print(f"error: there is no stack {args.stack}", file=sys.stderr)
+        return 1
+    # Long polls wait a second: the read timeout must outlast them.
+    dead_letters = DeadLetters(aws_client("sqs", 25), queues, timer_routes())
+    chosen = list(DEAD_LETTER_QUEUES) if args.yes else list(dict.fromkeys(args.queue or []))
+    report: dict[str, object] = {"stack": args.stack, "dead_letters": dead_letters.depths()}
+    if chosen:
+        report["dry_run"] = args.dry_run
+        report["queues"] = [
+            dead_letters.send_back(queue, limit=args.limit, dry_run=args.dry_run).as_json()
+            for queue in chosen
+        ]
+    print(json.dumps(report))
+    return 0
+
+
 def _table_of_stack(stack: str) -> str:
     from vigil.wiring import aws_client
 
@@ -256,6 +288,35 @@ def parser() -> argparse.ArgumentParser:
     cleanup.add_argument("--force", action="store_true", help="even if the stack still exists")
     cleanup.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
     cleanup.set_defaults(run=cmd_cleanup)
+
+    redrive = commands.add_parser(
+        "redrive",
+        help="list the dead-lettered timers and send them back (AWS credentials)",
+        description=(
+            "Lists the stack's dead-letter queues of timers (TimerDLQ, AlarmDLQ, NotifyDLQ) "
+            "with how many messages each holds. With --yes, or for each --queue, sends every "
+            "timer in them back to the queue that serves its kind today: received, sent, then "
+            "deleted, so a failure between the two sends a timer twice, which its handler, "
+            "being idempotent, absorbs. A message that is no timer stays where it is and is "
+            "listed. Each run looks at --limit messages of a queue at most: run it again for "
+            "what is left."
+        ),
+    )
+    redrive.add_argument("--stack", default="vigil", help="the stack's name")
+    redrive.add_argument(
+        "--queue",
+        action="append",
+        choices=("TimerDLQ", "AlarmDLQ", "NotifyDLQ"),
+        help="send this queue's timers back (repeat it for several)",
+    )
+    redrive.add_argument("--yes", action="store_true", help="send every queue's timers back")
+    redrive.add_argument(
+        "--dry-run", action="store_true", help="say where each would go, move nothing"
+    )
+    redrive.add_argument(
+        "--limit", type=int, default=1000, help="messages looked at per queue (default 1000)"
+    )
+    redrive.set_defaults(run=cmd_redrive)
 
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

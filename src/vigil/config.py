@@ -39,6 +39,11 @@ class Settings:
     notify_function_arn: str = ""
     notify_dlq_arn: str = ""
     stack_name: str = ""
+    # The dead-letter queues of timers, which only the API function is given (its console
+    # counts them and sends their timers back).
+    timer_dlq_url: str = ""
+    alarm_dlq_url: str = ""
+    notify_dlq_url: str = ""
     # The verified SES identity emails are sent from; none, and email channels cannot deliver.
     email_sender: str = ""
     # Where the console's pages hang from, for links in notifications (empty: no links).
@@ -71,6 +76,9 @@ class Settings:
             notify_function_arn=source["NOTIFY_FUNCTION_ARN"],
             notify_dlq_arn=source["NOTIFY_DLQ_ARN"],
             stack_name=source.get("STACK_NAME", ""),
+            timer_dlq_url=source.get("TIMER_DLQ_URL", ""),
+            alarm_dlq_url=source.get("ALARM_DLQ_URL", ""),
+            notify_dlq_url=source.get("NOTIFY_DLQ_URL", ""),
             email_sender=source.get("NOTIFY_EMAIL_SENDER", ""),
             console_base_url=source.get("CONSOLE_BASE_URL", ""),
             local=source.get("VIGIL_ENV") == "local",

@@ -12,6 +12,7 @@ from vigil.config import Settings
 
 if TYPE_CHECKING:
     from vigil.alarms.aws import AwsAlarms
+    from vigil.alarms.redrive import DeadLetters
     from vigil.attachments.blobs import S3Blobs
     from vigil.kit.keys import Keys
     from vigil.mailboxes.sqs import SqsMailboxQueues
@@ -149,6 +150,35 @@ def alarms(connect: Connect = aws_client) -> AwsAlarms:
         dead_letter_arn=config.alarm_dlq_arn,
         by_kind={NOTIFY: notify, SLACK_RESPONSE: notify, **dict.fromkeys(WATCH_KINDS, watch)},
     )
+
+
+def timer_routes() -> dict[str, str]:
+    """The queue (its logical id in template.yaml) that serves each kind of timer today: the
+    alarm function's kinds on the timer queue, the notify function's as ``alarms`` routes them."""
+    from vigil.alarms.redrive import TIMER_QUEUE, notify_routes
+    from vigil.requests.service import TIMER_KIND as REQUEST
+    from vigil.switches.timers import TIMER_KIND as SWITCH
+
+    return {SWITCH: TIMER_QUEUE, REQUEST: TIMER_QUEUE, **notify_routes()}
+
+
+def dead_letters(connect: Connect = aws_client) -> DeadLetters | None:
+    """The dead-letter queues of timers, for the console; None where the function is not
+    given their URLs (only the API function is)."""
+    from vigil.alarms.redrive import DeadLetters
+
+    config = settings()
+    queues = {
+        "TimerDLQ": config.timer_dlq_url,
+        "AlarmDLQ": config.alarm_dlq_url,
+        "NotifyDLQ": config.notify_dlq_url,
+        "TimerQueue": config.timer_queue_url,
+        "NotifyQueue": config.notify_queue_url,
+        "WatchQueue": config.watch_queue_url,
+    }
+    if not all(queues.values()):
+        return None
+    return DeadLetters(connect("sqs", 5), queues, timer_routes())
 
 
 def keys() -> Keys:

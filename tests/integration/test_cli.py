@@ -113,3 +113,85 @@ def test_cleanup_refuses_while_the_stack_exists(
     assert made.url in sqs.list_queues()["QueueUrls"]
     assert cli.main(["cleanup", "--stack", "live", "--force"]) == 0
     assert made.url not in sqs.list_queues().get("QueueUrls", [])
+
+
+def stack_of_queues(name: str) -> dict[str, str]:
+    """A stack with the timer queues and dead-letter queues of template.yaml, by logical id."""
+    from vigil.alarms.redrive import QUEUES
+
+    cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+    cloudformation.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(
+            {
+                "Resources": {
+                    queue: {"Type": "AWS::SQS::Queue", "Properties": {}} for queue in QUEUES
+                }
+            }
+        ),
+    )
+    resources = cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
+    return {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
+
+
+def test_redrive_lists_the_dead_letters_and_sends_them_back_with_yes(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    from vigil.alarms.timers import Timer
+
+    queues = stack_of_queues("live")
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    due = datetime(2026, 1, 1, tzinfo=UTC)
+    switch = Timer(kind="switch", namespace="acme", key="s", due_at=due).model_dump_json()
+    stale = Timer(kind="stale", namespace="acme", key="w", due_at=due).model_dump_json()
+    sqs.send_message(QueueUrl=queues["TimerDLQ"], MessageBody=switch)
+    sqs.send_message(QueueUrl=queues["NotifyDLQ"], MessageBody=stale)
+    sqs.send_message(QueueUrl=queues["AlarmDLQ"], MessageBody='{"sweep": "switches"}')
+
+    # Without --yes or --queue it only counts.
+    assert cli.main(["redrive", "--stack", "live"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed == {
+        "stack": "live",
+        "dead_letters": {"TimerDLQ": 1, "AlarmDLQ": 1, "NotifyDLQ": 1},
+    }
+
+    assert cli.main(["redrive", "--stack", "live", "--yes", "--dry-run"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert dry["dry_run"] is True
+    assert [q["would_move"] for q in dry["queues"]] == [{"TimerQueue": 1}, {}, {"WatchQueue": 1}]
+    assert dry["queues"][1]["kept"][0]["why"] == "not a timer"
+
+    assert cli.main(["redrive", "--stack", "live", "--queue", "NotifyDLQ"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert [(q["queue"], q["moved"], q["left"]) for q in one["queues"]] == [
+        ("NotifyDLQ", {"WatchQueue": 1}, 0)
+    ]
+
+    assert cli.main(["redrive", "--stack", "live", "--yes"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert {q["queue"]: (q["moved"], q["left"]) for q in done["queues"]} == {
+        "TimerDLQ": ({"TimerQueue": 1}, 0),
+        "AlarmDLQ": ({}, 1),  # the sweep's event is no timer: it stays
+        "NotifyDLQ": ({}, 0),
+    }
+    received = sqs.receive_message(QueueUrl=queues["TimerQueue"])["Messages"]
+    assert [m["Body"] for m in received] == [switch]
+    received = sqs.receive_message(QueueUrl=queues["WatchQueue"])["Messages"]
+    assert [m["Body"] for m in received] == [stale]
+
+
+def test_redrive_names_the_queues_the_code_knows_and_refuses_an_unknown_stack(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vigil.alarms.redrive import DEAD_LETTER_QUEUES
+
+    with pytest.raises(SystemExit):
+        cli.main(["redrive", "--queue", "TimerQueue"])
+    assert "invalid choice" in capsys.readouterr().err
+    for queue in DEAD_LETTER_QUEUES:
+        assert cli.parser().parse_args(["redrive", "--queue", queue]).queue == [queue]
+    assert cli.main(["redrive", "--stack", "nowhere"]) == 1
+    assert "no stack nowhere" in capsys.readouterr().err

@@ -100,6 +100,13 @@ def test_functions_get_their_environment_resolved_against_local_resources(
     assert environment["ATTACHMENTS_BUCKET"] == deployment.buckets["AttachmentsBucket"]
     assert environment["SCHEDULE_GROUP"] == f"{names.stack_name}-alarms"
     assert environment["ALARM_DLQ_ARN"] == deployment.queues["AlarmDLQ"].arn
+    # The API function's, which its console reads the dead-lettered timers from.
+    for variable, queue in (
+        ("TIMER_DLQ_URL", "TimerDLQ"),
+        ("ALARM_DLQ_URL", "AlarmDLQ"),
+        ("NOTIFY_DLQ_URL", "NotifyDLQ"),
+    ):
+        assert environment[variable] == deployment.queues[queue].url
     alarm = deployment.functions["AlarmFunction"]
     assert environment["ALARM_FUNCTION_ARN"] == alarm.arn
     assert alarm.arn == f"arn:aws:lambda:us-east-1:123456789012:function:{names.stack_name}-alarm"

@@ -1281,6 +1281,52 @@ def test_the_api_function_may_make_tag_and_delete_mailbox_queues_and_nothing_els
     assert "sqs:TagQueue" in granted["AlarmFunctionRole"]
 
 
+def test_the_api_function_alone_may_read_the_timers_dead_letter_queues_and_send_them_back(
+    cfn: dict[str, Any],
+) -> None:
+    """The console counts the dead-letter queues of timers and sends their timers back: the
+    API function is given their URLs, may count, receive, delete and release on exactly those
+    queues, and send to exactly the queues their timers go back to; no other function may
+    receive from them or delete in them (the Scheduler and the functions only put there)."""
+    from vigil.alarms.redrive import DEAD_LETTER_QUEUES, NOTIFY_QUEUE, TIMER_QUEUE, WATCH_QUEUE
+
+    resources = cfn["Resources"]
+    # They are every dead-letter queue of a timer queue or of a timer function.
+    redriven = {
+        getatt_target(props(resources[q])["RedrivePolicy"]["deadLetterTargetArn"])
+        for q in (TIMER_QUEUE, NOTIFY_QUEUE, WATCH_QUEUE)
+    } | {
+        getatt_target(props(resources[f])["DeadLetterConfig"]["TargetArn"])
+        for f in ("AlarmFunction", "NotifyFunction")
+    }
+    assert redriven == set(DEAD_LETTER_QUEUES)
+    variables = props(resources["ApiFunction"])["Environment"]["Variables"]
+    assert {
+        name: ref_target(variables[name])
+        for name in ("TIMER_DLQ_URL", "ALARM_DLQ_URL", "NOTIFY_DLQ_URL")
+    } == {"TIMER_DLQ_URL": "TimerDLQ", "ALARM_DLQ_URL": "AlarmDLQ", "NOTIFY_DLQ_URL": "NotifyDLQ"}
+    for logical_id in ("AlarmFunction", "NotifyFunction"):
+        assert "TIMER_DLQ_URL" not in props(resources[logical_id])["Environment"]["Variables"]
+
+    reading = {"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:DeleteMessage"}
+    on_dead_letters: dict[str, set[str]] = {}
+    sends: dict[str, set[str]] = {}
+    for owner, statement in role_statements(cfn):
+        actions = set(as_list(statement["Action"]))
+        targets = {getatt_target(r) for r in as_list(statement["Resource"])}
+        if targets & set(DEAD_LETTER_QUEUES) and actions & {
+            *reading,
+            "sqs:ChangeMessageVisibility",
+        }:
+            assert statement["Sid"] == "DeadLetteredTimers", owner
+            assert targets == set(DEAD_LETTER_QUEUES), owner
+            on_dead_letters[owner] = actions
+        if owner == "ApiFunctionRole" and "sqs:SendMessage" in actions:
+            sends.setdefault(statement.get("Sid", ""), set()).update(map(str, targets))
+    assert on_dead_letters == {"ApiFunctionRole": {*reading, "sqs:ChangeMessageVisibility"}}
+    assert sends["ArmPreciseTimers"] == {TIMER_QUEUE, NOTIFY_QUEUE, WATCH_QUEUE}
+
+
 # ---------------------------------------------------------------- metrics and the dashboard
 
 

@@ -21,7 +21,8 @@ from vigil.kit.records import Record
 # withdraw_request is no power but is recorded too: a request's audience stops being asked.
 # Every vote and decision on a request (reply) is audited too, with the surface it came from,
 # and every account linked to a person (link_account: a Slack user or an address that then
-# decides as them).
+# decides as them). An operator who sends a namespace's dead-lettered timers back from the
+# console is recorded too (redrive: the target, the dead-letter queue).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -42,8 +43,11 @@ AuditAction = Literal[
     "withdraw_request",
     "reply",
     "link_account",
+    "redrive",
 ]
-TargetKind = Literal["principal", "switch", "mailbox", "channel", "pause", "request", "account"]
+TargetKind = Literal[
+    "principal", "switch", "mailbox", "channel", "pause", "request", "account", "queue"
+]
 
 
 class AuditEvent(Record):

@@ -6,10 +6,10 @@ Also what a handler reads a request with: the signed-in ``Visit`` and the posted
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode
 
 from vigil import catalog
@@ -22,6 +22,9 @@ from vigil.errors import HTTP_STATUS, ErrorCode, VigilError, forbidden
 from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from vigil.alarms.redrive import DeadLetters
 
 PREFIX = "/console"
 # A form body larger than this is refused unread: the largest field (an instruction, a
@@ -57,11 +60,18 @@ class Visit:
 
 class Responder:
     """What every page and form handler is given: it calls tools as the visitor and frames
-    what they show."""
+    what they show; ``dead_letters`` gives the deployment's dead-letter queues of timers, which
+    are no tool's (None where the console is given none)."""
 
-    def __init__(self, app: App, asset_paths: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        app: App,
+        asset_paths: Mapping[str, str],
+        dead_letters: Callable[[], DeadLetters | None] = lambda: None,
+    ) -> None:
         self.app = app
         self._asset_paths = dict(asset_paths)
+        self.dead_letters = dead_letters
 
     def now(self) -> datetime:
         return self.app.clock.now()

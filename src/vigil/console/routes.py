@@ -4,6 +4,7 @@ request passes first (a form's origin and CSRF token, a signed-in session)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from vigil.app import App
@@ -12,6 +13,7 @@ from vigil.console.pages import (
     channel_actions,
     channels,
     conversations,
+    dead_letters,
     decide,
     links,
     overview,
@@ -24,6 +26,9 @@ from vigil.console.responder import PREFIX, Responder, Visit, read_form, redirec
 from vigil.console.session import Signer
 from vigil.console.sign_in import SignIn, sign_out
 from vigil.kit.http import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from vigil.alarms.redrive import DeadLetters
 
 Page = Callable[[Responder, HttpRequest, Visit], HttpResponse]
 Action = Callable[[Responder, Mapping[str, str], Visit], HttpResponse]
@@ -43,11 +48,13 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/channels": channels.channels,
     f"{PREFIX}/channel": channels.channel,
     f"{PREFIX}/link": links.link,
+    dead_letters.HERE: dead_letters.dead_letters,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
 # back to its page, or answers with a page saying why the call was refused. Some answer with
 # a page of their own: the second step of one confirmed before it is made (no call yet), what
-# a call gave that is shown once (a new signing secret) or is its whole point (a test).
+# a call gave that is shown once (a new signing secret) or is its whole point (a test). Sending
+# dead-lettered timers back is no tool's call: it is an operator's, audited by its page.
 ACTIONS: dict[str, Action] = {
     f"{PREFIX}/sign-out": sign_out,
     f"{PREFIX}/sessions/instructions": sessions.post_instruction,
@@ -62,18 +69,24 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/channels/rotate": channel_actions.rotate,
     f"{PREFIX}/channels/delete": channel_actions.delete,
     f"{PREFIX}/link": links.bind,
+    dead_letters.SEND_BACK: dead_letters.send_back,
 }
 
 
 class Console:
-    """The console as the router sees it: one ``handle`` for every request under /console."""
+    """The console as the router sees it: one ``handle`` for every request under /console.
+    ``dead_letters`` gives the deployment's dead-letter queues of timers, for operators."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(
+        self, app: App, dead_letters: Callable[[], DeadLetters | None] = lambda: None
+    ) -> None:
         self.app = app
         self.signer = Signer(app.keys.for_purpose("console-session"))
         self.assets = static.load_assets()
         self._by_path = {asset.path: asset for asset in self.assets.values()}
-        self.responder = Responder(app, {name: asset.path for name, asset in self.assets.items()})
+        self.responder = Responder(
+            app, {name: asset.path for name, asset in self.assets.items()}, dead_letters
+        )
         self.sign_in = SignIn(app, self.signer, self.responder)
 
     def handle(self, request: HttpRequest) -> HttpResponse:

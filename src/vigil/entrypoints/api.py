@@ -48,6 +48,7 @@ def router() -> Router:
         aws_client,
         blobs,
         clock,
+        dead_letters,
         keys,
         queues,
         quotas,
@@ -68,7 +69,11 @@ def router() -> Router:
         keys=service_keys,
         sender=sender(service_keys, connect),
     )
-    return Router(app, settings().allowed_origins)
+    # The console's dead-letter queues: built, with the kinds of timer they route, when an
+    # operator first opens their page.
+    return Router(
+        app, settings().allowed_origins, functools.cache(functools.partial(dead_letters, connect))
+    )
 
 
 def init() -> None:

@@ -3,6 +3,7 @@ page, the console, or Slack's interactions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vigil.app import App
@@ -20,6 +21,7 @@ from vigil.transports.openapi import openapi_document
 from vigil.transports.rest import PREFIX, handle_rest
 
 if TYPE_CHECKING:
+    from vigil.alarms.redrive import DeadLetters
     from vigil.console.routes import Console
     from vigil.transports.docs import ApiDocs
     from vigil.transports.slack_interactions import SlackInteractions
@@ -39,14 +41,24 @@ _CORS_HEADERS = {
 }
 
 
+def _no_dead_letters() -> DeadLetters | None:
+    return None
+
+
 class Router:
+    """``dead_letters`` gives the stack's dead-letter queues of timers, for the console's
+    operators, when the console first asks for them; where it gives none, the console says
+    so."""
+
     def __init__(
         self,
         app: App,
         allowed_origins: frozenset[str],
+        dead_letters: Callable[[], DeadLetters | None] = _no_dead_letters,
     ) -> None:
         self.app = app
         self.allowed_origins = allowed_origins
+        self.dead_letters = dead_letters
         self.mcp = McpEndpoint(app)
         self._openapi: HttpResponse | None = None
         self._console: Console | None = None
@@ -58,7 +70,7 @@ class Router:
         if self._console is None:
             from vigil.console.routes import Console
 
-            self._console = Console(self.app)
+            self._console = Console(self.app, self.dead_letters)
         return self._console
 
     def docs(self) -> ApiDocs:

@@ -15,6 +15,7 @@ from vigil.console.components import (
 )
 from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
+from vigil.console.pages.dead_letters import HERE as DEAD_LETTERS
 from vigil.console.pages.pauses import PAUSE_HEADERS, pause_rows, pausing
 from vigil.console.pages.requests import REQUEST_HEADERS, heading, request_rows
 from vigil.console.pages.sessions import SESSION_HEADERS, session_rows
@@ -27,6 +28,7 @@ from vigil.console.pages.switches import (
 )
 from vigil.console.responder import PREFIX, Responder, Visit
 from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.kit.tooling import OPERATORS
 
 # The overview shows this many of the newest deaths.
 OVERVIEW_DEATHS = 20
@@ -174,6 +176,16 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
             *(section(title, ident, shown(result, draw)) for result, title, ident, draw in visible),
         ]
     )
+    # Operators look after the deployment's health too: its dead-lettered timers.
+    health = (
+        render(
+            '<p id="health"><a href="{href}">Dead letters</a>: timers that failed and wait to be '
+            "sent back.</p>",
+            href=DEAD_LETTERS,
+        )
+        if visit.principal.role in OPERATORS and responder.dead_letters() is not None
+        else Html("")
+    )
     return responder.live_page(
-        request, "Overview", PREFIX, live, Html(""), visit, REFRESH_LISTINGS_MS
+        request, "Overview", PREFIX, live, health, visit, REFRESH_LISTINGS_MS
     )
