@@ -73,7 +73,7 @@ def test_queues_carry_their_attributes_and_redrive_to_the_local_dlq(
     assert attributes["VisibilityTimeout"] == "180"
     assert json.loads(attributes["RedrivePolicy"]) == {
         "deadLetterTargetArn": deployment.queues["TimerDLQ"].arn,
-        "maxReceiveCount": 5,
+        "maxReceiveCount": 10,
     }
     dlq = clients.sqs.get_queue_attributes(
         QueueUrl=deployment.queues["TimerDLQ"].url, AttributeNames=["MessageRetentionPeriod"]
