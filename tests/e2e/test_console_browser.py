@@ -674,6 +674,7 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "conversation": f"/console/conversation?id={asked['conversation_id']}",
         "channels": "/console/channels",
         "channel": f"/console/channel?id={channel['channel']['id']}",
+        "dead-letters": "/console/dead-letters",
     }
     for name, path in pages.items():
         page.goto(f"{base}{path}")
