@@ -259,28 +259,29 @@ def invariants(snapshot: Snapshot, world: World) -> list[str]:
 
 def _leases(views: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     problems = []
-    namespace_pk = f"NS#{NAMESPACE}"
+    lease_pk = f"NS#{NAMESPACE}#LEASE#"
     scope_pk = f"NS#{NAMESPACE}#SCOPE#"
     for (pk, sk), view in views.items():
-        if not sk.startswith("LEASE#"):
-            continue
-        doc = view["doc"]
-        if pk == namespace_pk:
+        if pk.startswith(lease_pk) and sk == "LEASE":
+            name = "LEASE#" + pk.removeprefix(lease_pk)
+            doc = view["doc"]
             held = doc["state"] == "held"
             if held != ("gsi1pk" in view):
-                problems.append(f"lease {sk}: state {doc['state']} but holder index {held=}")
+                problems.append(f"lease {name}: state {doc['state']} but holder index {held=}")
             indexed = doc["scope"] if held else None
             if view.get("scope") != indexed:
-                problems.append(f"lease {sk}: scope attribute {view.get('scope')!r}, {indexed=}")
+                problems.append(f"lease {name}: scope attribute {view.get('scope')!r}, {indexed=}")
             if indexed is not None:
-                copy = views.get((scope_pk + indexed, sk))
+                copy = views.get((scope_pk + indexed, name))
                 if copy is None:
-                    problems.append(f"lease {sk}: held in scope {indexed} without its scope copy")
+                    problems.append(f"lease {name}: held in scope {indexed} without its scope copy")
                 elif copy["doc"] != doc:
-                    problems.append(f"lease {sk}: scope copy differs from the lease")
-        elif pk.startswith(scope_pk):
+                    problems.append(f"lease {name}: scope copy differs from the lease")
+        elif pk == f"NS#{NAMESPACE}" and sk.startswith("LEASE#"):
+            problems.append(f"lease {sk} in the namespace's partition, not its own")
+        elif pk.startswith(scope_pk) and sk.startswith("LEASE#"):
             scope = pk.removeprefix(scope_pk)
-            lease = views.get((namespace_pk, sk))
+            lease = views.get((lease_pk + sk.removeprefix("LEASE#"), "LEASE"))
             if lease is None or lease["doc"]["state"] != "held" or lease["doc"]["scope"] != scope:
                 problems.append(f"scope copy {scope}/{sk} without a lease held in that scope")
     return problems
