@@ -125,17 +125,13 @@ def _as_deployer(
 
 def cmd_backfill_indexes(args: argparse.Namespace) -> int:
     """Indexes the switches and deaths stored before list_switches and list_deaths existed, and
-    the armed switches stored before the sweep's index."""
+    the armed switches stored before the sweep's index; moves the leases stored before leases
+    had partitions of their own."""
     from vigil.switches.dynamo import backfill_indexes
     from vigil.wiring import aws_client
 
     table = args.table or _table_of_stack(args.stack)
-    switches, deaths, swept = backfill_indexes(aws_client("dynamodb"), table)
-    print(
-        json.dumps(
-            {"switches_indexed": switches, "deaths_indexed": deaths, "switches_sweepable": swept}
-        )
-    )
+    print(json.dumps(backfill_indexes(aws_client("dynamodb"), table)._asdict()))
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract.test_switch_contract import pause_of, switch
 from tests.support import pending_claim
 from vigil.clock import ManualClock
 from vigil.kit.idempotency import IdempotencyRecord
@@ -14,6 +15,7 @@ from vigil.kit.uow import ConditionFailed
 from vigil.leases.records import Lease, granted
 from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
+from vigil.switches.dynamo import backfill_indexes
 
 HOLDER = "agt_aaaaaaaaaaaaaaaa"
 OTHER = "agt_bbbbbbbbbbbbbbbb"
@@ -351,6 +353,45 @@ def test_a_first_grant_never_shadows_a_lease_at_the_old_key(
         stale.commit([stale.save_lease(lease(clock, holder=OTHER), None)])
     assert dynamo_store.get_lease("acme", "repo") == old
     assert stored_item(dynamo_store, "NS#acme#LEASE#repo", "LEASE") is None
+
+
+def test_the_backfill_moves_every_lease_at_the_old_key_once(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    held = lease(clock, resource="a", scope="build", generation=2, version=3)
+    done = released(lease(clock, resource="b", generation=6, version=8), clock)
+    unscoped = lease(clock, resource="c", generation=1, version=1)
+    for stored in (held, done, unscoped):
+        store_at_old_key(dynamo_store, stored)
+    # Already in its own partition, and never overwritten by a lease at the old key (as code
+    # from before the move, still running during the deploy, could leave one); and rows
+    # elsewhere whose sort keys read like a lease's.
+    own = lease(clock, resource="d")
+    dynamo_store.commit([dynamo_store.save_lease(own, None)])
+    store_at_old_key(dynamo_store, lease(clock, resource="d", holder=OTHER))
+    dynamo_store.commit([dynamo_store.save_switch(switch(clock, scope="LEASE#a"), None)])
+    dynamo_store.commit([dynamo_store.save_pause(pause_of(clock, "LEASE#"), None)])
+    # One changed since the scan (by a process still running the code from before the move)
+    # is left to the next write or run.
+    scanned = stored_item(dynamo_store, "NS#acme", "LEASE#c")
+    assert scanned is not None
+    renewed = unscoped.renewed(HOLDER, 1, 300, clock.now())
+    store_at_old_key(dynamo_store, renewed)
+    assert not dynamo_store.move_lease(scanned)
+    assert dynamo_store.get_lease("acme", "c") == renewed
+
+    client, table = dynamo_store.client, dynamo_store.table
+    assert backfill_indexes(client, table) == (0, 0, 0, 3)
+    for current in (held, done, renewed):
+        assert dynamo_store.get_lease("acme", current.resource) == current
+        assert_moved(dynamo_store, current)
+    copy = stored_item(dynamo_store, "NS#acme#SCOPE#build", "LEASE#a")
+    assert copy is not None
+    assert copy["own_partition"] == {"BOOL": True}
+    assert dynamo_store.scope_leases("acme", "build") == [held]
+    assert dynamo_store.get_lease("acme", "d") == own
+    assert dynamo_store.unscoped_leases_held_by("acme", HOLDER) == 2  # c and d
+    assert backfill_indexes(client, table) == (0, 0, 0, 0)
 
 
 class MovedBetweenReads(DynamoStore):

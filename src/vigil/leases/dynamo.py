@@ -25,7 +25,7 @@ one; a lease granted where none was read checks that the old key holds nothing, 
 generation is never shadowed by a new first one. The move leaves at the old key a marker with
 no document (gone by TTL a day later), not nothing: a process still running the code from before
 the move, during a deploy, then fails on it instead of finding no lease and granting the
-resource again from generation 1.
+resource again from generation 1. ``vigil backfill-indexes`` moves the rest (``move_lease``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
+from vigil.kit.uow import ConditionFailed
 from vigil.leases.records import Lease
 from vigil.leases.store import LeaseStore, scope_counts
 
@@ -56,6 +57,16 @@ def _lease_key(namespace: str, resource: str) -> dict[str, Any]:
 def _old_lease_key(namespace: str, resource: str) -> dict[str, Any]:
     """Where a lease was kept before leases left the namespace's partition."""
     return {"pk": attr_s(f"NS#{namespace}"), "sk": attr_s(_PREFIX + resource)}
+
+
+def is_old_lease(item: dict[str, Any]) -> bool:
+    """Whether a stored item is a lease at the old key (not the marker a move leaves)."""
+    return (
+        item["sk"]["S"].startswith(_PREFIX)
+        and item["pk"]["S"].count("#") == 1
+        and "doc" in item
+        and "version" in item
+    )
 
 
 @dataclass(frozen=True)
@@ -182,6 +193,19 @@ class DynamoLeases(DynamoBase, LeaseStore):
         return DynamoWrite(
             writes, counts=scope_counts(lease.namespace, previous, scope, scope_limit)
         )
+
+    def move_lease(self, item: dict[str, Any]) -> bool:
+        """Moves a lease found at the old key (``is_old_lease``) to its own partition as it is,
+        conditional on the version and scope found, as its next write would: one that changed
+        or moved since is left to whoever changed it. Whether this moved it."""
+        lease = Lease.model_validate_json(item["doc"]["S"])
+        scope = item["scope"]["S"] if "scope" in item else None
+        self._seen_reads[(lease.namespace, lease.resource, lease.version)] = _Read(scope, True)
+        try:
+            self.commit([self.save_lease(lease, lease.version)])
+        except ConditionFailed:
+            return False
+        return True
 
     def scope_held(self, namespace: str, scope: str) -> int:
         return self.counter(f"NS#{namespace}#SCOPE#{scope}", "COUNT", "held")

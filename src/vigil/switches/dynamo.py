@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import zlib
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed
+from vigil.leases.dynamo import DynamoLeases, is_old_lease
 from vigil.quotas.store import quota_count
 from vigil.switches.records import (
     PAUSE_RETAIN,
@@ -532,29 +533,52 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None
 
 
-def backfill_indexes(client: Any, table: str) -> tuple[int, int, int]:
+class Backfilled(NamedTuple):
+    """What ``backfill_indexes`` wrote: rows and shards, and leases moved."""
+
+    switches_indexed: int
+    deaths_indexed: int
+    switches_sweepable: int
+    leases_moved: int
+
+
+def backfill_indexes(client: Any, table: str) -> Backfilled:
     """Writes what switches and deaths stored before the indexes existed lack: the index rows
     of ``list_switches`` and ``list_deaths`` (a conditional put per row missing; an existing row
     is left as it is), and an armed switch's sweep shard (set only if the switch is still armed
-    at the version read). One scan of the table. Returns how many switch rows, death rows and
-    shards were written. Run once, after the deploy that brought the indexes; running it again
-    writes nothing."""
+    at the version read); and moves each lease stored in its namespace's partition, before
+    leases had partitions of their own, to its own (``DynamoLeases.move_lease``: conditional on
+    the version found, so a lease that changed since is left to its own write, which moves it).
+    One scan of the table. Run once, after the deploy that brought the indexes or the move;
+    running it again writes nothing."""
     store = DynamoSwitches(client, table)
-    written = [0, 0, 0]
+    leases = DynamoLeases(client, table)
+    written = [0, 0, 0, 0]
     request: dict[str, Any] = {
         "TableName": table,
         # Only a scope's partition holds switches and deaths: an index row or a pause whose
-        # sort key (a scope, a prefix) reads SWITCH or DEATH# is none of them.
-        "FilterExpression": "contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death))",
+        # sort key (a scope, a prefix) reads SWITCH or DEATH# is none of them. A lease at the
+        # old key is told from a scope's copy of one by its version, from other rows whose sort
+        # key is free text by its partition, the namespace's own (is_old_lease).
+        "FilterExpression": (
+            "(contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death)))"
+            " OR (begins_with(sk, :lease) AND attribute_exists(#version))"
+        ),
+        "ExpressionAttributeNames": {"#version": "version"},
         "ExpressionAttributeValues": {
             ":scoped": attr_s("#SW#"),
             ":switch": attr_s("SWITCH"),
             ":death": attr_s("DEATH#"),
+            ":lease": attr_s("LEASE#"),
         },
     }
     while True:
         response = store._call(client.scan, **request)
         for item in response.get("Items", []):
+            if item["sk"]["S"].startswith("LEASE#"):
+                if is_old_lease(item) and leases.move_lease(item):
+                    written[3] += 1
+                continue
             if item["sk"]["S"] == "SWITCH":
                 found = _switch(item)
                 if found.state == "armed" and "sweep" not in item and store._mark_for_sweep(found):
@@ -568,5 +592,5 @@ def backfill_indexes(client: Any, table: str) -> tuple[int, int, int]:
                 continue
             written[kind] += 1
         if "LastEvaluatedKey" not in response:
-            return written[0], written[1], written[2]
+            return Backfilled(*written)
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
