@@ -175,10 +175,6 @@ class Metrics:
         alarm function is far behind). Any at all is for an operator to look into."""
         self.emit({"SwitchesSwept": (1, "Count")})
 
-    def sweep_unfinished(self) -> None:
-        """A run of the sweep stopped before it had read every shard, short of time."""
-        self.emit({"SweepsUnfinished": (1, "Count")})
-
     def delivered(self) -> None:
         """An envelope was queued into a mailbox."""
         self.emit({"Deliveries": (1, "Count")})

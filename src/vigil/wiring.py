@@ -157,9 +157,10 @@ def timer_routes() -> dict[str, str]:
     alarm function's kinds on the timer queue, the notify function's as ``alarms`` routes them."""
     from vigil.alarms.redrive import TIMER_QUEUE, notify_routes
     from vigil.requests.service import TIMER_KIND as REQUEST
+    from vigil.switches.sweep import SWEEP_KIND as SWEEP
     from vigil.switches.timers import TIMER_KIND as SWITCH
 
-    return {SWITCH: TIMER_QUEUE, REQUEST: TIMER_QUEUE, **notify_routes()}
+    return {SWITCH: TIMER_QUEUE, REQUEST: TIMER_QUEUE, SWEEP: TIMER_QUEUE, **notify_routes()}
 
 
 def dead_letters(connect: Connect = aws_client) -> DeadLetters | None:

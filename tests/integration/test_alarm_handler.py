@@ -109,15 +109,22 @@ class Context:
         return self.left_ms
 
 
-def test_the_sweeps_event_runs_the_sweep_within_the_invocations_time(
+def test_the_sweeps_event_arms_a_sweep_timer_per_shard_on_the_timer_queue(
     deployed: dict[str, str],
 ) -> None:
     from vigil.entrypoints.sweep import SWEEP_EVENT
+    from vigil.switches.store import SWEEP_SHARDS
 
-    done = {"checked": 0, "swept": 0, "failed": 0, "finished": True}
-    assert alarm.handler(dict(SWEEP_EVENT), Context(30_000)) == done
-    # With too little time left, it takes no page.
-    assert alarm.handler(dict(SWEEP_EVENT), Context(1_000)) == {**done, "finished": False}
+    assert alarm.handler(dict(SWEEP_EVENT), Context(30_000)) == {"shards": SWEEP_SHARDS}
+    assert queued(deployed["TIMER_QUEUE_URL"]) == SWEEP_SHARDS
+    bodies = boto3.client("sqs", region_name="us-east-1").receive_message(
+        QueueUrl=deployed["TIMER_QUEUE_URL"], MaxNumberOfMessages=10
+    )["Messages"]
+    # Each a timer the alarm function serves, for a shard from its start; and served, it
+    # finds nothing to sweep in an empty table.
+    event = {"Records": [{"messageId": m["MessageId"], "body": m["Body"]} for m in bodies]}
+    assert {json.loads(m["Body"])["kind"] for m in bodies} == {"sweep"}
+    assert alarm.handler(event) == {"batchItemFailures": []}
 
 
 def queued(url: str) -> int:

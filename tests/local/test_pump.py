@@ -183,7 +183,7 @@ def test_a_failed_record_comes_back_and_reaches_the_dlq_after_max_receive_count(
         ]
     }
 
-    for _ in range(6):
+    for _ in range(11):
         pump.tick()
 
     delivered = [
@@ -191,13 +191,9 @@ def test_a_failed_record_comes_back_and_reaches_the_dlq_after_max_receive_count(
         for r in [record for event in alarm.events for record in event["Records"]]
     ]
     assert delivered.count((good, "1")) == 1
-    # maxReceiveCount is 5: five deliveries, then SQS moves the record on the sixth receive.
+    # maxReceiveCount is 10: ten deliveries, then SQS moves the record on the eleventh receive.
     assert [count for message_id, count in delivered if message_id == bad] == [
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
+        str(n) for n in range(1, 11)
     ]
     assert queue_counts(clients, deployment, "TimerQueue") == [0, 0, 0]
     [dead] = receive_all(clients, deployment, "TimerDLQ")

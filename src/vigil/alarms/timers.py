@@ -58,7 +58,8 @@ class Alarms(Protocol):
         timeout ends, as it would have anyway."""
 
 
-TimerHandler = Callable[[Timer], None]
+# What a handler returns is not looked at.
+TimerHandler = Callable[[Timer], object]
 
 
 class UnknownTimerKind(Exception):

@@ -33,6 +33,7 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     requests' are imported with the first timer, not with the handler module."""
     from vigil.requests.service import TIMER_KIND as REQUEST_TIMER_KIND
     from vigil.requests.service import Requests
+    from vigil.switches import sweep as sweeping
 
     requests = Requests(
         engine.store,
@@ -47,6 +48,8 @@ def handlers(engine: SwitchEngine[Store]) -> dict[str, TimerHandler]:
     return {
         TIMER_KIND: in_a_unit_of_work(engine.store, engine.on_timer),
         REQUEST_TIMER_KIND: in_a_unit_of_work(engine.store, requests.on_timer),
+        # Each overdue switch a sweep timer finds runs in a unit of work of its own.
+        sweeping.SWEEP_KIND: functools.partial(sweeping.on_timer, engine),
     }
 
 
@@ -54,7 +57,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     metrics.cold_start("alarm")
     engine = switch_engine()
     if sweep.is_sweep(event):
-        return sweep.run(engine, context)
+        return sweep.run(engine)
     # The namespace-wide reads of a batch's fires (pauses, channels) are made once a batch.
     with one_batch():
         return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)

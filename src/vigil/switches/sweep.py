@@ -10,16 +10,18 @@ firing is a conditional change, so the lost timer turning up later finds it fire
 whose deadline moved gets its next alarm, a paused one is held. A switch the sweep finds is a
 timer lost, so each is logged as a warning and counted (``SwitchesSwept``).
 
-A run reads shards a few at a time, and takes no new page once its invocation has less than
-``SWEEP_MARGIN_SECONDS`` left: a run cut short says so (``SweepsUnfinished``), and the next run
-begins with other shards.
+A run fans out on the timer queue: ``start`` arms one timer of kind ``sweep`` per shard, due at
+once, and the alarm function's batches take them as they take every timer, as many at once as
+its concurrency allows. A sweep timer reads ``PAGES_PER_TIMER`` pages of its shard and, if the
+shard goes on, arms the next timer with where it stopped: no invocation reads more than a
+bounded slice, so a run covers a million switches in about the time it covers a thousand, and a
+shard whose chain broke (a crash between a page and its continuation) is read again by the next
+run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple, TypeVar
 
@@ -38,73 +40,75 @@ S = TypeVar("S", bound=SwitchPorts)
 # An alarm this late is taken for lost: a timer is delivered within seconds of its due time, so
 # a minute leaves a slow delivery (the alarm function throttled, a batch retried) to the timer.
 SWEEP_GRACE = timedelta(seconds=60)
-# Shards read at once: each is a chain of queries and reads that mostly waits on DynamoDB.
-SWEEP_WORKERS = 4
+SWEEP_KIND = "sweep"
+# A sweep timer's namespace: none is named so (a namespace's name is a slug).
+SWEEP_NAMESPACE = "*"
+# Pages one sweep timer reads before the next timer goes on: a thousand switches, well under a
+# second of reading and parsing, so a batch of ten sweep timers fits the function's timeout.
+PAGES_PER_TIMER = 5
 # Index entries one query reads: two BatchGetItem requests of switches.
 SWEEP_PAGE = 200
-# A run takes no new page, and starts no switch's expiry, with less left of its invocation: a
-# page's reads and the expiries it may start (each a few writes) fit in it many times over.
-SWEEP_MARGIN_SECONDS = 10.0
 
 
 class SweepResult(NamedTuple):
     checked: int  # armed switches read
     swept: int  # of them, those whose alarm was overdue, handed to the engine
     failed: int  # of those, the ones the engine failed on (the next run tries them again)
-    finished: bool  # every shard was read to its end
+    finished: bool  # the shard was read to its end (else the next timer goes on)
 
 
-def sweep(
-    engine: SwitchEngine[S],
-    remaining: Callable[[], float] | None = None,
-) -> SweepResult:
-    """One run over every shard. ``remaining`` is the seconds left to the run (the Lambda
-    context's); None: no limit."""
+def start(engine: SwitchEngine[S]) -> int:
+    """One run: a timer per shard on the timer queue, due now; returns how many."""
+    now = engine.clock.now()
+    for shard in range(SWEEP_SHARDS):
+        engine.alarms.arm(_timer(shard, None, now), now)
+    log_event(log, "sweep started", shards=SWEEP_SHARDS)
+    return SWEEP_SHARDS
+
+
+def on_timer(engine: SwitchEngine[S], timer: Timer) -> SweepResult:
+    """A sweep timer: up to ``PAGES_PER_TIMER`` pages of its shard from where it says, each
+    overdue alarm handed to the engine; if the shard goes on, the next timer from there."""
+    shard, after = _where(timer)
     now = engine.clock.now()
     cutoff = now - SWEEP_GRACE
-    # Each run begins with other shards, so that runs cut short still reach them all in turn.
-    first = int(now.timestamp() // 60) % SWEEP_SHARDS
-    shards = [(first + i) % SWEEP_SHARDS for i in range(SWEEP_SHARDS)]
-
-    def time_left() -> bool:
-        return remaining is None or remaining() > SWEEP_MARGIN_SECONDS
-
-    def one_shard(shard: int) -> SweepResult:
-        checked = swept = failed = 0
-        after: str | None = None
-        while time_left():
-            page = engine.store.armed_alarms(shard, after, SWEEP_PAGE)
-            for alarm in page.alarms:
-                checked += 1
-                if alarm.alarm_due >= cutoff:
-                    continue
-                if not time_left():
-                    return SweepResult(checked, swept, failed, False)
+    checked = swept = failed = 0
+    for _ in range(PAGES_PER_TIMER):
+        page = engine.store.armed_alarms(shard, after, SWEEP_PAGE)
+        for alarm in page.alarms:
+            checked += 1
+            if alarm.alarm_due < cutoff:
                 swept += 1
-                if not _expire(engine, alarm, now):
-                    failed += 1
-            if page.after is None:
-                return SweepResult(checked, swept, failed, True)
-            after = page.after
-        return SweepResult(checked, swept, failed, False)
-
-    with ThreadPoolExecutor(SWEEP_WORKERS, thread_name_prefix="vigil-sweep") as pool:
-        results = list(pool.map(one_shard, shards))
-    result = SweepResult(
-        sum(r.checked for r in results),
-        sum(r.swept for r in results),
-        sum(r.failed for r in results),
-        all(r.finished for r in results),
-    )
-    if not result.finished:
-        metrics.sweep_unfinished()
+                failed += not _expire(engine, alarm, now)
+        after = page.after
+        if after is None:
+            break
+    if after is not None:
+        engine.alarms.arm(_timer(shard, after, now), now)
+    result = SweepResult(checked, swept, failed, after is None)
     log_event(
         log,
-        "sweep done",
-        logging.INFO if result.finished and not result.swept else logging.WARNING,
+        "sweep page done",
+        logging.WARNING if swept else logging.INFO,
+        shard=shard,
         **result._asdict(),
     )
     return result
+
+
+def _timer(shard: int, after: str | None, now: datetime) -> Timer:
+    # No namespace's: a sweep reads them all. The key says where its shard's reading goes on.
+    return Timer(
+        kind=SWEEP_KIND,
+        namespace=SWEEP_NAMESPACE,
+        key=f"{shard}/{after or ''}",
+        due_at=now,
+    )
+
+
+def _where(timer: Timer) -> tuple[int, str | None]:
+    shard, _, after = timer.key.partition("/")
+    return int(shard) % SWEEP_SHARDS, after or None
 
 
 def _expire(engine: SwitchEngine[S], alarm: ArmedAlarm, now: datetime) -> bool:
