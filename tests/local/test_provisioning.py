@@ -133,6 +133,8 @@ def test_the_event_source_mapping_and_what_is_not_played_are_collected(
     )
     assert alarm.report_batch_item_failures
     assert notify.report_batch_item_failures
+    # ScalingConfig: at most this many of the queue's batches at once.
+    assert (notify.maximum_concurrency, mappings["WatchQueue"].maximum_concurrency) == (20, 5)
     assert "HttpApi (AWS::ApiGatewayV2::Api)" in deployment.ignored
     assert "TimerQueuePolicy (AWS::SQS::QueuePolicy)" in deployment.ignored
 

@@ -7,6 +7,7 @@ timeout to zero rather than waiting.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -23,7 +24,7 @@ from vigil.errors import contended
 from vigil.local.deployment import LocalDeployment
 from vigil.local.moto_state import saved_schedules
 from vigil.local.provisioning import provision
-from vigil.local.pump import EventPump
+from vigil.local.pump import DEFAULT_CONCURRENT_BATCHES, EventPump, concurrent_batches
 from vigil.local.stack import AwsClients, LocalNames
 from vigil.local.timetable import Timetable, fire_time, rate_period
 
@@ -305,6 +306,118 @@ def test_a_mapped_queue_is_received_from_when_a_message_may_be_there(
         pump.poll_when_due(mapping, now + 60)  # failed records come back unannounced
         pump.poll_when_due(mapping, sent + 900.01)
     assert calls == ["ReceiveMessage", "ReceiveMessage"]
+
+
+class Gate:
+    """A handler that holds every batch inside it until released, counting how many are
+    inside at once; ``full`` is set when ``wanted`` are."""
+
+    def __init__(self, wanted: int) -> None:
+        self.wanted = wanted
+        self.inside = 0
+        self.most = 0
+        self.records: list[str] = []
+        self.full = threading.Event()
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        with self._lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            self.records.extend(r["body"] for r in event["Records"])
+            if self.inside == self.wanted:
+                self.full.set()
+        try:
+            # A bound for a broken pump, not a timing: the test releases it.
+            assert self.release.wait(timeout=60)
+        finally:
+            with self._lock:
+                self.inside -= 1
+        return None
+
+
+def limited(deployment: LocalDeployment, batches: int) -> LocalDeployment:
+    """The deployment with the timer queue's mapping limited to ``batches`` at once, as its
+    ScalingConfig's MaximumConcurrency would."""
+    mappings = [
+        dataclasses.replace(m, maximum_concurrency=batches) if m.queue == "TimerQueue" else m
+        for m in deployment.event_source_mappings
+    ]
+    return dataclasses.replace(deployment, event_source_mappings=mappings)
+
+
+def test_batches_of_a_queue_run_at_once_up_to_the_mappings_limit(
+    deployment: LocalDeployment, clients: AwsClients, clock: ManualClock, timetable: Timetable
+) -> None:
+    batches = 3
+    gate = Gate(batches)
+    pump = EventPump(
+        limited(deployment, batches),
+        clients,
+        {**handlers(Recorder()), "AlarmFunction": gate},
+        clock,
+        timetable=timetable,
+    )
+    # One batch more than may run at once: ten messages a receive.
+    bodies = {f"timer-{i}" for i in range((batches + 1) * 10)}
+    for body in sorted(bodies):
+        send(clients, deployment, body)
+
+    pump.start()
+    try:
+        # Every batch allowed is inside the handler at the same time, none having returned.
+        assert gate.full.wait(timeout=60)
+        assert gate.most == batches
+        # The receiving waits for a batch to end: the last ten are still on the queue.
+        assert queue_counts(clients, deployment, "TimerQueue") == [10, batches * 10, 0]
+        gate.release.set()
+        deadline = time.monotonic() + 60
+        while len(gate.records) < len(bodies) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        gate.release.set()
+        pump.stop()
+    assert sorted(gate.records) == sorted(bodies)
+    assert gate.most == batches
+    assert queue_counts(clients, deployment, "TimerQueue") == [0, 0, 0]
+
+
+def test_a_stop_does_not_wait_for_a_batch_that_does_not_end(
+    deployment: LocalDeployment, clients: AwsClients, clock: ManualClock, timetable: Timetable
+) -> None:
+    gate = Gate(1)
+    pump = EventPump(
+        deployment,
+        clients,
+        {**handlers(Recorder()), "AlarmFunction": gate},
+        clock,
+        timetable=timetable,
+    )
+    send(clients, deployment, "stuck")
+    pump.start()
+    try:
+        assert gate.full.wait(timeout=60)
+        pump.stop()
+        # Stopped with the batch still inside the handler: its record is still in flight.
+        assert gate.inside == 1
+        assert queue_counts(clients, deployment, "TimerQueue") == [0, 1, 0]
+    finally:
+        gate.release.set()
+        pump.stop()
+
+
+def test_concurrent_batches_follow_scaling_config_and_reserved_concurrency(
+    deployment: LocalDeployment,
+) -> None:
+    [mapping] = [m for m in deployment.event_source_mappings if m.queue == "TimerQueue"]
+    function = dataclasses.replace(deployment.functions[mapping.function])
+    unlimited = dataclasses.replace(mapping, maximum_concurrency=None)
+    assert concurrent_batches(unlimited, function) == DEFAULT_CONCURRENT_BATCHES
+    assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=20), function) == 20
+    function.reserved_concurrency = 3
+    assert concurrent_batches(unlimited, function) == 3
+    assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=2), function) == 2
 
 
 def test_a_pump_needs_a_handler_for_every_mapped_function(

@@ -52,6 +52,8 @@ class LocalFunction:
     async_retry_attempts: int = _DEFAULT_ASYNC_RETRY_ATTEMPTS
     async_max_event_age_seconds: int = _DEFAULT_ASYNC_EVENT_AGE_SECONDS
     on_failure_arn: str | None = None
+    # ReservedConcurrentExecutions: at most this many invocations at once (None: unreserved).
+    reserved_concurrency: int | None = None
 
     def context(self, request_id: str | None = None) -> LambdaContext:
         return LambdaContext(
@@ -96,6 +98,8 @@ class LocalEventSourceMapping:
     batch_size: int
     report_batch_item_failures: bool
     enabled: bool = True
+    # ScalingConfig's MaximumConcurrency: at most this many batches of the queue at once.
+    maximum_concurrency: int | None = None
 
 
 @dataclass

@@ -258,6 +258,7 @@ class _Provisioning:
             "Timeout",
             "MemorySize",
             "DeadLetterConfig",
+            "ReservedConcurrentExecutions",
         )
         name = props.get("FunctionName") or self.names.physical(logical_id)[:64]
         arn = self.names.arn("lambda", f"function:{name}")
@@ -271,6 +272,7 @@ class _Provisioning:
             timeout_seconds=int(props.get("Timeout", DEFAULT_TIMEOUT_SECONDS)),
             memory_mb=int(props.get("MemorySize", DEFAULT_MEMORY_MB)),
             dead_letter_arn=(props.get("DeadLetterConfig") or {}).get("TargetArn"),
+            reserved_concurrency=_count(props.get("ReservedConcurrentExecutions")),
         )
         self.resolver.register(logical_id, name, Arn=arn)
 
@@ -298,7 +300,13 @@ class _Provisioning:
 
     def event_source_mapping(self, logical_id: str, raw: Mapping[str, Any]) -> None:
         props = self.resolve(
-            raw, "EventSourceArn", "FunctionName", "BatchSize", "FunctionResponseTypes", "Enabled"
+            raw,
+            "EventSourceArn",
+            "FunctionName",
+            "BatchSize",
+            "FunctionResponseTypes",
+            "Enabled",
+            "ScalingConfig",
         )
         function = self.deployment.function_by_reference(as_text(props["FunctionName"]))
         queue = self.deployment.queue_by_arn(as_text(props.get("EventSourceArn", "")))
@@ -316,9 +324,19 @@ class _Provisioning:
                 report_batch_item_failures="ReportBatchItemFailures"
                 in (props.get("FunctionResponseTypes") or []),
                 enabled=props.get("Enabled", True) not in (False, "false"),
+                maximum_concurrency=_count(
+                    (props.get("ScalingConfig") or {}).get("MaximumConcurrency")
+                ),
             )
         )
         self.resolver.register(logical_id, str(uuid.uuid5(uuid.NAMESPACE_URL, queue.arn)))
+
+
+def _count(value: Any) -> int | None:
+    """A whole number the template may leave out (or drop with ``AWS::NoValue``)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return int(value)
 
 
 _PROVISIONERS: dict[str, Provisioner] = {

@@ -7,7 +7,11 @@ pump plays four parts, each in-process and on the injected clock:
   message sent to it has become visible, again at once while receives bring messages, and
   otherwise every ``QUEUE_IDLE_POLL_SECONDS`` (which finds failed records come back, and what
   was sent before a restart). A batch becomes a real-shaped SQS event for the function's
-  handler (``vigil.local.lambda_events``); the records that succeeded are deleted. Failed
+  handler (``vigil.local.lambda_events``); the records that succeeded are deleted. As Lambda's
+  pollers do, several batches of a queue run at once, each on a thread of its own, while the
+  queue's thread goes on receiving: at most the mapping's ``ScalingConfig``
+  ``MaximumConcurrency`` or the function's ``ReservedConcurrentExecutions``, whichever is
+  lower, and ``DEFAULT_CONCURRENT_BATCHES`` when neither is set (``concurrent_batches``). Failed
   records are left in flight, so SQS itself brings them back after the visibility timeout and
   moves them to the dead-letter queue after ``maxReceiveCount`` receives. moto implements
   both, and hides a message sent with ``DelaySeconds`` until it is due, so the pump adds
@@ -66,6 +70,27 @@ _MAX_RECEIVE = 10
 _SCHEDULER_MAX_BACKOFF_SECONDS = 60
 _ASYNC_RETRY_BASE_SECONDS = 60
 QUEUE_IDLE_POLL_SECONDS = 2.0
+# Batches of one queue handed to its function at once when the template sets no limit. Lambda
+# starts a queue with five concurrent batches and adds more as the backlog lasts, up to the
+# account's concurrency; locally every batch shares this process's interpreter and the
+# machine's cores with the HTTP API, moto and DynamoDB Local, so the runtime stays at five:
+# enough to overlap the fires' waits on DynamoDB Local, not so many that beats wait behind
+# them.
+DEFAULT_CONCURRENT_BATCHES = 5
+# How long a stop waits for the batches under way: they finish in well under a second unless
+# the machine is saturated, and the runtime stops within five. A batch still running after that
+# is left; what it did not delete comes back after the visibility timeout, as a failed record.
+_BATCHES_FINISH_SECONDS = 1.5
+
+
+def concurrent_batches(mapping: LocalEventSourceMapping, function: LocalFunction) -> int:
+    """How many batches of ``mapping``'s queue its function is handed at once."""
+    limits = [
+        limit
+        for limit in (mapping.maximum_concurrency, function.reserved_concurrency)
+        if limit is not None
+    ]
+    return max(1, min(limits)) if limits else DEFAULT_CONCURRENT_BATCHES
 
 
 def _string_attributes(values: Mapping[str, str]) -> dict[str, dict[str, str]]:
@@ -133,6 +158,9 @@ class EventPump:
         self._async: list[_AsyncInvocation] = []
         # None: TTL is not played (the runtime always plays it).
         self.expiry = expiry
+        # The batches being handed to functions by the background threads.
+        self._batches: set[threading.Thread] = set()
+        self._batches_changed = threading.Condition()
 
     # ---------------------------------------------------------------- running
 
@@ -164,63 +192,152 @@ class EventPump:
             return 0
 
     def poll_when_due(self, mapping: LocalEventSourceMapping, now: float) -> None:
-        """What a mapping's thread does each interval: it receives only when a message may be
-        waiting, so that an idle queue costs a receive every ``QUEUE_IDLE_POLL_SECONDS``."""
+        """One receive and its batch, in this thread, when a message may be waiting: what a
+        mapping's thread does each interval, but for handing the batch to a thread of its own."""
+        if self._receive_due(mapping, now):
+            received = self._poll_safely(mapping)
+            self._received(mapping, now, received)
+
+    def _receive_due(self, mapping: LocalEventSourceMapping, now: float) -> bool:
+        """Whether a message may be waiting: an idle queue costs a receive every
+        ``QUEUE_IDLE_POLL_SECONDS``."""
         queue = self.deployment.queues[mapping.queue]
         sent = self.timetable.messages_due(queue_name(queue.url), now)
-        if not sent and now < self._next_receive.get(mapping.queue, 0.0):
-            return
-        received = self._poll_safely(mapping)
-        self._next_receive[mapping.queue] = now + (0.0 if received else QUEUE_IDLE_POLL_SECONDS)
+        return sent or now >= self._next_receive.get(mapping.queue, 0.0)
 
-    def _poll_on_time(self, mapping: LocalEventSourceMapping) -> None:
-        self.poll_when_due(mapping, time.time())
+    def _received(self, mapping: LocalEventSourceMapping, now: float, count: int) -> None:
+        self._next_receive[mapping.queue] = now + (0.0 if count else QUEUE_IDLE_POLL_SECONDS)
 
     def start(self) -> None:
         """Polls each event source mapping on a thread of its own, as Lambda runs each
         function in sandboxes of its own: a notification waiting on a slow receiver holds up
-        no switch's timer. Schedules, asynchronous invocations and TTL share one more thread."""
+        no switch's timer. The batches it receives run on threads of their own, at most
+        ``concurrent_batches`` at once, while it receives the next. Schedules, asynchronous
+        invocations and TTL share one more thread."""
         if self._threads:
             return
         self._stopping.clear()
         loops: list[tuple[str, Callable[[], None]]] = [
-            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._poll_on_time, m))
+            (f"vigil-pump-{m.function}-{m.queue}", functools.partial(self._serve_queue, m))
             for m in self.deployment.event_source_mappings
             if m.enabled
         ]
-        loops.append(("vigil-event-pump", self._tick_rest))
-        for name, one_pass in loops:
-            thread = threading.Thread(target=self._loop, args=(one_pass,), name=name, daemon=True)
+        loops.append(("vigil-event-pump", functools.partial(self._loop, self._tick_rest)))
+        for name, loop in loops:
+            thread = threading.Thread(target=loop, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def stop(self) -> None:
+        """Stops receiving, then lets the batches under way finish, for up to
+        ``_BATCHES_FINISH_SECONDS``."""
         self._stopping.set()
         for thread in self._threads:
             thread.join()
         self._threads = []
+        deadline = time.monotonic() + _BATCHES_FINISH_SECONDS
+        with self._batches_changed:
+            while self._batches and self._batches_changed.wait(deadline - time.monotonic()):
+                pass
+            if self._batches:
+                log_event(
+                    log,
+                    "stopped with batches under way; their records return after the "
+                    "visibility timeout",
+                    batches=len(self._batches),
+                )
 
     def _loop(self, one_pass: Callable[[], None]) -> None:
         while not self._stopping.wait(self.poll_interval):
             one_pass()
 
+    def _serve_queue(self, mapping: LocalEventSourceMapping) -> None:
+        """A mapping's thread: it receives whenever a batch may start and a message may be
+        waiting, and hands each batch to a thread of its own."""
+        function = self.deployment.functions[mapping.function]
+        slots = threading.BoundedSemaphore(concurrent_batches(mapping, function))
+        while not self._stopping.is_set():
+            # Waits for a batch to finish when as many as allowed are under way.
+            if not slots.acquire(timeout=self.poll_interval):
+                continue
+            handed = False
+            try:
+                now = time.time()
+                if self._receive_due(mapping, now):
+                    messages = self._receive_safely(mapping)
+                    self._received(mapping, now, len(messages))
+                    if messages:
+                        self._hand_over(mapping, messages, slots)
+                        handed = True
+            finally:
+                if not handed:
+                    slots.release()
+            # After a batch, at once again: more may be waiting.
+            if not handed:
+                self._stopping.wait(self.poll_interval)
+
+    def _hand_over(
+        self,
+        mapping: LocalEventSourceMapping,
+        messages: list[dict[str, Any]],
+        slots: threading.BoundedSemaphore,
+    ) -> None:
+        def run() -> None:
+            try:
+                self._run_batch_safely(mapping, messages)
+            finally:
+                with self._batches_changed:
+                    self._batches.discard(thread)
+                    self._batches_changed.notify_all()
+                slots.release()
+
+        # A daemon: a batch left running at a stop does not hold up the process's exit.
+        thread = threading.Thread(
+            target=run, name=f"vigil-batch-{mapping.function}-{mapping.queue}", daemon=True
+        )
+        with self._batches_changed:
+            self._batches.add(thread)
+        thread.start()
+
     # ---------------------------------------------------------------- event source mappings
 
     def _poll(self, mapping: LocalEventSourceMapping) -> int:
-        """Delivers one batch; returns how many messages it received."""
-        queue = self.deployment.queues[mapping.queue]
-        function = self.deployment.functions[mapping.function]
-        sqs = self.clients.sqs
+        """Delivers one batch, in this thread; returns how many messages it received."""
+        messages = self._receive(mapping)
+        if messages:
+            self._run_batch(mapping, messages)
+        return len(messages)
+
+    def _receive(self, mapping: LocalEventSourceMapping) -> list[dict[str, Any]]:
         # WaitTimeSeconds=0 overrides the queue's long polling, which would hold the pass.
-        messages = sqs.receive_message(
-            QueueUrl=queue.url,
+        messages: list[dict[str, Any]] = self.clients.sqs.receive_message(
+            QueueUrl=self.deployment.queues[mapping.queue].url,
             MaxNumberOfMessages=max(1, min(mapping.batch_size, _MAX_RECEIVE)),
             WaitTimeSeconds=0,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
-        if not messages:
-            return 0
+        return messages
+
+    def _receive_safely(self, mapping: LocalEventSourceMapping) -> list[dict[str, Any]]:
+        try:
+            return self._receive(mapping)
+        except Exception:
+            log.exception("event pump pass failed")
+            return []
+
+    def _run_batch_safely(
+        self, mapping: LocalEventSourceMapping, messages: list[dict[str, Any]]
+    ) -> None:
+        try:
+            self._run_batch(mapping, messages)
+        except Exception:
+            log.exception("event pump pass failed")
+
+    def _run_batch(self, mapping: LocalEventSourceMapping, messages: list[dict[str, Any]]) -> None:
+        """Hands a batch to the function; deletes the records that succeeded."""
+        queue = self.deployment.queues[mapping.queue]
+        function = self.deployment.functions[mapping.function]
         event = sqs_event(messages, queue.arn, self.deployment.names.region)
         try:
             response = self.handlers[mapping.function](event, function.context())
@@ -232,16 +349,16 @@ class EventPump:
                 function=function.name,
                 size=len(messages),
             )
-            return len(messages)
+            return
         failed = failed_records(mapping, response, {m["MessageId"] for m in messages})
         if failed is None:
             log_event(
                 log, "invalid batchItemFailures: the whole batch failed", function=function.name
             )
-            return len(messages)
+            return
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
-            sqs.delete_message_batch(
+            self.clients.sqs.delete_message_batch(
                 QueueUrl=queue.url,
                 Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
@@ -250,7 +367,6 @@ class EventPump:
         log_event(
             log, "batch delivered", function=function.name, done=len(done), failed=len(failed)
         )
-        return len(messages)
 
     # ---------------------------------------------------------------- TTL
 
