@@ -19,6 +19,7 @@ from moto.server import ThreadedMotoServer
 from werkzeug.formparser import parse_form_data
 from werkzeug.serving import make_server
 
+from vigil.local import moto_sqs
 from vigil.local.moto_state import Snapshotter, WsgiApp, guarded
 from vigil.local.signatures import AccessKey, Refused, admit_form, verify, verify_post_policy
 from vigil.local.timetable import Timetable, recording
@@ -202,6 +203,7 @@ class LocalMotoServer(ThreadedMotoServer):
         self.timetable = Timetable()
 
     def _server_entry(self) -> None:
+        moto_sqs.patch()
         app = recording(DomainDispatcherApplication(create_backend_app), self.timetable)
         if self.snapshots is not None:
             app = guarded(app, self.snapshots)
