@@ -77,10 +77,11 @@ QUEUE_IDLE_POLL_SECONDS = 2.0
 # enough to overlap the fires' waits on DynamoDB Local, not so many that beats wait behind
 # them.
 DEFAULT_CONCURRENT_BATCHES = 5
-# How long a stop waits for the batches under way: they finish in well under a second unless
-# the machine is saturated, and the runtime stops within five. A batch still running after that
-# is left; what it did not delete comes back after the visibility timeout, as a failed record.
-_BATCHES_FINISH_SECONDS = 1.5
+# How long a stop waits for the batches under way, from when receiving stops: a batch of ten
+# takes a second or two while a burst fires. The runtime waits for its HTTP requests meanwhile
+# (as long, at most), and stops within five. A batch still running after that is left; what it
+# did not delete comes back after the visibility timeout, as a failed record's does.
+BATCHES_FINISH_SECONDS = 3.0
 
 
 def concurrent_batches(mapping: LocalEventSourceMapping, function: LocalFunction) -> int:
@@ -161,6 +162,7 @@ class EventPump:
         # The batches being handed to functions by the background threads.
         self._batches: set[threading.Thread] = set()
         self._batches_changed = threading.Condition()
+        self._finish_by: float | None = None
 
     # ---------------------------------------------------------------- running
 
@@ -229,13 +231,22 @@ class EventPump:
             self._threads.append(thread)
 
     def stop(self) -> None:
-        """Stops receiving, then lets the batches under way finish, for up to
-        ``_BATCHES_FINISH_SECONDS``."""
+        """Stops receiving, then lets the batches under way finish (``finish``)."""
+        self.stop_receiving()
+        self.finish()
+
+    def stop_receiving(self) -> None:
+        """Stops every pass; the batches under way go on."""
         self._stopping.set()
         for thread in self._threads:
             thread.join()
         self._threads = []
-        deadline = time.monotonic() + _BATCHES_FINISH_SECONDS
+        self._finish_by = time.monotonic() + BATCHES_FINISH_SECONDS
+
+    def finish(self) -> None:
+        """Waits for the batches under way, until ``BATCHES_FINISH_SECONDS`` after receiving
+        stopped."""
+        deadline = self._finish_by or time.monotonic() + BATCHES_FINISH_SECONDS
         with self._batches_changed:
             while self._batches and self._batches_changed.wait(deadline - time.monotonic()):
                 pass

@@ -82,8 +82,8 @@ class LocalRuntime:
 
     def stop(self) -> None:
         """Stops what calls the engines before the engines: the pump (the passes under way
-        finish), then the HTTP API (the requests being answered finish), then moto, the
-        DynamoDB front and DynamoDB Local."""
+        finish), then the HTTP API (the requests being answered finish, and the pump's batches
+        under way meanwhile), then moto, the DynamoDB front and DynamoDB Local."""
         self._closer.close()
 
     def __enter__(self) -> LocalRuntime:
@@ -337,6 +337,12 @@ def start(
             DynamoStore(clients.dynamodb, settings.table_name), clock, state_file
         )
 
+        pump = EventPump(
+            deployment, clients, handlers, clock, timetable=moto.timetable, expiry=expiry
+        )
+        # After the HTTP API's stop: the batches under way finish while its requests do.
+        closer.callback(pump.finish)
+
         api = deployment.functions[API_FUNCTION]
         server = LocalHttpServer(
             front_door(cfn, deployment),
@@ -360,11 +366,8 @@ def start(
             _environment({"CONSOLE_BASE_URL": server.url, "ALLOWED_ORIGINS": ",".join(origins)}, [])
         )
 
-        pump = EventPump(
-            deployment, clients, handlers, clock, timetable=moto.timetable, expiry=expiry
-        )
         pump.start()
-        closer.callback(pump.stop)
+        closer.callback(pump.stop_receiving)
 
         state = {
             "mcp_url": f"{server.url}/mcp",
