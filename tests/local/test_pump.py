@@ -24,7 +24,7 @@ from vigil.errors import contended
 from vigil.local.deployment import LocalDeployment
 from vigil.local.moto_state import saved_schedules
 from vigil.local.provisioning import provision
-from vigil.local.pump import DEFAULT_CONCURRENT_BATCHES, EventPump, concurrent_batches
+from vigil.local.pump import MAX_CONCURRENT_BATCHES, EventPump, concurrent_batches
 from vigil.local.stack import AwsClients, LocalNames
 from vigil.local.timetable import Timetable, fire_time, rate_period
 
@@ -413,8 +413,12 @@ def test_concurrent_batches_follow_scaling_config_and_reserved_concurrency(
     [mapping] = [m for m in deployment.event_source_mappings if m.queue == "TimerQueue"]
     function = dataclasses.replace(deployment.functions[mapping.function])
     unlimited = dataclasses.replace(mapping, maximum_concurrency=None)
-    assert concurrent_batches(unlimited, function) == DEFAULT_CONCURRENT_BATCHES
-    assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=20), function) == 20
+    assert concurrent_batches(unlimited, function) == MAX_CONCURRENT_BATCHES
+    # The template may lower the local ceiling, not raise it: one machine serves every batch.
+    assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=250), function) == (
+        MAX_CONCURRENT_BATCHES
+    )
+    assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=2), function) == 2
     function.reserved_concurrency = 3
     assert concurrent_batches(unlimited, function) == 3
     assert concurrent_batches(dataclasses.replace(mapping, maximum_concurrency=2), function) == 2

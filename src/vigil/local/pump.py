@@ -9,9 +9,9 @@ pump plays four parts, each in-process and on the injected clock:
   was sent before a restart). A batch becomes a real-shaped SQS event for the function's
   handler (``vigil.local.lambda_events``); the records that succeeded are deleted. As Lambda's
   pollers do, several batches of a queue run at once, each on a thread of its own, while the
-  queue's thread goes on receiving: at most the mapping's ``ScalingConfig``
-  ``MaximumConcurrency`` or the function's ``ReservedConcurrentExecutions``, whichever is
-  lower, and ``DEFAULT_CONCURRENT_BATCHES`` when neither is set (``concurrent_batches``). Failed
+  queue's thread goes on receiving: ``MAX_CONCURRENT_BATCHES``, or fewer when the mapping's
+  ``ScalingConfig`` ``MaximumConcurrency`` or the function's ``ReservedConcurrentExecutions``
+  is lower (``concurrent_batches``). Failed
   records are left in flight, so SQS itself brings them back after the visibility timeout and
   moves them to the dead-letter queue after ``maxReceiveCount`` receives. moto implements
   both, and hides a message sent with ``DelaySeconds`` until it is due, so the pump adds
@@ -70,13 +70,13 @@ _MAX_RECEIVE = 10
 _SCHEDULER_MAX_BACKOFF_SECONDS = 60
 _ASYNC_RETRY_BASE_SECONDS = 60
 QUEUE_IDLE_POLL_SECONDS = 2.0
-# Batches of one queue handed to its function at once when the template sets no limit. Lambda
-# starts a queue with five concurrent batches and adds more as the backlog lasts, up to the
-# account's concurrency; locally every batch shares this process's interpreter and the
-# machine's cores with the HTTP API, moto and DynamoDB Local, so the runtime stays at five:
-# enough to overlap the fires' waits on DynamoDB Local, not so many that beats wait behind
-# them.
-DEFAULT_CONCURRENT_BATCHES = 5
+# Batches of one queue handed to its function at once, at most. Lambda starts a queue with five
+# concurrent batches and adds more as the backlog lasts, up to the mapping's ScalingConfig
+# MaximumConcurrency or the function's reserved concurrency; locally every batch shares this
+# process's interpreter and the machine's cores with the HTTP API, moto and DynamoDB Local, so
+# the runtime stays at five, or fewer if the template says so: enough to overlap the fires'
+# waits on DynamoDB Local, not so many that beats wait behind them.
+MAX_CONCURRENT_BATCHES = 5
 # How long a stop waits for the batches under way, from when receiving stops: a batch of ten
 # takes a second or two while a burst fires. The runtime waits for its HTTP requests meanwhile
 # (as long, at most), and stops within five. A batch still running after that is left; what it
@@ -85,13 +85,15 @@ BATCHES_FINISH_SECONDS = 3.0
 
 
 def concurrent_batches(mapping: LocalEventSourceMapping, function: LocalFunction) -> int:
-    """How many batches of ``mapping``'s queue its function is handed at once."""
+    """How many batches of ``mapping``'s queue its function is handed at once: the lowest of
+    ``MAX_CONCURRENT_BATCHES``, the mapping's MaximumConcurrency and the function's reserved
+    concurrency."""
     limits = [
         limit
         for limit in (mapping.maximum_concurrency, function.reserved_concurrency)
         if limit is not None
     ]
-    return max(1, min(limits)) if limits else DEFAULT_CONCURRENT_BATCHES
+    return max(1, min([MAX_CONCURRENT_BATCHES, *limits]))
 
 
 def _string_attributes(values: Mapping[str, str]) -> dict[str, dict[str, str]]:
