@@ -28,6 +28,7 @@ import json
 import math
 import os
 import platform
+import random
 import shlex
 import statistics
 import sys
@@ -58,6 +59,8 @@ QUIET_SECONDS = 5.0
 LOOK_EVERY_SECONDS = 1.0
 # A beat whose deadline fell outside the chosen second is sent again, at most this often.
 ARMING_ATTEMPTS = 10
+# A retryable refusal is sent again this many times, with backoff (not the trickle's beats).
+RETRIES = 8
 
 
 class Rest:
@@ -65,20 +68,26 @@ class Rest:
         self.base = base.rstrip("/")
         self.secret = secret
 
-    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+    def call(self, tool: str, *, retry: bool = True, **arguments: Any) -> dict[str, Any]:
+        """The tool's result; a retryable refusal (429, 503: with ``--contention``, a busy
+        store) is sent again with backoff unless ``retry`` is False."""
         request = urllib.request.Request(
             f"{self.base}/{tool}",
             json.dumps(arguments).encode(),
             {"content-type": "application/json", "authorization": f"Bearer {self.secret}"},
             method="POST",
         )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                body: dict[str, Any] = json.loads(response.read())
-                return body
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
-            raise RuntimeError(f"{tool}: HTTP {error.code}: {detail}") from None
+        for attempt in range(RETRIES + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    body: dict[str, Any] = json.loads(response.read())
+                    return body
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode(errors="replace")
+                if not retry or error.code not in (429, 503) or attempt == RETRIES:
+                    raise RuntimeError(f"{tool}: HTTP {error.code}: {detail}") from None
+            time.sleep(min(2.0, 0.1 * 2**attempt) * random.random())
+        raise AssertionError("unreachable")
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -124,6 +133,7 @@ class Trickle:
             try:
                 agent.call(
                     "heartbeat",
+                    retry=False,
                     scope=f"trickle-{index}",
                     expect_within_seconds=TRICKLE_WINDOW_SECONDS,
                     on_expiry=["mark_failed"],
