@@ -89,7 +89,8 @@ def test_an_unbeaten_switch_fires_once_with_all_actions_in_order(
     death = world.store.latest_death("acme", "job-1")
     assert death is not None
     assert death.actions == ["release_leases", "mark_failed", "queue_alert"]
-    assert list(death.done) == ["release_leases", "mark_failed", "queue_alert", "notify"]
+    # mark_failed is recorded by the firing's own write, the others as they run.
+    assert list(death.done) == ["mark_failed", "release_leases", "queue_alert", "notify"]
     assert 0 <= death.lateness_seconds <= 1
 
     released = world.store.get_lease("acme", "repo:main")

@@ -9,7 +9,7 @@ from tests.contract.test_lease_store_contract import HOLDER, OTHER, lease
 from tests.contract.test_store_contract import principal
 from tests.contract.test_switch_contract import switch
 from tests.support import error_of
-from vigil.clock import ManualClock
+from vigil.clock import ManualClock, iso
 from vigil.errors import ErrorCode
 from vigil.identity.records import hash_secret
 from vigil.leases.records import granted
@@ -114,18 +114,26 @@ def test_a_switch_armed_after_a_death_is_the_next_generation(clock: ManualClock)
     fire_at = clock.advance(31)
     assert armed.overdue(fire_at)
     death = armed.death(fire_at)
+    # mark_failed is a record only: the death is made with it done.
     assert (death.generation, death.lateness_seconds, death.pending()) == (
         1,
         1.0,
-        ["release_leases", "mark_failed", "notify"],
+        ["release_leases", "notify"],
     )
+    assert death.done == {"mark_failed": {"failed_at": iso(fire_at)}}
     fired = armed.model_copy(update={"state": "fired"})
     assert fired.public_state(death) == "failed"
     assert fired.public_state(None) == "expired"
     recorded = death.recorded("release_leases", {"released": []})
-    assert (recorded.pending(), recorded.version) == (["mark_failed", "notify"], 2)
-    # A death recorded before channels existed has no notification step to run.
-    assert death.model_copy(update={"notify": False}).pending() == ["release_leases", "mark_failed"]
+    assert (recorded.pending(), recorded.version) == (["notify"], 2)
+    # A death recorded before channels existed has no notification step to run; one recorded
+    # before mark_failed was done by the firing runs it as a step.
+    assert death.model_copy(update={"notify": False}).pending() == ["release_leases"]
+    assert death.model_copy(update={"done": {}}).pending() == [
+        "release_leases",
+        "mark_failed",
+        "notify",
+    ]
     again = type(armed).armed_after(fired, death, beat_at(clock), "acme", armed.scope, HOLDER)
     assert (again.generation, again.follows_death, again.beats, again.version) == (2, 1, 1, 2)
     assert again.alarm_due == again.deadline

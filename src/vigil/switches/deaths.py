@@ -69,6 +69,7 @@ class DeathActions:
         if action == "notify":
             return self._notify(death, uow)
         if action == "mark_failed":
+            # Done in the firing's write (Switch.death); a death stored before that runs it here.
             return self._record(uow, death, action, {"failed_at": iso(death.fired_at)})
         return self._record(uow, death, action, self._alert(death))
 

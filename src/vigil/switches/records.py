@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
-from vigil.clock import to_ms
+from vigil.clock import iso, to_ms
 from vigil.kit.principals import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.leases.records import Lease
@@ -205,7 +205,12 @@ class Switch(Versioned):
 
     def death(self, now: datetime, missed: datetime | None = None) -> Death:
         """The death this switch's expiry at ``now`` records: the actions still to run, and
-        the deadline missed (``missed``, when a grace after a pause moved it; else its own)."""
+        the deadline missed (``missed``, when a grace after a pause moved it; else its own).
+        ``mark_failed`` is a record and nothing else, so it is done in the firing's own write:
+        a burst of deaths makes one write fewer each."""
+        done: dict[str, Any] = {}
+        if "mark_failed" in self.on_expiry:
+            done["mark_failed"] = {"failed_at": iso(now)}
         return Death(
             namespace=self.namespace,
             scope=self.scope,
@@ -216,7 +221,7 @@ class Switch(Versioned):
             fired_at=now,
             actions=ordered(self.on_expiry),
             notify_address=self.notify_address if "queue_alert" in self.on_expiry else None,
-            done={},
+            done=done,
             notify=True,
             version=1,
         )
