@@ -343,3 +343,25 @@ def test_a_switch_with_a_full_day_of_beats_is_still_one_write_unit(
     item = dynamo_store.client.get_item(TableName=dynamo_store.table, Key=key)["Item"]
     assert len(item["recent"]["M"]) == 48
     assert dynamo_item_bytes(item) <= 1024
+
+
+def test_a_death_with_nothing_to_do_but_tell_is_told_in_the_firings_own_write(
+    world: World, agent: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.call("heartbeat", agent[1], scope="quiet", expect_within_seconds=10)
+    commits: list[int] = []
+    commit = world.store.commit
+
+    def counted(writes: Any, completion: Any = None) -> None:
+        commits.append(len(writes))
+        commit(writes, completion)
+
+    monkeypatch.setattr(world.store, "commit", counted)
+    world.clock.advance(11)
+    assert world.run_alarms() == 1
+    death = world.store.latest_death("acme", "quiet")
+    assert death is not None
+    assert list(death.done) == ["mark_failed", "notify"]
+    # One commit: the switch fired, its death recorded and its event written together.
+    assert len(commits) == 1
+    assert world.store.get_notification("acme", death.done["notify"]["event_id"]) is not None

@@ -91,8 +91,8 @@ class FaultyStore(MemoryStore):
         self.releases: Counter[tuple[str, int]] = Counter()  # (resource, generation) -> count
         self.released_by: dict[tuple[str, int], str | None] = {}
 
-    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
-        super().fire_switch(switch, death, now)
+    def fire_switch(self, switch: Switch, death: Death, now: datetime, *also: Any) -> None:
+        super().fire_switch(switch, death, now, *also)
         self.faults.after("fire_switch")
 
     def save_lease(

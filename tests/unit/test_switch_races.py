@@ -61,11 +61,11 @@ class InterleavingStore(MemoryStore):
         super().__init__()
         self.between: Any = None
 
-    def fire_switch(self, switch: Switch, death: Any, now: Any) -> None:
+    def fire_switch(self, switch: Switch, death: Any, now: Any, *also: Any) -> None:
         if self.between is not None:
             between, self.between = self.between, None
             between()
-        super().fire_switch(switch, death, now)
+        super().fire_switch(switch, death, now, *also)
 
 
 @pytest.fixture
@@ -143,8 +143,8 @@ class CrashingStore(MemoryStore):
             self.crash_after = None
             raise Crash(name)
 
-    def fire_switch(self, switch: Switch, death: Any, now: Any) -> None:
-        super().fire_switch(switch, death, now)
+    def fire_switch(self, switch: Switch, death: Any, now: Any, *also: Any) -> None:
+        super().fire_switch(switch, death, now, *also)
         self._step("fire")
 
     def commit(self, writes: Any, completion: Any = None) -> None:

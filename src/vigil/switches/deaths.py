@@ -83,6 +83,13 @@ class DeathActions:
     def _notify(self, death: Death, uow: UnitOfWork) -> Death:
         """The switch.fired event, with what the actions did, written with the step: the
         channels are told once, whichever run of the death gets here."""
+        told, writes = self.told(death)
+        uow.commit(*writes, self.store.save_death(told, death.version))
+        return told
+
+    def told(self, death: Death) -> tuple[Death, list[Write]]:
+        """``death`` with its notify step recorded, and the writes of its switch.fired event
+        (with what the actions did), to commit with it."""
         # Loaded by the first death, not with the alarm function: most of its timers find
         # nothing to tell.
         from vigil.switches.events import SwitchFired
@@ -93,9 +100,7 @@ class DeathActions:
             namespace=death.namespace,
             occurred_at=death.fired_at,
         )
-        return self._record(
-            uow, death, "notify", {"event_id": published.event_id}, *published.writes
-        )
+        return death.recorded("notify", {"event_id": published.event_id}), published.writes
 
     def _release_batch(self, death: Death, uow: UnitOfWork) -> Death:
         """Releases the next batch of the holder's leases of the scope, and records them as a

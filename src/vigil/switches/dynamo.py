@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, Write
 from vigil.leases.dynamo import DynamoLeases, is_old_lease
 from vigil.quotas.store import quota_count
 from vigil.switches.records import (
@@ -350,7 +350,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ]
         )
 
-    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+    def fire_switch(self, switch: Switch, death: Death, now: datetime, *also: Write) -> None:
         disarmed = quota_count(switch.namespace, "armed_switches", -1, key=switch.scope)
         fired = DynamoWrite(
             [
@@ -391,7 +391,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ],
             counts=(disarmed,),
         )
-        self.commit([fired])
+        self.commit([fired, *also])
 
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
         try:

@@ -269,8 +269,13 @@ class SwitchEngine(Generic[S]):
         records, when a grace after a pause moved it (the switch's own otherwise). Returns the
         death (ours or one that another caller recorded), or None if a beat or a disarm won."""
         death = switch.death(to_ms(now), missed)
+        also: list[Write] = []
+        if death.pending() == ["notify"]:
+            # Nothing to do but tell (no leases to release, no alert to queue): the event is
+            # written with the firing itself, one write where it would be two.
+            death, also = self.deaths.told(death)
         try:
-            self.store.fire_switch(switch, death, now)
+            self.store.fire_switch(switch, death, now, *also)
         except ConditionFailed:
             existing = self.store.get_death(switch.namespace, switch.scope, switch.generation)
             if existing is None:

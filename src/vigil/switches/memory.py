@@ -7,7 +7,7 @@ from datetime import datetime
 
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
-from vigil.kit.uow import ConditionFailed
+from vigil.kit.uow import ConditionFailed, Write
 from vigil.quotas.store import quota_count
 from vigil.switches.records import Beat, Death, Pause, ReleasedPage, Switch, with_beat
 from vigil.switches.store import ArmedAlarm, ArmedPage, SwitchStore, sweep_shard
@@ -105,7 +105,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
 
         return MemoryWrite(check, lambda: None, (item_bytes(scope),))
 
-    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+    def fire_switch(self, switch: Switch, death: Death, now: datetime, *also: Write) -> None:
         at = (switch.namespace, switch.scope)
         key = (death.namespace, death.scope, death.generation)
 
@@ -133,7 +133,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
             item_bytes((indexed, death.scope)),
         )
         disarmed = quota_count(switch.namespace, "armed_switches", -1, key=switch.scope)
-        self.commit([MemoryWrite(check, apply, sizes, counts=(disarmed,))])
+        self.commit([MemoryWrite(check, apply, sizes, counts=(disarmed,)), *also])
 
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
         with self._lock:

@@ -87,11 +87,12 @@ class SwitchStore(ScopeHolders, ABC):
         again."""
 
     @abstractmethod
-    def fire_switch(self, switch: Switch, death: Death, now: datetime) -> None:
+    def fire_switch(self, switch: Switch, death: Death, now: datetime, *also: Write) -> None:
         """The expiry, atomically: the switch goes from armed at its generation with a
         deadline at or before ``now`` to fired, and ``death`` is created with its row in the
-        namespace's death index. Raises
-        ConditionFailed if anything else happened first (a beat, a disarm, another firing)."""
+        namespace's death index, with ``also`` (the event of a death that has nothing else to
+        do). Raises ConditionFailed if anything else happened first (a beat, a disarm, another
+        firing)."""
 
     @abstractmethod
     def move_alarm(self, switch: Switch, previous_due: datetime) -> bool:
