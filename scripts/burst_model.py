@@ -137,6 +137,7 @@ def fire_burst(switches: int) -> tuple[Any, int, float]:
             for n, timer in enumerate(due[start : start + BATCH], start)
         ]
         with one_batch():
+            world.switch_engine.read_ahead(due[start : start + BATCH])
             answer = serve(
                 {"Records": records},
                 world.clock,

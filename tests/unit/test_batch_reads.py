@@ -95,3 +95,56 @@ def test_a_pause_made_between_two_batches_holds_the_second(
         _batch(world, ["b/1"])
     assert world.store.get_switch("acme", "a/1").state == "fired"  # type: ignore[union-attr]
     assert world.store.get_switch("acme", "b/1").state == "armed"  # type: ignore[union-attr]
+
+
+def _deliver_batch(world: World, due: list[Any]) -> None:
+    """``due`` delivered as one batch of the alarm function: its switches read ahead, then
+    each timer to its handler."""
+    with one_batch():
+        world.switch_engine.read_ahead(due)
+        for timer in due:
+            world.deliver(timer)
+
+
+def test_a_batchs_switches_are_read_together_once(
+    world: World, clock: ManualClock, agent: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        world.call("heartbeat", agent[1], scope=f"job-{n}", expect_within_seconds=10)
+    clock.advance(11)
+    reads = {"get_switch": 0, "get_switches": 0}
+    for name in reads:
+        original = getattr(world.store, name)
+
+        def counting(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            reads[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(world.store, name, counting)
+    _deliver_batch(world, world.due_alarms())
+    assert reads == {"get_switch": 0, "get_switches": 1}
+    assert {world.store.get_switch("acme", f"job-{n}").state for n in range(5)} == {"fired"}  # type: ignore[union-attr]
+
+
+def test_a_switch_saved_after_its_batch_read_it_is_looked_at_again_not_fired(
+    world: World, clock: ManualClock, agent: tuple[str, str]
+) -> None:
+    """Read ahead past its deadline, then beaten in time by the clock of the call that beat it
+    (a clock a second behind the alarm's): the firing the stale view tries fails its condition,
+    and the timer is looked at again, on a fresh read."""
+    world.call("heartbeat", agent[1], scope="job", expect_within_seconds=10)
+    clock.advance(10.5)
+    (timer,) = world.alarms.take_due(clock.now())
+    with one_batch():
+        world.switch_engine.read_ahead([timer])
+        clock.advance(-1)
+        world.call("heartbeat", agent[1], scope="job", expect_within_seconds=10)
+        clock.advance(1)
+        world.deliver(timer)
+    switch = world.store.get_switch("acme", "job")
+    assert switch is not None
+    assert world.store.latest_death("acme", "job") is None
+    assert switch.state == "armed"
+    # Its next alarm is armed for the deadline the beat set, as a fresh read would have.
+    assert switch.alarm_due == switch.deadline
+    assert [t.due_at for t in world.alarms.armed] == [switch.deadline]

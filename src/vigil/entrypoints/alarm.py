@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from vigil.alarms.timers import TimerHandler
 from vigil.entrypoints import sweep
-from vigil.entrypoints.timer_events import in_a_unit_of_work, serve
+from vigil.entrypoints.timer_events import in_a_unit_of_work, serve, timers_of
+from vigil.errors import VigilError
 from vigil.kit.batch import one_batch
-from vigil.observability import get_logger, metrics
+from vigil.observability import get_logger, log_failure, metrics
 from vigil.switches.engine import SwitchEngine
 from vigil.switches.timers import TIMER_KIND
 
@@ -58,6 +59,12 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     engine = switch_engine()
     if sweep.is_sweep(event):
         return sweep.run(engine)
-    # The namespace-wide reads of a batch's fires (pauses, channels) are made once a batch.
+    # The namespace-wide reads of a batch's fires (pauses, channels) are made once a batch,
+    # and its switches are read together.
     with one_batch():
+        try:
+            engine.read_ahead(timers_of(event))
+        except VigilError as error:
+            # Each timer reads its own switch then.
+            log_failure(log, "reading a batch's switches ahead failed", error)
         return serve(event, engine.clock, engine.alarms, functools.partial(handlers, engine), log)

@@ -6,6 +6,7 @@ own, or is armed again when it came early."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -23,6 +24,15 @@ def in_a_unit_of_work(
     """``handle``, given each timer and a unit of work of its own: a timer is no call, so it
     carries no idempotency claim, but its steps commit the one way every change does."""
     return lambda timer: handle(UnitOfWork(committer), timer)
+
+
+def timers_of(event: dict[str, Any]) -> list[Timer]:
+    """The timers of a batch event that can be read (``serve`` fails the others)."""
+    found = []
+    for record in event.get("Records") or []:
+        with contextlib.suppress(ValueError):
+            found.append(Timer.model_validate_json(record.get("body", "")))
+    return found
 
 
 def serve(

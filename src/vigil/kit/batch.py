@@ -41,6 +41,21 @@ def in_a_batch() -> bool:
     return _shared.get() is not None
 
 
+def offer(key: Hashable, value: Any) -> None:
+    """Leaves ``value`` for one ``take`` of ``key`` in this batch (nothing outside a batch)."""
+    shared = _shared.get()
+    if shared is not None:
+        shared[("offered", key)] = value
+
+
+def take(key: Hashable) -> tuple[bool, Any]:
+    """What was offered for ``key`` in this batch, once: (True, it), then (False, None)."""
+    shared = _shared.get()
+    if shared is None or ("offered", key) not in shared:
+        return False, None
+    return True, shared.pop(("offered", key))
+
+
 def read_once(key: Hashable, read: Callable[[], T]) -> T:
     """``read()``, or, inside ``one_batch``, what it returned the first time ``key`` was
     read there. What it returns is shared: callers only look at it."""

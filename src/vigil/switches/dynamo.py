@@ -164,6 +164,10 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         item = self._get(key["pk"]["S"], key["sk"]["S"])
         return _switch(item) if item else None
 
+    def get_switches(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Switch]:
+        found = map(_switch, self._batch_get([_switch_key(ns, scope) for ns, scope in set(keys)]))
+        return {(switch.namespace, switch.scope): switch for switch in found}
+
     def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
         changes = beat.changes()
         notify_address = changes.pop("notify_address")

@@ -27,7 +27,7 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
 from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
-from vigil.kit.batch import read_once
+from vigil.kit.batch import offer, read_once, take
 from vigil.kit.publish import Publish
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
@@ -41,7 +41,7 @@ from vigil.quotas.records import Quotas
 from vigil.switches.deaths import DeathActions
 from vigil.switches.records import Beat, Death, PublicState, ReleasedPage, Reprieve, Switch
 from vigil.switches.store import SwitchPorts
-from vigil.switches.timers import timer_for
+from vigil.switches.timers import TIMER_KIND, timer_for
 
 log = get_logger("vigil.switches")
 
@@ -294,11 +294,29 @@ class SwitchEngine(Generic[S]):
         return self.deaths.finish(death, steps, uow=uow)
 
     # -- alarms ----------------------------------------------------------------------------
+    def read_ahead(self, timers: list[Timer]) -> None:
+        """Reads the switches of a batch's switch ``timers`` together, for each timer's first
+        look (vigil.kit.batch): one request for the batch where each timer would make one."""
+        keys = [(t.namespace, t.key) for t in timers if t.kind == TIMER_KIND]
+        if not keys:
+            return
+        found = self.store.get_switches(keys)
+        for key in keys:
+            offer(("switch", *key), found.get(key))
+
     def on_timer(self, uow: UnitOfWork, timer: Timer) -> None:
         """The alarm function's handler for switch timers; the death's steps it runs commit in
-        ``uow``, the timer's own."""
+        ``uow``, the timer's own.
+
+        The switch may have been read ahead with the timer's batch (``read_ahead``), some
+        moments before: a beat since then can only have moved its deadline later, and every
+        change made here is conditional on what the switch is now. The one thing a stale view
+        can do is try to fire a switch that a beat or a disarm saved: that firing fails its
+        condition, and the timer is looked at again on a fresh read."""
         now = self.clock.now()
-        switch = self.store.get_switch(timer.namespace, timer.key)
+        ahead, switch = take(("switch", timer.namespace, timer.key))
+        if not ahead:
+            switch = self.store.get_switch(timer.namespace, timer.key)
         if switch is not None and switch.generation == timer.generation and switch.state == "armed":
             if switch.overdue(now):
                 # Read once for a batch of timers (vigil.kit.batch), not once a fire.
@@ -306,7 +324,9 @@ class SwitchEngine(Generic[S]):
                 pauses = read_once(("pauses", namespace), lambda: self.store.pauses(namespace))
                 reprieve = switch.reprieve(pauses, now)
                 if reprieve is None:
-                    self.expire(switch, now, ALARM_STEPS, switch.missed(pauses), uow=uow)
+                    died = self.expire(switch, now, ALARM_STEPS, switch.missed(pauses), uow=uow)
+                    if died is None and ahead:
+                        self.on_timer(uow, timer)  # saved since it was read: read it again
                 elif switch.alarm_due == timer.due_at:
                     # The newest alarm keeps the hold going; an older one finds nothing to do.
                     self._hold(switch, reprieve, timer, now)

@@ -32,6 +32,10 @@ class MemorySwitches(MemoryBase, SwitchStore):
             found = self.switches.get((namespace, scope))
             return found.model_copy(deep=True) if found else None
 
+    def get_switches(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Switch]:
+        with self._lock:
+            return {k: self.switches[k].model_copy(deep=True) for k in keys if k in self.switches}
+
     def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
         with self._lock:
             current = self.switches.get((namespace, scope))

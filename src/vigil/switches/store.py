@@ -55,6 +55,11 @@ class SwitchStore(ScopeHolders, ABC):
     @abstractmethod
     def get_switch(self, namespace: str, scope: str) -> Switch | None: ...
 
+    @abstractmethod
+    def get_switches(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Switch]:
+        """The switches at ``keys`` (namespace, scope), read consistently and together; those
+        that exist."""
+
     def scope_holder(self, namespace: str, scope: str) -> str | None:
         switch = self.get_switch(namespace, scope)
         return switch.holder if switch is not None and switch.state != "fired" else None
