@@ -32,10 +32,10 @@ def test_inside_a_batch_a_key_is_read_once_and_outside_every_time() -> None:
     assert read_once("k", read) == 6
 
 
-@pytest.fixture
-def counted(world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    counts = {"pauses": 0, "list_channels": 0}
-    for name in counts:
+def count_calls(world: World, monkeypatch: pytest.MonkeyPatch, *names: str) -> dict[str, int]:
+    """How many times each of the store's methods ``names`` is called from now on."""
+    counts = dict.fromkeys(names, 0)
+    for name in names:
         original = getattr(world.store, name)
 
         def counting(*args: Any, _name: str = name, _original: Any = original) -> Any:
@@ -44,6 +44,11 @@ def counted(world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
         monkeypatch.setattr(world.store, name, counting)
     return counts
+
+
+@pytest.fixture
+def counted(world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    return count_calls(world, monkeypatch, "pauses", "list_channels")
 
 
 def _batch(world: World, scopes: list[str]) -> dict[str, Any]:
@@ -112,15 +117,7 @@ def test_a_batchs_switches_are_read_together_once(
     for n in range(5):
         world.call("heartbeat", agent[1], scope=f"job-{n}", expect_within_seconds=10)
     clock.advance(11)
-    reads = {"get_switch": 0, "get_switches": 0}
-    for name in reads:
-        original = getattr(world.store, name)
-
-        def counting(*args: Any, _name: str = name, _original: Any = original) -> Any:
-            reads[_name] += 1
-            return _original(*args)
-
-        monkeypatch.setattr(world.store, name, counting)
+    reads = count_calls(world, monkeypatch, "get_switch", "get_switches")
     _deliver_batch(world, world.due_alarms())
     assert reads == {"get_switch": 0, "get_switches": 1}
     assert {world.store.get_switch("acme", f"job-{n}").state for n in range(5)} == {"fired"}  # type: ignore[union-attr]
