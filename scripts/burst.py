@@ -410,20 +410,15 @@ def written(result: Result, argv: list[str], load: tuple[float, float, float]) -
     )
 
 
-def _parameter(text: str) -> tuple[str, str]:
-    name, separator, value = text.partition("=")
-    if not separator or not name:
-        raise argparse.ArgumentTypeError(f"expected Name=Value, got {text!r}")
-    return name, value
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from vigil.local.runtime import template_parameter
+
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--count", type=int, default=300, help="switches to arm (default 300)")
     parser.add_argument(
         "--parameter",
-        type=_parameter,
+        type=template_parameter,
         action="append",
         default=[],
         metavar="NAME=VALUE",

@@ -403,7 +403,8 @@ def start(
     )
 
 
-def _parameter(text: str) -> tuple[str, str]:
+def template_parameter(text: str) -> tuple[str, str]:
+    """``Name=Value`` from the command line, as a template parameter."""
     name, separator, value = text.partition("=")
     if not separator or not name:
         raise argparse.ArgumentTypeError(f"expected Name=Value, got {text!r}")
@@ -426,7 +427,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--parameter",
-        type=_parameter,
+        type=template_parameter,
         action="append",
         default=[],
         metavar="NAME=VALUE",
