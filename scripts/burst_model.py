@@ -294,9 +294,15 @@ def main(argv: list[str] | None = None) -> int:
 def _shard_counts() -> dict[str, int]:
     """The families of partitions a hash spreads a burst over, by shape, and how many each."""
     from vigil.quotas.store import QUOTA_SHARDS
-    from vigil.switches.dynamo import DEATH_SHARDS
+    from vigil.switches.dynamo import DEATH_INDEX, DEATH_SHARDS, SWEEP_INDEX
+    from vigil.switches.store import SWEEP_SHARDS
 
-    return {"NS#<ns>#DEATHS#<k>": DEATH_SHARDS, "NS#<ns>#QUOTAS#<k>": QUOTA_SHARDS}
+    return {
+        f"{DEATH_INDEX}:NS#<ns>#DEATHS#<k>": DEATH_SHARDS,
+        "NS#<ns>#QUOTAS#<k>": QUOTA_SHARDS,
+        # Shared by every namespace's switches: a burst in one spreads over all of them.
+        f"{SWEEP_INDEX}:SWEEP#<k>": SWEEP_SHARDS,
+    }
 
 
 def _shared_partitions(items: dict[tuple[str, str], list[float]]) -> set[str]:

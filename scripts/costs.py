@@ -10,7 +10,10 @@ For each step (a tool call or an alarm delivery) the script measures, in one run
 1. the AWS calls, counted at the botocore layer, and the capacity units DynamoDB would charge
    for them (moto reports none): a write costs one unit per started KB of the larger of the
    item before and after it (a delete, of the item it deletes; a refused conditional write, of
-   the item as it stands, at least one), twice that for each item of a transaction; a strongly
+   the item as it stands, at least one), twice that for each item of a transaction; and for
+   each global secondary index whose entry a write changes, one unit per started KB of the
+   entry (two when its key changes: the old entry deleted, the new one put; a standard write
+   in a transaction too), on the index's partition; a strongly
    consistent read one unit per started 4 KB, half that when eventually consistent. Item sizes
    follow DynamoDB's rules (``vigil.kit.limits.dynamo_item_bytes``), read back from the table
    around each write by a client of the script's own;
@@ -152,13 +155,33 @@ def _key_of(item: dict[str, Any]) -> tuple[str, str]:
     return str(item.get("pk", {}).get("S", "")), str(item.get("sk", {}).get("S", ""))
 
 
-def _written_keys(params: dict[str, Any]) -> list[tuple[str, str]]:
-    """The keys a write names, one per item, in the order ``_sizes`` measures them."""
+def _write_requests(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """A write's requests, one per item it names."""
     if "TransactItems" in params:
-        requests = [next(iter(entry.values())) for entry in params["TransactItems"]]
-    else:
-        requests = [params]
-    return [_key_of(request.get("Key") or request["Item"]) for request in requests]
+        return [next(iter(entry.values())) for entry in params["TransactItems"]]
+    return [params]
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A global secondary index: its name, key attributes and what it projects."""
+
+    name: str
+    keys: tuple[str, ...]
+    projected: frozenset[str] | None  # None: every attribute
+
+    def entry(self, item: dict[str, Any] | None, table_keys: list[str]) -> dict[str, Any] | None:
+        """The index's entry for ``item``: none unless the item has every key attribute."""
+        if item is None or any(name not in item for name in self.keys):
+            return None
+        if self.projected is None:
+            return item
+        wanted = self.projected | set(self.keys) | set(table_keys)
+        return {name: value for name, value in item.items() if name in wanted}
+
+    def partition(self, entry: dict[str, Any]) -> tuple[str, str]:
+        values = [str(next(iter(entry[name].values()))) for name in self.keys]
+        return f"{self.name}:{values[0]}", values[1] if len(values) > 1 else ""
 
 
 class Meter:
@@ -176,12 +199,13 @@ class Meter:
         self.items: dict[tuple[str, str], list[float]] = {}
         self._readers: dict[int, Any] = {}
         self._key_names: dict[str, list[str]] = {}
+        self._indexes: dict[str, list[_Index]] = {}
         self._handlers: dict[int, list[tuple[str, Callable[..., None]]]] = {}
 
     def hook(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
         built: dict[str, dict[str, Any]] = {}
-        before: dict[str, list[int]] = {}
+        before: dict[str, list[dict[str, Any] | None]] = {}
 
         # The parameters as the caller gave them, counted once the call is really made:
         # signing a presigned request builds parameters too, and sends nothing.
@@ -191,7 +215,7 @@ class Meter:
         def before_call(model: Any, **_: Any) -> None:
             params = built.get(model.name, {})
             if not self.paused and service == "dynamodb" and model.name in _WRITES:
-                before[model.name] = self._sizes(client, model.name, params)
+                before[model.name] = self._items(client, model.name, params)
 
         def after_call(model: Any, parsed: dict[str, Any], **_: Any) -> None:
             params = built.pop(model.name, {})
@@ -203,8 +227,8 @@ class Meter:
                 return
             units = (self.write_units, self.read_units)
             if model.name in _WRITES:
-                after = self._sizes(client, model.name, params)
-                self._write(model.name, before.pop(model.name), after, _written_keys(params))
+                after = self._items(client, model.name, params)
+                self._write(client, model.name, params, before.pop(model.name), after)
             else:
                 self._read(model.name, params, parsed)
             self.trace.append(
@@ -231,16 +255,47 @@ class Meter:
         for event, handler in self._handlers.pop(id(client)):
             client.meta.events.unregister(event, handler)
 
-    # What DynamoDB charges: ``sizes`` are the item sizes before and after, per item written.
+    # What DynamoDB charges for a write, given each item it names before and after it.
     def _write(
-        self, operation: str, before: list[int], after: list[int], keys: list[tuple[str, str]]
+        self,
+        client: Any,
+        operation: str,
+        params: dict[str, Any],
+        before: list[dict[str, Any] | None],
+        after: list[dict[str, Any] | None],
     ) -> None:
-        per_item = 2 if operation == "TransactWriteItems" else 1
-        for old, new, key in zip(before, after, keys, strict=True):
-            units = per_item * max(1, math.ceil(max(old, new) / 1024))
+        from vigil.kit.limits import dynamo_item_bytes
+
+        def size(item: dict[str, Any] | None) -> int:
+            return dynamo_item_bytes(item) if item else 0
+
+        def charge(key: tuple[str, str], units: int) -> None:
             self.write_units += units
             self._land(key, units, 0.0)
-            self.largest_item = max(self.largest_item, new)
+
+        per_item = 2 if operation == "TransactWriteItems" else 1
+        reader = self._reader(client)
+        for request, old, new in zip(_write_requests(params), before, after, strict=True):
+            charge(
+                _key_of(request.get("Key") or request["Item"]),
+                per_item * max(1, math.ceil(max(size(old), size(new)) / 1024)),
+            )
+            self.largest_item = max(self.largest_item, size(new))
+            table_keys = self._key_names_of(reader, request["TableName"])
+            for index in self._indexes_of(reader, request["TableName"]):
+                gone, put = index.entry(old, table_keys), index.entry(new, table_keys)
+                if gone == put:
+                    continue
+                if (
+                    gone is not None
+                    and put is not None
+                    and index.partition(gone) == index.partition(put)
+                ):
+                    # Changed in place (same keys): one write, of the larger entry.
+                    gone, put = None, max(gone, put, key=size)
+                for entry in (gone, put):
+                    if entry is not None:
+                        charge(index.partition(entry), max(1, math.ceil(size(entry) / 1024)))
 
     def _land(self, key: tuple[str, str], write_units: float, read_units: float) -> None:
         landed = self.items.setdefault(key, [0.0, 0.0])
@@ -274,21 +329,16 @@ class Meter:
                 for item in items:
                     read(_key_of(item), units(dynamo_item_bytes(item), consistent))
 
-    def _sizes(self, client: Any, operation: str, params: dict[str, Any]) -> list[int]:
-        """The size of each item ``operation`` writes, as the table holds it now (0: none)."""
-        from vigil.kit.limits import dynamo_item_bytes
-
-        if operation == "TransactWriteItems":
-            requests = [next(iter(entry.values())) for entry in params["TransactItems"]]
-        else:
-            requests = [params]
+    def _items(
+        self, client: Any, operation: str, params: dict[str, Any]
+    ) -> list[dict[str, Any] | None]:
+        """Each item ``operation`` writes, as the table holds it now (None: none)."""
         reader = self._reader(client)
-        keys = [(r["TableName"], self._key(reader, r)) for r in requests]
-        sizes = []
-        for table, key in keys:
-            found = reader.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-            sizes.append(dynamo_item_bytes(found) if found else 0)
-        return sizes
+        keys = [(r["TableName"], self._key(reader, r)) for r in _write_requests(params)]
+        return [
+            reader.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+            for table, key in keys
+        ]
 
     def _reader(self, client: Any) -> Any:
         """A client of the script's own, on the same endpoint, that nothing counts."""
@@ -302,13 +352,33 @@ class Meter:
             )
         return self._readers[id(client)]
 
-    def _key(self, reader: Any, request: dict[str, Any]) -> dict[str, Any]:
-        table = request["TableName"]
+    def _describe(self, reader: Any, table: str) -> None:
+        described = reader.describe_table(TableName=table)["Table"]
+        self._key_names[table] = [part["AttributeName"] for part in described["KeySchema"]]
+        self._indexes[table] = [
+            _Index(
+                index["IndexName"],
+                tuple(part["AttributeName"] for part in index["KeySchema"]),
+                None
+                if index["Projection"]["ProjectionType"] == "ALL"
+                else frozenset(index["Projection"].get("NonKeyAttributes", [])),
+            )
+            for index in described.get("GlobalSecondaryIndexes", [])
+        ]
+
+    def _key_names_of(self, reader: Any, table: str) -> list[str]:
         if table not in self._key_names:
-            schema = reader.describe_table(TableName=table)["Table"]["KeySchema"]
-            self._key_names[table] = [part["AttributeName"] for part in schema]
+            self._describe(reader, table)
+        return self._key_names[table]
+
+    def _indexes_of(self, reader: Any, table: str) -> list[_Index]:
+        if table not in self._indexes:
+            self._describe(reader, table)
+        return self._indexes[table]
+
+    def _key(self, reader: Any, request: dict[str, Any]) -> dict[str, Any]:
         source = request.get("Key") or request["Item"]
-        return {name: source[name] for name in self._key_names[table]}
+        return {name: source[name] for name in self._key_names_of(reader, request["TableName"])}
 
     def reset(self) -> None:
         self.calls.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -11,7 +12,7 @@ from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.dynamo import DEATH_SHARDS, backfill_indexes
+from vigil.switches.dynamo import DEATH_INDEX, DEATH_SHARDS, backfill_indexes
 from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
 from vigil.switches.store import SWEEP_SHARDS, ArmedAlarm, sweep_shard
 
@@ -242,8 +243,8 @@ def test_a_firing_indexes_its_death_newest_first(store: Store, clock: ManualCloc
 def test_a_burst_of_deaths_in_one_namespace_is_spread_and_listed_whole(
     dynamo_store: DynamoStore, clock: ManualClock
 ) -> None:
-    """Forty deaths in the same millisecond: their index rows spread over the partitions, and
-    the listing pages through all of them, newest first, each once."""
+    """Forty deaths in the same millisecond: their entries in the deaths' index spread over its
+    partitions, and the listing pages through all of them, newest first, each once."""
     switches = [switch(clock, scope=f"host-7/agent-{n}", window=2) for n in range(40)]
     for s in switches:
         dynamo_store.commit([dynamo_store.save_switch(s, None)])
@@ -258,14 +259,11 @@ def test_a_burst_of_deaths_in_one_namespace_is_spread_and_listed_whole(
         listed += [d.position for d in page]
         before = page[-1].position
     assert listed == sorted((d.position for d in deaths), reverse=True)
-    rows = dynamo_store.client.scan(
-        TableName=dynamo_store.table,
-        FilterExpression="begins_with(pk, :deaths)",
-        ExpressionAttributeValues={":deaths": {"S": "NS#acme#DEATHS#"}},
-    )["Items"]
+    rows = dynamo_store.client.scan(TableName=dynamo_store.table, IndexName=DEATH_INDEX)["Items"]
     assert len(rows) == 40
-    per_partition = Counter(row["pk"]["S"] for row in rows)
-    # Forty rows over 32 partitions: spread, none holding more than a few.
+    per_partition = Counter(row["gsi1pk"]["S"] for row in rows)
+    assert all(pk.startswith("NS#acme#DEATHS#") for pk in per_partition)
+    # Forty entries over 32 partitions: spread, none holding more than a few.
     assert len(per_partition) > DEATH_SHARDS // 2
     assert max(per_partition.values()) <= 4
 
@@ -273,22 +271,32 @@ def test_a_burst_of_deaths_in_one_namespace_is_spread_and_listed_whole(
 def test_the_backfill_indexes_what_was_stored_before_the_indexes(
     dynamo_store: DynamoStore, clock: ManualClock
 ) -> None:
-    """Switches and deaths written without index rows (as before list_switches existed) are
-    indexed by ``vigil backfill-indexes``, once."""
+    """Switches and deaths written without index entries (as before list_switches existed, and
+    deaths before the deaths' index was gsi1, with its rows of their own) are indexed by
+    ``vigil backfill-indexes``, once, and the old rows go."""
     old = switch(clock, scope="old", window=2)
     dynamo_store.commit([dynamo_store.save_switch(old, None)])
     clock.advance(3)
-    dynamo_store.fire_switch(old, death_of(old, clock), clock.now())
+    death = death_of(old, clock)
+    dynamo_store.fire_switch(old, death, clock.now())
     client, table = dynamo_store.client, dynamo_store.table
     # As if written before the indexes.
-    for pk in ("NS#acme#SWITCHES", *(f"NS#acme#DEATHS#{k}" for k in range(DEATH_SHARDS))):
-        rows = client.query(
-            TableName=table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": pk}},
-        )["Items"]
-        for row in rows:
-            client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
+    rows = client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "NS#acme#SWITCHES"}},
+    )["Items"]
+    for row in rows:
+        client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
+    death_key = {"pk": {"S": "NS#acme#SW#old"}, "sk": {"S": "DEATH#000000000001"}}
+    client.update_item(TableName=table, Key=death_key, UpdateExpression="REMOVE gsi1pk, gsi1sk")
+    old_row = {
+        "pk": {"S": f"NS#acme#DEATHS#{zlib.crc32(b'old') % DEATH_SHARDS}"},
+        "sk": {"S": death.position},
+        "scope": {"S": "old"},
+        "generation": {"N": "1"},
+    }
+    client.put_item(TableName=table, Item=old_row)
     assert dynamo_store.list_switches("acme", "", None, 10) == []
     assert dynamo_store.recent_deaths("acme", None, 10) == []
     # Switches indexed already whose scopes read like a switch's or a death's sort key: their
@@ -299,14 +307,15 @@ def test_the_backfill_indexes_what_was_stored_before_the_indexes(
     for prefix in ("SWITCH", "DEATH#000000000001"):
         dynamo_store.commit([dynamo_store.save_pause(pause_of(clock, prefix), None)])
 
-    assert backfill_indexes(client, table) == (1, 1, 0, 0)
+    assert backfill_indexes(client, table) == (1, 1, 0, 0, 1)
     assert [s.scope for s in dynamo_store.list_switches("acme", "", None, 10)] == [
         "DEATH#000000000001",
         "SWITCH",
         "old",
     ]
-    assert [d.scope for d in dynamo_store.recent_deaths("acme", None, 10)] == ["old"]
-    assert backfill_indexes(client, table) == (0, 0, 0, 0)
+    assert dynamo_store.recent_deaths("acme", None, 10) == [death]
+    assert "Item" not in client.get_item(TableName=table, Key={k: old_row[k] for k in ("pk", "sk")})
+    assert backfill_indexes(client, table) == (0, 0, 0, 0, 0)
 
 
 def every_armed_alarm(store: Store, limit: int) -> list[ArmedAlarm]:
@@ -371,9 +380,9 @@ def test_the_backfill_puts_armed_switches_stored_before_the_sweep_index_in_their
     client.update_item(TableName=table, Key=key, UpdateExpression="REMOVE sweep")
     assert every_armed_alarm(dynamo_store, 100) == []
 
-    assert backfill_indexes(client, table) == (0, 0, 1, 0)
+    assert backfill_indexes(client, table) == (0, 0, 1, 0, 0)
     assert [a.scope for a in every_armed_alarm(dynamo_store, 100)] == ["armed"]
-    assert backfill_indexes(client, table) == (0, 0, 0, 0)
+    assert backfill_indexes(client, table) == (0, 0, 0, 0, 0)
 
 
 def test_pauses_are_kept_one_per_prefix_in_prefix_order(store: Store, clock: ManualClock) -> None:

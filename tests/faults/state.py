@@ -266,8 +266,9 @@ def _leases(views: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
             name = "LEASE#" + pk.removeprefix(lease_pk)
             doc = view["doc"]
             held = doc["state"] == "held"
-            if held != ("gsi1pk" in view):
-                problems.append(f"lease {name}: state {doc['state']} but holder index {held=}")
+            by_holder = held and doc["scope"] is None
+            if by_holder != ("gsi1pk" in view):
+                problems.append(f"lease {name}: state {doc['state']} but holder index {by_holder=}")
             indexed = doc["scope"] if held else None
             if view.get("scope") != indexed:
                 problems.append(f"lease {name}: scope attribute {view.get('scope')!r}, {indexed=}")

@@ -8,8 +8,12 @@ bytes, well within the 2,048 of a partition key: ``NS#``, a namespace of at most
 characters, ``#LEASE#`` and a resource of at most 200 characters in NFC, each at most 4 bytes
 of UTF-8. The namespace holds no ``#``, so no other record's key reads like a lease's.
 
-While it is held the lease carries the holder index keys (``gsi1pk``/``gsi1sk``) and, if it has
-a scope, the top-level ``scope``; a held, scoped lease also has a copy in its scope's partition
+While it is held the lease carries, if it has a scope, the top-level ``scope``, and if it has
+none, the holder index keys (``gsi1pk``/``gsi1sk``): the index serves only the count of a
+holder's unscoped leases that a death reports, and a burst of one holder's deaths, releasing
+its scoped leases by the thousand, writes nothing to the holder's partition of the index. (A
+scoped lease stored before carries the keys until its next write; the count filters it out
+by its ``scope``.) A held, scoped lease also has a copy in its scope's partition
 (``NS#<ns>#SCOPE#<scope>`` / ``LEASE#<resource>``), written or deleted in the same transaction
 as the lease item, so that reading a scope's leases is one consistent Query. A copy written
 since leases moved says so (``own_partition``).
@@ -140,7 +144,7 @@ class DynamoLeases(DynamoBase, LeaseStore):
             "doc": doc,
         }
         scope = _indexed_scope(lease)
-        if lease.state == "held":
+        if lease.state == "held" and scope is None:
             item["gsi1pk"] = attr_s(f"HOLDER#{lease.namespace}#{lease.holder}")
             item["gsi1sk"] = attr_s(_PREFIX + lease.resource)
         if scope is not None:

@@ -6,6 +6,7 @@ beat is one UpdateItem whose condition and new values touch only what changed.
 
 from __future__ import annotations
 
+import re
 import zlib
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -25,6 +26,9 @@ from vigil.switches.records import (
 )
 from vigil.switches.store import ArmedAlarm, ArmedPage, SwitchStore, sweep_shard
 
+# The deaths' index (template.yaml, gsi1, which held leases share under keys of their own): a
+# death carries its partition and position there, so firing writes no row of the index's own.
+DEATH_INDEX = "gsi1"
 # The sweep index (template.yaml, gsi2): sparse, keys only. Its partition key, ``sweep``, names
 # an armed switch's shard and is removed when it fires or is put disarmed; its sort key is the
 # table's own ``pk``.
@@ -84,29 +88,31 @@ def _pause_item(pause: Pause) -> dict[str, Any]:
 
 # The deaths' index is spread over this many partitions per namespace, by scope: a burst of
 # deaths in one namespace writes each partition at a 32nd of its rate, where one
-# time-ordered partition would take every write at its end (DynamoDB gives a partition 1,000
-# write units a second, and a transaction's item costs two). Listing reads every partition.
+# time-ordered partition would take every write at its end (DynamoDB gives a partition of an
+# index, as of a table, 1,000 write units a second). Listing reads every partition.
 DEATH_SHARDS = 32
+# Where the deaths' index was before it was gsi1: rows of the table of their own, written in
+# the firing's transaction. ``backfill_indexes`` moves what is left of them.
+_OLD_DEATH_ROW = re.compile(r"^NS#[^#]+#DEATHS#\d+$")
 
 
 def _deaths_pk(namespace: str, shard: int) -> dict[str, str]:
     return attr_s(f"NS#{namespace}#DEATHS#{shard}")
 
 
-def _death_index_item(death: Death) -> dict[str, Any]:
+def _death_index_keys(death: Death) -> dict[str, Any]:
     # Sorted by when each death fired in its partition: newest first is one query read
-    # backwards per partition, merged. The row names its death; the death is read by key.
+    # backwards per partition, merged; each entry names its death by the table's key.
     return {
-        "pk": _deaths_pk(death.namespace, zlib.crc32(death.scope.encode()) % DEATH_SHARDS),
-        "sk": attr_s(death.position),
-        "scope": attr_s(death.scope),
-        "generation": attr_n(death.generation),
+        "gsi1pk": _deaths_pk(death.namespace, zlib.crc32(death.scope.encode()) % DEATH_SHARDS),
+        "gsi1sk": attr_s(death.position),
     }
 
 
 def _death_item(death: Death) -> dict[str, Any]:
     return {
         **_death_key(death.namespace, death.scope, death.generation),
+        **_death_index_keys(death),
         "version": attr_n(death.version),
         "doc": attr_s(death.model_dump_json()),
     }
@@ -336,6 +342,38 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             return False
         return True
 
+    def _index_death(self, item: dict[str, Any]) -> bool:
+        """Gives a death stored before the deaths' index was gsi1 its keys there, if it has
+        none yet; whether it did. The keys follow from what never changes (its namespace,
+        scope and when it fired), so a later save of the death writes the same ones."""
+        death = Death.model_validate_json(item["doc"]["S"])
+        keys = _death_index_keys(death)
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                UpdateExpression="SET gsi1pk = :pk, gsi1sk = :sk",
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(gsi1pk)",
+                ExpressionAttributeValues={":pk": keys["gsi1pk"], ":sk": keys["gsi1sk"]},
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def _delete_old_death_row(self, item: dict[str, Any]) -> bool:
+        """Deletes a row of the deaths' index from before it was gsi1; whether it did."""
+        try:
+            self._call(
+                self.client.delete_item,
+                TableName=self.table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(doc)",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
         return DynamoWrite(
             [
@@ -382,13 +420,6 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                     "Put": {
                         "TableName": self.table,
                         "Item": _death_item(death),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": _death_index_item(death),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
@@ -491,29 +522,27 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         return Death.model_validate_json(items[0]["doc"]["S"]) if items else None
 
     def recent_deaths(self, namespace: str, before: str | None, limit: int) -> list[Death]:
-        # The newest ``limit`` of each partition hold the newest ``limit`` of all.
+        # The newest ``limit`` of each partition hold the newest ``limit`` of all. An index
+        # is read eventually consistently: a death fired this last second may be missing.
         rows = []
         for shard in range(DEATH_SHARDS):
             request: dict[str, Any] = {
                 "TableName": self.table,
-                "KeyConditionExpression": "pk = :pk",
+                "IndexName": DEATH_INDEX,
+                "KeyConditionExpression": "gsi1pk = :pk",
                 "ExpressionAttributeValues": {":pk": _deaths_pk(namespace, shard)},
                 "ScanIndexForward": False,
                 "Limit": limit,
-                "ConsistentRead": True,
             }
             if before is not None:
-                request["KeyConditionExpression"] += " AND sk < :before"
+                request["KeyConditionExpression"] += " AND gsi1sk < :before"
                 request["ExpressionAttributeValues"][":before"] = attr_s(before)
             rows += self._call(self.client.query, **request).get("Items", [])
-        rows.sort(key=lambda row: row["sk"]["S"], reverse=True)
-        keys = [(row["scope"]["S"], int(row["generation"]["N"])) for row in rows[:limit]]
-        items = self._batch_get([_death_key(namespace, *key) for key in keys])
-        found = {
-            (death.scope, death.generation): death
-            for death in (Death.model_validate_json(item["doc"]["S"]) for item in items)
-        }
-        return [found[key] for key in keys if key in found]
+        rows.sort(key=lambda row: row["gsi1sk"]["S"], reverse=True)
+        keys = [(row["pk"]["S"], row["sk"]["S"]) for row in rows[:limit]]
+        items = self._batch_get([{"pk": attr_s(pk), "sk": attr_s(sk)} for pk, sk in keys])
+        found = {(item["pk"]["S"], item["sk"]["S"]): item for item in items}
+        return [Death.model_validate_json(found[key]["doc"]["S"]) for key in keys if key in found]
 
     def save_death(self, death: Death, expected_version: int) -> DynamoWrite:
         return self._put(
@@ -544,29 +573,34 @@ class Backfilled(NamedTuple):
     deaths_indexed: int
     switches_sweepable: int
     leases_moved: int
+    old_death_rows_removed: int
 
 
 def backfill_indexes(client: Any, table: str) -> Backfilled:
     """Writes what switches and deaths stored before the indexes existed lack: the index rows
-    of ``list_switches`` and ``list_deaths`` (a conditional put per row missing; an existing row
-    is left as it is), and an armed switch's sweep shard (set only if the switch is still armed
-    at the version read); and moves each lease stored in its namespace's partition, before
-    leases had partitions of their own, to its own (``DynamoLeases.move_lease``: conditional on
-    the version found, so a lease that changed since is left to its own write, which moves it).
-    One scan of the table. Run once, after the deploy that brought the indexes or the move;
-    running it again writes nothing."""
+    of ``list_switches`` (a conditional put per row missing; an existing row is left as it
+    is), a death's keys in the deaths' index (set only where missing), and an armed switch's
+    sweep shard (set only if the switch is still armed at the version read); moves each lease
+    stored in its namespace's partition, before leases had partitions of their own, to its own
+    (``DynamoLeases.move_lease``: conditional on the version found, so a lease that changed
+    since is left to its own write, which moves it); and deletes the rows of the deaths' index
+    from before it was gsi1, which nothing reads. One scan of the table. Run once, after the
+    deploy that brought the indexes or the move; running it again writes nothing."""
     store = DynamoSwitches(client, table)
     leases = DynamoLeases(client, table)
-    written = [0, 0, 0, 0]
+    written = [0, 0, 0, 0, 0]
     request: dict[str, Any] = {
         "TableName": table,
         # Only a scope's partition holds switches and deaths: an index row or a pause whose
         # sort key (a scope, a prefix) reads SWITCH or DEATH# is none of them. A lease at the
         # old key is told from a scope's copy of one by its version, from other rows whose sort
-        # key is free text by its partition, the namespace's own (is_old_lease).
+        # key is free text by its partition, the namespace's own (is_old_lease). An old row of
+        # the deaths' index names a death and holds nothing else.
         "FilterExpression": (
             "(contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death)))"
             " OR (begins_with(sk, :lease) AND attribute_exists(#version))"
+            " OR (contains(pk, :deaths) AND attribute_exists(generation)"
+            " AND attribute_not_exists(doc))"
         ),
         "ExpressionAttributeNames": {"#version": "version"},
         "ExpressionAttributeValues": {
@@ -574,6 +608,7 @@ def backfill_indexes(client: Any, table: str) -> Backfilled:
             ":switch": attr_s("SWITCH"),
             ":death": attr_s("DEATH#"),
             ":lease": attr_s("LEASE#"),
+            ":deaths": attr_s("#DEATHS#"),
         },
     }
     while True:
@@ -582,19 +617,21 @@ def backfill_indexes(client: Any, table: str) -> Backfilled:
             if item["sk"]["S"].startswith("LEASE#"):
                 if is_old_lease(item) and leases.move_lease(item):
                     written[3] += 1
-                continue
-            if item["sk"]["S"] == "SWITCH":
+            elif _OLD_DEATH_ROW.match(item["pk"]["S"]):
+                if store._delete_old_death_row(item):
+                    written[4] += 1
+            elif item["sk"]["S"] == "SWITCH":
                 found = _switch(item)
                 if found.state == "armed" and "sweep" not in item and store._mark_for_sweep(found):
                     written[2] += 1
-                row, kind = _switch_index_key(found.namespace, found.scope), 0
-            else:
-                row, kind = _death_index_item(Death.model_validate_json(item["doc"]["S"])), 1
-            try:
-                store.commit([store._put(row, "attribute_not_exists(pk)")])
-            except ConditionFailed:
-                continue
-            written[kind] += 1
+                try:
+                    row = _switch_index_key(found.namespace, found.scope)
+                    store.commit([store._put(row, "attribute_not_exists(pk)")])
+                except ConditionFailed:
+                    continue
+                written[0] += 1
+            elif "gsi1pk" not in item and store._index_death(item):
+                written[1] += 1
         if "LastEvaluatedKey" not in response:
             return Backfilled(*written)
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
