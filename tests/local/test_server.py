@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import logging
 import os
+import select
 import socket
 import stat
 import threading
@@ -20,6 +22,7 @@ from tests.conftest import ROOT
 from vigil.clock import ManualClock
 from vigil.local.deployment import LocalDeployment
 from vigil.local.doors import FunctionUrlDoor, HttpApiDoor, front_door, http_routes
+from vigil.local.logs import ACCESS_LOGGER
 from vigil.local.provisioning import provision
 from vigil.local.server import MAX_BODY_BYTES, LocalHttpServer
 from vigil.local.stack import AwsClients, LocalNames
@@ -605,3 +608,29 @@ def test_the_aws_stand_in_answers_no_browser() -> None:
         assert not any(k.lower().startswith("access-control-") for k in answer["HTTPHeaders"])
     finally:
         moto.stop()
+
+
+def test_the_access_line_is_written_before_the_reply_goes(
+    server: LocalHttpServer, function: StubFunction
+) -> None:
+    """A client that has its answer finds the request logged: a line logged after the reply
+    raced the client, and the test that had its answer had closed the captured stream."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    answered_before_logged: list[bool] = []
+
+    class Looking(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            # On loopback a reply sent is already in the client's socket.
+            ready, _, _ = select.select([connection.sock], [], [], 0)
+            answered_before_logged.append(bool(ready))
+
+    looking = Looking()
+    access = logging.getLogger(ACCESS_LOGGER)
+    access.addHandler(looking)
+    try:
+        connection.request("GET", "/openapi.json")
+        assert connection.getresponse().status == 200
+    finally:
+        access.removeHandler(looking)
+        connection.close()
+    assert answered_before_logged == [False]

@@ -321,9 +321,10 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
                 except Exception:
                     log.exception("the function failed")
                     reply = _gateway_error(500, "Internal Server Error")
-            self._send(reply, request_id)
             milliseconds = round((time.perf_counter() - started) * 1000)
-            # The path without its query, which may carry a token.
+            # Logged before the reply goes: a client that has its answer finds the line written
+            # (and a test's captured stream is still open for it). The path without its query,
+            # which may carry a token.
             log_event(
                 access_log,
                 f"{self.command} {path} {reply.status} ({milliseconds} ms)",
@@ -332,6 +333,7 @@ def _request_handler(server: LocalHttpServer) -> type[BaseHTTPRequestHandler]:
                 status=reply.status,
                 duration_ms=milliseconds,
             )
+            self._send(reply, request_id)
 
         def _read_body(self) -> bytes:
             if "chunked" in self.headers.get("transfer-encoding", "").lower():
