@@ -679,6 +679,12 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     for name, path in pages.items():
         page.goto(f"{base}{path}")
         audited(page, f"tour-{name}-{width}")
+    # Names copied whole are never broken across lines, however narrow their column.
+    page.goto(f"{base}/console/dead-letters")
+    broken = page.locator("#dead-letter-queues td code").evaluate_all(
+        "codes => codes.filter(c => c.getClientRects().length > 1).map(c => c.textContent)"
+    )
+    assert broken == [], f"{width}: broken across lines: {broken}"
     page.goto(f"{base}/console/switch?scope={fired}")
     expect(page.locator("#day svg line.death")).to_have_count(1)
 

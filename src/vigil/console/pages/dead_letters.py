@@ -98,7 +98,8 @@ def _listing(queues: DeadLetters, visit: Visit) -> Html:
     depths = queues.depths()
     rows = [
         [
-            Html(f"<code>{name}</code>"),
+            # A queue's name is copied whole, into a command or AWS's console: never broken.
+            Html(f'<code class="id">{name}</code>'),
             holds,
             render('<span class="count" id="dead-{name}">{n}</span>', name=name, n=depths[name]),
             _form(name, visit.csrf) if depths[name] else "—",
