@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shlex
 import statistics
 import sys
 import tempfile
@@ -282,15 +281,6 @@ def _busy(when: When) -> str:
     )
 
 
-def command_line(argv: list[str]) -> str:
-    python = Path(sys.executable)
-    try:
-        shown = str(python.relative_to(Path.cwd()))
-    except ValueError:
-        shown = "python"
-    return shlex.join([shown, "scripts/bench.py", *argv])
-
-
 @dataclass(frozen=True)
 class When:
     """When the run was, how long it took, and how busy the machine was (1-minute load)."""
@@ -312,6 +302,7 @@ def markdown(
     asked: dict[str, float],
 ) -> str:
     from costs import PRICE
+    from lateness import command_line
 
     boto = cold[0][1]
     lines = [
@@ -320,7 +311,7 @@ def markdown(
         "Every figure on this page comes from one run of",
         "",
         "```sh",
-        f"make bench   # = {command_line(argv)}",
+        f"make bench   # = {command_line(argv, 'scripts/bench.py')}",
         "```",
         "",
         f"on {when.started:%Y-%m-%d %H:%M} UTC, {when.minutes:.1f} min, {os.cpu_count()} CPUs "

@@ -24,24 +24,21 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import math
 import os
 import platform
-import random
-import shlex
 import statistics
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from lateness import Rest, command_line, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 # One log line per call and per timer would swamp stderr; set before vigil is imported.
@@ -61,39 +58,6 @@ LOOK_EVERY_SECONDS = 1.0
 ARMING_ATTEMPTS = 10
 # A retryable refusal is sent again this many times, with backoff (not the trickle's beats).
 RETRIES = 8
-
-
-class Rest:
-    def __init__(self, base: str, secret: str) -> None:
-        self.base = base.rstrip("/")
-        self.secret = secret
-
-    def call(self, tool: str, *, retry: bool = True, **arguments: Any) -> dict[str, Any]:
-        """The tool's result; a retryable refusal (429, 503: with ``--contention``, a busy
-        store) is sent again with backoff unless ``retry`` is False."""
-        request = urllib.request.Request(
-            f"{self.base}/{tool}",
-            json.dumps(arguments).encode(),
-            {"content-type": "application/json", "authorization": f"Bearer {self.secret}"},
-            method="POST",
-        )
-        for attempt in range(RETRIES + 1):
-            try:
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    body: dict[str, Any] = json.loads(response.read())
-                    return body
-            except urllib.error.HTTPError as error:
-                detail = error.read().decode(errors="replace")
-                if not retry or error.code not in (429, 503) or attempt == RETRIES:
-                    raise RuntimeError(f"{tool}: HTTP {error.code}: {detail}") from None
-            time.sleep(min(2.0, 0.1 * 2**attempt) * random.random())
-        raise AssertionError("unreachable")
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest rank: the smallest value with at least ``fraction`` of the values at or below."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 @dataclass
@@ -133,7 +97,6 @@ class Trickle:
             try:
                 agent.call(
                     "heartbeat",
-                    retry=False,
                     scope=f"trickle-{index}",
                     expect_within_seconds=TRICKLE_WINDOW_SECONDS,
                     on_expiry=["mark_failed"],
@@ -252,14 +215,15 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="vigil-burst-") as state_dir:
         runtime = start_runtime(Path(state_dir), parameters, contention)
         with runtime:
-            operator = Rest(runtime.rest_url, runtime.operator_secret)
+            operator = Rest(runtime.rest_url, runtime.operator_secret, RETRIES)
 
-            def registered(name: str) -> Rest:
+            def registered(name: str, retries: int) -> Rest:
                 agent = operator.call("register", kind="agent", name=name)
-                return Rest(runtime.rest_url, agent["secret"])
+                return Rest(runtime.rest_url, agent["secret"], retries)
 
-            agents = [registered(f"burst-{i}") for i in range(ARMING_AGENTS)]
-            trickle = Trickle([registered(f"trickle-{i}") for i in range(TRICKLE_AGENTS)])
+            agents = [registered(f"burst-{i}", RETRIES) for i in range(ARMING_AGENTS)]
+            # The trickle's beats are timed as sent once: a refusal is counted, not retried.
+            trickle = Trickle([registered(f"trickle-{i}", 0) for i in range(TRICKLE_AGENTS)])
             second = math.ceil(time.time() + lead)
             scopes = [f"burst-{index:05d}" for index in range(count)]
             started = time.monotonic()
@@ -382,15 +346,6 @@ def row(result: Result) -> str:
     )
 
 
-def command_line(argv: list[str]) -> str:
-    python = Path(sys.executable)
-    try:
-        shown = str(python.relative_to(Path.cwd()))
-    except ValueError:
-        shown = "python"
-    return shlex.join([shown, "scripts/burst.py", *argv])
-
-
 def written(result: Result, argv: list[str], load: tuple[float, float, float]) -> str:
     return "\n".join(
         [
@@ -400,7 +355,7 @@ def written(result: Result, argv: list[str], load: tuple[float, float, float]) -
             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             row(result),
             "",
-            f"- Command: `{command_line(argv)}`",
+            f"- Command: `{command_line(argv, 'scripts/burst.py')}`",
             f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
             f"- Machine: {os.cpu_count()} CPUs (nproc), Python {platform.python_version()}, "
             f"{platform.system()} {platform.machine()}; 1-minute load average {load[0]:.1f} at "

@@ -49,9 +49,13 @@ SHORT_WINDOW_SECONDS = 30
 
 
 class Rest:
-    def __init__(self, base: str, secret: str) -> None:
+    """A principal's calls over the REST mirror. A retryable refusal (429, 503: a busy store
+    under ``--contention``) is sent again up to ``retries`` times, with jittered backoff."""
+
+    def __init__(self, base: str, secret: str, retries: int = 0) -> None:
         self.base = base.rstrip("/")
         self.secret = secret
+        self.retries = retries
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -60,13 +64,17 @@ class Rest:
             {"content-type": "application/json", "authorization": f"Bearer {self.secret}"},
             method="POST",
         )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                body: dict[str, Any] = json.loads(response.read())
-                return body
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
-            raise RuntimeError(f"{tool}: HTTP {error.code}: {detail}") from None
+        for attempt in range(self.retries + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    body: dict[str, Any] = json.loads(response.read())
+                    return body
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode(errors="replace")
+                if error.code not in (429, 503) or attempt == self.retries:
+                    raise RuntimeError(f"{tool}: HTTP {error.code}: {detail}") from None
+            time.sleep(min(2.0, 0.1 * 2**attempt) * random.random())
+        raise AssertionError("unreachable")
 
 
 @dataclass
@@ -246,13 +254,14 @@ def table(armed: list[Armed]) -> list[str]:
     return rows
 
 
-def command_line(argv: list[str]) -> str:
+def command_line(argv: list[str], script: str = "scripts/lateness.py") -> str:
+    """The command that ran ``script`` with ``argv``, as a reader would type it here."""
     python = Path(sys.executable)
     try:
         shown = str(python.relative_to(Path.cwd()))
     except ValueError:
         shown = "python"
-    return shlex.join([shown, "scripts/lateness.py", *argv])
+    return shlex.join([shown, script, *argv])
 
 
 def report(
