@@ -47,6 +47,13 @@ def test_an_index_is_charged_where_and_only_when_its_entry_changes(aws: None) ->
         call(TableName=TABLE, **params)
         return {where: units[0] for where, units in meter.items.items() if units[0]}
 
+    def setting(attribute: str, value: str) -> dict[str, Any]:
+        return {
+            "Key": key,
+            "UpdateExpression": f"SET {attribute} = :v",
+            "ExpressionAttributeValues": {":v": {"S": value}},
+        }
+
     # Not in the index: the table's item alone.
     put = {**key, "unshown": {"S": "x"}}
     assert charged(client.put_item, Item=put) == {("p", "s"): 1}
@@ -56,28 +63,15 @@ def test_an_index_is_charged_where_and_only_when_its_entry_changes(aws: None) ->
     update = {"Key": key, "UpdateExpression": added, "ExpressionAttributeValues": values}
     assert charged(client.update_item, **update) == {("p", "s"): 1, ("by_i:I", "1"): 1}
     # An attribute the index does not project: nothing there.
-    hidden = {":h": {"S": "y"}}
-    assert charged(
-        client.update_item,
-        Key=key,
-        UpdateExpression="SET unshown = :h",
-        ExpressionAttributeValues=hidden,
-    ) == {("p", "s"): 1}
+    assert charged(client.update_item, **setting("unshown", "y")) == {("p", "s"): 1}
     # One it projects: the entry rewritten in place.
-    shown = {":v": {"S": "z"}}
-    assert charged(
-        client.update_item,
-        Key=key,
-        UpdateExpression="SET shown = :v",
-        ExpressionAttributeValues=shown,
-    ) == {("p", "s"): 1, ("by_i:I", "1"): 1}
+    assert charged(client.update_item, **setting("shown", "z")) == {
+        ("p", "s"): 1,
+        ("by_i:I", "1"): 1,
+    }
     # Its key changed: the old entry deleted and a new one put, in a transaction too (where
     # the table's item costs twice, and the index's entries do not).
-    moved = {
-        "Key": key,
-        "UpdateExpression": "SET isk = :s",
-        "ExpressionAttributeValues": {":s": {"S": "2"}},
-    }
+    moved = setting("isk", "2")
     meter.reset()
     client.transact_write_items(TransactItems=[{"Update": {"TableName": TABLE, **moved}}])
     assert {w: u[0] for w, u in meter.items.items()} == {

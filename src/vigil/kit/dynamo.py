@@ -214,18 +214,19 @@ class DynamoBase(Committer, IdempotencyStore):
             put["ConditionExpression"] = condition
         return DynamoWrite([{"Put": put}])
 
-    def _put_new(self, item: dict[str, Any]) -> bool:
-        """Puts ``item`` now, only if no item has its key; whether it was put."""
+    def _written(self, operation: Callable[..., Any], **request: Any) -> bool:
+        """Makes one conditional write on this table now; whether its condition held."""
         try:
-            self._call(
-                self.client.put_item,
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-            )
+            self._call(operation, TableName=self.table, **request)
         except ConditionFailed:
             return False
         return True
+
+    def _put_new(self, item: dict[str, Any]) -> bool:
+        """Puts ``item`` now, only if no item has its key; whether it was put."""
+        return self._written(
+            self.client.put_item, Item=item, ConditionExpression="attribute_not_exists(pk)"
+        )
 
     def _update(self, key: dict[str, Any], **request: Any) -> dict[str, Any]:
         return {"Update": {"TableName": self.table, "Key": key, **request}}

@@ -324,23 +324,18 @@ class DynamoSwitches(DynamoBase, SwitchStore):
     def _mark_for_sweep(self, switch: Switch) -> bool:
         """Puts an armed switch stored before the sweep index in its shard, if it is still
         armed at the version read; whether it was."""
-        try:
-            self._call(
-                self.client.update_item,
-                TableName=self.table,
-                Key=_switch_key(switch.namespace, switch.scope),
-                UpdateExpression="SET sweep = :shard",
-                ConditionExpression="#st = :armed AND version = :version",
-                ExpressionAttributeNames={"#st": "state"},
-                ExpressionAttributeValues={
-                    ":shard": _sweep_value(switch.namespace, switch.scope),
-                    ":armed": attr_s("armed"),
-                    ":version": attr_n(switch.version),
-                },
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self._written(
+            self.client.update_item,
+            Key=_switch_key(switch.namespace, switch.scope),
+            UpdateExpression="SET sweep = :shard",
+            ConditionExpression="#st = :armed AND version = :version",
+            ExpressionAttributeNames={"#st": "state"},
+            ExpressionAttributeValues={
+                ":shard": _sweep_value(switch.namespace, switch.scope),
+                ":armed": attr_s("armed"),
+                ":version": attr_n(switch.version),
+            },
+        )
 
     def _index_death(self, item: dict[str, Any]) -> bool:
         """Gives a death stored before the deaths' index was gsi1 its keys there, if it has
@@ -348,31 +343,21 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         scope and when it fired), so a later save of the death writes the same ones."""
         death = Death.model_validate_json(item["doc"]["S"])
         keys = _death_index_keys(death)
-        try:
-            self._call(
-                self.client.update_item,
-                TableName=self.table,
-                Key={"pk": item["pk"], "sk": item["sk"]},
-                UpdateExpression="SET gsi1pk = :pk, gsi1sk = :sk",
-                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(gsi1pk)",
-                ExpressionAttributeValues={":pk": keys["gsi1pk"], ":sk": keys["gsi1sk"]},
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self._written(
+            self.client.update_item,
+            Key={"pk": item["pk"], "sk": item["sk"]},
+            UpdateExpression="SET gsi1pk = :pk, gsi1sk = :sk",
+            ConditionExpression="attribute_exists(pk) AND attribute_not_exists(gsi1pk)",
+            ExpressionAttributeValues={":pk": keys["gsi1pk"], ":sk": keys["gsi1sk"]},
+        )
 
     def _delete_old_death_row(self, item: dict[str, Any]) -> bool:
         """Deletes a row of the deaths' index from before it was gsi1; whether it did."""
-        try:
-            self._call(
-                self.client.delete_item,
-                TableName=self.table,
-                Key={"pk": item["pk"], "sk": item["sk"]},
-                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(doc)",
-            )
-        except ConditionFailed:
-            return False
-        return True
+        return self._written(
+            self.client.delete_item,
+            Key={"pk": item["pk"], "sk": item["sk"]},
+            ConditionExpression="attribute_exists(pk) AND attribute_not_exists(doc)",
+        )
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
         return DynamoWrite(
