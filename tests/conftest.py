@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from tests.liveness_support import World
-from tests.support import Tenant, app_on
+from tests.support import Tenant, app_on, serialise_moto_dynamodb
 from vigil.app import App
 from vigil.clock import ManualClock
 from vigil.store import Store
@@ -22,6 +22,8 @@ from vigil.stores.dynamo import DynamoStore
 from vigil.stores.memory import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
+
+serialise_moto_dynamodb()
 
 
 @functools.cache

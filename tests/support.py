@@ -35,6 +35,27 @@ if TYPE_CHECKING:
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
 
+_MOTO_DYNAMODB = threading.RLock()
+
+
+def serialise_moto_dynamodb() -> None:
+    """In-process moto's DynamoDB serves one request at a time from now on. It is not safe for
+    threads (a transaction deep-copies the table while another request may be writing it),
+    where DynamoDB serves requests side by side: the tests and scripts that run Vigil's
+    concurrent parts (a batch's beats) on moto need it, as a one-thread moto server would."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, "serialised", False):
+        return
+
+    def call_action(self: Any) -> Any:
+        with _MOTO_DYNAMODB:
+            return original(self)
+
+    call_action.serialised = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
 
 def import_entry_point(function: str) -> ModuleType:
     """Runs ``functions/<function>/app.py`` as Lambda's init phase does: a fresh import."""

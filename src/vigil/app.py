@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from vigil import catalog
 from vigil.alarms.timers import Alarms
@@ -23,6 +23,7 @@ from vigil.kit.keys import Keys
 from vigil.kit.principals import Surface
 from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
+from vigil.kit.validation import validated
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
@@ -261,62 +262,9 @@ def _fingerprinted(tool: Tool[Context], args: BaseModel) -> dict[str, Any]:
 
 
 def parse_arguments(tool: Tool[Context], arguments: dict[str, Any]) -> BaseModel:
-    try:
-        return tool.input_model.model_validate(arguments)
-    except ValidationError as error:
-        errors = error.errors(include_input=False, include_url=False)
-        paths = [argument_path(arguments, e["loc"]) for e in errors]
-        # An optional field is a union with None; that its value is not None says nothing
-        # when the real problem with the value is reported too.
-        found = [
-            (path, e["msg"])
-            for path, e in zip(paths, errors, strict=True)
-            if not (e["type"] == "none_required" and _reported_otherwise(path, paths))
-        ]
-        # Bounded, because unknown property names come from the caller: a refusal must stay
-        # small however many (or however long) they are.
-        problems = [
-            {"field": _shorten(path), "problem": message} for path, message in found[:_MAX_PROBLEMS]
-        ]
-        details: dict[str, Any] = {"problems": problems}
-        if len(found) > _MAX_PROBLEMS:
-            details["more_problems"] = len(found) - _MAX_PROBLEMS
-        raise invalid("the arguments do not match the tool's input schema", **details) from None
-
-
-def _reported_otherwise(path: str, paths: list[str]) -> bool:
-    return sum(p == path or p.startswith(path + ".") for p in paths) > 1
-
-
-def argument_path(arguments: dict[str, Any], loc: tuple[int | str, ...]) -> str:
-    """The path of the argument a validation problem is about, as the caller wrote it.
-
-    The validator's location also names the schema's inner parts (the member of a union it
-    tried, a constrained type), which mean nothing to a caller: only the parts that step into
-    the arguments themselves, an object's key or an array's index, are kept.
-    """
-    parts: list[str] = []
-    node: Any = arguments
-    for index, part in enumerate(loc):
-        last = index == len(loc) - 1
-        if isinstance(node, dict) and isinstance(part, str) and (part in node or last):
-            node = node.get(part)  # a key: present, or missing and the problem
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        elif isinstance(node, dict | list):
-            continue  # a schema part between a container and what it holds
-        else:
-            break  # inside a value: whatever follows names the schema, not the argument
-        parts.append(str(part))
-    return ".".join(parts) or "(arguments)"
-
-
-_MAX_PROBLEMS = 20
-_MAX_FIELD = 100
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= _MAX_FIELD else text[: _MAX_FIELD - 1] + "…"
+    return validated(
+        tool.input_model, arguments, "the arguments do not match the tool's input schema"
+    )
 
 
 def _log_call(tool: str, via: Surface, caller: Caller | None, started: float, outcome: str) -> None:

@@ -68,7 +68,7 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "list_directory",
         ),
     ),
-    ("vigil.switches.tools", ("heartbeat", "resume_packet")),
+    ("vigil.switches.tools", ("heartbeat", "heartbeat_batch", "resume_packet")),
     ("vigil.leases.tools", ("acquire_lease", "renew_lease", "release_lease")),
     (
         "vigil.sessions.tools",
@@ -202,6 +202,11 @@ TOOLSETS: tuple[Toolset, ...] = (
             "report_progress",
             "get_progress",
         ),
+    ),
+    Toolset(
+        "fleet",
+        "Speak for many agents at once: an orchestrator's beats in batches of up to 100.",
+        ("heartbeat_batch",),
     ),
     Toolset(
         "mailboxes",

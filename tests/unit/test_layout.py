@@ -123,7 +123,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "people",
         "infra",
     ),
-    ("entrypoints", "wiring", "local", "cli", "__main__"),
+    ("entrypoints", "wiring", "local", "cli", "beater", "__main__"),
 )
 LAYER_OF = {part: index for index, parts in enumerate(LAYERS) for part in parts}
 

@@ -83,7 +83,7 @@ MediaType = Annotated[
     Field(
         max_length=255,
         pattern=MEDIA_TYPE_PATTERN,
-        description="Declared media type, for example application/pdf.",
+        description="Media type, e.g. application/pdf.",
     ),
 ]
 

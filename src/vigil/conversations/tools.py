@@ -65,7 +65,7 @@ PrincipalRef = Annotated[
     Field(
         min_length=1,
         max_length=64,
-        description="A principal's id, as the directory shows it.",
+        description="A principal's id.",
     ),
 ]
 Body = Annotated[
@@ -100,8 +100,8 @@ class TargetInput(StrictInput):
 
 
 class MentionInput(StrictInput):
-    start: int = Field(ge=0, description="Where the mention begins in the body, in code points.")
-    end: int = Field(ge=1, description="Where it ends (exclusive), in code points.")
+    start: int = Field(ge=0, description="Its start in the body, in code points.")
+    end: int = Field(ge=1, description="Its end (exclusive).")
     principal_id: PrincipalRef
 
 
@@ -294,9 +294,7 @@ def change_chat_membership(
 # -- get_conversation ---------------------------------------------------------------------
 class GetConversationInput(StrictInput):
     id: ConversationId
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page, to continue."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 
 class MentionView(Output):

@@ -31,7 +31,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="Retry key: reuse it only with the same arguments.",
+        description="Retry key, for the same arguments only.",
     ),
     normalised(128),
 ]

@@ -32,7 +32,7 @@ Resource = Annotated[
         min_length=1,
         max_length=200,
         pattern=PRINTABLE,
-        description="What the lease is on, 1-200 printable characters, e.g. repo:main/deploy.",
+        description="What the lease is on, e.g. repo:main/deploy.",
     ),
     normalised(200),
 ]

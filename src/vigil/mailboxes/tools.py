@@ -227,9 +227,7 @@ class GetUsageInput(StrictInput):
     last_day: Day | None = Field(
         default=None, description="The last UTC day, YYYY-MM-DD, included; to now if omitted."
     )
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page of the same query."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 
 class UsageDayView(Output):

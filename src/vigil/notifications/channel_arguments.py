@@ -66,12 +66,12 @@ ChannelId = Annotated[
     str,
     Field(
         pattern=id_pattern("chn"),
-        description="A channel's id, as list_channels shows it.",
+        description="A channel's id.",
     ),
 ]
 Version = Annotated[
     int,
-    Field(ge=1, description="The channel's current version, as listed; a stale one conflicts."),
+    Field(ge=1, description="The channel's version; a stale one conflicts."),
 ]
 Url = Annotated[
     str,

@@ -118,7 +118,7 @@ class RestClient:
         wait = FIRST_WAIT_SECONDS
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                return self._post(tool, arguments or {})
+                return self.once(tool, arguments or {})
             except Refused as refused:
                 if not refused.retryable or attempt == ATTEMPTS:
                     raise
@@ -141,7 +141,8 @@ class RestClient:
                 return
             query["cursor"] = page["next_cursor"]
 
-    def _post(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def once(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One call, no retry: the result, or ``Refused`` or ``Unreachable``."""
         base = self.endpoint.base
         request = urllib.request.Request(  # noqa: S310 - the scheme was checked: http(s) only
             f"{base}/v1/{tool}",

@@ -42,7 +42,7 @@ RequestId = Annotated[
     Field(
         min_length=1,
         max_length=64,
-        description="A request's id (req_…), as ask returned it; opaque.",
+        description="A request's id, as ask returned it.",
     ),
 ]
 ActionDocument = Annotated[
@@ -88,9 +88,7 @@ SharedKey = Annotated[
     ),
     normalised(128),
 ]
-Version = Annotated[
-    int, Field(ge=1, description="The request's current version; a stale one conflicts.")
-]
+Version = Annotated[int, Field(ge=1, description="The request's version; a stale one conflicts.")]
 Choices = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=MAX_CHOICE)]],
     Field(
@@ -185,9 +183,7 @@ class ReplyInput(StrictInput):
 
 class RequestStatusInput(StrictInput):
     blocking: bool | None = Field(default=None, description="Only blocking ones, or only not.")
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page, to continue."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
     state: RequestState | None = Field(default=None, description="Only requests in this state.")
 
 

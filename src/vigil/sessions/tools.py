@@ -311,9 +311,7 @@ def _post_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
 # -- list_instructions --------------------------------------------------------------------
 class ListInstructionsInput(StrictInput):
     session_id: SessionId
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page, to continue."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 
 class InstructionPage(Output):
@@ -350,9 +348,7 @@ class ListSessionsInput(StrictInput):
         default=False,
         description=f"Only sessions with no beat for more than {STALE_AFTER_SECONDS} seconds.",
     )
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page of the same query."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 
 class SessionPage(Output):

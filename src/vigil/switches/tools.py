@@ -9,16 +9,20 @@ import hashlib
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, SkipValidation, field_validator, model_validator
 
 from vigil.alarms.timers import Alarms
 from vigil.clock import to_ms
+from vigil.errors import ErrorCode, VigilError, invalid, unavailable
 from vigil.identity.calls import Call
+from vigil.kit import fanout
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.publish import Publish
 from vigil.kit.tooling import AgentLabel, Output, Scope, StrictInput, Tool
+from vigil.kit.validation import validated
 from vigil.mailboxes.queues import MailboxQueues
+from vigil.observability import get_logger
 from vigil.progress.tools import ProgressSummary
 from vigil.quotas.records import Quotas
 from vigil.switches.engine import HELD_PAGE, SwitchEngine
@@ -35,6 +39,8 @@ from vigil.switches.records import (
     beats_of_the_day,
 )
 from vigil.switches.store import SwitchPorts
+
+log = get_logger("vigil.switches")
 
 
 class SwitchContext(Call[SwitchPorts], Protocol):
@@ -80,7 +86,8 @@ def _default_actions() -> list[Action]:
 
 
 # -- inputs and outputs -------------------------------------------------------------------
-class HeartbeatInput(StrictInput):
+# One beat, as heartbeat takes it and as each beat of a batch is.
+class BeatInput(StrictInput):
     scope: Scope
     expect_within_seconds: int = Field(
         ge=MIN_WINDOW_SECONDS,
@@ -103,11 +110,6 @@ class HeartbeatInput(StrictInput):
         description="A label for the beating instance, carried in the alert (e.g. worker-3).",
     )
     disarm: bool = Field(default=False, description="Stop the switch instead of beating it.")
-    agent_key: str | None = Field(
-        default=None,
-        max_length=200,
-        description="Your secret, only if your MCP host cannot send an Authorization header.",
-    )
 
     @field_validator("on_expiry")
     @classmethod
@@ -115,10 +117,51 @@ class HeartbeatInput(StrictInput):
         return list(dict.fromkeys(actions))
 
     @model_validator(mode="after")
-    def _consistent(self) -> HeartbeatInput:
+    def _consistent(self) -> BeatInput:
         if "queue_alert" in self.on_expiry and self.notify_address is None:
             raise ValueError("queue_alert needs a notify_address")
         return self
+
+
+class HeartbeatInput(BeatInput):
+    agent_key: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Your secret, only if your MCP host cannot send an Authorization header.",
+    )
+
+
+# The most beats one heartbeat_batch carries: a call stays well inside the function's timeout
+# and the HTTP API's 30 s even when every beat takes the slow path.
+MAX_BATCH = 100
+
+
+def _in_brief(schema: dict[str, Any]) -> None:
+    for member in schema["properties"].values():
+        for node in (member, *member.get("anyOf", ())):
+            for keyword in ("description", "pattern"):
+                node.pop(keyword, None)
+
+
+# A batch's beat as its schema shows it: heartbeat's members, bounds and choices without their
+# descriptions and patterns, which heartbeat's own schema gives (a model reads every byte of a
+# listing on every turn). Each beat is validated as a BeatInput.
+class BatchedBeat(BeatInput):
+    model_config = ConfigDict(json_schema_extra=_in_brief)
+
+
+class HeartbeatBatchInput(StrictInput):
+    # Each beat is validated apart, as the call runs, so that one malformed beat is refused
+    # alone: the schema shows a beat's shape, the list's own validation checks only its length.
+    beats: Annotated[
+        list[SkipValidation[BatchedBeat]],
+        Field(
+            min_length=1,
+            max_length=MAX_BATCH,
+            description="Each as heartbeat takes it; a scope once.",
+        ),
+    ]
+    agent_key: str | None = Field(default=None, max_length=200, description="As for heartbeat.")
 
 
 class ResumePacketInput(StrictInput):
@@ -210,6 +253,26 @@ class HeartbeatResult(Output):
     )
 
 
+class BeatError(Output):
+    """What refused one beat of a batch: the error heartbeat would have answered."""
+
+    code: ErrorCode
+    message: str
+    details: dict[str, Any] | None = None
+    retryable: bool
+
+
+class BatchOutcome(Output):
+    scope: str | None = Field(description="The beat's scope (null only if it had none).")
+    result: HeartbeatResult | None = Field(description="What heartbeat answers, if it held.")
+    error: BeatError | None = Field(description="Why this beat was refused, if it was.")
+
+
+class HeartbeatBatchResult(Output):
+    results: list[BatchOutcome] = Field(description="One per beat, in the beats' order.")
+    failed: int = Field(description="How many beats were refused (retry those retryable).")
+
+
 class LeaseSummary(Output):
     resource: str
     holder: str
@@ -268,6 +331,75 @@ def heartbeat(ctx: SwitchContext, args: HeartbeatInput) -> HeartbeatResult:
     )
     switch, death = _engine(ctx).beat(ctx.caller, args.scope, beat, args.disarm, uow=ctx.uow)
     return _result(switch, death)
+
+
+# -- heartbeat_batch ----------------------------------------------------------------------
+def heartbeat_batch(ctx: SwitchContext, args: HeartbeatBatchInput) -> HeartbeatBatchResult:
+    """Each beat as heartbeat runs it, for the caller and only as the caller (the rule for an
+    orchestrator: docs/TOOLS.md#heartbeat_batch), side by side; each answered apart. They
+    share the call's unit of work, which holds no idempotency claim (heartbeat takes no key),
+    so each beat's writes commit on their own."""
+    engine = _engine(ctx)
+    at = to_ms(ctx.clock.now())
+    raw: list[object] = list(args.beats)
+    seen: set[str] = set()
+    beats: list[BeatInput | VigilError] = []
+    for index, item in enumerate(raw):
+        beats.append(_parsed(item, index, seen))
+
+    def run(item: BeatInput | VigilError) -> BatchOutcome:
+        if isinstance(item, VigilError):
+            return _refused(None, item)
+        try:
+            beat = Beat(
+                at=at,
+                expect_within_seconds=item.expect_within_seconds,
+                on_expiry=item.on_expiry,
+                notify_address=item.notify_address,
+                agent_id=item.agent_id,
+            )
+            switch, death = engine.beat(ctx.caller, item.scope, beat, item.disarm, uow=ctx.uow)
+            return BatchOutcome(scope=item.scope, result=_result(switch, death), error=None)
+        except VigilError as error:
+            return _refused(item.scope, error)
+        except Exception:
+            # Its cause stays in our logs; this beat alone is answered as heartbeat would be.
+            log.exception("unexpected failure", extra={"fields": {"tool": "heartbeat_batch"}})
+            return _refused(item.scope, unavailable())
+
+    results = fanout.each(beats, run)
+    return HeartbeatBatchResult(
+        results=results, failed=sum(outcome.error is not None for outcome in results)
+    )
+
+
+def _parsed(item: object, index: int, seen: set[str]) -> BeatInput | VigilError:
+    """Beat number ``index`` validated alone; a scope that an earlier beat of the batch named
+    is refused (two writes to one switch in one call would race each other)."""
+    if not isinstance(item, dict):
+        return invalid(f"beat {index} is not a JSON object")
+    try:
+        beat = validated(BeatInput, item, f"beat {index} does not match a beat's schema")
+    except VigilError as error:
+        error.details.setdefault("index", index)
+        return error
+    if beat.scope in seen:
+        return invalid(f"beat {index} repeats the scope of an earlier beat", index=index)
+    seen.add(beat.scope)
+    return beat
+
+
+def _refused(scope: str | None, error: VigilError) -> BatchOutcome:
+    return BatchOutcome(
+        scope=scope,
+        result=None,
+        error=BeatError(
+            code=error.code,
+            message=error.message,
+            details=error.details or None,
+            retryable=error.retryable,
+        ),
+    )
 
 
 def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
@@ -344,6 +476,17 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         input_model=HeartbeatInput,
         output_model=HeartbeatResult,
         run=heartbeat,
+    ),
+    Tool(
+        name="heartbeat_batch",
+        title="Dead-man switches in a batch",
+        description=(
+            "Up to 100 heartbeats in one call, each answered in order with its result or "
+            "error. Only your own switches: docs/TOOLS.md#heartbeat_batch."
+        ),
+        input_model=HeartbeatBatchInput,
+        output_model=HeartbeatBatchResult,
+        run=heartbeat_batch,
     ),
     Tool(
         name="resume_packet",

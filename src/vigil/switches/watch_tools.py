@@ -20,9 +20,7 @@ class ListSwitchesInput(StrictInput):
         description="Only switches in this state; failed ones fired with mark_failed.",
     )
     scope_prefix: ScopePrefix | None = None
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous page of the same query."
-    )
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 
 class SwitchView(Output):

@@ -1,0 +1,44 @@
+"""Independent pieces of one call run side by side: each its own round trips to the store, so
+that a call of many (a batch of beats) waits about as long as its slowest few, not their sum.
+
+One pool for the process, as wide as an AWS client's pool of connections (botocore's default,
+10): wider would only queue on the connections. Each piece runs in a copy of the caller's
+context (its correlation id, for the logs). Pieces must not fan out again: the pool is shared
+and bounded.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+WIDTH = 10
+
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=WIDTH, thread_name_prefix="vigil-fanout")
+        return _pool
+
+
+def each(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
+    """``work(item)`` for every item, side by side, the results in the items' order. An
+    exception from any piece is raised once all have ended: ``work`` should answer its own
+    failures as results where the others must go on."""
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    pool = _executor()
+    futures = [pool.submit(contextvars.copy_context().run, work, item) for item in items]
+    wait(futures)
+    return [future.result() for future in futures]
