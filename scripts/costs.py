@@ -734,6 +734,17 @@ def steady_beat(stack: Stack) -> Action:
     return heartbeat(stack, arguments)
 
 
+# A batch as an orchestrator sends it (section 7): the tool takes up to 100.
+BATCH_BEATS = 50
+
+
+def steady_batch(stack: Stack) -> Action:
+    beats = [_beat(stack, stack.unique("fleet")) for _ in range(BATCH_BEATS)]
+    stack.call("worker", "heartbeat_batch", beats=beats)
+    stack.clock.advance(60)
+    return lambda: stack.call("worker", "heartbeat_batch", beats=beats)
+
+
 def first_beat(stack: Stack) -> Action:
     scope = stack.unique("job")
     stack.call(
@@ -1303,6 +1314,8 @@ def main() -> None:
 # -- 7. a steady beat, all in, by front door and logging ---------------------------------------
 # The goals (issue 26), USD per million steady beats, everything included.
 GOALS = {"HttpApi": 2.00, "FunctionUrl": 1.00}
+# The goal (issue 36) for a beat sent in a batch of BATCH_BEATS, whatever the door.
+BATCH_GOAL = 0.70
 # Vigil's own level (the LogLevel parameter) decides whether a call writes its line.
 APP_LOG_LEVELS = ("INFO", "WARNING")
 
@@ -1333,22 +1346,37 @@ CHOICES = (
 )
 
 
+BATCH_STEP = Step(
+    "batch", f"`heartbeat_batch` of {BATCH_BEATS} beats, steady state", "api", steady_batch
+)
+
+
 def measure_steady_beats(repeats: int) -> dict[str, Measured]:
-    """The steady beat at each of Vigil's log levels, each on a deployment of its own."""
+    """The steady beat, and a steady batch (keyed ``batch:<level>``), at each of Vigil's log
+    levels, each on a deployment of its own. A batch's beats run one after another here: the
+    meter counts one call at a time, and moto serves one at a time anyway; on AWS they run
+    side by side, so its duration here is more than AWS would bill."""
     from moto import mock_aws
 
+    from vigil.kit import fanout
+
+    fanout.serial = True
     step = next(step for step in STEPS if step.key == "steady")
     beats = {}
     for level in APP_LOG_LEVELS:
-        with mock_aws():
-            stack = Stack.up(Meter(), SdkTime(), LogBytes(), level)
-            beats[level] = measure(stack, step, repeats)
+        for key, measured in ((level, step), (f"batch:{level}", BATCH_STEP)):
+            with mock_aws():
+                stack = Stack.up(Meter(), SdkTime(), LogBytes(), level)
+                beats[key] = measure(stack, measured, repeats)
     return beats
 
 
-def price_steady(beat: Measured, choice: Choice, prices: Prices) -> dict[str, Any]:
-    """One steady beat's price, USD per million, part by part, for ``choice``; and how many
-    billed milliseconds its goal leaves for the duration."""
+def price_steady(
+    beat: Measured, choice: Choice, prices: Prices, beats: int = 1
+) -> dict[str, Any]:
+    """One steady beat's price, USD per million, part by part, for ``choice``, where the call
+    measured carried ``beats`` beats (a batch's price is shared by its beats); and how many
+    billed milliseconds its goal leaves for the duration of the call."""
     per_ms = prices.memory_gb * PRICE["lambda_arm64_gb_second"] / 1000
     access = (
         access_log_bytes(prices.access_log_format, beat.response_bytes)
@@ -1365,19 +1393,20 @@ def price_steady(beat: Measured, choice: Choice, prices: Prices) -> dict[str, An
         "duration": prices.duration_usd(beat.median_ms),
         "logs": log_bytes / GB * PRICE["logs_ingested_gb"],
     }
+    parts = {name: value / beats for name, value in parts.items()}
     counted = sum(value for name, value in parts.items() if name != "duration")
-    goal = GOALS[choice.door] / 1e6
+    goal = (BATCH_GOAL if beats > 1 else GOALS[choice.door]) / 1e6
     return {
         **{name: value * 1e6 for name, value in parts.items()},
         "total": sum(parts.values()) * 1e6,
-        "goal": GOALS[choice.door],
+        "goal": BATCH_GOAL if beats > 1 else GOALS[choice.door],
         "log_bytes": {"vigil": beat.log_bytes, "platform": platform, "access": access},
         "billed_ms": math.ceil(beat.median_ms),
         # The handler's own milliseconds here, outside AWS calls: a floor for its duration.
         "own_ms": beat.median_ms - beat.sdk_ms,
-        "own_duration": prices.duration_usd(beat.median_ms - beat.sdk_ms) * 1e6,
+        "own_duration": prices.duration_usd(beat.median_ms - beat.sdk_ms) * 1e6 / beats,
         # What the goal leaves for the duration, in billed milliseconds (negative: nothing).
-        "budget_ms": math.floor((goal - counted) / per_ms) if goal > counted else -1,
+        "budget_ms": math.floor((goal - counted) * beats / per_ms) if goal > counted else -1,
     }
 
 
@@ -1385,6 +1414,7 @@ def steady_figures(
     beats: dict[str, Measured], prices: Prices, facts: dict[str, Any]
 ) -> dict[str, Any]:
     steady = beats[APP_LOG_LEVELS[0]]
+    batch = beats[f"batch:{APP_LOG_LEVELS[0]}"]
     return {
         "calls": dict(_counted(steady)),
         "write_units": steady.write_units,
@@ -1407,6 +1437,25 @@ def steady_figures(
             }
             for choice in CHOICES
         ],
+        "batch": {
+            "beats": BATCH_BEATS,
+            "calls": dict(_counted(batch)),
+            "write_units": batch.write_units,
+            "read_units": batch.read_units,
+            "median_ms": batch.median_ms,
+            "choices": [
+                {
+                    "FrontDoor": choice.door,
+                    "LogLevel": choice.log_level,
+                    "PlatformLogLevel": choice.platform_log_level,
+                    "ApiAccessLog": "on" if choice.access_log else "off",
+                    **price_steady(
+                        beats[f"batch:{choice.log_level}"], choice, prices, BATCH_BEATS
+                    ),
+                }
+                for choice in CHOICES
+            ],
+        },
     }
 
 
@@ -1467,6 +1516,39 @@ def report_steady(beats: dict[str, Measured], prices: Prices, facts: dict[str, A
         )
         budget = row["budget_ms"]
         left = f"{budget} (this beat bills {row['billed_ms']})" if budget >= 0 else "none"
+        print(f"{choice.label} {cells}  {left}")
+    report_batch(figures["batch"])
+
+
+def report_batch(batch: dict[str, Any]) -> None:
+    print(
+        f"\n   The same beats sent {batch['beats']} to a call (`heartbeat_batch`), per beat; goal "
+        f"${BATCH_GOAL:.2f} whatever the door. AWS calls per call: {batch['calls']}: "
+        f"{batch['write_units']:g} write units and {batch['read_units']:g} read unit (one "
+        f"authentication for all). The duration is the handler's median here, "
+        f"{batch['median_ms']:.1f} ms with the beats one after another on moto; on AWS they "
+        "run ten at a time."
+    )
+    print(
+        f"{'FrontDoor':12} {'LogLevel':8} {'platform':8} {'access':6} {'HTTP API':>8} "
+        f"{'Lambda':>6} {'DynamoDB':>8} {'duration':>8} {'logs':>5} {'total':>6} "
+        f"{'goal':>5}  billed ms per call the goal leaves"
+    )
+    for choice, row in zip(CHOICES, batch["choices"], strict=True):
+        cells = " ".join(
+            f"{row[name]:{width}.3f}"
+            for name, width in (
+                ("http_api", 8),
+                ("lambda_request", 6),
+                ("dynamodb", 8),
+                ("duration", 8),
+                ("logs", 5),
+                ("total", 6),
+                ("goal", 5),
+            )
+        )
+        budget = row["budget_ms"]
+        left = f"{budget} (this call bills {row['billed_ms']})" if budget >= 0 else "none"
         print(f"{choice.label} {cells}  {left}")
 
 

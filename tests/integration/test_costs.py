@@ -88,3 +88,26 @@ def test_what_each_log_costs_is_measured_not_assumed(figures: dict[str, Any]) ->
         "PlatformLogLevel": "WARN",
         "ApiAccessLog": "on",
     }
+
+
+# What a batch of 50 may bill at 512 MB on AWS: each beat's own handling (about 0.7 ms of a
+# whole core here, three times that on a third of a vCPU: 100 ms for 50), and five rounds of
+# ten DynamoDB writes side by side at a few milliseconds each, with room.
+BATCH_DURATION_FLOOR_MS = 200
+
+
+def test_a_beat_in_a_batch_of_50_costs_at_most_70_cents_a_million_through_the_http_api(
+    figures: dict[str, Any],
+) -> None:
+    batch = figures["batch"]
+    assert batch["beats"] == 50
+    # One authentication for the whole batch, then each beat's one conditional write.
+    assert batch["calls"] == {"dynamodb.GetItem": 1, "dynamodb.UpdateItem": 50}
+    assert (batch["write_units"], batch["read_units"]) == (50, 0.5)
+    for row in batch["choices"]:
+        assert row["goal"] == 0.70
+        assert row["http_api"] == pytest.approx(0.02 if row["FrontDoor"] == "HttpApi" else 0.0)
+        assert row["lambda_request"] == pytest.approx(0.004)
+        assert row["dynamodb"] == pytest.approx(0.625 + 0.0625 / 50)
+        # Every choice, the default's logs included, leaves the batch its duration.
+        assert row["budget_ms"] >= BATCH_DURATION_FLOOR_MS, row

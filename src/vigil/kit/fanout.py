@@ -22,6 +22,9 @@ WIDTH = 10
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
+# Set by a measurement that hooks every AWS call and counts them one at a time
+# (scripts/costs.py): the pieces then run one after another, in order.
+serial = False
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -36,7 +39,7 @@ def each(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
     """``work(item)`` for every item, side by side, the results in the items' order. An
     exception from any piece is raised once all have ended: ``work`` should answer its own
     failures as results where the others must go on."""
-    if len(items) <= 1:
+    if len(items) <= 1 or serial:
         return [work(item) for item in items]
     pool = _executor()
     futures = [pool.submit(contextvars.copy_context().run, work, item) for item in items]
