@@ -696,8 +696,8 @@ def test_api_throttling_and_access_logs(cfn: dict[str, Any]) -> None:
     (stage,) = resources_of(cfn, "AWS::ApiGatewayV2::Stage").values()
     properties = props(stage)
     assert resolver_for(cfn).resolve(properties["DefaultRouteSettings"]) == {
-        "ThrottlingBurstLimit": "200",
-        "ThrottlingRateLimit": "100",
+        "ThrottlingBurstLimit": "2000",
+        "ThrottlingRateLimit": "1000",
     }
     resolver = resolver_for(cfn)
     resolver.register("HttpApiAccessLogGroup", "access", Arn="arn:of:the:access:log")
@@ -1472,3 +1472,15 @@ def test_no_configuration_for_a_library_that_is_not_used(sam: dict[str, Any]) ->
     assert variables["VIGIL_LOG_LEVEL"] == {"Ref": "LogLevel"}
     assert not [name for name in variables if name.startswith("POWERTOOLS_")]
     assert "aws-lambda-powertools" not in (REPO / "requirements" / "lambda.lock").read_text()
+
+
+def test_warm_throughput_is_set_only_when_asked_and_never_below_dynamodbs_default(
+    cfn: dict[str, Any],
+) -> None:
+    (table,) = resources_of(cfn, "AWS::DynamoDB::Table").values()
+    warm = props(table)["WarmThroughput"]
+    assert resolver_for(cfn).resolve(warm) == "AWS::NoValue"  # left out: DynamoDB's own
+    both = resolver_for(cfn, TableWarmWriteUnits="40000", TableWarmReadUnits="20000")
+    assert both.resolve(warm) == {"WriteUnitsPerSecond": "40000", "ReadUnitsPerSecond": "20000"}
+    writes = resolver_for(cfn, TableWarmWriteUnits="30000").resolve(warm)
+    assert writes == {"WriteUnitsPerSecond": "30000", "ReadUnitsPerSecond": 12000}
