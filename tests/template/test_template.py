@@ -24,7 +24,7 @@ from vigil.config import REQUIRED
 from vigil.entrypoints.sweep import SWEEP_EVENT
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
 from vigil.infra.template import load, translate
-from vigil.local.resolver import Resolver
+from vigil.local.resolver import NO_VALUE, Resolver
 from vigil.local.stack import LocalNames
 from vigil.observability import Metrics
 from vigil.switches.dynamo import SWEEP_INDEX
@@ -1479,7 +1479,7 @@ def test_warm_throughput_is_set_only_when_asked_and_never_below_dynamodbs_defaul
 ) -> None:
     (table,) = resources_of(cfn, "AWS::DynamoDB::Table").values()
     warm = props(table)["WarmThroughput"]
-    assert resolver_for(cfn).resolve(warm) == "AWS::NoValue"  # left out: DynamoDB's own
+    assert resolver_for(cfn).resolve(warm) is NO_VALUE  # left out: DynamoDB's own defaults
     both = resolver_for(cfn, TableWarmWriteUnits="40000", TableWarmReadUnits="20000")
     assert both.resolve(warm) == {"WriteUnitsPerSecond": "40000", "ReadUnitsPerSecond": "20000"}
     writes = resolver_for(cfn, TableWarmWriteUnits="30000").resolve(warm)
