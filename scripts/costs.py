@@ -64,36 +64,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
 
-# Public on-demand prices, us-east-1, USD, without free tiers (AWS pricing pages, 2025):
-PRICE = {
-    # DynamoDB on-demand: aws.amazon.com/dynamodb/pricing/on-demand
-    "dynamodb_write_unit": 0.625 / 1e6,
-    "dynamodb_read_unit": 0.125 / 1e6,
-    # SQS standard queues, per request (64 KB chunk): aws.amazon.com/sqs/pricing
-    "sqs_request": 0.40 / 1e6,
-    # EventBridge Scheduler, per invocation (API calls are not charged):
-    # aws.amazon.com/eventbridge/pricing
-    "scheduler_invocation": 1.00 / 1e6,
-    # API Gateway HTTP API, first 300 million requests a month: aws.amazon.com/api-gateway/pricing
-    "http_api_request": 1.00 / 1e6,
-    # Lambda: per request, and per GB-second on arm64, first 7.5 billion GB-s a month:
-    # aws.amazon.com/lambda/pricing
-    "lambda_request": 0.20 / 1e6,
-    "lambda_arm64_gb_second": 0.0000133334,
-    # SES, outbound email, per message (each recipient counts): aws.amazon.com/ses/pricing
-    "ses_email": 0.10 / 1000,
-    # S3 Standard: PUT, COPY, POST and LIST requests; GET and all others: aws.amazon.com/s3/pricing
-    "s3_write_request": 5.00 / 1e6,
-    "s3_read_request": 0.40 / 1e6,
-    # CloudWatch Logs, ingestion (Lambda's logs, first 10 TB a month), per GB:
-    # aws.amazon.com/cloudwatch/pricing
-    "logs_ingested_gb": 0.50,
-    # X-Ray, per trace recorded: aws.amazon.com/xray/pricing
-    "xray_trace_recorded": 5.00 / 1e6,
-}
+from vigil.infra.prices import GB, MONTH_SECONDS, PRICE  # noqa: E402
+
 S3_WRITES = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjects", "ListObjectsV2"})
-GB = 1024**3
 # Lambda's default sampling with active tracing, which the template turns on (and which HTTP
 # APIs do not add to): the first request each second, then 5% of the others
 # (docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
@@ -128,7 +103,6 @@ ACCESS_LOG_VALUES = {
     "integrationLatency": "25",
     "integrationErrorMessage": "-",
 }
-MONTH_SECONDS = 30 * 86_400
 
 
 # -- 1. AWS calls and capacity units --------------------------------------------------------
@@ -1371,9 +1345,7 @@ def measure_steady_beats(repeats: int) -> dict[str, Measured]:
     return beats
 
 
-def price_steady(
-    beat: Measured, choice: Choice, prices: Prices, beats: int = 1
-) -> dict[str, Any]:
+def price_steady(beat: Measured, choice: Choice, prices: Prices, beats: int = 1) -> dict[str, Any]:
     """One steady beat's price, USD per million, part by part, for ``choice``, where the call
     measured carried ``beats`` beats (a batch's price is shared by its beats); and how many
     billed milliseconds its goal leaves for the duration of the call."""
@@ -1449,9 +1421,7 @@ def steady_figures(
                     "LogLevel": choice.log_level,
                     "PlatformLogLevel": choice.platform_log_level,
                     "ApiAccessLog": "on" if choice.access_log else "off",
-                    **price_steady(
-                        beats[f"batch:{choice.log_level}"], choice, prices, BATCH_BEATS
-                    ),
+                    **price_steady(beats[f"batch:{choice.log_level}"], choice, prices, BATCH_BEATS),
                 }
                 for choice in CHOICES
             ],

@@ -216,6 +216,18 @@ def cmd_openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from vigil.infra.plan import Fleet, plan, report
+
+    fleet = Fleet(args.agents, args.beat_every, args.window, args.namespaces, args.batch, args.door)
+    problems = fleet.problems()
+    if problems:
+        print("vigil plan: " + "; ".join(problems), file=sys.stderr)
+        return 2
+    print(report(plan(fleet)))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     # Only the standard library: rich is imported by a people's command when it runs.
     from vigil.people.commands import EPILOG, add_commands
@@ -313,6 +325,34 @@ def parser() -> argparse.ArgumentParser:
         "--limit", type=int, default=1000, help="messages looked at per queue (default 1000)"
     )
     redrive.set_defaults(run=cmd_redrive)
+
+    capacity = commands.add_parser(
+        "plan",
+        help="size a deployment for a fleet: parameters, AWS quotas to raise, monthly price",
+        description=(
+            "What a fleet of agents beating dead-man switches needs of a deployment: the load "
+            "a second, the template parameters to set, the AWS service quotas to raise and the "
+            "month's price, from the cost model (docs/SCALE.md has the formulas). Needs no AWS "
+            "credentials."
+        ),
+    )
+    capacity.add_argument("--agents", type=int, required=True, help="agents beating at once")
+    capacity.add_argument(
+        "--beat-every", type=float, required=True, help="seconds between an agent's beats"
+    )
+    capacity.add_argument(
+        "--window", type=int, required=True, help="each beat's expect_within_seconds"
+    )
+    capacity.add_argument(
+        "--namespaces", type=int, default=1, help="namespaces the agents are spread over"
+    )
+    capacity.add_argument(
+        "--batch", type=int, default=1, help="beats per call (heartbeat_batch: up to 100)"
+    )
+    capacity.add_argument(
+        "--door", default="HttpApi", choices=("HttpApi", "FunctionUrl"), help="the FrontDoor"
+    )
+    capacity.set_defaults(run=cmd_plan)
 
     openapi = commands.add_parser("openapi", help="print the REST mirror's OpenAPI document")
     openapi.set_defaults(run=cmd_openapi)

@@ -7,11 +7,14 @@ from datetime import timedelta
 import pytest
 
 from vigil.clock import ManualClock
+from vigil.identity.dynamo import DynamoIdentity
 from vigil.identity.records import Namespace, Principal, hash_secret
 from vigil.kit.idempotency import IdempotencyRecord
 from vigil.kit.principals import new_principal_id
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
+from vigil.stores.dynamo import DynamoStore
+from vigil.switches.dynamo import backfill_indexes
 
 
 def principal(
@@ -162,3 +165,58 @@ def test_a_handover_is_kept_with_its_completion_and_read_back(
     assert replay.handover == handover
     assert store.read_idempotency("globex", record.principal_id, "register", "k") is None
     assert store.read_idempotency("acme", record.principal_id, "register", "other") is None
+
+
+def test_a_principal_is_read_by_id_from_a_partition_of_its_own(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    """Each call authenticates by reading its caller by id: spread over the principals'
+    own partitions, not all on their namespace's. The listing keeps the namespace's copy, and
+    a stale write changes neither copy."""
+    client, table = dynamo_store.client, dynamo_store.table
+    p = principal(clock)
+    dynamo_store.commit([dynamo_store.add_principal(p)])
+    own = {"pk": {"S": f"PRINCIPAL#acme#{p.id}"}, "sk": {"S": "PRINCIPAL"}}
+    listed = {"pk": {"S": "NS#acme"}, "sk": {"S": f"PRINCIPAL#{p.id}"}}
+    assert client.get_item(TableName=table, Key=own)["Item"]["version"] == {"N": "1"}
+    changed = p.model_copy(update={"name": "b", "version": 2})
+    dynamo_store.commit([dynamo_store.save_principal(changed)])
+    stale = p.model_copy(update={"name": "c", "version": 2})
+    with pytest.raises(ConditionFailed):
+        dynamo_store.commit([dynamo_store.save_principal(stale)])
+    for key in (own, listed):
+        item = client.get_item(TableName=table, Key=key)["Item"]
+        assert Principal.model_validate_json(item["doc"]["S"]) == changed
+    # Reads by id use the principal's own partition: with the listed copy gone, still found.
+    client.delete_item(TableName=table, Key=listed)
+    assert dynamo_store.get_principal("acme", p.id, consistent=False) == changed
+    assert dynamo_store.get_principals("acme", [p.id]) == [changed]
+
+
+def test_a_principal_stored_before_it_had_its_own_copy_is_read_and_backfilled(
+    dynamo_store: DynamoStore, clock: ManualClock
+) -> None:
+    client, table = dynamo_store.client, dynamo_store.table
+    older, newer = principal(clock), principal(clock)
+    dynamo_store.commit([dynamo_store.add_principal(newer)])
+    # As a principal was stored before: only its namespace's item.
+    item = {
+        "pk": {"S": "NS#acme"},
+        "sk": {"S": f"PRINCIPAL#{older.id}"},
+        "version": {"N": "1"},
+        "doc": {"S": older.model_dump_json()},
+    }
+    client.put_item(TableName=table, Item=item)
+    assert dynamo_store.get_principal("acme", older.id) == older
+    assert sorted(p.id for p in dynamo_store.get_principals("acme", [older.id, newer.id])) == (
+        sorted([older.id, newer.id])
+    )
+    assert backfill_indexes(client, table).principals_spread == 1
+    own = {"pk": {"S": f"PRINCIPAL#acme#{older.id}"}, "sk": {"S": "PRINCIPAL"}}
+    assert client.get_item(TableName=table, Key=own)["Item"]["doc"] == item["doc"]
+    assert backfill_indexes(client, table).principals_spread == 0  # once
+    # A write since the backfill read keeps its own, newer copy.
+    changed = older.model_copy(update={"name": "renamed", "version": 2})
+    dynamo_store.commit([dynamo_store.save_principal(changed)])
+    assert DynamoIdentity(client, table).spread_principal(item) is False
+    assert dynamo_store.get_principal("acme", older.id) == changed

@@ -25,6 +25,7 @@ from tests.faults.world import BUCKET, NAMESPACE, World
 from vigil import catalog
 from vigil.alarms.timers import Timer
 from vigil.clock import iso
+from vigil.errors import ErrorCode, VigilError
 from vigil.kit.events import event_id as make_event_id
 from vigil.kit.idempotency import LOCK_SECONDS
 from vigil.kit.tooling import Tool
@@ -603,6 +604,22 @@ def deliver_timer(world: World, scenario: Scenario, arguments: dict[str, Any]) -
 A_RETRIED_BEAT = frozenset({"beats", "version"})
 
 
+def _batch_of(prepare: Prepare) -> Prepare:
+    """Two beats, each as ``prepare`` arranges one, in one heartbeat_batch."""
+    return lambda world: {"beats": [prepare(world), prepare(world)]}
+
+
+def _batched(world: World, scenario: Scenario, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A batch as its caller sees it: a beat answered with a retryable error is sent again
+    (here, the whole batch: each beat is safe to repeat)."""
+    result = call_tool(world, scenario, arguments)
+    for outcome in result["results"]:
+        error = outcome["error"]
+        if error is not None and error["retryable"]:
+            raise VigilError(ErrorCode(error["code"]), error["message"])
+    return result
+
+
 # -- channels -------------------------------------------------------------------------------
 def _new_channel(world: World, kind: str = "webhook") -> dict[str, Any]:
     url = {
@@ -799,6 +816,18 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("heartbeat", "steady beat", "worker", _steady, A_RETRIED_BEAT),
         Scenario("heartbeat", "late beat runs the expiry", "worker", _late, A_RETRIED_BEAT),
         Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
+    ],
+    "heartbeat_batch": [
+        Scenario(
+            "heartbeat_batch", variant, "worker", _batch_of(prepare), A_RETRIED_BEAT, run=_batched
+        )
+        for variant, prepare in (
+            ("first beats, timer queue", _arm),
+            ("first beats, Scheduler", _arm_long),
+            ("steady beats", _steady),
+            ("late beats run the expiries", _late),
+            ("disarms", _disarm),
+        )
     ],
     "resume_packet": [Scenario("resume_packet", "armed", "worker", _resume)],
     "list_switches": [Scenario("list_switches", "one armed", "operator", _one_armed)],

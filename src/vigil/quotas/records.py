@@ -31,7 +31,7 @@ _WHAT: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Quotas:
-    armed_switches: int = 1000
+    armed_switches: int = 25_000
     leases_per_scope: int = 1000
     mailboxes: int = 1000
     pending_deliveries: int = 10_000

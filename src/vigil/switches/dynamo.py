@@ -11,6 +11,7 @@ import zlib
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from vigil.identity.dynamo import DynamoIdentity
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed, Write
 from vigil.leases.dynamo import DynamoLeases, is_old_lease
@@ -559,6 +560,7 @@ class Backfilled(NamedTuple):
     switches_sweepable: int
     leases_moved: int
     old_death_rows_removed: int
+    principals_spread: int
 
 
 def backfill_indexes(client: Any, table: str) -> Backfilled:
@@ -569,11 +571,14 @@ def backfill_indexes(client: Any, table: str) -> Backfilled:
     stored in its namespace's partition, before leases had partitions of their own, to its own
     (``DynamoLeases.move_lease``: conditional on the version found, so a lease that changed
     since is left to its own write, which moves it); and deletes the rows of the deaths' index
-    from before it was gsi1, which nothing reads. One scan of the table. Run once, after the
-    deploy that brought the indexes or the move; running it again writes nothing."""
+    from before it was gsi1, which nothing reads; and gives each principal stored before
+    principals had a partition of their own its own copy (``DynamoIdentity.spread_principal``).
+    One scan of the table. Run once, after the deploy that brought the indexes or the move;
+    running it again writes nothing."""
     store = DynamoSwitches(client, table)
     leases = DynamoLeases(client, table)
-    written = [0, 0, 0, 0, 0]
+    identity = DynamoIdentity(client, table)
+    written = [0, 0, 0, 0, 0, 0]
     request: dict[str, Any] = {
         "TableName": table,
         # Only a scope's partition holds switches and deaths: an index row or a pause whose
@@ -586,6 +591,7 @@ def backfill_indexes(client: Any, table: str) -> Backfilled:
             " OR (begins_with(sk, :lease) AND attribute_exists(#version))"
             " OR (contains(pk, :deaths) AND attribute_exists(generation)"
             " AND attribute_not_exists(doc))"
+            " OR (begins_with(pk, :namespace) AND begins_with(sk, :principal))"
         ),
         "ExpressionAttributeNames": {"#version": "version"},
         "ExpressionAttributeValues": {
@@ -594,12 +600,17 @@ def backfill_indexes(client: Any, table: str) -> Backfilled:
             ":death": attr_s("DEATH#"),
             ":lease": attr_s("LEASE#"),
             ":deaths": attr_s("#DEATHS#"),
+            ":namespace": attr_s("NS#"),
+            ":principal": attr_s("PRINCIPAL#"),
         },
     }
     while True:
         response = store._call(client.scan, **request)
         for item in response.get("Items", []):
-            if item["sk"]["S"].startswith("LEASE#"):
+            if item["sk"]["S"].startswith("PRINCIPAL#"):
+                if identity.spread_principal(item):
+                    written[5] += 1
+            elif item["sk"]["S"].startswith("LEASE#"):
                 if is_old_lease(item) and leases.move_lease(item):
                     written[3] += 1
             elif _OLD_DEATH_ROW.match(item["pk"]["S"]):
