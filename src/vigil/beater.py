@@ -130,18 +130,23 @@ class Beater(contextlib.ContextDecorator):
         notify_address: str | None = None,
         agent_id: str | None = None,
     ) -> None:
-        """Beats ``scope`` too, from the next round (at once if the beater runs)."""
+        """Beats ``scope`` too: at once, here, if the beater runs (its switch is armed when
+        this returns, or its refusal is in ``failures``, or it is retried as any beat is);
+        else with the others when it starts."""
+        added = _Scope(
+            scope,
+            window or self.window,
+            list(on_expiry or self.on_expiry),
+            notify_address or self.notify_address,
+            agent_id or self.agent_id,
+            due=self.clock(),
+        )
         with self._lock:
-            self._scopes[scope] = _Scope(
-                scope,
-                window or self.window,
-                list(on_expiry or self.on_expiry),
-                notify_address or self.notify_address,
-                agent_id or self.agent_id,
-                due=self.clock(),
-            )
+            self._scopes[scope] = added
             self.failures.pop(scope, None)
-        self._wake.set()  # the thread, if it runs, beats it now
+        if self._thread is not None:
+            self._send([added], strict=False)
+            self._wake.set()  # the thread looks again at when the next beat is due
 
     def remove(self, scope: str, *, disarm: bool = True) -> None:
         """Stops beating ``scope``; disarms its switch unless ``disarm`` is False."""

@@ -278,7 +278,7 @@ def parser() -> argparse.ArgumentParser:
 
     backfill = commands.add_parser(
         "backfill-indexes",
-        help="index switches and deaths stored before the indexes existed (AWS credentials)",
+        help="bring records stored by an older version to today's keys (AWS credentials)",
     )
     _table_arguments(backfill)
     backfill.set_defaults(run=cmd_backfill_indexes)

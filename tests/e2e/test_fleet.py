@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.conftest import ROOT
 from tests.e2e.clients import open_session
 from vigil.beater import Beater
 from vigil.people.client import Endpoint, RestClient, rest_base
@@ -78,3 +79,32 @@ def test_the_beater_beats_from_its_thread_and_disarms_on_exit(state: dict[str, A
         assert {switch["state"] for switch in found} == {"armed"}
     after = {agent.call("resume_packet", {"scope": s})["state"] for s in scopes}
     assert after == {"disarmed"}
+
+
+def test_the_readmes_first_agent_example_runs_as_written(state: dict[str, Any]) -> None:
+    """The README's "Keep an agent alive" block, run against this runtime: its switches are
+    armed while it runs, labelled as it says, and disarmed when it ends."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Keep an agent alive") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    _, secret = _agent(state, "readme-agent")
+    stem = uuid.uuid4().hex[:6]
+    operator = _rest(state, state["operator_secret"])
+    seen: list[dict[str, Any]] = []
+
+    def render(part: str) -> None:
+        seen.extend(
+            operator.call("list_switches", {"scope_prefix": f"nightly-report-{stem}"})["switches"]
+        )
+
+    code = code.replace('"http://127.0.0.1:8080"', repr(rest_base(state["rest_url"])))
+    code = code.replace('"nightly-report', f'"nightly-report-{stem}')
+    exec(code, {"secret": secret, "parts": ["north", "south"], "render": render})
+    assert {(s["scope"], s["state"]) for s in seen} >= {
+        (f"nightly-report-{stem}", "armed"),
+        (f"nightly-report-{stem}/north", "armed"),
+        (f"nightly-report-{stem}/south", "armed"),
+    }
+    after = operator.call("list_switches", {"scope_prefix": f"nightly-report-{stem}"})
+    assert {s["state"] for s in after["switches"]} == {"disarmed"}
+    assert {s["agent_id"] for s in after["switches"]} >= {"worker-north", "worker-south"}

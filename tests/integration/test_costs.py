@@ -111,3 +111,33 @@ def test_a_beat_in_a_batch_of_50_costs_at_most_70_cents_a_million_through_the_ht
         assert row["dynamodb"] == pytest.approx(0.625 + 0.0625 / 50)
         # Every choice, the default's logs included, leaves the batch its duration.
         assert row["budget_ms"] >= BATCH_DURATION_FLOOR_MS, row
+
+
+def test_the_capacity_plan_prices_a_beat_as_the_cost_model_measures_it(
+    figures: dict[str, Any],
+) -> None:
+    """vigil plan's price of a beat, part by part, is the cost model's for the template's
+    defaults, alone and in a batch of 50; its durations are the floors these tests hold."""
+    from vigil.infra.plan import BATCHED_BEAT_MS, CALL_MS, per_beat_usd
+
+    assert CALL_MS == DURATION_FLOOR_MS
+    assert pytest.approx(BATCH_DURATION_FLOOR_MS, abs=5) == CALL_MS + 49 * BATCHED_BEAT_MS
+    defaults = ("HttpApi", "INFO", "WARN", "on")
+
+    def measured(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        return next(
+            row
+            for row in rows
+            if (row["FrontDoor"], row["LogLevel"], row["PlatformLogLevel"], row["ApiAccessLog"])
+            == defaults
+        )
+
+    for batch, row in (
+        (1, measured(figures["choices"])),
+        (50, measured(figures["batch"]["choices"])),
+    ):
+        planned = per_beat_usd(batch)
+        for part in ("http_api", "lambda_request", "dynamodb"):
+            assert planned[part] * 1e6 == pytest.approx(row[part], rel=1e-6), (batch, part)
+        # Log bytes: the plan's are the single beat's lines; a batch's answer is longer.
+        assert planned["logs"] * 1e6 == pytest.approx(row["logs"], rel=0.05), batch

@@ -222,3 +222,16 @@ def test_a_wrong_secret_or_no_answer_fails_at_start(world: World, agent: tuple[s
     b = beater(world, Service(world, "not-a-secret"), "a")
     b.beat_due()
     assert (b.beating, b.failures["a"].code) == ([], "unauthenticated")
+
+
+def test_a_scope_added_while_running_is_armed_when_add_returns(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    world.call("heartbeat", watcher[1], scope="theirs", expect_within_seconds=300)
+    service = Service(world, agent[1])
+    with beater(world, service, "first") as b:
+        b.add("second", window=90, agent_id="worker-2")
+        assert state(world, "second") == "armed"
+        b.add("theirs")
+        assert b.failures["theirs"].code == "forbidden"
+        assert b.beating == ["first", "second"]

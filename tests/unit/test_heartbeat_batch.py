@@ -58,7 +58,10 @@ def test_a_batch_arms_each_scope_once_and_steady_batches_arm_nothing(
 
 
 def test_one_bad_beat_is_refused_alone_with_its_own_typed_error(
-    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+    world: World,
+    agent: tuple[str, str],
+    watcher: tuple[str, str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     world.call("heartbeat", watcher[1], scope="theirs", expect_within_seconds=30)
     beats: list[Any] = [
@@ -89,6 +92,12 @@ def test_one_bad_beat_is_refused_alone_with_its_own_typed_error(
         None,
     ]
     assert result["failed"] == 7
+    # The operator's logs say which beats were refused, by code, in one line for the call.
+    (line,) = [r for r in caplog.records if r.getMessage() == "beats refused"]
+    assert line.fields == {  # type: ignore[attr-defined]
+        "beats": 9,
+        "refused": {"invalid_argument": 5, "forbidden": 1, "not_found": 1},
+    }
     refused = result["results"]
     # A malformed beat's error names it and where its problem is, as a heartbeat's would.
     assert refused[1]["error"]["details"]["index"] == 1

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -33,6 +34,17 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=WIDTH, thread_name_prefix="vigil-fanout")
         return _pool
+
+
+@contextmanager
+def one_at_a_time() -> Iterator[None]:
+    """Inside, ``each`` runs its pieces one after another (``serial``), as before outside."""
+    global serial
+    before, serial = serial, True
+    try:
+        yield
+    finally:
+        serial = before
 
 
 def each(items: Sequence[T], work: Callable[[T], R]) -> list[R]:

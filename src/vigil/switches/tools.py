@@ -6,6 +6,7 @@ vigil.switches.watch_tools, operators' pauses theirs in vigil.switches.pause_too
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
@@ -22,7 +23,7 @@ from vigil.kit.publish import Publish
 from vigil.kit.tooling import AgentLabel, Output, Scope, StrictInput, Tool
 from vigil.kit.validation import validated
 from vigil.mailboxes.queues import MailboxQueues
-from vigil.observability import get_logger
+from vigil.observability import get_logger, log_event
 from vigil.progress.tools import ProgressSummary
 from vigil.quotas.records import Quotas
 from vigil.switches.engine import HELD_PAGE, SwitchEngine
@@ -368,9 +369,11 @@ def heartbeat_batch(ctx: SwitchContext, args: HeartbeatBatchInput) -> HeartbeatB
             return _refused(item.scope, unavailable())
 
     results = fanout.each(beats, run)
-    return HeartbeatBatchResult(
-        results=results, failed=sum(outcome.error is not None for outcome in results)
-    )
+    refused = Counter(outcome.error.code.value for outcome in results if outcome.error)
+    if refused:
+        # The call's own line says it answered; this one says which of its beats did not.
+        log_event(log, "beats refused", beats=len(results), refused=dict(refused))
+    return HeartbeatBatchResult(results=results, failed=sum(refused.values()))
 
 
 def _parsed(item: object, index: int, seen: set[str]) -> BeatInput | VigilError:
