@@ -175,9 +175,31 @@ def assert_published(tool: str, result: dict[str, Any]) -> None:
         schema.validate(result)
 
 
-def assert_refused(outcome: Outcome, code: str) -> None:
-    """A typed refusal with exactly ``code`` that echoes no value the harness invented."""
+# Tools that validate each item of a list apart, answering each in its own result: a defect
+# inside item n is item n's refusal, in a call that answers (docs/TOOLS.md, heartbeat_batch).
+ANSWERED_APART = {"heartbeat_batch": ("beats", "results")}
+
+
+def item_of(tool: str, label: str) -> int | None:
+    """The item of ``tool``'s list that the defect ``label`` lies in, if the tool answers
+    its items apart."""
+    if tool not in ANSWERED_APART:
+        return None
+    found = re.match(rf"{ANSWERED_APART[tool][0]}\.(\d+)[.:]", label)
+    return int(found[1]) if found else None
+
+
+def assert_refused(outcome: Outcome, code: str, *, tool: str = "", label: str = "") -> None:
+    """A typed refusal with exactly ``code`` that echoes no value the harness invented: the
+    call's, or, for a defect inside an item answered apart, that item's."""
     assert_clean(outcome)
-    assert outcome.code == code, f"expected {code}: {outcome.describe()}"
+    item = item_of(tool, label)
+    if item is not None and code == "invalid_argument":
+        assert outcome.result is not None, f"expected item {item} refused: {outcome.describe()}"
+        answered = outcome.result[ANSWERED_APART[tool][1]][item]
+        assert answered["error"] is not None, f"item {item} answered: {outcome.describe()}"
+        assert answered["error"]["code"] == code, f"expected {code}: {outcome.describe()}"
+    else:
+        assert outcome.code == code, f"expected {code}: {outcome.describe()}"
     echoed = _ECHO.search(outcome.body.decode(errors="replace"))
     assert echoed is None, f"the refusal echoes an argument value: {outcome.describe()}"

@@ -78,7 +78,7 @@ def test_every_single_defect_is_refused_and_changes_nothing(
                 arguments = _fresh_retry_key(tool, arguments)
             outcome = world.call(door, tool.name, arguments, actor)
             try:
-                assert_refused(outcome, code)
+                assert_refused(outcome, code, tool=tool.name, label=mutation.label)
                 moved = watch.moved()
                 assert not moved, f"the state changed: {moved}"
             except AssertionError as error:
@@ -131,7 +131,9 @@ def test_generated_arguments_never_crash_and_their_defects_are_refused(
         outcome = world.call(
             data.draw(st.sampled_from(DOORS)), tool.name, mutation.arguments, actor
         )
-        assert_refused(outcome, expected_code(tool, mutation, actor))
+        assert_refused(
+            outcome, expected_code(tool, mutation, actor), tool=tool.name, label=mutation.label
+        )
         assert not watch.moved(), mutation.label
 
     check()

@@ -47,6 +47,7 @@ WALK: tuple[str, ...] = (
     # files before a leave ends its part in it.
     "change_chat_membership",
     "heartbeat",
+    "heartbeat_batch",
     "resume_packet",
     "list_switches",
     "list_deaths",
