@@ -102,3 +102,16 @@ def test_scale_md_shows_what_vigil_plan_prints(capsys: pytest.CaptureFixture[str
     for command, shown in blocks:
         assert main(shlex.split(command)[1:]) == 0
         assert capsys.readouterr().out == shown, command
+
+
+def test_a_function_url_reserves_ten_requests_a_second_a_unit_twice_over() -> None:
+    """A Function URL has no throttle but its reserved concurrency, and Lambda serves at most
+    ten requests a second for each unit: 2,500 requests a second need 250 units, 500 with room."""
+    found = plan(Fleet(agents=50_000, beat_every=20, window=60, namespaces=5, door="FunctionUrl"))
+    assert found.calls == pytest.approx(2500)
+    assert found.api_concurrency == pytest.approx(250)
+    assert (found.parameters["FrontDoor"], found.parameters["ApiReservedConcurrency"]) == (
+        "FunctionUrl",
+        500,
+    )
+    assert "ApiRateLimit" not in found.parameters

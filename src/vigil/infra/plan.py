@@ -66,10 +66,12 @@ ARMS_PER_SECOND_PER_NAMESPACE = PARTITION_WRITE_UNITS // 2
 # docs.aws.amazon.com/apigateway/latest/developerguide/limits.html
 ACCOUNT_API_RATE = 10_000
 ACCOUNT_API_BURST = 5000
-# Lambda: 1,000 concurrent executions per account and Region; 100 always stay unreserved.
-# docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+# Lambda: 1,000 concurrent executions per account and Region; 100 always stay unreserved; and
+# a function takes at most 10 requests a second for each unit of its concurrency.
+# docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html, .../scaling-behavior.html
 ACCOUNT_CONCURRENCY = 1000
 UNRESERVED = 100
+REQUESTS_PER_CONCURRENCY = 10
 # EventBridge Scheduler: schedules created and invoked, 1,000 a second each in the quota this
 # plan assumes (docs.aws.amazon.com/scheduler/latest/UserGuide/scheduler-quotas.html; some
 # Regions allow 5,000 CreateSchedule calls a second).
@@ -172,7 +174,8 @@ def plan(fleet: Fleet) -> Plan:
     writes = beats * WRITE_UNITS_PER_BEAT + rearms
     reads = calls * READ_UNITS_PER_CALL + rearms + sweep
     call_ms = CALL_MS + (fleet.batch - 1) * BATCHED_BEAT_MS
-    api_concurrency = calls * call_ms / 1000
+    # What the API function holds at once, and never less than its request rate allows.
+    api_concurrency = max(calls * call_ms / 1000, calls / REQUESTS_PER_CONCURRENCY)
     alarm_concurrency = rearms / TIMERS_PER_BATCH * (REARM_MS * TIMERS_PER_BATCH) / 1000
 
     parameters: dict[str, int | str] = {}
@@ -303,7 +306,9 @@ def ceilings(fleet: Fleet) -> list[tuple[int, str]]:
     reads = (
         calls * READ_UNITS_PER_CALL + rearms + SWEEP_READ_UNITS_PER_SWITCH / (SWEEP_MINUTES * 60)
     )
-    call_seconds = (CALL_MS + (fleet.batch - 1) * BATCHED_BEAT_MS) / 1000
+    call_seconds = max(
+        (CALL_MS + (fleet.batch - 1) * BATCHED_BEAT_MS) / 1000, 1 / REQUESTS_PER_CONCURRENCY
+    )
     api_concurrency = ACCOUNT_CONCURRENCY - DEFAULT_ALARM_CONCURRENCY - UNRESERVED
     found = [
         (DEFAULT_ARMED_SWITCHES * fleet.namespaces, "QuotaArmedSwitches (25,000 a namespace)"),
