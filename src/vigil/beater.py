@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
-from vigil.people.client import Endpoint, Failure, Refused, RestClient, rest_base
+from vigil.people.client import (
+    TIMEOUT_SECONDS,
+    Endpoint,
+    Failure,
+    Refused,
+    RestClient,
+    Unreachable,
+    rest_base,
+)
 
 log = logging.getLogger("vigil.beater")
 
@@ -107,12 +115,17 @@ class Beater(contextlib.ContextDecorator):
     jitter: Callable[[], float] = field(default=random.random, repr=False)
 
     def __post_init__(self) -> None:
+        self._client: RestClient | None = None
         if self.call is None:
-            endpoint = Endpoint(rest_base(self.url), self.secret, "Beater")
-            self.call = RestClient(endpoint).once
+            self._client = RestClient(Endpoint(rest_base(self.url), self.secret, "Beater"))
+            self.call = self._client.once
         self._call: Call = self.call
         self._scopes: dict[str, _Scope] = {}
+        # _lock guards the scopes and failures; _sending is held around every call, so that
+        # one call at a time changes a scope's switch (the thread's round, add, remove, stop)
+        # and a scope's timing fields, and none re-arms a switch another has just disarmed.
         self._lock = threading.Lock()
+        self._sending = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -145,15 +158,19 @@ class Beater(contextlib.ContextDecorator):
             self._scopes[scope] = added
             self.failures.pop(scope, None)
         if self._thread is not None:
-            self._send([added], strict=False)
+            with self._sending:
+                # Not once stopping: stop's disarm may already have run without this scope.
+                if not self._stop.is_set() and self._current([added]):
+                    self._send([added], strict=False)
             self._wake.set()  # the thread looks again at when the next beat is due
 
     def remove(self, scope: str, *, disarm: bool = True) -> None:
         """Stops beating ``scope``; disarms its switch unless ``disarm`` is False."""
-        with self._lock:
-            gone = self._scopes.pop(scope, None)
-        if gone is not None and disarm:
-            self._disarm([gone])
+        with self._sending:
+            with self._lock:
+                gone = self._scopes.pop(scope, None)
+            if gone is not None and disarm:
+                self._disarm([gone])
 
     @property
     def beating(self) -> list[str]:
@@ -163,11 +180,18 @@ class Beater(contextlib.ContextDecorator):
     # -- running ---------------------------------------------------------------------------
     def start(self) -> Beater:
         """Beats every scope once, here, then goes on in a background thread. A first round
-        that is not answered, or refused as a whole (a wrong URL or secret), raises its
-        ``Failure`` here: nothing was armed."""
+        with a call not answered, or refused as a whole (a wrong URL or secret), raises its
+        ``Failure`` here, once what that round armed is disarmed again."""
         if self._thread is not None:
             raise RuntimeError("this Beater is running already")
-        self.beat_due(strict=True)
+        try:
+            self.beat_due(strict=True)
+        except BaseException:
+            with self._lock:
+                armed = [s for s in self._scopes.values() if s.deadline is not None]
+            with self._sending:
+                self._disarm(armed)
+            raise
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="vigil-beater", daemon=True)
         self._thread.start()
@@ -181,9 +205,10 @@ class Beater(contextlib.ContextDecorator):
             self._thread.join()
             self._thread = None
         if disarm:
-            with self._lock:
-                scopes = list(self._scopes.values())
-            self._disarm(scopes)
+            with self._sending:
+                with self._lock:
+                    scopes = list(self._scopes.values())
+                self._disarm(scopes)
 
     def __enter__(self) -> Beater:
         return self.start()
@@ -220,15 +245,36 @@ class Beater(contextlib.ContextDecorator):
                 if s.due <= now + (0.0 if s.retries else s.window * GATHER)
             ]
         for start in range(0, len(due), BATCH):
-            self._send(due[start : start + BATCH], strict)
+            with self._sending:
+                batch = self._current(due[start : start + BATCH])
+                if batch:
+                    self._send(batch, strict)
         with self._lock:
             if not self._scopes:
                 return 3600.0
             return max(0.0, min(s.due for s in self._scopes.values()) - self.clock())
 
+    def _current(self, scopes: list[_Scope]) -> list[_Scope]:
+        """Those of ``scopes`` still beaten (not removed, nor replaced by a later ``add``)."""
+        with self._lock:
+            return [s for s in scopes if self._scopes.get(s.name) is s]
+
+    def _batch(self, scopes: list[_Scope], disarm: bool = False) -> list[dict[str, Any]]:
+        """One heartbeat_batch call's answers, one per scope, in order; ``Unreachable`` for
+        an answer that is not that. Called with ``_sending`` held."""
+        if self._client is not None:
+            # A call that hangs must not spend the shortest window's time to retry in.
+            shortest = min(scope.window for scope in scopes)
+            self._client.timeout = max(1.0, min(TIMEOUT_SECONDS, shortest / 6))
+        answer = self._call("heartbeat_batch", {"beats": [scope.beat(disarm) for scope in scopes]})
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if not isinstance(results, list) or len(results) != len(scopes):
+            raise Unreachable("the endpoint answered, but not with a result for each beat")
+        return results
+
     def _send(self, scopes: list[_Scope], strict: bool) -> None:
         try:
-            answer = self._call("heartbeat_batch", {"beats": [s.beat() for s in scopes]})
+            results = self._batch(scopes)
         except Refused as refused:
             if strict:
                 raise
@@ -243,7 +289,7 @@ class Beater(contextlib.ContextDecorator):
                 raise
             self._retry_later(scopes)
             return
-        for scope, outcome in zip(scopes, answer["results"], strict=True):
+        for scope, outcome in zip(scopes, results, strict=True):
             error = outcome.get("error")
             if error is None:
                 now = self.clock()
@@ -275,29 +321,35 @@ class Beater(contextlib.ContextDecorator):
         log.warning("stopped beating %s: %s", scope.name, code)
 
     def _disarm(self, scopes: list[_Scope]) -> None:
-        """Disarms ``scopes``' switches, retrying what may pass for up to DISARM_SECONDS."""
+        """Disarms ``scopes``' switches, retrying what may pass, with jittered growing waits,
+        for up to DISARM_SECONDS. Called with ``_sending`` held."""
         until = self.clock() + DISARM_SECONDS
         waiting = list(scopes)
         retries = 0
         while waiting:
+            if retries and self.clock() > until:
+                log.warning("could not disarm %d switch(es) in time", len(waiting))
+                return
             batch, waiting = waiting[:BATCH], waiting[BATCH:]
+            again: list[_Scope] = []
             try:
-                answer = self._call(
-                    "heartbeat_batch", {"beats": [s.beat(disarm=True) for s in batch]}
-                )
+                results = self._batch(batch, disarm=True)
             except Failure as failed:
-                if (isinstance(failed, Refused) and not failed.retryable) or self.clock() > until:
-                    log.warning("could not disarm %d switch(es): %s", len(batch), failed)
+                if isinstance(failed, Refused) and not failed.retryable:
+                    log.warning("could not disarm %d switch(es): %s", len(batch), failed.code)
                     continue
-                retries += 1
-                self.sleep(self.jitter() * min(2.0, FIRST_RETRY_SECONDS * 2.0**retries))
-                waiting = batch + waiting
-                continue
-            for scope, outcome in zip(batch, answer["results"], strict=True):
-                error = outcome.get("error")
-                # Not found: never armed, or already stopped; nothing to disarm.
-                if error is not None and error["code"] != "not_found":
-                    if error.get("retryable") and self.clock() <= until:
-                        waiting.append(scope)
+                again = batch
+            else:
+                for scope, outcome in zip(batch, results, strict=True):
+                    error = outcome.get("error")
+                    # Not found: never armed, or already stopped; nothing to disarm.
+                    if error is None or error["code"] == "not_found":
+                        continue
+                    if error.get("retryable"):
+                        again.append(scope)
                     else:
                         log.warning("could not disarm %s: %s", scope.name, error["code"])
+            if again:
+                retries += 1
+                self.sleep(self.jitter() * min(2.0, FIRST_RETRY_SECONDS * 2.0**retries))
+                waiting = again + waiting

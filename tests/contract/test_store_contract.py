@@ -220,3 +220,13 @@ def test_a_principal_stored_before_it_had_its_own_copy_is_read_and_backfilled(
     dynamo_store.commit([dynamo_store.save_principal(changed)])
     assert DynamoIdentity(client, table).spread_principal(item) is False
     assert dynamo_store.get_principal("acme", older.id) == changed
+    # A version that writes no copy (a rollback) revokes it: the copy is older than the listed
+    # item, and the revoked secret would still authenticate, until the backfill repairs it.
+    revoked = changed.model_copy(update={"status": "revoked", "version": 3})
+    client.put_item(
+        TableName=table,
+        Item={**item, "version": {"N": "3"}, "doc": {"S": revoked.model_dump_json()}},
+    )
+    assert dynamo_store.get_principal("acme", older.id) == changed
+    assert backfill_indexes(client, table).principals_spread == 1
+    assert dynamo_store.get_principal("acme", older.id) == revoked

@@ -5,6 +5,7 @@ over HTTP (tests/e2e/test_beater.py runs it against the local runtime); the cloc
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -235,3 +236,99 @@ def test_a_scope_added_while_running_is_armed_when_add_returns(
         b.add("theirs")
         assert b.failures["theirs"].code == "forbidden"
         assert b.beating == ["first", "second"]
+
+
+def test_a_scope_removed_while_its_beat_is_in_flight_ends_disarmed(
+    world: World, agent: tuple[str, str]
+) -> None:
+    """One call at a time changes a switch: the removal waits for the round's beat, then
+    disarms; the round's beat never lands after the disarm."""
+    service = Service(world, agent[1])
+    b = beater(world, service, "a", window=30)
+    b.beat_due()
+    world.clock.advance(10)
+    blocked: list[bool] = []
+    answer = service.__call__
+
+    def in_flight(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not blocked:
+            remover = threading.Thread(target=b.remove, args=("a",))
+            remover.start()
+            remover.join(timeout=0.2)
+            blocked.append(remover.is_alive())  # waiting for this call to end
+            removers.append(remover)
+            return answer(tool, arguments)
+        return answer(tool, arguments)
+
+    removers: list[threading.Thread] = []
+    b._call = in_flight
+    b.beat_due()
+    removers[0].join(timeout=5)
+    assert blocked == [True]
+    assert state(world, "a") == "disarmed"
+    assert b.beating == []
+
+
+def test_a_start_that_fails_midway_disarms_what_it_armed(
+    world: World, agent: tuple[str, str]
+) -> None:
+    service = Service(world, agent[1])
+    scopes = [f"job-{n}" for n in range(150)]
+    answer = service.__call__
+    calls = []
+
+    def second_fails(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        calls.append(len(arguments["beats"]))
+        if len(calls) == 2:
+            raise Unreachable("no answer")
+        return answer(tool, arguments)
+
+    b = beater(world, service, *scopes)
+    b._call = second_fails
+    with pytest.raises(Unreachable), b:
+        pass
+    assert calls[:2] == [100, 50]
+    assert {state(world, s) for s in scopes[:100]} == {"disarmed"}
+    assert {state(world, s) for s in scopes[100:]} == {None}
+
+
+def test_disarming_waits_between_retries_and_gives_up_in_time(
+    world: World, agent: tuple[str, str]
+) -> None:
+    service = Service(world, agent[1])
+    b = beater(world, service, "a")
+    b.beat_due()
+    answer = service.__call__
+    calls = []
+
+    def always_throttled(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        calls.append(arguments)
+        error = throttled("busy", 1).to_dict()
+        return {"results": [{"scope": "a", "result": None, "error": error}], "failed": 1}
+
+    b._call = always_throttled
+    b.stop()
+    # Waits of 1, 2, 2, 2... seconds (the jitter's top) until DISARM_SECONDS have passed.
+    assert 3 <= len(calls) <= 8
+    assert state(world, "a") == "armed"
+    b._call = answer
+    b.remove("a")
+    assert state(world, "a") == "disarmed"
+
+
+def test_an_answer_that_is_not_vigils_is_retried_like_no_answer(
+    world: World, agent: tuple[str, str]
+) -> None:
+    service = Service(world, agent[1])
+    b = beater(world, service, "a", window=30)
+    b.beat_due()
+    world.clock.advance(10)
+    b._call = lambda tool, arguments: {"hello": "proxy"}
+    assert b.beat_due() == pytest.approx(0.5)  # a retry, with its jittered wait
+    assert b.beating == ["a"]
+    b._call = service
+    world.clock.advance(0.5)
+    b.beat_due()
+    switch = world.store.get_switch("acme", "a")
+    assert switch is not None
+    assert switch.beats == 2

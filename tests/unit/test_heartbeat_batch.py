@@ -103,6 +103,7 @@ def test_one_bad_beat_is_refused_alone_with_its_own_typed_error(
     assert refused[1]["error"]["details"]["index"] == 1
     assert refused[1]["error"]["details"]["problems"][0]["field"] == "expect_within_seconds"
     assert refused[1]["error"]["retryable"] is False
+    assert refused[2]["error"]["details"] == {"index": 2}
     assert "repeats the scope" in refused[4]["error"]["message"]
     assert refused[7]["error"]["details"]["problems"][0]["field"] == "agent_key"
     assert refused[5]["scope"] == "theirs"

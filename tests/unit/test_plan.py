@@ -115,3 +115,9 @@ def test_a_function_url_reserves_ten_requests_a_second_a_unit_twice_over() -> No
         500,
     )
     assert "ApiRateLimit" not in found.parameters
+
+
+def test_a_batch_holds_at_most_the_fleet() -> None:
+    small = plan(Fleet(agents=50, beat_every=30, window=90, batch=100))
+    assert small.fleet.batch == 50
+    assert small.calls == pytest.approx(1 / 30)  # one call of fifty beats every 30 s

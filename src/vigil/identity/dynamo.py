@@ -8,7 +8,7 @@ uses, the authentication of every call among them. A namespace's calls would oth
 one partition, which takes 3,000 read units a second: about 6,000 calls a second for a whole
 namespace, however many agents it has. A principal stored before it had its own copy is read
 from the namespace's partition, and ``spread_principal`` (run by ``vigil backfill-indexes``)
-gives it one."""
+gives it one, or a newer one where a version that wrote no copy changed it since (a rollback)."""
 
 from __future__ import annotations
 
@@ -111,14 +111,21 @@ class DynamoIdentity(DynamoBase, IdentityStore, SignInStore):
         return DynamoWrite([*write.items, copy])
 
     def spread_principal(self, listed: dict[str, Any]) -> bool:
-        """Gives a principal stored before principals had their own copy its copy, as listed
-        (``listed`` is its item in the namespace's partition); whether it wrote one. Only where
-        there is none: a write since has put its own, which is as new as the listed item."""
+        """Gives a principal its own copy as listed (``listed`` is its item in the namespace's
+        partition) where it has none, or an older one; whether it wrote one. An older copy can
+        only come from a write by a version of Vigil that wrote no copy, after one that did (a
+        rollback): this repairs it. A copy as new as the listed item is left as it is."""
         if not listed["sk"]["S"].startswith("PRINCIPAL#") or not listed["pk"]["S"].startswith(
             "NS#"
         ):
             return False
-        return self._put_new(_own_item(listed))
+        return self._written(
+            self.client.put_item,
+            Item=_own_item(listed),
+            ConditionExpression="attribute_not_exists(pk) OR #v < :listed",
+            ExpressionAttributeNames={"#v": "version"},
+            ExpressionAttributeValues={":listed": listed["version"]},
+        )
 
     def list_principals(
         self, namespace: str, kind: Kind, start_after: str | None, limit: int

@@ -11,7 +11,7 @@ explains the formulas and shows the plan for 10k, 100k and 1M agents.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vigil.infra.prices import GB, MONTH_SECONDS, PRICE
 
@@ -166,6 +166,8 @@ def per_beat_usd(batch: int, door: str = "HttpApi") -> dict[str, float]:
 
 
 def plan(fleet: Fleet) -> Plan:
+    # A batch holds at most the fleet: fifty agents make batches of fifty, whatever --batch.
+    fleet = replace(fleet, batch=min(fleet.batch, fleet.agents))
     beats = fleet.agents / fleet.beat_every
     calls = beats / fleet.batch
     rearms = REARMS_PER_WINDOW * fleet.agents / fleet.window

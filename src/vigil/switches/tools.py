@@ -380,7 +380,7 @@ def _parsed(item: object, index: int, seen: set[str]) -> BeatInput | VigilError:
     """Beat number ``index`` validated alone; a scope that an earlier beat of the batch named
     is refused (two writes to one switch in one call would race each other)."""
     if not isinstance(item, dict):
-        return invalid(f"beat {index} is not a JSON object")
+        return invalid(f"beat {index} is not a JSON object", index=index)
     try:
         beat = validated(BeatInput, item, f"beat {index} does not match a beat's schema")
     except VigilError as error:
