@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -75,8 +76,14 @@ def aws_client(service: str, read_timeout: int = 5) -> Any:
     return _session().create_client(service, config=config)
 
 
+# botocore's session is not safe for threads: two clients built at once from it can fail. A
+# call's pieces may run side by side (a batch's beats) and meet a client unbuilt together.
+_BUILDING = threading.Lock()
+
+
 class OnFirstUse:
-    """Stands in for an AWS client and builds it when it is first used."""
+    """Stands in for an AWS client and builds it when it is first used, once, whichever
+    threads use it first."""
 
     def __init__(self, service: str, read_timeout: int = 5) -> None:
         self._service = service
@@ -89,7 +96,9 @@ class OnFirstUse:
 
     def __getattr__(self, name: str) -> Any:
         if self._client is None:
-            self._client = aws_client(self._service, self._read_timeout)
+            with _BUILDING:
+                if self._client is None:
+                    self._client = aws_client(self._service, self._read_timeout)
         return getattr(self._client, name)
 
 
