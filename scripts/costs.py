@@ -1466,14 +1466,22 @@ def report_steady(beats: dict[str, Measured], prices: Prices, facts: dict[str, A
         f"   Defaults: {', '.join(f'{k} {v}' for k, v in figures['defaults'].items())}; "
         "API Gateway cannot sample an access log: on or off."
     )
+    print_choices(figures["choices"], digits=2, per="beat")
+    report_batch(figures["batch"])
+
+
+def print_choices(rows: list[dict[str, Any]], digits: int, per: str) -> None:
+    """The price of each choice, part by part, and the billed ms its goal leaves ``per`` call
+    or beat."""
+    leaves = "the goal leaves" if per == "beat" else "per call the goal leaves"
     print(
         f"{'FrontDoor':12} {'LogLevel':8} {'platform':8} {'access':6} {'HTTP API':>8} "
         f"{'Lambda':>6} {'DynamoDB':>8} {'duration':>8} {'logs':>5} {'total':>6} "
-        f"{'goal':>5}  billed ms the goal leaves"
+        f"{'goal':>5}  billed ms {leaves}"
     )
-    for choice, row in zip(CHOICES, figures["choices"], strict=True):
+    for choice, row in zip(CHOICES, rows, strict=True):
         cells = " ".join(
-            f"{row[name]:{width}.2f}"
+            f"{row[name]:{width}.{digits}f}"
             for name, width in (
                 ("http_api", 8),
                 ("lambda_request", 6),
@@ -1485,9 +1493,8 @@ def report_steady(beats: dict[str, Measured], prices: Prices, facts: dict[str, A
             )
         )
         budget = row["budget_ms"]
-        left = f"{budget} (this beat bills {row['billed_ms']})" if budget >= 0 else "none"
+        left = f"{budget} (this {per} bills {row['billed_ms']})" if budget >= 0 else "none"
         print(f"{choice.label} {cells}  {left}")
-    report_batch(figures["batch"])
 
 
 def report_batch(batch: dict[str, Any]) -> None:
@@ -1499,27 +1506,7 @@ def report_batch(batch: dict[str, Any]) -> None:
         f"{batch['median_ms']:.1f} ms with the beats one after another on moto; on AWS they "
         "run ten at a time."
     )
-    print(
-        f"{'FrontDoor':12} {'LogLevel':8} {'platform':8} {'access':6} {'HTTP API':>8} "
-        f"{'Lambda':>6} {'DynamoDB':>8} {'duration':>8} {'logs':>5} {'total':>6} "
-        f"{'goal':>5}  billed ms per call the goal leaves"
-    )
-    for choice, row in zip(CHOICES, batch["choices"], strict=True):
-        cells = " ".join(
-            f"{row[name]:{width}.3f}"
-            for name, width in (
-                ("http_api", 8),
-                ("lambda_request", 6),
-                ("dynamodb", 8),
-                ("duration", 8),
-                ("logs", 5),
-                ("total", 6),
-                ("goal", 5),
-            )
-        )
-        budget = row["budget_ms"]
-        left = f"{budget} (this call bills {row['billed_ms']})" if budget >= 0 else "none"
-        print(f"{choice.label} {cells}  {left}")
+    print_choices(batch["choices"], digits=3, per="call")
 
 
 def report(

@@ -127,7 +127,7 @@ def cmd_backfill_indexes(args: argparse.Namespace) -> int:
     """Indexes the switches and deaths stored before list_switches and list_deaths existed, and
     the armed switches stored before the sweep's index; moves the leases stored before leases
     had partitions of their own."""
-    from vigil.switches.dynamo import backfill_indexes
+    from vigil.stores.backfill import backfill_indexes
     from vigil.wiring import aws_client
 
     table = args.table or _table_of_stack(args.stack)

@@ -14,8 +14,8 @@ from vigil.kit.idempotency import IdempotencyRecord
 from vigil.kit.uow import ConditionFailed
 from vigil.leases.records import Lease, granted
 from vigil.store import Store
+from vigil.stores.backfill import backfill_indexes
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.dynamo import backfill_indexes
 
 HOLDER = "agt_aaaaaaaaaaaaaaaa"
 OTHER = "agt_bbbbbbbbbbbbbbbb"

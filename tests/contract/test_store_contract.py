@@ -13,8 +13,8 @@ from vigil.kit.idempotency import IdempotencyRecord
 from vigil.kit.principals import new_principal_id
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
+from vigil.stores.backfill import backfill_indexes
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.dynamo import backfill_indexes
 
 
 def principal(

@@ -11,8 +11,9 @@ import pytest
 from vigil.clock import ManualClock, to_ms
 from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
+from vigil.stores.backfill import backfill_indexes
 from vigil.stores.dynamo import DynamoStore
-from vigil.switches.dynamo import DEATH_INDEX, DEATH_SHARDS, backfill_indexes
+from vigil.switches.dynamo import DEATH_INDEX, DEATH_SHARDS
 from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
 from vigil.switches.store import SWEEP_SHARDS, ArmedAlarm, sweep_shard
 

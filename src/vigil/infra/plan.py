@@ -22,7 +22,8 @@ WRITE_UNITS_PER_BEAT = 1.0
 READ_UNITS_PER_CALL = 0.5
 # Vigil's own log line per call at LogLevel INFO and the HTTP API's access log line (the
 # template's defaults), measured by scripts/costs.py; a batch's answer makes its line longer.
-LOG_BYTES_PER_CALL = 295 + 239
+VIGIL_LOG_BYTES = 295
+ACCESS_LOG_BYTES = 239
 # The handler's billed time on AWS at 512 MB arm64: a single beat's two DynamoDB round trips and
 # its own work on a third of a vCPU (tests/integration/test_costs.py: DURATION_FLOOR_MS), and
 # for each further beat of a batch, its own work and its write, ten at a time
@@ -40,9 +41,8 @@ REARMS_PER_WINDOW = 1.5
 # docs/PERFORMANCE.md's table (scripts/costs.py, section 4).
 QUEUE_DELAY_SECONDS = 900
 REARM_USD = {"queue": 1.65e-6, "schedule": 4.11e-6}
-# The alarm function takes ten timers a batch; a re-arm is three AWS round trips.
+# A re-arm is three AWS round trips in the alarm function.
 REARM_MS = 15.0
-TIMERS_PER_BATCH = 10
 
 # -- the sweep, the net under the timers (docs/PERFORMANCE.md, "The sweep") --------------------
 # Per armed switch each run: half a read unit for the switch and its share of the index's pages.
@@ -149,15 +149,52 @@ class Plan:
         return sum(self.monthly_usd.values())
 
 
+def _call_ms(batch: int) -> float:
+    """The API function's billed time for a call of ``batch`` beats."""
+    return CALL_MS + (batch - 1) * BATCHED_BEAT_MS
+
+
+@dataclass(frozen=True)
+class _Load:
+    """What ``agents`` agents of a fleet's shape make the deployment do, a second."""
+
+    beats: float
+    calls: float
+    rearms: float
+    sweep_reads: float
+    writes: float
+    reads: float
+    api_concurrency: float
+    alarm_concurrency: float
+
+
+def _load(fleet: Fleet, agents: float) -> _Load:
+    beats = agents / fleet.beat_every
+    calls = beats / fleet.batch
+    rearms = REARMS_PER_WINDOW * agents / fleet.window
+    sweep = agents * SWEEP_READ_UNITS_PER_SWITCH / (SWEEP_MINUTES * 60)
+    return _Load(
+        beats=beats,
+        calls=calls,
+        rearms=rearms,
+        sweep_reads=sweep,
+        writes=beats * WRITE_UNITS_PER_BEAT + rearms,
+        reads=calls * READ_UNITS_PER_CALL + rearms + sweep,
+        # What the API function holds at once, and never less than its request rate allows.
+        api_concurrency=max(calls * _call_ms(fleet.batch) / 1000, calls / REQUESTS_PER_CONCURRENCY),
+        alarm_concurrency=rearms * (REARM_MS / 1000),
+    )
+
+
 def per_beat_usd(batch: int, door: str = "HttpApi") -> dict[str, float]:
     """A steady beat's price, USD, part by part, where it is sent ``batch`` to a call: each
     call's fees, authentication, time and log lines shared by its beats."""
-    call_ms = CALL_MS + (batch - 1) * BATCHED_BEAT_MS
+    log_bytes = VIGIL_LOG_BYTES + (ACCESS_LOG_BYTES if door == "HttpApi" else 0)
     per_call = {
         "http_api": PRICE["http_api_request"] if door == "HttpApi" else 0.0,
         "lambda_request": PRICE["lambda_request"],
-        "duration": math.ceil(call_ms) * MEMORY_GB * PRICE["lambda_arm64_gb_second"] / 1000,
-        "logs": (LOG_BYTES_PER_CALL if door == "HttpApi" else 295) / GB * PRICE["logs_ingested_gb"],
+        "duration": math.ceil(_call_ms(batch)) * MEMORY_GB * PRICE["lambda_arm64_gb_second"] / 1000,
+        "logs": log_bytes / GB * PRICE["logs_ingested_gb"],
         "dynamodb": READ_UNITS_PER_CALL * PRICE["dynamodb_read_unit"],
     }
     parts = {name: value / batch for name, value in per_call.items()}
@@ -168,17 +205,11 @@ def per_beat_usd(batch: int, door: str = "HttpApi") -> dict[str, float]:
 def plan(fleet: Fleet) -> Plan:
     # A batch holds at most the fleet: fifty agents make batches of fifty, whatever --batch.
     fleet = replace(fleet, batch=min(fleet.batch, fleet.agents))
-    beats = fleet.agents / fleet.beat_every
-    calls = beats / fleet.batch
-    rearms = REARMS_PER_WINDOW * fleet.agents / fleet.window
+    load = _load(fleet, fleet.agents)
+    beats, calls, rearms, sweep = load.beats, load.calls, load.rearms, load.sweep_reads
+    writes, reads = load.writes, load.reads
+    api_concurrency, alarm_concurrency = load.api_concurrency, load.alarm_concurrency
     scheduled = fleet.window > QUEUE_DELAY_SECONDS
-    sweep = fleet.agents * SWEEP_READ_UNITS_PER_SWITCH / (SWEEP_MINUTES * 60)
-    writes = beats * WRITE_UNITS_PER_BEAT + rearms
-    reads = calls * READ_UNITS_PER_CALL + rearms + sweep
-    call_ms = CALL_MS + (fleet.batch - 1) * BATCHED_BEAT_MS
-    # What the API function holds at once, and never less than its request rate allows.
-    api_concurrency = max(calls * call_ms / 1000, calls / REQUESTS_PER_CONCURRENCY)
-    alarm_concurrency = rearms / TIMERS_PER_BATCH * (REARM_MS * TIMERS_PER_BATCH) / 1000
 
     parameters: dict[str, int | str] = {}
     notes: list[str] = []
@@ -302,38 +333,31 @@ def ceilings(fleet: Fleet) -> list[tuple[int, str]]:
     """Each limit a deployment at the template's defaults has, and how many agents of the
     fleet's shape (its beats, window, batch and namespaces, whatever its size) reach it,
     fewest first: what runs out first as the fleet grows."""
-    calls = 1 / (fleet.beat_every * fleet.batch)  # per agent, a second
-    rearms = REARMS_PER_WINDOW / fleet.window
-    writes = WRITE_UNITS_PER_BEAT / fleet.beat_every + rearms
-    reads = (
-        calls * READ_UNITS_PER_CALL + rearms + SWEEP_READ_UNITS_PER_SWITCH / (SWEEP_MINUTES * 60)
-    )
-    call_seconds = max(
-        (CALL_MS + (fleet.batch - 1) * BATCHED_BEAT_MS) / 1000, 1 / REQUESTS_PER_CONCURRENCY
-    )
+    each = _load(fleet, 1)  # one agent's share, a second
     api_concurrency = ACCOUNT_CONCURRENCY - DEFAULT_ALARM_CONCURRENCY - UNRESERVED
     found = [
         (DEFAULT_ARMED_SWITCHES * fleet.namespaces, "QuotaArmedSwitches (25,000 a namespace)"),
-        (NEW_TABLE_WRITE_UNITS / writes, "a new table's 4,000 write units a second"),
-        (NEW_TABLE_READ_UNITS / reads, "a new table's 12,000 read units a second"),
-        (TABLE_UNITS / writes, "the table's quota of 40,000 write units a second"),
-        (TABLE_UNITS / reads, "the table's quota of 40,000 read units a second"),
+        (NEW_TABLE_WRITE_UNITS / each.writes, "a new table's 4,000 write units a second"),
+        (NEW_TABLE_READ_UNITS / each.reads, "a new table's 12,000 read units a second"),
+        (TABLE_UNITS / each.writes, "the table's quota of 40,000 write units a second"),
+        (TABLE_UNITS / each.reads, "the table's quota of 40,000 read units a second"),
         (
-            DEFAULT_ALARM_CONCURRENCY / (rearms * REARM_MS / 1000),
+            DEFAULT_ALARM_CONCURRENCY / each.alarm_concurrency,
             "AlarmConcurrency (250 timer batches at once)",
         ),
         (
-            api_concurrency / (calls * call_seconds),
+            api_concurrency / each.api_concurrency,
             "Lambda's 1,000 concurrent executions (650 left for the API)",
         ),
     ]
     if fleet.door == "HttpApi":
         found += [
-            (DEFAULT_API_RATE / calls, "ApiRateLimit (1,000 requests a second)"),
-            (ACCOUNT_API_RATE / calls, "API Gateway's 10,000 requests a second"),
+            (DEFAULT_API_RATE / each.calls, "ApiRateLimit (1,000 requests a second)"),
+            (ACCOUNT_API_RATE / each.calls, "API Gateway's 10,000 requests a second"),
         ]
     if fleet.window > QUEUE_DELAY_SECONDS:
-        found.append((SCHEDULER_RATE / rearms, "EventBridge Scheduler's 1,000 schedules a second"))
+        scheduler = "EventBridge Scheduler's 1,000 schedules a second"
+        found.append((SCHEDULER_RATE / each.rearms, scheduler))
     return sorted((int(agents), what) for agents, what in found)
 
 

@@ -4,7 +4,8 @@ that a call of many (a batch of beats) waits about as long as its slowest few, n
 One pool for the process, as wide as an AWS client's pool of connections (botocore's default,
 10): wider would only queue on the connections. Each piece runs in a copy of the caller's
 context (its correlation id, for the logs). Pieces must not fan out again: the pool is shared
-and bounded.
+and bounded. ``concurrent.futures`` is imported by the first call that fans out, not by a cold
+start that never does (a single heartbeat's).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,6 +35,8 @@ def _executor() -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             _pool = ThreadPoolExecutor(max_workers=WIDTH, thread_name_prefix="vigil-fanout")
         return _pool
 
@@ -53,6 +58,8 @@ def each(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
     failures as results where the others must go on."""
     if len(items) <= 1 or serial:
         return [work(item) for item in items]
+    from concurrent.futures import wait
+
     pool = _executor()
     futures = [pool.submit(contextvars.copy_context().run, work, item) for item in items]
     wait(futures)

@@ -9,12 +9,10 @@ from __future__ import annotations
 import re
 import zlib
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
-from vigil.identity.dynamo import DynamoIdentity
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed, Write
-from vigil.leases.dynamo import DynamoLeases, is_old_lease
 from vigil.quotas.store import quota_count
 from vigil.switches.records import (
     PAUSE_RETAIN,
@@ -93,8 +91,13 @@ def _pause_item(pause: Pause) -> dict[str, Any]:
 # index, as of a table, 1,000 write units a second). Listing reads every partition.
 DEATH_SHARDS = 32
 # Where the deaths' index was before it was gsi1: rows of the table of their own, written in
-# the firing's transaction. ``backfill_indexes`` moves what is left of them.
+# the firing's transaction. ``vigil.stores.backfill`` deletes what is left of them.
 _OLD_DEATH_ROW = re.compile(r"^NS#[^#]+#DEATHS#\d+$")
+
+
+def is_old_death_row(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is a row of the deaths' index from before it was gsi1."""
+    return _OLD_DEATH_ROW.match(item["pk"]["S"]) is not None
 
 
 def _deaths_pk(namespace: str, shard: int) -> dict[str, str]:
@@ -322,6 +325,17 @@ class DynamoSwitches(DynamoBase, SwitchStore):
                 pending = response.get("UnprocessedKeys") or {}
         return found
 
+    # -- what a store written before the indexes needs (vigil.stores.backfill) -------------
+    def index_old_switch(self, item: dict[str, Any]) -> tuple[bool, bool]:
+        """Gives a switch stored before the indexes what it lacks: its sweep shard, if it is
+        still armed at the version read, and its row of ``list_switches``, if there is none
+        (an existing row is left as it is). Whether it wrote each."""
+        switch = _switch(item)
+        sweepable = switch.state == "armed" and "sweep" not in item and self._mark_for_sweep(switch)
+        row = _switch_index_key(switch.namespace, switch.scope)
+        indexed = self._put_new(row)
+        return sweepable, indexed
+
     def _mark_for_sweep(self, switch: Switch) -> bool:
         """Puts an armed switch stored before the sweep index in its shard, if it is still
         armed at the version read; whether it was."""
@@ -338,7 +352,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             },
         )
 
-    def _index_death(self, item: dict[str, Any]) -> bool:
+    def index_death(self, item: dict[str, Any]) -> bool:
         """Gives a death stored before the deaths' index was gsi1 its keys there, if it has
         none yet; whether it did. The keys follow from what never changes (its namespace,
         scope and when it fired), so a later save of the death writes the same ones."""
@@ -352,7 +366,7 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ExpressionAttributeValues={":pk": keys["gsi1pk"], ":sk": keys["gsi1sk"]},
         )
 
-    def _delete_old_death_row(self, item: dict[str, Any]) -> bool:
+    def delete_old_death_row(self, item: dict[str, Any]) -> bool:
         """Deletes a row of the deaths' index from before it was gsi1; whether it did."""
         return self._written(
             self.client.delete_item,
@@ -550,84 +564,3 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         key = _page_key(namespace, scope, generation, number)
         item = self._get(key["pk"]["S"], key["sk"]["S"])
         return ReleasedPage.model_validate_json(item["doc"]["S"]) if item else None
-
-
-class Backfilled(NamedTuple):
-    """What ``backfill_indexes`` wrote: rows and shards, and leases moved."""
-
-    switches_indexed: int
-    deaths_indexed: int
-    switches_sweepable: int
-    leases_moved: int
-    old_death_rows_removed: int
-    principals_spread: int
-
-
-def backfill_indexes(client: Any, table: str) -> Backfilled:
-    """Writes what switches and deaths stored before the indexes existed lack: the index rows
-    of ``list_switches`` (a conditional put per row missing; an existing row is left as it
-    is), a death's keys in the deaths' index (set only where missing), and an armed switch's
-    sweep shard (set only if the switch is still armed at the version read); moves each lease
-    stored in its namespace's partition, before leases had partitions of their own, to its own
-    (``DynamoLeases.move_lease``: conditional on the version found, so a lease that changed
-    since is left to its own write, which moves it); and deletes the rows of the deaths' index
-    from before it was gsi1, which nothing reads; and gives each principal stored before
-    principals had a partition of their own its own copy (``DynamoIdentity.spread_principal``).
-    One scan of the table. Run once, after the deploy that brought the indexes or the move;
-    running it again writes nothing."""
-    store = DynamoSwitches(client, table)
-    leases = DynamoLeases(client, table)
-    identity = DynamoIdentity(client, table)
-    written = [0, 0, 0, 0, 0, 0]
-    request: dict[str, Any] = {
-        "TableName": table,
-        # Only a scope's partition holds switches and deaths: an index row or a pause whose
-        # sort key (a scope, a prefix) reads SWITCH or DEATH# is none of them. A lease at the
-        # old key is told from a scope's copy of one by its version, from other rows whose sort
-        # key is free text by its partition, the namespace's own (is_old_lease). An old row of
-        # the deaths' index names a death and holds nothing else.
-        "FilterExpression": (
-            "(contains(pk, :scoped) AND (sk = :switch OR begins_with(sk, :death)))"
-            " OR (begins_with(sk, :lease) AND attribute_exists(#version))"
-            " OR (contains(pk, :deaths) AND attribute_exists(generation)"
-            " AND attribute_not_exists(doc))"
-            " OR (begins_with(pk, :namespace) AND begins_with(sk, :principal))"
-        ),
-        "ExpressionAttributeNames": {"#version": "version"},
-        "ExpressionAttributeValues": {
-            ":scoped": attr_s("#SW#"),
-            ":switch": attr_s("SWITCH"),
-            ":death": attr_s("DEATH#"),
-            ":lease": attr_s("LEASE#"),
-            ":deaths": attr_s("#DEATHS#"),
-            ":namespace": attr_s("NS#"),
-            ":principal": attr_s("PRINCIPAL#"),
-        },
-    }
-    while True:
-        response = store._call(client.scan, **request)
-        for item in response.get("Items", []):
-            if item["sk"]["S"].startswith("PRINCIPAL#"):
-                if identity.spread_principal(item):
-                    written[5] += 1
-            elif item["sk"]["S"].startswith("LEASE#"):
-                if is_old_lease(item) and leases.move_lease(item):
-                    written[3] += 1
-            elif _OLD_DEATH_ROW.match(item["pk"]["S"]):
-                if store._delete_old_death_row(item):
-                    written[4] += 1
-            elif item["sk"]["S"] == "SWITCH":
-                found = _switch(item)
-                if found.state == "armed" and "sweep" not in item and store._mark_for_sweep(found):
-                    written[2] += 1
-                try:
-                    row = _switch_index_key(found.namespace, found.scope)
-                    store.commit([store._put(row, "attribute_not_exists(pk)")])
-                except ConditionFailed:
-                    continue
-                written[0] += 1
-            elif "gsi1pk" not in item and store._index_death(item):
-                written[1] += 1
-        if "LastEvaluatedKey" not in response:
-            return Backfilled(*written)
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -123,6 +123,16 @@ class BeatInput(StrictInput):
             raise ValueError("queue_alert needs a notify_address")
         return self
 
+    def beat(self, at: datetime) -> Beat:
+        """This beat, made at ``at``."""
+        return Beat(
+            at=at,
+            expect_within_seconds=self.expect_within_seconds,
+            on_expiry=self.on_expiry,
+            notify_address=self.notify_address,
+            agent_id=self.agent_id,
+        )
+
 
 class HeartbeatInput(BeatInput):
     agent_key: str | None = Field(
@@ -323,13 +333,7 @@ def _engine(ctx: SwitchContext) -> SwitchEngine[SwitchPorts]:
 
 # -- heartbeat ----------------------------------------------------------------------------
 def heartbeat(ctx: SwitchContext, args: HeartbeatInput) -> HeartbeatResult:
-    beat = Beat(
-        at=to_ms(ctx.clock.now()),
-        expect_within_seconds=args.expect_within_seconds,
-        on_expiry=args.on_expiry,
-        notify_address=args.notify_address,
-        agent_id=args.agent_id,
-    )
+    beat = args.beat(to_ms(ctx.clock.now()))
     switch, death = _engine(ctx).beat(ctx.caller, args.scope, beat, args.disarm, uow=ctx.uow)
     return _result(switch, death)
 
@@ -342,23 +346,15 @@ def heartbeat_batch(ctx: SwitchContext, args: HeartbeatBatchInput) -> HeartbeatB
     so each beat's writes commit on their own."""
     engine = _engine(ctx)
     at = to_ms(ctx.clock.now())
-    raw: list[object] = list(args.beats)
     seen: set[str] = set()
-    beats: list[BeatInput | VigilError] = []
-    for index, item in enumerate(raw):
-        beats.append(_parsed(item, index, seen))
+    raw: list[object] = list(args.beats)
+    beats = [_parsed(item, index, seen) for index, item in enumerate(raw)]
 
     def run(item: BeatInput | VigilError) -> BatchOutcome:
         if isinstance(item, VigilError):
             return _refused(None, item)
         try:
-            beat = Beat(
-                at=at,
-                expect_within_seconds=item.expect_within_seconds,
-                on_expiry=item.on_expiry,
-                notify_address=item.notify_address,
-                agent_id=item.agent_id,
-            )
+            beat = item.beat(at)
             switch, death = engine.beat(ctx.caller, item.scope, beat, item.disarm, uow=ctx.uow)
             return BatchOutcome(scope=item.scope, result=_result(switch, death), error=None)
         except VigilError as error:
@@ -393,16 +389,7 @@ def _parsed(item: object, index: int, seen: set[str]) -> BeatInput | VigilError:
 
 
 def _refused(scope: str | None, error: VigilError) -> BatchOutcome:
-    return BatchOutcome(
-        scope=scope,
-        result=None,
-        error=BeatError(
-            code=error.code,
-            message=error.message,
-            details=error.details or None,
-            retryable=error.retryable,
-        ),
-    )
+    return BatchOutcome(scope=scope, result=None, error=BeatError(**error.to_dict()))
 
 
 def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
