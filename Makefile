@@ -76,6 +76,8 @@ lock: ## lock the Lambda functions' dependencies again (after a change to requir
 	rm -rf .tools/pip-tools
 	$(PYTHON) -m venv .tools/pip-tools
 	.tools/pip-tools/bin/pip install --quiet pip-tools
+	# Seeded with the lock as it is, so that only what requirements/lambda.txt changed moves.
+	cp requirements/lambda.lock .tools/lambda.lock
 	.tools/pip-tools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 		--no-header --no-emit-index-url --no-emit-find-links --output-file .tools/lambda.lock \
 		requirements/lambda.txt

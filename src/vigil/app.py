@@ -16,7 +16,16 @@ from vigil.alarms.timers import Alarms
 from vigil.attachments.blobs import Blobs
 from vigil.clock import Clock
 from vigil.context import Context
-from vigil.errors import ErrorCode, VigilError, forbidden, invalid, unauthenticated, unavailable
+from vigil.errors import (
+    ErrorCode,
+    VigilError,
+    forbidden,
+    insufficient_scope,
+    invalid,
+    unauthenticated,
+    unavailable,
+)
+from vigil.grants.access import looks_like_access_token
 from vigil.identity.records import Caller, Principal, parse_secret, secret_matches
 from vigil.kit.idempotency import claim, fingerprint, mismatch
 from vigil.kit.keys import Keys
@@ -25,6 +34,7 @@ from vigil.kit.tooling import Tool
 from vigil.kit.uow import UnitOfWork
 from vigil.kit.validation import validated
 from vigil.mailboxes.queues import MailboxQueues
+from vigil.oauth.scopes import covers, step_up
 from vigil.observability import get_logger, log_event, metrics
 from vigil.quotas.records import Quotas
 from vigil.store import Store
@@ -88,10 +98,53 @@ class App:
             raise unauthenticated()
         return principal
 
+    def authority(
+        self, bearer: str, resource: str | None
+    ) -> tuple[Principal, frozenset[str] | None]:
+        """Whom ``bearer`` stands for, and, for an OAuth access token, its scopes (None for a
+        secret): unauthenticated for anything else. A token is taken only for ``resource``,
+        the endpoint it was issued for; where there is none (REST), none is."""
+        from vigil.grants.access import looks_like_access_token
+
+        if looks_like_access_token(bearer):
+            return self._token_holder(bearer, resource)
+        return self.authenticate(bearer), None
+
+    def _token_holder(self, token: str, resource: str | None) -> tuple[Principal, frozenset[str]]:
+        """The principal of a live grant a token of this deployment's was issued for: its
+        signature, audience and expiry, then the read of its principal that a secret costs
+        (read strongly where the eventual read does not show the grant: a new grant holds at
+        once)."""
+        from vigil.grants.access import verify
+
+        claims = verify(self.keys, token, resource, self.clock.now())
+        if claims is None:
+            raise unauthenticated()
+        principal = self.store.get_principal(
+            claims.namespace, claims.principal_id, consistent=False
+        )
+        if principal is None or claims.grant_id not in principal.grants:
+            principal = self.store.get_principal(claims.namespace, claims.principal_id)
+        if (
+            principal is None
+            or principal.status != "active"
+            or claims.grant_id not in principal.grants
+        ):
+            raise unauthenticated()
+        return principal, claims.scopes
+
     def call(
-        self, name: str, arguments: Any, bearer: str | None, *, via: Surface
+        self,
+        name: str,
+        arguments: Any,
+        bearer: str | None,
+        *,
+        via: Surface,
+        resource: str | None = None,
     ) -> dict[str, Any]:
-        return self._call(name, arguments, via, bearer=bearer)
+        """The tool call ``bearer`` makes; ``resource`` is the endpoint it came to, for an
+        OAuth access token (issued for the MCP endpoint alone)."""
+        return self._call(name, arguments, via, bearer=bearer, resource=resource)
 
     def call_as(
         self, name: str, arguments: Any, principal: Principal, *, via: Surface
@@ -125,6 +178,7 @@ class App:
         *,
         bearer: str | None = None,
         principal: Principal | None = None,
+        resource: str | None = None,
     ) -> dict[str, Any]:
         tool = catalog.tool(name)
         started = time.perf_counter()
@@ -133,20 +187,33 @@ class App:
             if not isinstance(arguments, dict):
                 raise invalid("arguments must be a JSON object")
             secret: str | None = None
+            scopes: frozenset[str] | None = None
             if principal is None:
                 agent_key = arguments.get("agent_key") if tool.takes_agent_key else None
                 secret = credential(bearer, agent_key if isinstance(agent_key, str) else None)
-                principal = self._principal_of(secret)
-                if principal is None or not secret_matches(secret, principal.secret_hash):
-                    result = self._handed_over(tool, principal, secret, arguments)
-                    _log_call(tool.name, via, caller, started, "ok")
-                    return result
+                if secret == bearer and looks_like_access_token(secret):
+                    principal, scopes = self._token_holder(secret, resource)
+                    secret = None
+                else:
+                    principal = self._principal_of(secret)
+                    if principal is None or not secret_matches(secret, principal.secret_hash):
+                        result = self._handed_over(tool, principal, secret, arguments)
+                        _log_call(tool.name, via, caller, started, "ok")
+                        return result
             caller = Caller(
-                principal.namespace, principal.id, principal.kind, principal.role, principal, via
+                principal.namespace,
+                principal.id,
+                principal.kind,
+                principal.role,
+                principal,
+                via,
+                scopes,
             )
             args = parse_arguments(tool, arguments)
             if not tool.admits(caller.kind, caller.role):
                 raise forbidden()
+            if scopes is not None and not covers(scopes, tool.name):
+                raise insufficient_scope(tool.name, step_up(scopes, tool.name))
             result = self._run(tool, caller, args, secret)
         except VigilError as error:
             _log_call(tool.name, via, caller, started, error.code.value)

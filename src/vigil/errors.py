@@ -74,6 +74,16 @@ def forbidden(message: str = "the caller's role does not allow this") -> VigilEr
     return VigilError(ErrorCode.FORBIDDEN, message)
 
 
+def insufficient_scope(tool: str, scope: str) -> VigilError:
+    """A token's grant does not cover ``tool``; ``scope`` is every scope a new grant needs
+    (the ones it has, and one that covers the tool): RFC 6750's insufficient_scope."""
+    return VigilError(
+        ErrorCode.FORBIDDEN,
+        f"this sign-in's grant does not cover {tool}: sign in again, granting {scope}",
+        scope=scope,
+    )
+
+
 def not_found(what: str) -> VigilError:
     return VigilError(ErrorCode.NOT_FOUND, f"{what} does not exist or is not visible to the caller")
 

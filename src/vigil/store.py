@@ -10,6 +10,7 @@ from __future__ import annotations
 from vigil.attachments.store import AttachmentPorts, AttachmentStore
 from vigil.audit.store import AuditStore
 from vigil.conversations.store import ConversationPorts, ConversationStore
+from vigil.grants.store import OAuthPorts, OAuthStore
 from vigil.identity.store import IdentityPorts, IdentityStore, SignInStore
 from vigil.kit.idempotency import IdempotencyStore
 from vigil.leases.store import LeaseStore
@@ -44,6 +45,7 @@ class Store(
     DeadLetterPorts,
     WatchPorts,
     IdentityPorts,
+    OAuthPorts,
     MailboxPorts,
     ProgressPorts,
     RequestPorts,
@@ -58,6 +60,7 @@ class Store(
     IdentityStore,
     LeaseStore,
     MailboxStore,
+    OAuthStore,
     ProgressStore,
     QuotaStore,
     RequestStore,

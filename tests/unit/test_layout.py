@@ -106,7 +106,7 @@ def reachable(module: str) -> set[str]:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("kit", "clock", "errors", "config", "observability"),
     ("identity", "audit", "quotas", "alarms"),
-    ("leases", "mailboxes", "progress", "runs", "sessions", "attachments"),
+    ("leases", "mailboxes", "progress", "runs", "sessions", "attachments", "grants"),
     ("conversations",),
     ("requests",),
     ("switches",),
@@ -120,6 +120,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "bootstrap",
         "transports",
         "console",
+        "oauth",
         "people",
         "infra",
     ),

@@ -111,7 +111,9 @@ def test_a_missing_or_wrong_credential_gets_a_bearer_challenge(tenant: Tenant) -
     assert "www-authenticate" not in response.headers
 
 
-def test_the_protected_resource_metadata_names_no_authorization_server(tenant: Tenant) -> None:
+def test_the_protected_resource_metadata_names_its_own_authorization_server(
+    tenant: Tenant,
+) -> None:
     headers = {"host": "vigil.example", "x-forwarded-proto": "https"}
     for path in (
         "/.well-known/oauth-protected-resource",
@@ -121,7 +123,8 @@ def test_the_protected_resource_metadata_names_no_authorization_server(tenant: T
         assert response.status == 200
         assert json.loads(response.body) == {
             "resource": "https://vigil.example/mcp",
-            "authorization_servers": [],
+            "authorization_servers": ["https://vigil.example"],
+            "scopes_supported": ["vigil:agent", "vigil:people", "vigil:admin"],
             "bearer_methods_supported": ["header"],
             "resource_name": "Vigil",
             "resource_documentation": "https://vigil.example/openapi.json",

@@ -22,7 +22,9 @@ from vigil.kit.records import Record
 # Every vote and decision on a request (reply) is audited too, with the surface it came from,
 # and every account linked to a person (link_account: a Slack user or an address that then
 # decides as them). An operator who sends a namespace's dead-lettered timers back from the
-# console is recorded too (redrive: the target, the dead-letter queue).
+# console is recorded too (redrive: the target, the dead-letter queue). Every OAuth grant a
+# person or agent gives a client, and its end, are recorded (grant_access, revoke_grant; a
+# grant that the server ended, a refresh token used twice, has no actor).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -44,9 +46,11 @@ AuditAction = Literal[
     "reply",
     "link_account",
     "redrive",
+    "grant_access",
+    "revoke_grant",
 ]
 TargetKind = Literal[
-    "principal", "switch", "mailbox", "channel", "pause", "request", "account", "queue"
+    "principal", "switch", "mailbox", "channel", "pause", "request", "account", "queue", "grant"
 ]
 
 

@@ -17,6 +17,7 @@ NAV = (
     ("/console/requests", "Requests"),
     ("/console/conversations", "Conversations"),
     ("/console/channels", "Channels"),
+    ("/console/grants", "Sign-ins"),
 )
 
 # How often a page's script fetches its live part again, in ms: a listing of the whole

@@ -10,11 +10,13 @@ from urllib.parse import urlencode
 from vigil.app import App
 from vigil.console import static
 from vigil.console.pages import (
+    authorize,
     channel_actions,
     channels,
     conversations,
     dead_letters,
     decide,
+    grants,
     links,
     overview,
     requests,
@@ -29,6 +31,7 @@ from vigil.kit.http import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
     from vigil.alarms.redrive import DeadLetters
+    from vigil.oauth.endpoints import OAuthEndpoints
 
 Page = Callable[[Responder, HttpRequest, Visit], HttpResponse]
 Action = Callable[[Responder, Mapping[str, str], Visit], HttpResponse]
@@ -48,6 +51,7 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/channels": channels.channels,
     f"{PREFIX}/channel": channels.channel,
     f"{PREFIX}/link": links.link,
+    grants.HERE: grants.grants,
     dead_letters.HERE: dead_letters.dead_letters,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
@@ -69,6 +73,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/channels/rotate": channel_actions.rotate,
     f"{PREFIX}/channels/delete": channel_actions.delete,
     f"{PREFIX}/link": links.bind,
+    grants.REVOKE: grants.revoke,
     dead_letters.SEND_BACK: dead_letters.send_back,
 }
 
@@ -78,9 +83,13 @@ class Console:
     ``dead_letters`` gives the deployment's dead-letter queues of timers, for operators."""
 
     def __init__(
-        self, app: App, dead_letters: Callable[[], DeadLetters | None] = lambda: None
+        self,
+        app: App,
+        dead_letters: Callable[[], DeadLetters | None] = lambda: None,
+        oauth: Callable[[], OAuthEndpoints] | None = None,
     ) -> None:
         self.app = app
+        self._oauth = oauth
         self.signer = Signer(app.keys.for_purpose("console-session"))
         self.assets = static.load_assets()
         self._by_path = {asset.path: asset for asset in self.assets.values()}
@@ -107,6 +116,8 @@ class Console:
             if visit is not None:
                 response.cookies += visit.cookies
             return response
+        if path == authorize.HERE:
+            return self._authorize(request)
         visit = self.sign_in.visit(request)
         page = PAGES.get(path) if request.method != "POST" else None
         action = ACTIONS.get(path) if request.method == "POST" else None
@@ -131,6 +142,30 @@ class Console:
         else:
             assert page is not None
             response = page(self.responder, request, visit)
+        response.cookies += visit.cookies
+        return response
+
+    def oauth(self) -> OAuthEndpoints:
+        if self._oauth is None:
+            from vigil.oauth.endpoints import OAuthEndpoints
+
+            app = self.app
+            endpoints = OAuthEndpoints(
+                app.store, app.keys, app.clock, allow_private=app.sender.allow_private
+            )
+            self._oauth = lambda: endpoints
+        return self._oauth()
+
+    def _authorize(self, request: HttpRequest) -> HttpResponse:
+        """The OAuth consent page: the person signs in first, as for any page, and comes
+        back to it with the host's request whole."""
+        visit = self.sign_in.visit(request)
+        if visit is None:
+            if request.method == "GET":
+                target = authorize.HERE + (f"?{urlencode(request.query)}" if request.query else "")
+                return redirect(f"{PREFIX}/sign-in?{urlencode({'next': target})}")
+            return self.responder.refused(401, "Sign in first.")
+        response = authorize.authorize(self.responder, request, visit, self.signer, self.oauth)
         response.cookies += visit.cookies
         return response
 

@@ -38,6 +38,9 @@ class Principal(Versioned):
     created_at: datetime
     updated_at: datetime
     created_by: str | None
+    # The ids of its live OAuth grants (vigil.grants.records): a token of any other grant of
+    # its fails on the read that every call makes of its principal anyway.
+    grants: tuple[str, ...] = ()
 
     @classmethod
     def registered(
@@ -82,6 +85,9 @@ class Caller:
     role: Role
     principal: Principal  # as read while authenticating, so tools need not read it again
     via: Surface
+    # An OAuth token's scopes (vigil.oauth.scopes); None for a secret, which may call all
+    # that its role admits.
+    scopes: frozenset[str] | None = None
 
     @property
     def is_operator(self) -> bool:

@@ -1,4 +1,5 @@
-"""One HTTP POST to a URL that a user gave us, with the care such a request needs.
+"""One HTTP request to a URL that a user gave us (a POST, or a GET of a document), with the care
+such a request needs.
 
 - Only http and https URLs, without credentials in them.
 - The host is resolved once, and every address it resolves to must be public: no private,
@@ -153,7 +154,9 @@ def post(
         deadline = _Deadline(timeout_seconds)
         sock = _connect(target, addresses, deadline, tls_context)
         try:
-            status, retry_after, excerpt = _exchange(sock, target, body, headers, deadline)
+            status, answered, content = _exchange(
+                sock, target, "POST", body, headers, deadline, MAX_RESPONSE_BYTES
+            )
         finally:
             sock.close()
     except _Refused as refused:
@@ -166,7 +169,58 @@ def post(
         return SendResult("retry", None, "the host name did not resolve")
     except (OSError, http.client.HTTPException) as error:
         return SendResult("retry", None, f"the connection failed ({type(error).__name__})")
-    return _judged(status, retry_after, excerpt, clock.now())
+    return _judged(status, answered.get("Retry-After"), _excerpt(content), clock.now())
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What one GET came to: a 200 whose body fits (``body``), or why not (``problem``)."""
+
+    body: bytes | None
+    problem: str
+    headers: Mapping[str, str]
+
+
+def get(
+    url: str,
+    *,
+    max_bytes: int,
+    timeout_seconds: float,
+    accept: str,
+    allow_private: bool = False,
+    tls_context: ssl.SSLContext | None = None,
+) -> Fetched:
+    """GET ``url`` once, with the care ``post`` takes: only a public address, no redirect
+    followed, one time limit for the whole attempt, and a body of at most ``max_bytes``."""
+    try:
+        target = _target(url)
+        addresses = _resolve(target, allow_private)
+        deadline = _Deadline(timeout_seconds)
+        sock = _connect(target, addresses, deadline, tls_context)
+        try:
+            status, answered, content = _exchange(
+                sock, target, "GET", None, {"accept": accept}, deadline, max_bytes
+            )
+        finally:
+            sock.close()
+    except _Refused as refused:
+        return Fetched(None, str(refused), {})
+    except TimeoutError:
+        return Fetched(None, f"no answer within {timeout_seconds:g} s", {})
+    except ssl.SSLCertVerificationError:
+        return Fetched(None, "the TLS certificate was not accepted", {})
+    except socket.gaierror:
+        return Fetched(None, "the host name did not resolve", {})
+    except (OSError, http.client.HTTPException) as error:
+        return Fetched(None, f"the connection failed ({type(error).__name__})", {})
+    headers = {name.lower(): value for name, value in answered.items()}
+    if 300 <= status < 400:
+        return Fetched(None, f"HTTP {status}: a redirect, not followed", headers)
+    if status != 200:
+        return Fetched(None, f"HTTP {status}", headers)
+    if len(content) > max_bytes:
+        return Fetched(None, f"the document is larger than {max_bytes} bytes", headers)
+    return Fetched(content, "", headers)
 
 
 def _target(url: str) -> _Target:
@@ -286,12 +340,14 @@ def _connect(
 def _exchange(
     sock: socket.socket,
     target: _Target,
-    body: bytes,
+    method: str,
+    body: bytes | None,
     headers: Mapping[str, str],
     deadline: _Deadline,
-) -> tuple[int, str | None, str]:
-    """Send the request on ``sock`` and read the answer: its status, its Retry-After, and the
-    start of its body as one short line."""
+    limit: int,
+) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """Send the request on ``sock`` and read the answer: its status, its headers, and at most
+    ``limit`` + 1 bytes of its body (one more than a caller takes, so it sees one too long)."""
     connection = http.client.HTTPConnection(target.host, target.port)
     # The connection is the one made above, to the address resolved: http.client never
     # resolves or connects itself.
@@ -301,13 +357,13 @@ def _exchange(
     sent.pop("content-length", None)  # http.client counts the body itself
     sent["host"] = target.authority
     sent["connection"] = "close"
-    connection.request("POST", target.path, body=body, headers=sent)
+    connection.request(method, target.path, body=body, headers=sent)
     response = connection.getresponse()
     try:
-        content = response.read(MAX_RESPONSE_BYTES)
+        content = response.read(limit + 1)
     except (OSError, http.client.HTTPException):
         content = b""  # the status is the answer; the body only explains it
-    return response.status, response.getheader("Retry-After"), _excerpt(content)
+    return response.status, response.headers, content
 
 
 def _excerpt(content: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vigil.attachments.dynamo import DynamoAttachments
 from vigil.audit.dynamo import DynamoAudit
 from vigil.conversations.dynamo import DynamoConversations
+from vigil.grants.dynamo import DynamoOAuth
 from vigil.identity.dynamo import DynamoIdentity
 from vigil.leases.dynamo import DynamoLeases
 from vigil.mailboxes.dynamo import DynamoMailboxes
@@ -26,6 +27,7 @@ class DynamoStore(
     DynamoIdentity,
     DynamoLeases,
     DynamoMailboxes,
+    DynamoOAuth,
     DynamoProgress,
     DynamoQuotas,
     DynamoRequests,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from vigil.attachments.memory import MemoryAttachments
 from vigil.audit.memory import MemoryAudit
 from vigil.conversations.memory import MemoryConversations
+from vigil.grants.memory import MemoryOAuth
 from vigil.identity.memory import MemoryIdentity
 from vigil.leases.memory import MemoryLeases
 from vigil.mailboxes.memory import MemoryMailboxes
@@ -27,6 +28,7 @@ class MemoryStore(
     MemoryIdentity,
     MemoryLeases,
     MemoryMailboxes,
+    MemoryOAuth,
     MemoryProgress,
     MemoryQuotas,
     MemoryRequests,

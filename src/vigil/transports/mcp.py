@@ -27,6 +27,7 @@ from vigil.kit.http import (
     method_not_allowed,
 )
 from vigil.kit.principals import Kind, Role
+from vigil.oauth.scopes import covers, toolsets_of
 from vigil.transports import mcp_events, tasks
 from vigil.transports.jsonrpc import (
     INVALID_PARAMS,
@@ -108,6 +109,23 @@ def _result(
             # Kept by no cache, and never by a shared one: a listing is for whoever asked.
             result.update(ttlMs=0, cacheScope="private")
     return HttpResponse.json(200, {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _resource(request: HttpRequest) -> str | None:
+    """This endpoint as an OAuth resource: the audience its access tokens name."""
+    origin = request.origin()
+    return f"{origin}/mcp" if origin else None
+
+
+def _beyond_scope(request: HttpRequest, request_id: Any, refused: VigilError) -> HttpResponse:
+    """HTTP 403 with RFC 6750's insufficient_scope challenge, naming every scope a new grant
+    needs, so that a host can ask the person for them (MCP's step-up authorization)."""
+    header = challenge(request)["www-authenticate"]
+    scope = refused.details["scope"]
+    value = f'{header}, error="insufficient_scope", scope="{scope}"'
+    return HttpResponse.json(
+        403, refusal(request_id, INVALID_REQUEST, refused), {"www-authenticate": value}
+    )
 
 
 def _unauthorized(request: HttpRequest, request_id: Any, refused: VigilError) -> HttpResponse:
@@ -201,9 +219,8 @@ class McpEndpoint:
         try:
             # Read on every request, whatever its method: stateless, each carries its own, and
             # a host given a wrong name learns it from its first request.
-            chosen = toolsets(
-                request.query.get(TOOLSETS_QUERY), request.headers.get(TOOLSETS_HEADER)
-            )
+            selection = (request.query.get(TOOLSETS_QUERY), request.headers.get(TOOLSETS_HEADER))
+            chosen = toolsets(*selection)
         except UnknownToolset as unknown:
             data = {"unknown": unknown.unknown, "valid": list(TOOLSET_NAMES)}
             return _error(request_id, INVALID_PARAMS, str(unknown), 400, data)
@@ -223,17 +240,24 @@ class McpEndpoint:
         if method != "tools/call":
             # A tools/call is not checked here: the call authenticates itself, in one read.
             try:
-                caller = self._caller(request)
+                caller, scopes = self._caller(request)
             except VigilError as refused:
                 return _unauthorized(request, request_id, refused)
+            if scopes is not None:
+                # A token is shown what its scopes cover; its connection chooses among those.
+                chosen = toolsets(*selection) if any(selection) else toolsets(toolsets_of(scopes))
+                chosen = tuple(t for t in chosen if any(covers(scopes, n) for n in t.tools))
         return self._dispatch(request, request_id, method, params, stateless, chosen, caller)
 
-    def _caller(self, request: HttpRequest) -> Principal | None:
-        """The principal whose credential the request carries; None without one (initialize,
-        ping, the listing and notifications need none). A bad one is refused (VigilError), and
-        the request answered 401, so that a host learns at once that it must sign in again."""
+    def _caller(self, request: HttpRequest) -> tuple[Principal | None, frozenset[str] | None]:
+        """The principal whose credential the request carries, and an OAuth token's scopes;
+        None without one (initialize, ping, the listing and notifications need none). A bad
+        one is refused (VigilError), and the request answered 401, so that a host learns at
+        once that it must sign in again."""
         bearer = request.bearer()
-        return None if bearer is None else self.app.authenticate(bearer)
+        if bearer is None:
+            return None, None
+        return self.app.authority(bearer, _resource(request))
 
     def _dispatch(
         self,
@@ -330,12 +354,14 @@ class McpEndpoint:
         arguments = params.get("arguments", {})
         bearer = request.bearer()
         try:
-            payload = self.app.call(name, arguments, bearer, via="mcp")
+            payload = self.app.call(name, arguments, bearer, via="mcp", resource=_resource(request))
         except UnknownTool:
             return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}")
         except VigilError as error:
             if error.code is ErrorCode.UNAUTHENTICATED and not _keyed_call(name, arguments, bearer):
                 return _unauthorized(request, request_id, error)
+            if error.code is ErrorCode.FORBIDDEN and "scope" in error.details:
+                return _beyond_scope(request, request_id, error)
             refusal = tool_result({"error": error.to_dict()}, is_error=True)
             return _result(request_id, refusal, stateless)
         task = tasks.created(name, params, payload) if stateless else None

@@ -23,10 +23,20 @@ from vigil.transports.rest import PREFIX, handle_rest
 if TYPE_CHECKING:
     from vigil.alarms.redrive import DeadLetters
     from vigil.console.routes import Console
+    from vigil.oauth.documents import HostRule
+    from vigil.oauth.endpoints import OAuthEndpoints
     from vigil.transports.docs import ApiDocs
     from vigil.transports.slack_interactions import SlackInteractions
 
 CONSOLE = "/console"
+# The authorization server's own paths (vigil.oauth.endpoints.PATHS; its consent page is the
+# console's).
+OAUTH_PATHS = (
+    "/.well-known/oauth-authorization-server",
+    "/oauth/token",
+    "/oauth/revoke",
+    "/oauth/register",
+)
 DOCS = "/docs"
 SLACK = "/integrations/slack/"
 
@@ -55,8 +65,10 @@ class Router:
         app: App,
         allowed_origins: frozenset[str],
         dead_letters: Callable[[], DeadLetters | None] = _no_dead_letters,
+        client_hosts: HostRule | None = None,
     ) -> None:
         self.app = app
+        self.client_hosts = client_hosts
         self.allowed_origins = allowed_origins
         self.dead_letters = dead_letters
         self.mcp = McpEndpoint(app)
@@ -64,13 +76,30 @@ class Router:
         self._console: Console | None = None
         self._docs: ApiDocs | None = None
         self._slack: SlackInteractions | None = None
+        self._oauth: OAuthEndpoints | None = None
+
+    def oauth(self) -> OAuthEndpoints:
+        """The authorization server, built on its first request: no other path imports
+        Authlib."""
+        if self._oauth is None:
+            from vigil.oauth.endpoints import OAuthEndpoints
+
+            app = self.app
+            self._oauth = OAuthEndpoints(
+                app.store,
+                app.keys,
+                app.clock,
+                allow_private=app.sender.allow_private,
+                hosts=self.client_hosts,
+            )
+        return self._oauth
 
     def console(self) -> Console:
         """The console, built on its first request: the MCP and REST paths never import it."""
         if self._console is None:
             from vigil.console.routes import Console
 
-            self._console = Console(self.app, self.dead_letters)
+            self._console = Console(self.app, self.dead_letters, self.oauth)
         return self._console
 
     def docs(self) -> ApiDocs:
@@ -122,6 +151,8 @@ class Router:
             return handle_rest(self.app, request)
         if path.startswith(SLACK):
             return self.slack().handle(request)
+        if path in OAUTH_PATHS:
+            return self.oauth().handle(request)
         if path == DOCS or path.startswith(f"{DOCS}/"):
             return self.docs().handle(request)
         read_only = {
@@ -158,20 +189,27 @@ class Router:
                     "console": f"{base}{CONSOLE}",
                     "protected_resource_metadata": f"{base}{PROTECTED_RESOURCE_METADATA}",
                 },
-                "authentication": "Authorization: Bearer <secret>; secrets are issued by register",
+                "authentication": (
+                    "Authorization: Bearer <secret> (issued by register), or an OAuth access "
+                    "token for the MCP endpoint"
+                ),
+                "authorization_server": f"{base}/.well-known/oauth-authorization-server",
             },
         )
 
     def _protected_resource(self, request: HttpRequest) -> HttpResponse:
         """RFC 9728 metadata, as the MCP authorization spec has a client look for it: the
-        resource takes bearer secrets in the Authorization header, and no authorization server
-        issues them (an operator does, with register)."""
+        resource takes, in the Authorization header, access tokens of this deployment's own
+        authorization server, or secrets (which an operator issues, with register)."""
+        from vigil.oauth.scopes import SUPPORTED
+
         base = request.origin() or ""
         return HttpResponse.json(
             200,
             {
                 "resource": f"{base}/mcp",
-                "authorization_servers": [],
+                "authorization_servers": [base],
+                "scopes_supported": list(SUPPORTED),
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Vigil",
                 "resource_documentation": f"{base}/openapi.json",
