@@ -48,6 +48,9 @@ class Settings:
     email_sender: str = ""
     # Where the console's pages hang from, for links in notifications (empty: no links).
     console_base_url: str = ""
+    # The hosts whose OAuth client metadata documents are accepted (empty: any), and refused.
+    oauth_client_hosts: str = ""
+    oauth_blocked_client_hosts: str = ""
     # On the local runtime: notifications may go to private and loopback addresses.
     local: bool = False
     # The per-namespace quotas set as QUOTA_<NAME> (template parameters), as set, by lower-case
@@ -81,6 +84,8 @@ class Settings:
             notify_dlq_url=source.get("NOTIFY_DLQ_URL", ""),
             email_sender=source.get("NOTIFY_EMAIL_SENDER", ""),
             console_base_url=source.get("CONSOLE_BASE_URL", ""),
+            oauth_client_hosts=source.get("OAUTH_CLIENT_HOSTS", ""),
+            oauth_blocked_client_hosts=source.get("OAUTH_BLOCKED_CLIENT_HOSTS", ""),
             local=source.get("VIGIL_ENV") == "local",
             quota_limits=_quota_limits(source),
         )

@@ -271,7 +271,7 @@ def test_the_consent_page_shows_who_asks_where_answers_go_and_what_is_granted(
     assert "<code>127.0.0.1:33418</code>" in page
     assert "registered here by itself" in page
     assert "<strong>vigil:people</strong>" in page
-    assert "Asked for, but not granted: vigil:agent (not for a person)" in page
+    assert "Not granted: vigil:agent (for agents and services)." in page
 
 
 def test_a_host_is_sent_to_sign_in_first_and_comes_back_to_the_same_request(

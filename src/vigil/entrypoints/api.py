@@ -71,8 +71,14 @@ def router() -> Router:
     )
     # The console's dead-letter queues: built, with the kinds of timer they route, when an
     # operator first opens their page.
+    from vigil.oauth.documents import HostRule
+
+    config = settings()
     return Router(
-        app, settings().allowed_origins, functools.cache(functools.partial(dead_letters, connect))
+        app,
+        config.allowed_origins,
+        functools.cache(functools.partial(dead_letters, connect)),
+        HostRule.parse(config.oauth_client_hosts, config.oauth_blocked_client_hosts),
     )
 
 

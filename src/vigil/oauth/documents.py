@@ -17,11 +17,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vigil.grants.records import Client
-from vigil.notifications.outbound import Fetched
+
+if TYPE_CHECKING:
+    from vigil.notifications.outbound import Fetched
 
 MAX_DOCUMENT_BYTES = 5 * 1024
 FETCH_SECONDS = 5.0
@@ -32,7 +34,7 @@ _NO_STORE = re.compile(r"(?:^|,)\s*no-(?:store|cache)\b", re.IGNORECASE)
 _MAX_NAME = 100
 _MAX_REDIRECTS = 10
 
-Fetch = Callable[[str], Fetched]
+Fetch = Callable[[str], "Fetched"]
 
 
 class DocumentRefused(Exception):

@@ -18,6 +18,12 @@ class Scope:
     kinds: frozenset[Kind]  # the principals that may hold it, by kind...
     roles: frozenset[Role]  # ...or by role
 
+    @property
+    def holders(self) -> str:
+        """Who may hold it, as the consent page says it."""
+        named = [f"{kind}s" for kind in sorted(self.kinds)] + [f"{r}s" for r in sorted(self.roles)]
+        return "for " + " and ".join(named)
+
     def fits(self, kind: Kind, role: Role) -> bool:
         return kind in self.kinds or role in self.roles
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from vigil.console.components import facts, problem
 from vigil.console.html import Html, join, render
-from vigil.console.responder import PREFIX, Responder, Visit
+from vigil.console.responder import CSP, PREFIX, Responder, Visit
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.oauth import scopes as oauth_scopes
 
@@ -67,12 +67,14 @@ def authorize(
     if not held:
         return server.refusal(prepared, InvalidScopeError(redirect_uri=grant.redirect_uri))
     if request.method != "POST":
-        return _page(responder, visit, grant.client.client, grant.redirect_uri, pairs, asked, held)
+        page = _page(responder, visit, grant.client.client, grant.redirect_uri, pairs, asked, held)
+        # The form's answer redirects to the host: the console's pages may send forms only to
+        # themselves, and browsers hold a form's redirects to that too. This page's form may
+        # go on to the host's redirect URI, and nowhere else.
+        page.headers["content-security-policy"] = _form_action(grant.redirect_uri)
+        return page
     allowed = fields.get("decision") == "allow"
     response = server.answer(prepared, grant, principal if allowed else None)
-    # The form answers with a redirect to the host: the console's pages may send forms only
-    # to themselves, and browsers apply that to where a form's answer redirects as well.
-    response.headers["content-security-policy"] = _form_action(grant.redirect_uri)
     response.headers["cache-control"] = "no-store"
     return response
 
@@ -83,9 +85,11 @@ def _why(error: Exception) -> str:
 
 
 def _form_action(redirect_uri: str) -> str:
+    """The console's policy, with ``redirect_uri``'s origin (or, for an app's own scheme, the
+    scheme) among the places its form may lead."""
     parts = urlsplit(redirect_uri)
     target = f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
-    return f"default-src 'none'; form-action 'self' {target}; frame-ancestors 'none'"
+    return CSP.replace("form-action 'self'", f"form-action 'self' {target}")
 
 
 def _page(
@@ -107,7 +111,9 @@ def _page(
         if client.source == "metadata_document"
         else "registered here by itself (not checked by anyone)"
     )
-    left_out = [name for name in asked if name not in held]
+    left_out = [
+        f"{name} ({oauth_scopes.SCOPES[name].holders})" for name in asked if name not in held
+    ]
     granted = join(
         render(
             "<li><strong>{name}</strong>: {title}</li>", name=n, title=oauth_scopes.SCOPES[n].title
@@ -142,10 +148,7 @@ def _page(
             ]
         ),
         granted=granted,
-        left_out=problem(
-            f"Asked for, but not granted: {', '.join(left_out)} (not for a {principal.kind}"
-            f"{' operator' if principal.role == 'operator' else ''})."
-        )
+        left_out=render('<p class="hint">Not granted: {why}.</p>', why=", ".join(left_out))
         if left_out
         else Html(""),
         grants=f"{PREFIX}/grants",
