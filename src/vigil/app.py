@@ -41,6 +41,7 @@ from vigil.store import Store
 
 if TYPE_CHECKING:
     from vigil.notifications.sending import Sender
+    from vigil.oauth.external import ExternalIssuer
 
 log = get_logger("vigil.app")
 
@@ -64,6 +65,7 @@ class App:
         quotas: Quotas | None = None,
         keys: Keys,
         sender: Sender,
+        external: ExternalIssuer | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -73,6 +75,9 @@ class App:
         self.quotas = quotas or Quotas()
         self.keys = keys
         self.sender = sender
+        # The identity provider whose tokens are taken beside Vigil's own, if the operator
+        # named one (vigil.oauth.external).
+        self.external = external
 
     def _principal_of(self, secret: str) -> Principal | None:
         """The active principal a secret names, whether or not it is that principal's secret:
@@ -117,6 +122,8 @@ class App:
         once)."""
         from vigil.grants.access import verify
 
+        if resource is not None and self.external is not None and self.external.issued(token):
+            return self._external_holder(token)
         claims = verify(self.keys, token, resource, self.clock.now())
         if claims is None:
             raise unauthenticated()
@@ -132,6 +139,23 @@ class App:
         ):
             raise unauthenticated()
         return principal, claims.scopes
+
+    def _external_holder(self, token: str) -> tuple[Principal, frozenset[str]]:
+        """The active principal an external issuer's token maps to, and its scopes: those it
+        names that Vigil knows, or, if it names none, all that the principal may hold."""
+        from vigil.oauth.scopes import SUPPORTED, fitting
+
+        assert self.external is not None
+        claims = self.external.claims(token, self.clock.now())
+        if claims is None:
+            raise unauthenticated()
+        principal = self.store.get_principal(
+            claims.namespace, claims.principal_id, consistent=False
+        ) or self.store.get_principal(claims.namespace, claims.principal_id)
+        if principal is None or principal.status != "active":
+            raise unauthenticated()
+        named = claims.scopes & frozenset(SUPPORTED)
+        return principal, named or frozenset(fitting((), principal.kind, principal.role))
 
     def call(
         self,

@@ -51,6 +51,11 @@ class Settings:
     # The hosts whose OAuth client metadata documents are accepted (empty: any), and refused.
     oauth_client_hosts: str = ""
     oauth_blocked_client_hosts: str = ""
+    # An external identity provider whose tokens are taken (vigil.oauth.external): its issuer
+    # URL, the audience its tokens must name, and the rule mapping their claims to principals.
+    oauth_issuer: str = ""
+    oauth_audience: str = ""
+    oauth_claim_rule: str = ""
     # On the local runtime: notifications may go to private and loopback addresses.
     local: bool = False
     # The per-namespace quotas set as QUOTA_<NAME> (template parameters), as set, by lower-case
@@ -86,6 +91,9 @@ class Settings:
             console_base_url=source.get("CONSOLE_BASE_URL", ""),
             oauth_client_hosts=source.get("OAUTH_CLIENT_HOSTS", ""),
             oauth_blocked_client_hosts=source.get("OAUTH_BLOCKED_CLIENT_HOSTS", ""),
+            oauth_issuer=source.get("OAUTH_ISSUER", ""),
+            oauth_audience=source.get("OAUTH_AUDIENCE", ""),
+            oauth_claim_rule=source.get("OAUTH_CLAIM_RULE", ""),
             local=source.get("VIGIL_ENV") == "local",
             quota_limits=_quota_limits(source),
         )

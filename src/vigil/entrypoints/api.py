@@ -42,6 +42,7 @@ def router() -> Router:
     otherwise on their first use, since a cold start would pay for them whether or not its
     first call needs them."""
     from vigil.app import App
+    from vigil.oauth.external import ExternalIssuer, fetcher
     from vigil.wiring import (
         OnFirstUse,
         alarms,
@@ -57,6 +58,7 @@ def router() -> Router:
         store,
     )
 
+    config = settings()
     connect = aws_client if _ahead_of_requests() else OnFirstUse
     service_keys = keys()
     app = App(
@@ -68,12 +70,17 @@ def router() -> Router:
         quotas=quotas(),
         keys=service_keys,
         sender=sender(service_keys, connect),
+        external=ExternalIssuer.configured(
+            config.oauth_issuer,
+            config.oauth_audience,
+            config.oauth_claim_rule,
+            fetcher(allow_private=config.local),
+        ),
     )
     # The console's dead-letter queues: built, with the kinds of timer they route, when an
     # operator first opens their page.
     from vigil.oauth.documents import HostRule
 
-    config = settings()
     return Router(
         app,
         config.allowed_origins,

@@ -204,11 +204,13 @@ class Router:
         from vigil.oauth.scopes import SUPPORTED
 
         base = request.origin() or ""
+        external = self.app.external
         return HttpResponse.json(
             200,
             {
                 "resource": f"{base}/mcp",
-                "authorization_servers": [base],
+                # The operator's identity provider where one is named, else Vigil's own.
+                "authorization_servers": [external.issuer if external else base],
                 "scopes_supported": list(SUPPORTED),
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Vigil",
