@@ -660,3 +660,93 @@ def test_an_operator_allows_or_blocks_document_hosts(scene: Scene) -> None:
     assert Consent(scene, DOCUMENT_URL, scene.pat).page().status == 400
     scene.router.oauth().documents.hosts = HostRule.parse("example", "")
     assert Consent(scene, DOCUMENT_URL, scene.pat).page().status == 200
+
+
+# -- races ----------------------------------------------------------------------------------
+class HeldCommit:
+    """Holds the first commit of ``store`` until ``reads`` reads of ``method`` were made, so
+    that two requests both read before either writes: the race the conditional writes must
+    decide."""
+
+    def __init__(self, store: Store, method: str, reads: int) -> None:
+        import threading
+
+        self.store = store
+        self.read_enough = threading.Event()
+        self.count = 0
+        self.held = False
+        real_read = getattr(store, method)
+        real_commit = store.commit
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            found = real_read(*args, **kwargs)
+            self.count += 1
+            if self.count >= reads:
+                self.read_enough.set()
+            return found
+
+        def commit(*args: Any, **kwargs: Any) -> Any:
+            if not self.held:
+                self.held = True
+                assert self.read_enough.wait(10), "the other request never read"
+            return real_commit(*args, **kwargs)
+
+        setattr(store, method, read)
+        store.commit = commit  # type: ignore[method-assign]
+
+
+def both(*steps: Any) -> list[HttpResponse]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(steps)) as pool:
+        return [future.result(timeout=30) for future in [pool.submit(step) for step in steps]]
+
+
+def test_two_redemptions_of_one_code_at_once_make_one_grant(scene: Scene, store: Store) -> None:
+    consent = Consent(scene, scene.client(), scene.pat)
+    fields = {
+        "grant_type": "authorization_code",
+        "code": consent.decide()["code"],
+        "redirect_uri": CALLBACK,
+        "client_id": consent.client_id,
+        "code_verifier": consent.verifier,
+    }
+    HeldCommit(store, "get_code", 2)
+    answers = both(*[lambda: scene.form("/oauth/token", **fields)] * 2)
+    assert sorted(a.status for a in answers) == [200, 400]
+    holder = store.get_principal("acme", scene.pat_id)
+    assert holder is not None
+    assert len(holder.grants) == 1
+
+
+def test_two_refreshes_with_one_token_at_once_rotate_once(scene: Scene, store: Store) -> None:
+    client_id = scene.client()
+    tokens = Consent(scene, client_id, scene.pat).tokens()
+    HeldCommit(store, "get_grant", 2)
+    answers = both(*[lambda: refresh(scene, client_id, tokens["refresh_token"])] * 2)
+    assert sorted(a.status for a in answers) == [200, 400]
+    (won,) = [json.loads(a.body) for a in answers if a.status == 200]
+    assert whoami(scene, won["access_token"]).status == 200
+    again = refresh(scene, client_id, won["refresh_token"])
+    assert again.status == 200
+
+
+def test_a_revocation_racing_a_refresh_leaves_the_grant_ended(scene: Scene, store: Store) -> None:
+    client_id = scene.client()
+    tokens = Consent(scene, client_id, scene.pat).tokens()
+    HeldCommit(store, "get_grant", 2)
+    answers = both(
+        lambda: refresh(scene, client_id, tokens["refresh_token"]),
+        lambda: scene.form("/oauth/revoke", token=tokens["refresh_token"], client_id=client_id),
+    )
+    refreshed, revoked = answers
+    assert revoked.status == 200
+    if refreshed.status == 200:
+        # The refresh committed first: the revocation, read before it, reads again and ends
+        # the grant all the same, the new pair with it.
+        later = json.loads(refreshed.body)
+        assert whoami(scene, later["access_token"]).status == 401
+        assert error_of(refresh(scene, client_id, later["refresh_token"])) == "invalid_grant"
+    else:
+        assert error_of(refreshed) == "invalid_grant"
+    assert whoami(scene, tokens["access_token"]).status == 401

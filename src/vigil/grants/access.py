@@ -17,6 +17,11 @@ from vigil.kit.keys import Keys
 
 _PURPOSE = "oauth-access-token"
 _TYPE = "at+jwt"
+# Tokens this process has checked, with their claims and expiry: a host calls many times with
+# one token, and its signature need not be checked again. The expiry is checked on each call,
+# and the grant's liveness by the caller's read of the principal, as for any token.
+_CHECKED: dict[tuple[bytes, str, str], tuple[AccessClaims, int]] = {}
+_CHECKED_MAX = 4096
 
 
 @dataclass(frozen=True)
@@ -66,17 +71,22 @@ def verify(keys: Keys, token: str, resource: str | None, now: datetime) -> Acces
     ``now``; None for any other text (a token for another resource, or none named)."""
     if resource is None or not looks_like_access_token(token):
         return None
+    at = int(now.timestamp())
+    secret = keys.for_purpose(_PURPOSE)
+    checked = _CHECKED.get((secret, token, resource))
+    if checked is not None:
+        return checked[0] if at < checked[1] else None
     from joserfc import jwt
     from joserfc.errors import JoseError
     from joserfc.jwk import OctKey
 
-    key = OctKey.import_key(keys.for_purpose(_PURPOSE))
+    key = OctKey.import_key(secret)
     try:
         decoded = jwt.decode(token, key, algorithms=["HS256"])
         if decoded.header.get("typ") != _TYPE:
             return None
         registry = jwt.JWTClaimsRegistry(
-            now=int(now.timestamp()),
+            now=at,
             aud={"essential": True, "value": resource},
             exp={"essential": True},
             sub={"essential": True},
@@ -84,7 +94,12 @@ def verify(keys: Keys, token: str, resource: str | None, now: datetime) -> Acces
         registry.validate(decoded.claims)
     except (JoseError, ValueError, TypeError):
         return None
-    return _claims(decoded.claims)
+    claims = _claims(decoded.claims)
+    if claims is not None:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[(secret, token, resource)] = (claims, int(decoded.claims["exp"]))
+    return claims
 
 
 def _claims(claims: dict[str, Any]) -> AccessClaims | None:

@@ -49,6 +49,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 
 from vigil.audit.records import AuditEvent
+from vigil.errors import contended
 from vigil.grants import access
 from vigil.grants.records import (
     ACCESS_TOKEN_SECONDS,
@@ -186,10 +187,12 @@ class _Code:
 
 
 class _Credential:
-    """A grant as the refresh and revocation endpoints handle it."""
+    """A grant as the refresh and revocation endpoints handle it, with its holder where it
+    was read (a refresh reads it once)."""
 
-    def __init__(self, grant: Grant) -> None:
+    def __init__(self, grant: Grant, holder: Principal | None = None) -> None:
         self.grant = grant
+        self.holder = holder
 
     def check_client(self, client: _Client) -> bool:
         return self.grant.client_id == client.client_id
@@ -337,9 +340,8 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
         return self.server.refreshable(refresh_token)
 
     def authenticate_user(self, refresh_token: _Credential) -> Principal | None:
-        grant = refresh_token.grant
-        principal = self.server.active_principal(grant.namespace, grant.principal_id)
-        return principal if principal is not None and grant.id in principal.grants else None
+        """The holder ``refreshable`` read and found active, holding the grant."""
+        return refresh_token.holder
 
     def generate_token(self, user: Principal, scope: str, **_: Any) -> dict[str, Any]:
         grant = self.request.refresh_token.grant
@@ -434,6 +436,7 @@ class VigilAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.register_endpoint(_Registration)
         self.issuer = _Issuer(origin)
         self.register_extension(self.issuer)
+        self._clients: dict[str, _Client | None] = {}
 
     # Each endpoint's answer, as Vigil's HTTP type
     def token(self, request: _Request) -> HttpResponse:
@@ -461,6 +464,13 @@ class VigilAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
 
     # Authlib's framework hooks
     def query_client(self, client_id: str) -> _Client | None:
+        """The client ``client_id`` names; read once per request, however often Authlib asks
+        (an authorization is validated twice when it is answered)."""
+        if client_id not in self._clients:
+            self._clients[client_id] = self._client(client_id)
+        return self._clients[client_id]
+
+    def _client(self, client_id: str) -> _Client | None:
         if is_document_url(client_id):
             try:
                 return _Client(self.documents.client(client_id, self.now))
@@ -641,7 +651,7 @@ class VigilAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         holder = self.active_principal(grant.namespace, grant.principal_id)
         if holder is None or grant.id not in holder.grants:
             return None  # its holder was revoked: invalid_grant, as for any dead grant
-        return _Credential(grant)
+        return _Credential(grant, holder)
 
     def _rotate(self, token: dict[str, Any], request: Any) -> None:
         grant: Grant = request.refresh_token.grant
@@ -679,25 +689,49 @@ class _Issuer(IssuerParameter):  # type: ignore[misc]
         return self.origin
 
 
+# A revocation that loses a race (a refresh or a sign-in moved the grant or its principal on)
+# reads both again and goes again, this many times in all: a revocation is never dropped.
+END_ATTEMPTS = 5
+
+
 def end_grant(store: Store, grant: Grant, ending: Ending, by: str | None, now: datetime) -> bool:
     """Ends ``grant`` and takes it off its principal's live grants, in one transaction,
-    audited; False if it had ended already, or either changed meanwhile (then read again)."""
-    ended = grant.ended(ending, by, now)
-    writes = [store.save_grant(ended)]
-    principal = store.get_principal(grant.namespace, grant.principal_id)
-    if principal is not None and grant.id in principal.grants:
-        rest = tuple(g for g in principal.grants if g != grant.id)
-        writes.append(store.save_principal(principal.changed(grants=rest)))
-    event = AuditEvent.of(
-        grant.namespace, by, "revoke_grant", "grant", grant.id, grant.version, ended.version, now
-    )
-    writes.append(store.add_audit_event(event))
-    try:
-        store.commit(writes)
-    except ConditionFailed:
-        return False
-    log_event(log, "oauth grant ended", namespace=grant.namespace, grant_id=grant.id, ending=ending)
-    return True
+    audited; False if it had ended already. A change that raced it is read and gone past."""
+    current: Grant | None = grant
+    for _ in range(END_ATTEMPTS):
+        if current is None or current.status != "active":
+            return False
+        ended = current.ended(ending, by, now)
+        writes = [store.save_grant(ended)]
+        principal = store.get_principal(current.namespace, current.principal_id)
+        if principal is not None and current.id in principal.grants:
+            rest = tuple(g for g in principal.grants if g != current.id)
+            writes.append(store.save_principal(principal.changed(grants=rest)))
+        event = AuditEvent.of(
+            current.namespace,
+            by,
+            "revoke_grant",
+            "grant",
+            current.id,
+            current.version,
+            ended.version,
+            now,
+        )
+        writes.append(store.add_audit_event(event))
+        try:
+            store.commit(writes)
+        except ConditionFailed:
+            current = store.get_grant(current.namespace, current.id)
+            continue
+        log_event(
+            log,
+            "oauth grant ended",
+            namespace=current.namespace,
+            grant_id=current.id,
+            ending=ending,
+        )
+        return True
+    raise contended("the sign-in kept changing while it was being revoked; revoke it again")
 
 
 def registration_allowed(store: Store, source_ip: str | None, now: datetime) -> bool:

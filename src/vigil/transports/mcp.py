@@ -55,7 +55,8 @@ _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
 INSTRUCTIONS = (
     "Vigil keeps AI agents alive and accountable: dead-man switches, leases, human instructions "
-    "and approvals, and reliable mailboxes. Authenticate with Authorization: Bearer <secret>.\n"
+    "and approvals, and reliable mailboxes. Authenticate with Authorization: Bearer <secret>, "
+    "or sign in with OAuth.\n"
     "How to use it well:\n"
     "- heartbeat: call it every third of expect_within_seconds or more often, so a failed beat "
     "can be retried before the deadline; retry errors whose retryable is true with jittered "
