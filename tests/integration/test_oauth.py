@@ -750,3 +750,22 @@ def test_a_revocation_racing_a_refresh_leaves_the_grant_ended(scene: Scene, stor
     else:
         assert error_of(refreshed) == "invalid_grant"
     assert whoami(scene, tokens["access_token"]).status == 401
+
+
+def test_a_grant_is_deleted_half_a_year_after_its_last_use(scene: Scene, store: Store) -> None:
+    from vigil.stores.dynamo import DynamoStore
+
+    if not isinstance(store, DynamoStore):
+        pytest.skip("DynamoDB's TTL: the in-memory store deletes nothing")
+    client_id = scene.client()
+    tokens = Consent(scene, client_id, scene.pat).tokens()
+    scene.clock.advance(3600)
+    refresh(scene, client_id, tokens["refresh_token"])
+    holder = store.get_principal("acme", scene.pat_id)
+    assert holder is not None
+    (grant_id,) = holder.grants
+    item = store.client.get_item(
+        TableName=store.table, Key={"pk": {"S": "NS#acme"}, "sk": {"S": f"GRANT#{grant_id}"}}
+    )["Item"]
+    refreshed_at = int(scene.clock.now().timestamp())
+    assert int(item["ttl"]["N"]) == refreshed_at + 180 * 86400

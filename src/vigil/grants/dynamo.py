@@ -1,7 +1,8 @@
 """The authorization server's records on DynamoDB. A client registered here and a code are
 items of their own partitions (``OAUTH#CLIENT#<id>``, ``OAUTH#CODE#<digest>``), found by what
 a request names; a code carries ``ttl``, so DynamoDB deletes it once it has expired. Grants
-are listed under their namespace's partition (``GRANT#<id>``)."""
+are listed under their namespace's partition (``GRANT#<id>``), each deleted the same way once
+it has been neither used nor ended for GRANT_KEPT_DAYS."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ class DynamoOAuth(DynamoBase, OAuthStore):
             **_grant_key(grant.namespace, grant.id),
             "version": attr_n(grant.version),
             "doc": attr_s(grant.model_dump_json()),
+            "ttl": attr_n(int(grant.kept_until.timestamp())),
         }
 
     def add_grant(self, grant: Grant) -> DynamoWrite:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from vigil.kit.principals import new_id
@@ -35,6 +35,9 @@ CODE_SECONDS = 300
 ACCESS_TOKEN_SECONDS = 15 * 60
 # An unused grant ends; each refresh moves its end on by as much.
 GRANT_IDLE_DAYS = 90
+# A grant is kept this long after its last use or its end (for the Sign-ins page), then
+# deleted (DynamoDB's TTL). Its principal's list of live grants forgets it at its next grant.
+GRANT_KEPT_DAYS = 180
 
 _REFRESH = re.compile(
     r"^vgr\.([a-z0-9][a-z0-9-]{1,62})\.(grt_[a-z2-7]{16})\.([1-9][0-9]{0,8})\.[A-Za-z0-9_-]{43}$"
@@ -90,6 +93,10 @@ class Grant(Versioned):
     refresh_hash: str
     ended_by: str | None = None  # who revoked it; None for the server (a reuse) or not ended
     ending: Ending | None = None
+
+    @property
+    def kept_until(self) -> datetime:
+        return self.used_at + timedelta(days=GRANT_KEPT_DAYS)
 
     @property
     def host(self) -> str:

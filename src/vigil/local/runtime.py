@@ -482,6 +482,8 @@ def _run(args: argparse.Namespace) -> int:
         with runtime:
             print("Vigil is running locally")
             print(f"  MCP endpoint:  {runtime.mcp_url}")
+            print("                 (send Authorization: Bearer <secret>, or let the host sign")
+            print("                 in with OAuth: it opens the console to ask you)")
             print(f"  REST base:     {runtime.rest_url}/{{tool}}")
             print(f"  OpenAPI:       {runtime.openapi_url}")
             print(f"  API page:      {runtime.openapi_url.removesuffix('/openapi.json')}/docs")

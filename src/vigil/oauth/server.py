@@ -731,7 +731,7 @@ def end_grant(store: Store, grant: Grant, ending: Ending, by: str | None, now: d
             ending=ending,
         )
         return True
-    raise contended("the sign-in kept changing while it was being revoked; revoke it again")
+    raise contended("the sign-in kept changing while it was being revoked; retry")
 
 
 def registration_allowed(store: Store, source_ip: str | None, now: datetime) -> bool:
