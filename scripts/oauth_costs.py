@@ -120,7 +120,8 @@ def rows() -> list[Row]:
         "`GET /console/authorize`: the consent page (signed in)",
         lambda: browser.get("/console/authorize", **query),
     )
-    allow = {**query, "csrf": field_of(page, "csrf"), "decision": "allow"}
+    allow = {**query, "csrf": field_of(page, "csrf"), "shown": field_of(page, "shown")}
+    allow["decision"] = "allow"
     answer = counted(
         "`POST /console/authorize`: Allow", lambda: browser.post("/console/authorize", allow)
     )
@@ -238,7 +239,8 @@ def sign_in(router: Any, secret: str) -> dict[str, Any]:
     browser = Browser(router)
     browser.sign_in(secret)
     page = browser.get("/console/authorize", **query)
-    allow = {**query, "csrf": field_of(page, "csrf"), "decision": "allow"}
+    allow = {**query, "csrf": field_of(page, "csrf"), "shown": field_of(page, "shown")}
+    allow["decision"] = "allow"
     answer = browser.post("/console/authorize", allow)
     code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
     fields = {

@@ -21,10 +21,14 @@ sleep blind.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 import shutil
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +43,8 @@ REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("VIGIL_TEST_OUTPUT", REPO / "test-output")) / "console"
 NODE_TOOLS = Path(os.environ.get("VIGIL_NODE_TOOLS", REPO / ".tools" / "node"))
 AXE = NODE_TOOLS / "node_modules" / "axe-core" / "axe.min.js"
+# A host's PKCE verifier, for the sign-in on the tour.
+VERIFIER = b"tour-verifier-0123456789-abcdefghijklmnopqrstuvwxyz"
 DEPLOY = {"op": "deploy", "service": "checkout", "version": "1.2.3", "regions": ["eu", "us"]}
 
 
@@ -698,6 +704,56 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     page.get_by_role("button", name="Pause", exact=True).click()
     expect(page.locator("#held")).to_contain_text(armed)
     audited(page, f"tour-pause-confirm-{width}")
+
+    # An MCP host asks to sign in (OAuth): the consent page, then the Sign-ins page.
+    callback = "https://chatgpt.com/connector_platform_oauth_redirect"
+    registration = json.dumps(
+        {
+            "client_name": "ChatGPT",
+            "redirect_uris": [callback],
+            "token_endpoint_auth_method": "none",
+        }
+    ).encode()
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{base}/oauth/register", registration, method="POST"), timeout=30
+    ) as registered:
+        client_id = json.loads(registered.read())["client_id"]
+    query = urllib.parse.urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": callback,
+            "state": "tour",
+            "code_challenge": base64.urlsafe_b64encode(hashlib.sha256(VERIFIER).digest())
+            .rstrip(b"=")
+            .decode(),
+            "code_challenge_method": "S256",
+            "scope": "vigil:people vigil:admin",
+        }
+    )
+    page.route(re.compile(r"https://chatgpt\.com/.*"), lambda route: route.fulfill(body="ok"))
+    page.goto(f"{base}/console/authorize?{query}")
+    expect(page.get_by_role("button", name="Allow")).to_be_visible()
+    audited(page, f"tour-consent-{width}")
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(re.compile(r"https://chatgpt\.com/.*code=.*iss=.*"))
+    # The host redeems the code: the sign-in exists from then on.
+    code = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["code"][0]
+    redemption = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": callback,
+        "client_id": client_id,
+        "code_verifier": VERIFIER.decode(),
+    }
+    token = urllib.request.Request(
+        f"{base}/oauth/token", urllib.parse.urlencode(redemption).encode(), method="POST"
+    )
+    with urllib.request.urlopen(token, timeout=30) as redeemed:
+        assert "access_token" in json.loads(redeemed.read())
+    page.goto(f"{base}/console/grants")
+    expect(page.locator("table")).to_contain_text("ChatGPT")
+    audited(page, f"tour-grants-{width}")
     assert errors == [], errors
     page.goto(f"{base}/console/nowhere")
     expect(page.get_by_role("heading", level=1)).to_be_visible()

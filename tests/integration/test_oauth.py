@@ -157,7 +157,12 @@ class Consent:
         page = self.page()
         assert page.status == 200, page.body
         assert self.browser is not None
-        form = {**self._query, "csrf": field_of(page, "csrf"), "decision": decision}
+        form = {
+            **self._query,
+            "csrf": field_of(page, "csrf"),
+            "shown": field_of(page, "shown"),
+            "decision": decision,
+        }
         answer = self.browser.post("/console/authorize", form)
         assert answer.status == 302, answer.body
         return callback(answer)
@@ -336,6 +341,22 @@ def test_an_unknown_client_is_refused_on_the_page(scene: Scene) -> None:
     answer = Consent(scene, "vgc_aaaaaaaaaaaaaaaa", scene.pat).page()
     assert answer.status == 400
     assert "location" not in answer.headers
+
+
+def test_nothing_is_granted_that_the_page_did_not_show(scene: Scene) -> None:
+    """The form says what the page showed; if the person could now hold more (their role
+    changed meanwhile), the page is shown again and no code is sent."""
+    consent = Consent(
+        scene, scene.client(), scene.acme.operator_secret, scope="vigil:people vigil:admin"
+    )
+    page = consent.page()
+    assert field_of(page, "shown") == "vigil:people vigil:admin"
+    assert consent.browser is not None
+    form = {**consent._query, "csrf": field_of(page, "csrf"), "decision": "allow"}
+    answer = consent.browser.post("/console/authorize", {**form, "shown": "vigil:people"})
+    assert answer.status == 200
+    assert "location" not in answer.headers
+    assert "<strong>vigil:admin</strong>" in answer.body.decode()
 
 
 def test_a_form_from_another_session_or_origin_decides_nothing(scene: Scene) -> None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 HERE = f"{PREFIX}/authorize"
 _TITLE = "Allow access"
 # The form's own fields, which are not the authorization request's.
-_OWN = ("csrf", "decision")
+_OWN = ("csrf", "decision", "shown")
 
 
 def authorize(
@@ -66,6 +66,10 @@ def authorize(
     held = oauth_scopes.fitting(asked, principal.kind, principal.role)
     if not held:
         return server.refusal(prepared, InvalidScopeError(redirect_uri=grant.redirect_uri))
+    if request.method == "POST" and fields.get("shown") != " ".join(held):
+        # What the host would get is not what the page showed (the person's role changed
+        # meanwhile): nothing is granted that was not shown; the page is shown again.
+        request = HttpRequest("GET", request.path, request.headers, b"", query=dict(pairs))
     if request.method != "POST":
         page = _page(responder, visit, grant.client.client, grant.redirect_uri, pairs, asked, held)
         # The form's answer redirects to the host: the console's pages may send forms only to
@@ -132,7 +136,8 @@ def _page(
         '<a href="{grants}">Sign-ins</a>, or an operator does. Allow only an app you are '
         "using right now, whose answer address you recognise.</p>"
         '<form method="post" action="{action}">'
-        '<input type="hidden" name="csrf" value="{csrf}">{hidden}'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<input type="hidden" name="shown" value="{shown}">{hidden}'
         '<button type="submit" name="decision" value="allow">Allow</button> '
         '<button type="submit" name="decision" value="deny" class="secondary">Deny</button>'
         "</form>",
@@ -154,6 +159,7 @@ def _page(
         grants=f"{PREFIX}/grants",
         action=HERE,
         csrf=visit.csrf,
+        shown=" ".join(held),
         hidden=hidden,
     )
     return responder.page(_TITLE, body, visit)

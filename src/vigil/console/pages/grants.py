@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from vigil.console.components import badge, named, next_page, problem, table
+from vigil.console.components import badge, named, next_page, problem, relative, table
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, redirect
 from vigil.grants.records import Grant
@@ -20,6 +20,7 @@ _PAGE = 50
 def grants(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     me = visit.principal
     store = responder.app.store
+    now = responder.now()
     after = request.query.get("after") or None
     if me.role == "operator":
         found = store.list_grants(me.namespace, after, _PAGE + 1)
@@ -38,6 +39,7 @@ def grants(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
             render('{name} <small class="meta id">{host}</small>', name=g.client_name, host=g.host),
             named(g.principal_id, None, holders),
             " ".join(g.scopes),
+            relative(g.used_at.isoformat(), now),
             badge("active" if g.status == "active" else "revoked"),
             _revoke_form(g, visit) if g.status == "active" else Html(""),
         )
@@ -46,7 +48,12 @@ def grants(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
     body = join(
         [
             render("<p>{intro}</p>", intro=intro),
-            table("Sign-ins", ("App", "As", "Scopes", "State", ""), rows, "No app is signed in."),
+            table(
+                "Sign-ins",
+                ("App", "As", "Scopes", "Last used", "State", ""),
+                rows,
+                "No app is signed in.",
+            ),
             next_page(HERE, {"after": found[-1].id}) if more and found else Html(""),
         ]
     )
