@@ -46,10 +46,12 @@ from vigil.local.contention import (
 )
 from vigil.local.dynamodb_local import LOOPBACK, LoopbackChild, serve_until_signalled, start_child
 from vigil.local.expiry import WRITES, ExpiryIndex, Marks, expiry_marks
-from vigil.local.signatures import Refused, UnknownKey, verify
+from vigil.local.signatures import Refused, UnknownKey, signer_known, verify
 
 LOG_FILE = "dynamodb-front.log"
 # Headers that describe one hop, not the request.
+# DynamoDB's largest request (a BatchWriteItem or a transaction of large items) is 16 MB.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host"})
 STATS_PATH = "/contention"
 # How often the front logs what contention refused, when that changed.
@@ -193,9 +195,23 @@ def _handler(front: DynamoDBFront) -> type[BaseHTTPRequestHandler]:
             """Every DynamoDB call passes here; the engine's own log is the place for them."""
 
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {name.lower(): value for name, value in self.headers.items()}
             path, _, query = self.path.partition("?")
+            try:
+                # Before the body is read: a request of no key of the runtime's, or larger
+                # than DynamoDB takes, costs nothing but its headers.
+                signer_known(query, headers, front.keys)
+                length = int(headers.get("content-length") or 0)
+                if not 0 <= length <= MAX_REQUEST_BYTES:
+                    raise Refused(f"the request is over DynamoDB's {MAX_REQUEST_BYTES} bytes")
+            except (Refused, ValueError) as error:
+                self.close_connection = True  # its body, unread, is not a next request
+                refused = error if isinstance(error, Refused) else Refused("a bad Content-Length")
+                self._answer(
+                    400, [("Content-Type", "application/x-amz-json-1.0")], _refusal(refused)
+                )
+                return
+            body = self.rfile.read(length)
             try:
                 signed = verify(
                     method="POST",

@@ -19,9 +19,17 @@ from moto.server import ThreadedMotoServer
 from werkzeug.formparser import parse_form_data
 from werkzeug.serving import make_server
 
+from vigil.attachments.records import MAX_FILE_BYTES
 from vigil.local import moto_sqs
 from vigil.local.moto_state import Snapshotter, WsgiApp, guarded
-from vigil.local.signatures import AccessKey, Refused, admit_form, verify, verify_post_policy
+from vigil.local.signatures import (
+    AccessKey,
+    Refused,
+    admit_form,
+    signer_known,
+    verify,
+    verify_post_policy,
+)
 from vigil.local.timetable import Timetable, recording
 
 
@@ -60,11 +68,29 @@ def _headers(environ: dict[str, Any]) -> dict[str, str]:
     return headers
 
 
+# The largest request the runtime's own calls make of moto is an attachment's bytes (5 MiB,
+# by the runtime's key or in a presigned form) and its form's fields: a body beyond this is
+# refused before it is read, so an unsigned request cannot fill the runtime's memory.
+MAX_BODY_BYTES = MAX_FILE_BYTES + 1024 * 1024
+
+
+class TooLarge(Refused):
+    """The body is over MAX_BODY_BYTES; nothing of it was kept."""
+
+
 def _body(environ: dict[str, Any]) -> bytes:
+    """The request's body, at most MAX_BODY_BYTES of it (TooLarge beyond, read no further)."""
     stream = environ["wsgi.input"]
     if environ.get("wsgi.input_terminated"):
-        return bytes(stream.read())
-    return bytes(stream.read(int(environ.get("CONTENT_LENGTH") or 0)))
+        body = bytes(stream.read(MAX_BODY_BYTES + 1))
+    else:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        if length > MAX_BODY_BYTES:
+            raise TooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+        body = bytes(stream.read(length))
+    if len(body) > MAX_BODY_BYTES:
+        raise TooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+    return body
 
 
 # What a presigned GET may set of its answer besides its signature: the runtime's URLs make
@@ -93,17 +119,21 @@ class Signers:
         self.keys[key.id] = key.secret
         self.presign_buckets[key.id] = bucket
 
+    def before_reading(self, environ: dict[str, Any]) -> None:
+        """Refused, before the body is read, unless the request names a key of this runtime
+        (a POST form, which names it in its body, is bounded by MAX_BODY_BYTES instead)."""
+        headers = _headers(environ)
+        if _is_form(environ.get("REQUEST_METHOD", "GET"), headers):
+            return
+        signer_known(environ.get("QUERY_STRING", ""), headers, self.keys)
+
     def authorize(self, environ: dict[str, Any], body: bytes) -> None:
         """Raises Refused unless the request is one its signer may make."""
         method = environ.get("REQUEST_METHOD", "GET")
         path = urlsplit(environ.get("RAW_URI") or environ.get("PATH_INFO", "/")).path
         query = environ.get("QUERY_STRING", "")
         headers = _headers(environ)
-        if (
-            method == "POST"
-            and "authorization" not in headers
-            and headers.get("content-type", "").startswith("multipart/form-data")
-        ):
+        if _is_form(method, headers):
             self._authorize_form(environ, path, query, body)
             return
         signed = verify(
@@ -137,9 +167,16 @@ class Signers:
         if query or not bucket or "/" in bucket:
             raise Refused("a form is posted to its bucket, with no query")
         _, form, files = parse_form_data({**environ, "wsgi.input": io.BytesIO(body)})
-        upload = files.get("file")
-        if upload is None:
-            raise Refused("the form has no file")
+        # moto reads a form its own way (the first of a repeated name, names in their case):
+        # a name given twice in any case, which the check below would read otherwise than
+        # moto stores, is refused, and so is any file part but the one file.
+        names = [name for name, _ in form.items(multi=True)]
+        names += [name for name, _ in files.items(multi=True)]
+        if len({name.lower() for name in names}) != len(names):
+            raise Refused("the form names a field twice (names are compared in any case)")
+        if [name for name, _ in files.items(multi=True)] != ["file"]:
+            raise Refused("the form has one file part, named file, and no other")
+        upload = files["file"]
         fields = {name: form[name] for name in form}
         policy = verify_post_policy(fields, self.keys, self.now())
         if policy.key_id != self.runtime_key_id and (
@@ -149,16 +186,27 @@ class Signers:
         admit_form(policy, fields, bucket, len(upload.read()))
 
 
+def _is_form(method: str, headers: dict[str, str]) -> bool:
+    """A browser's POST form (a presigned upload): unsigned in its headers, signed in its body."""
+    return (
+        method == "POST"
+        and "authorization" not in headers
+        and headers.get("content-type", "").startswith("multipart/form-data")
+    )
+
+
 def _query_names(query: str) -> list[str]:
     return [part.partition("=")[0] for part in query.split("&") if part]
 
 
-def _access_denied(environ: dict[str, Any], message: str) -> tuple[str, bytes]:
+def _access_denied(
+    environ: dict[str, Any], message: str, code: str = "AccessDenied"
+) -> tuple[str, bytes]:
     """A refusal in the protocol of the service asked: JSON for JSON services, else XML."""
     if "HTTP_X_AMZ_TARGET" in environ:
-        body = {"__type": "AccessDeniedException", "message": message}
+        body = {"__type": f"{code}Exception", "message": message}
         return "application/x-amz-json-1.0", json.dumps(body).encode()
-    xml = f"<Error><Code>AccessDenied</Code><Message>{_escape(message)}</Message></Error>"
+    xml = f"<Error><Code>{code}</Code><Message>{_escape(message)}</Message></Error>"
     return "application/xml", xml.encode()
 
 
@@ -176,9 +224,14 @@ class SignedOnly:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        body = _body(environ)
         try:
+            self.signers.before_reading(environ)
+            body = _body(environ)
             self.signers.authorize(environ, body)
+        except TooLarge as error:
+            content_type, answer = _access_denied(environ, str(error), "EntityTooLarge")
+            start_response("413 Request Entity Too Large", [("Content-Type", content_type)])
+            return [answer]
         except Refused as error:
             content_type, answer = _access_denied(environ, str(error))
             start_response("403 Forbidden", [("Content-Type", content_type)])

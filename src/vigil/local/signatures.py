@@ -133,6 +133,23 @@ def _check(expected: str, given: str) -> None:
         raise Refused("the signature does not match")
 
 
+def signer_known(query: str, headers: Mapping[str, str], keys: Mapping[str, str]) -> None:
+    """Refused unless the request names, in its Authorization header or its query, a key this
+    runtime knows: checked before its body is read, so an unsigned or foreign request costs
+    nothing but its headers. (A POST form carries its key in its body: its size is bounded.)"""
+    authorization = headers.get("authorization", "")
+    if authorization:
+        _, _, rest = authorization.partition(" ")
+        fields = dict(p.strip().partition("=")[::2] for p in rest.split(","))
+        credential = fields.get("Credential", "")
+    else:
+        credential = dict(_pairs(query)).get("X-Amz-Credential", "")
+        if not credential:
+            raise Refused("the request is not signed")
+    key_id, _ = _credential(credential)
+    _secret_of(keys, key_id)
+
+
 def verify(
     *,
     method: str,
