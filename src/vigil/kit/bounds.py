@@ -30,6 +30,23 @@ def _is_unicode(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class InexactNumber:
+    """A number as a body wrote it, which no double holds exactly (beyond 2^53, more digits
+    than a double keeps, or out of its range): I-JSON (RFC 7493) has it refused, for every
+    reader would keep, show and compare another. No field takes one: a typed field refuses it
+    as any wrong value, and a free-form document names it (``JsonBounds``)."""
+
+    text: str
+
+    @property
+    def problem(self) -> str:
+        return (
+            f"the number {self.text[:40]} is not one a double holds exactly (I-JSON, RFC "
+            "7493): it would be shown and compared as another; send it as a string"
+        )
+
+
+@dataclass(frozen=True)
 class JsonBounds:
     """Limits on a JSON object supplied by a caller.
 
@@ -82,6 +99,8 @@ class JsonBounds:
             return None if _is_unicode(value) else _NOT_UNICODE
         if isinstance(value, float) and not math.isfinite(value):
             return "numbers must be finite"
+        if isinstance(value, InexactNumber):
+            return value.problem
         if value is None or isinstance(value, bool | int | float):
             return None
         return "values must be JSON: objects, arrays, strings, numbers, booleans or null"

@@ -12,6 +12,7 @@ from importlib.abc import Traversable
 from typing import Any
 
 from vigil.errors import HTTP_STATUS, VigilError, invalid, limit_exceeded_body
+from vigil.kit.bounds import InexactNumber
 from vigil.kit.events import cut
 
 
@@ -70,18 +71,19 @@ NAMED_MEMBER = 100
 
 
 def json_body(body: bytes) -> Any:
-    """``body`` read as I-JSON (RFC 7493), or invalid_argument: bytes that are not JSON, an
-    object that names a member twice, and a number no double holds. A reader keeps only one of
-    the two values (Python's the last), so what a person was shown and what a call means could
-    differ: an approval of ``{"op": "deploy"}`` would redeem for ``{"op": "delete-all", "op":
-    "deploy"}``; and ``10000000000000001.0`` would be shown as ``10000000000000000``."""
+    """``body`` read as I-JSON (RFC 7493), or invalid_argument: bytes that are not JSON, and
+    an object that names a member twice. A reader keeps only one of the two values (Python's
+    the last), so what a person was shown and what a call means could differ: an approval of
+    ``{"op": "deploy"}`` would redeem for ``{"op": "delete-all", "op": "deploy"}``. A number no
+    double holds exactly is read as an ``InexactNumber``, which every field refuses, naming it
+    (kit/bounds.py): ``10000000000000001.0`` would otherwise be kept, and shown, as
+    ``10000000000000000``."""
     try:
         return json.loads(
             body,
             object_pairs_hook=_members_once,
-            parse_float=_exact_float,
-            parse_int=_exact_int,
-            parse_constant=_no_constant,
+            parse_float=_float_or_inexact,
+            parse_int=_int_or_inexact,
         )
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise invalid("the body is not valid JSON") from None
@@ -91,35 +93,22 @@ def json_body(body: bytes) -> Any:
 _EXACT_INTEGERS = 2**53
 
 
-def _inexact(text: str) -> VigilError:
-    return invalid(
-        "a number in the body is not one a double holds exactly (I-JSON, RFC 7493): it would "
-        "be shown, and compared, as another; send it as a string",
-        number=cut(text, NAMED_MEMBER),
-    )
-
-
-def _exact_float(text: str) -> float:
+def _float_or_inexact(text: str) -> float | InexactNumber:
     """A JSON number with a fraction or exponent, if the double it reads as is the number
     written (``1.10`` is; ``10000000000000001.0`` and ``1e400`` are not)."""
     from decimal import Decimal  # a body with a fraction is rare: not every cold start's
 
     value = float(text)
     if not math.isfinite(value) or Decimal(text) != Decimal(repr(value)):
-        raise _inexact(text)
+        return InexactNumber(text)
     return value
 
 
-def _exact_int(text: str) -> int:
+def _int_or_inexact(text: str) -> int | InexactNumber:
     value = int(text)
     if abs(value) > _EXACT_INTEGERS and float(value) != value:
-        raise _inexact(text)
+        return InexactNumber(text)
     return value
-
-
-def _no_constant(text: str) -> Any:
-    """NaN and Infinity, which Python's reader takes and JSON has not."""
-    raise invalid("the body is not valid JSON: NaN and Infinity are not JSON numbers")
 
 
 def _members_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

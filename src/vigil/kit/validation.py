@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from vigil.errors import invalid
+from vigil.kit.bounds import InexactNumber
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -18,6 +19,10 @@ def validated(model: type[M], arguments: dict[str, Any], refusal: str) -> M:
         return model.model_validate(arguments)
     except ValidationError as error:
         errors = error.errors(include_input=False, include_url=False)
+        given = [e.get("input") for e in error.errors(include_url=False)]
+        for e, value in zip(errors, given, strict=True):
+            if isinstance(value, InexactNumber):
+                e["msg"] = value.problem  # not "a valid integer": the number as written
         paths = [argument_path(arguments, e["loc"]) for e in errors]
         # An optional field is a union with None; that its value is not None says nothing
         # when the real problem with the value is reported too.
