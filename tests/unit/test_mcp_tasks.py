@@ -344,3 +344,23 @@ def test_a_withdrawal_is_one_transaction_on_either_store(store: Store, clock: Ma
     assert store.quota_usage("acme", "open_requests") == 0
     (event, *_) = tenant.call("list_audit_events")["events"]
     assert (event["action"], event["target"]) == ("withdraw_request", task_id)
+
+
+@pytest.mark.parametrize("task_id", ["req_" + "a" * 2000, "req_AAAAAAAAAAAAAAAA", "../x"])
+def test_an_id_of_no_requests_shape_is_not_found_before_the_store_is_asked(
+    dynamo_store: Store, clock: ManualClock, task_id: str
+) -> None:
+    """On DynamoDB, a 2 KB id made a key over its limit: the store's refusal came back as
+    unavailable. An id no request has is now not found, and the store is never asked."""
+    app = app_on(dynamo_store, clock)
+    tenant = Tenant(app, clock, "acme")
+    _, secret = tenant.register(name="ann")
+    asked: list[str] = []
+    app.act_as = lambda *args, **kwargs: asked.append("the store")  # type: ignore[method-assign]
+    status, reply = Host(Router(app, frozenset()), secret).send("tasks/get", {"taskId": task_id})
+    assert (status, reply["error"]["code"], reply["error"]["message"]) == (
+        200,
+        -32602,
+        "task not found",
+    )
+    assert asked == []

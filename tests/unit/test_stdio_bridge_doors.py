@@ -233,3 +233,19 @@ def test_a_connection_closed_without_an_answer_is_unavailable() -> None:
             {**refused("unavailable", message), "id": 8},
         ]
         thread.join()
+
+
+@pytest.mark.parametrize("method", ["tools/list\r\nX-Injected: 1", "tools/lïst", "werkzeug\u2028"])
+def test_a_method_no_header_can_carry_is_answered_here_and_serving_goes_on(
+    door: Door, method: str
+) -> None:
+    """A method holding a line break, or a character outside Latin-1, cannot be an HTTP
+    header: the bridge answers it itself (method not found), sends nothing, and serves the
+    next request."""
+    door.answer(200, LISTED)
+    odd = {"jsonrpc": "2.0", "id": 1, "method": method}
+    assert served(door.url, odd, {"jsonrpc": "2.0", "method": method}, LIST) == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "method not found"}},
+        LISTED,
+    ]
+    assert door.answers == []

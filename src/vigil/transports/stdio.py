@@ -30,6 +30,7 @@ from vigil.transports.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     TOOLSETS_HEADER,
     refusal,
 )
@@ -70,6 +71,10 @@ def _routing_headers(message: object) -> dict[str, str]:
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return {}
     method, params = message["method"], message.get("params")
+    if not _HEADER_SAFE.fullmatch(method):
+        # No method of MCP's is: a line break or a character outside Latin-1 cannot go in a
+        # header at all, so the request is answered here (forward), never sent.
+        raise _NoSuchMethod(method)
     member = _NAMED_BY.get(method)
     name = params.get(member) if member is not None and isinstance(params, dict) else None
     if not isinstance(name, str):
@@ -77,6 +82,10 @@ def _routing_headers(message: object) -> dict[str, str]:
     if not _HEADER_SAFE.fullmatch(name):
         name = f"=?base64?{base64.b64encode(name.encode()).decode()}?="
     return {"mcp-method": method, "mcp-name": name}
+
+
+class _NoSuchMethod(Exception):
+    """A method no header can carry, and no server of MCP's has."""
 
 
 def _is_response(body: bytes) -> bool:
@@ -189,7 +198,13 @@ class StdioBridge:
             headers[_PROTOCOL_HEADER] = self.protocol_version
         if self.toolsets is not None:
             headers[TOOLSETS_HEADER] = self.toolsets
-        headers.update(_routing_headers(message))
+        try:
+            headers.update(_routing_headers(message))
+        except _NoSuchMethod:
+            if not isinstance(message, dict) or "id" not in message:
+                return None
+            error = {"code": METHOD_NOT_FOUND, "message": "method not found"}
+            return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
         request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
             self.endpoint, data=line.encode(), headers=headers, method="POST"
         )

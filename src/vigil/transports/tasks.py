@@ -13,10 +13,12 @@ tasks").
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from vigil.clock import iso
 from vigil.errors import ErrorCode, VigilError, conflict, unauthenticated
+from vigil.kit.principals import id_pattern
 from vigil.transports.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -109,6 +111,9 @@ def created(tool: str, params: dict[str, Any], payload: dict[str, Any]) -> dict[
     return {**task_of(RequestView.model_validate(payload)), "resultType": "task"}
 
 
+_TASK_ID = re.compile(id_pattern("req").strip("^$"))
+
+
 def serve(
     app: App, caller: Principal | None, method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
@@ -127,6 +132,9 @@ def serve(
     task_id = params.get("taskId")
     if not isinstance(task_id, str):
         raise TaskRefusal(INVALID_PARAMS, "params.taskId must be a string")
+    if not _TASK_ID.fullmatch(task_id):
+        # A task is a request: an id of no request's shape names none, and is not looked up.
+        raise TaskRefusal(INVALID_PARAMS, "task not found")
     from vigil.requests.calls import own_request, withdraw_request
 
     try:
