@@ -378,3 +378,12 @@ def test_linking_a_slack_user_is_in_the_audit_trail(scene: Scene) -> None:
         "slack:T0ACME/U0PAT",
     )
     assert linked["via"] == "console"
+
+
+def test_a_signed_payload_nested_past_the_readers_depth_is_no_click(scene: Scene) -> None:
+    """Whoever holds the signing secret (Slack, or a thief of it) cannot make the route fail:
+    a payload nested deeper than the JSON reader goes is answered as no click of Slack's."""
+    body = urlencode({"payload": "[" * 5_000 + "]" * 5_000}).encode()
+    response, _, _ = scene.send(body, signed(SIGNING_SECRET, body, scene.world))
+    assert (response.status, response.body) == (200, b"")  # signed, and nothing to act on
+    assert scene.state()["state"] == "open"

@@ -98,7 +98,15 @@ class Click:
                 str(payload["response_url"]),
                 reason if isinstance(reason, str) and reason.strip() else None,
             )
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError):
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            IndexError,
+            AttributeError,
+            UnicodeDecodeError,
+            RecursionError,  # a payload nested past the reader's depth: no click of Slack's
+        ):
             return None
         if payload.get("type") != "block_actions":
             return None
