@@ -101,6 +101,42 @@ def test_two_of_three_is_redeemable_only_at_the_second_approval(board: Board) ->
     }
 
 
+def revoke(board: Board, who: str) -> None:
+    version = board.call("whoami", who)["principal"]["version"]
+    board.call("revoke_principal", "operator", principal_id=board.ids[who], version=version)
+
+
+def test_an_approval_by_a_voter_revoked_since_does_not_count(board: Board) -> None:
+    """A voter's credential revoked after it approved (stolen, say): its approval no longer
+    counts toward the quorum, and the request is decided by those who still stand."""
+    asked = board.ask(action=DEPLOY, policy={"quorum": 2})
+    first = board.vote("bob", asked, "approved")
+    revoke(board, "bob")
+    second = board.vote("cat", first, "approved")
+    assert second["state"] == "open"  # bob's approval is withdrawn: one of two
+    third = board.vote("pat", second, "approved")
+    assert third["state"] == "approved"
+    assert [c["by"] for c in third["history"][1:]] == [board.ids[w] for w in ("bob", "cat", "pat")]
+
+
+def test_a_quorum_out_of_reach_once_voters_are_revoked_is_denied(board: Board) -> None:
+    asked = board.ask(action=DEPLOY, policy={"quorum": "all"})
+    first = board.vote("bob", asked, "approved")
+    revoke(board, "cat")  # cannot vote now: "all" three can never approve
+    second = board.vote("pat", first, "approved")
+    assert second["state"] == "denied"
+    refused = board.refused("redeem_approval", "ann", id=asked["id"], action=DEPLOY)
+    assert refused.code is ErrorCode.VERSION_CONFLICT
+
+
+def test_a_denial_by_a_voter_revoked_since_stands(board: Board) -> None:
+    asked = board.ask(action=DEPLOY, policy={"quorum": 2, "denials": 2})
+    first = board.vote("bob", asked, "denied")
+    revoke(board, "bob")
+    second = board.vote("cat", first, "denied")
+    assert second["state"] == "denied"
+
+
 def test_by_default_one_denial_closes_a_quorum_request(board: Board) -> None:
     asked = board.ask(action=DEPLOY, policy={"quorum": 2})
     first = board.vote("bob", asked, "approved")

@@ -300,10 +300,14 @@ class Request(Versioned):
         version: int,
         now: datetime,
         via: Surface | None = None,
+        revoked: frozenset[str] = frozenset(),
     ) -> Request:
         """The request with ``by``'s reply, which must be of its audience, at a version only
         votes have moved since, with an outcome of its kind (and an offered choice): a vote
-        recorded, or the decision, when it meets the request's policy."""
+        recorded, or the decision, when it meets the request's policy. ``revoked`` are the
+        members of the audience revoked since they were asked: an approval one of them cast
+        no longer counts, nor does one of them count as a vote still to come; a denial one of
+        them cast stands (refusing is never what a stolen credential is wanted for)."""
         if by not in self.audience:
             raise VigilError(
                 ErrorCode.FORBIDDEN,
@@ -329,9 +333,15 @@ class Request(Versioned):
             raise conflict("you voted already: a vote is not changed", vote=earlier.outcome)
         decided: Outcome | Literal["open"] = outcome
         if self.kind == "approval":
-            votes = [c.outcome for c in self.history if c.kind == "voted"] + [outcome]
-            approvals, denials = votes.count("approved"), votes.count("denied")
-            decided = self.policy.tally(approvals, denials, len(self.audience))
+            cast = [(c.by, c.outcome) for c in self.history if c.kind == "voted"] + [(by, outcome)]
+            approvals = sum(o == "approved" and v not in revoked for v, o in cast)
+            denials = sum(o == "denied" for _, o in cast)
+            voters = {v for v, _ in cast}
+            # The audience as it can still vote: its revoked members who approved count as
+            # having cast nothing, and those yet to vote as never going to.
+            standing = len(self.audience) - len(revoked - voters)
+            standing -= sum(o == "approved" and v in revoked for v, o in cast)
+            decided = self.policy.tally(approvals, denials, standing)
         vote = Change(
             kind="voted" if decided == "open" else "replied",
             by=by,

@@ -169,7 +169,8 @@ class Requests:
                 # The deadline passed before this reply: the expiry wins, recorded here if its
                 # alarm has not come yet, and the reply is refused naming it.
                 self.respond(self._expired(uow, request, now))
-            replied = request.replied(by, outcome, answer, reply.version, now, caller.via)
+            revoked = self._revoked_voters(request)
+            replied = request.replied(by, outcome, answer, reply.version, now, caller.via, revoked)
             writes = [self.store.save_request(replied), self._audited(request, replied, caller)]
             if replied.state != "open":
                 writes += [*self.closing(request), *self.notice("request.answered", replied)]
@@ -183,6 +184,14 @@ class Requests:
         replied, result = retry_on_conflict(attempt, "the request")
         self.respond(replied)
         return result
+
+    def _revoked_voters(self, request: Request) -> frozenset[str]:
+        """The members of an approval's audience revoked since it was asked, where votes are
+        counted (one read of at most 100 principals); none to read where one reply decides."""
+        if request.kind != "approval" or not request.policy.counts_votes:
+            return frozenset()
+        found = self.store.get_principals(request.namespace, list(request.audience))
+        return frozenset(p.id for p in found if p.status != "active")
 
     def _audited(self, request: Request, replied: Request, caller: Caller) -> Write:
         """The audit of a vote or a decision: who, through which surface, from which version."""
