@@ -31,7 +31,7 @@ IdempotencyKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="Retry key, for the same arguments only.",
+        description="Retry key; same arguments only.",
     ),
     normalised(128),
 ]
@@ -103,6 +103,9 @@ class Tool(Generic[C]):
     resume: Callable[[C, dict[str, Any]], None] | None = None
     # What its completion leaves out and how a replay puts it back; None keeps the whole result.
     replay: Replay[C] | None = None
+    # The output schema a seed publishes for it, which tools/list then carries as published
+    # (its members' formats, what is required, nothing else); None: the outline of its own.
+    seed_output_schema: dict[str, Any] | None = None
 
     def admits(self, kind: Kind, role: Role) -> bool:
         """Whether a principal of ``kind`` and ``role`` may call it: what a call checks and
@@ -143,7 +146,10 @@ class Tool(Generic[C]):
         )
 
     def listed_output_schema(self) -> dict[str, Any]:
-        """The output schema tools/list carries: ``outline(self.output_schema())``."""
+        """The output schema tools/list carries: the seed's, for a tool a seed publishes one
+        for; ``outline(self.output_schema())`` for the rest."""
+        if self.seed_output_schema is not None:
+            return self.seed_output_schema
         return outline(self.output_schema())
 
 

@@ -154,6 +154,27 @@ class RunHeartbeatInput(StrictInput):
     lease_duration_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
 
 
+# Seed 003's published output schema for create_run_heartbeat, as tools/list carries it (less
+# its dialect and its own description: MCP's listing has a dialect, and a model the tool's).
+SEED_RUN_HEARTBEAT_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "run_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "Run identifier associated with this result.",
+        },
+        "expires_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "The expires at returned by the tool.",
+        },
+    },
+    "required": ["run_id", "expires_at"],
+    "additionalProperties": False,
+}
+
+
 class RunHeartbeatResult(Output):
     run_id: UUID = Field(description="The run whose lease was renewed.")
     expires_at: datetime = Field(description="When the renewed lease ends unless renewed again.")
@@ -236,6 +257,7 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         ),
         input_model=RunHeartbeatInput,
         output_model=RunHeartbeatResult,
+        seed_output_schema=SEED_RUN_HEARTBEAT_OUTPUT,
         run=create_run_heartbeat,
     ),
     Tool(
