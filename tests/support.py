@@ -226,3 +226,23 @@ def served_over_http(router: Router) -> Iterator[str]:
         server.shutdown()
         thread.join()
         server.server_close()
+
+
+# What a 2026-07-28 request carries besides its method and params: its revision and its
+# client's capabilities in _meta, and its method (and, for a call, the tool) in headers.
+MODERN = "2026-07-28"
+MODERN_META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_headers(message: dict[str, Any]) -> dict[str, str]:
+    """The headers the 2026-07-28 revision has a client send with ``message``."""
+    headers = {"mcp-protocol-version": MODERN, "mcp-method": message["method"]}
+    params = message.get("params") or {}
+    named = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+    member = named.get(message["method"])
+    if member is not None and isinstance(params.get(member), str):
+        headers["mcp-name"] = params[member]
+    return headers

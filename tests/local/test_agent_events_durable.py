@@ -13,20 +13,21 @@ from typing import Any
 
 from tests.e2e.webhook_receiver import WebhookReceiver
 from tests.local.test_durable import ROOT, call
+from tests.support import MODERN_META, modern_headers
 from vigil.local.runtime import start
 
-MODERN = "2026-07-28"
 SECRET = "whsec_" + "ZHVyYWJsZS1ldmVudHMtb2YtYW4tYWdlbnQtb24tdGhlLWxhcHRvcA=="
 MESSAGES = 3
 WAIT_SECONDS = 30.0
 
 
 def rpc(mcp_url: str, secret: str, method: str, **params: Any) -> dict[str, Any]:
-    params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    params["_meta"] = MODERN_META
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    body = json.dumps(message).encode()
     headers = {
         "content-type": "application/json",
-        "mcp-protocol-version": MODERN,
+        **modern_headers(message),
         "authorization": f"Bearer {secret}",
     }
     with urllib.request.urlopen(urllib.request.Request(mcp_url, body, headers), timeout=30) as r:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from tests.support import TEST_KEYS
+from tests.support import MODERN_META, TEST_KEYS, modern_headers
 from tests.unit.test_notification_delivery import Answer, Receiver
 from vigil.clock import ManualClock
 from vigil.notifications.sending import Sender
@@ -46,9 +46,9 @@ class Agents(World):
             "jsonrpc": "2.0",
             "id": 1,
             "method": method,
-            "params": {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}},
+            "params": {**params, "_meta": MODERN_META},
         }
-        headers = {"content-type": "application/json", "mcp-protocol-version": MODERN}
+        headers = {"content-type": "application/json", **modern_headers(message)}
         if who is not None:
             secret = self.secrets.get(who, who)
             headers["authorization"] = f"Bearer {secret}"
@@ -391,7 +391,7 @@ def test_the_stdio_bridge_passes_events_through(agents: Agents) -> None:
     from vigil.transports.router import Router
     from vigil.transports.stdio import StdioBridge
 
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
+    meta = MODERN_META
 
     def line(request_id: int, method: str, **params: Any) -> str:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}

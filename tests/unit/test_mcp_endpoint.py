@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant
+from tests.support import MODERN_META, Tenant, modern_headers
 from vigil import catalog
 from vigil.kit.http import HttpRequest
 from vigil.transports.mcp import McpEndpoint
@@ -233,16 +233,22 @@ def test_another_namespaces_credential_sees_nothing_here(
 def test_the_stateless_era_discovers_and_carries_its_version_per_request(
     endpoint: McpEndpoint, tenant: Tenant
 ) -> None:
-    meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
-    status, reply = post(endpoint, rpc("server/discover", meta), mcp_protocol_version="2026-07-28")
+    meta = {"_meta": MODERN_META}
+    discover = rpc("server/discover", meta)
+    status, reply = post(endpoint, discover, **_headers(discover))
     assert status == 200
-    assert reply["result"]["supportedVersions"] == ["2026-07-28"]
-    _, listing = post(endpoint, rpc("tools/list", meta), mcp_protocol_version="2026-07-28")
+    assert reply["result"]["supportedVersions"][0] == "2026-07-28"
+    listing_request = rpc("tools/list", meta)
+    _, listing = post(endpoint, listing_request, **_headers(listing_request))
     assert listing["result"]["resultType"] == "complete"
     assert listing["result"]["cacheScope"] == "private"
     old = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2027-01-01"}}
     status, reply = post(endpoint, rpc("server/discover", old))
     assert (status, reply["error"]["code"]) == (400, -32022)
+
+
+def _headers(message: dict[str, Any]) -> dict[str, str]:
+    return {name.replace("-", "_"): value for name, value in modern_headers(message).items()}
 
 
 def test_the_instructions_tell_an_agent_how_to_beat_and_receive(endpoint: McpEndpoint) -> None:

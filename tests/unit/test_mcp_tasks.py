@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Tenant, app_on, error_of, served_over_http
+from tests.support import Tenant, app_on, error_of, modern_headers, served_over_http
 from vigil.clock import ManualClock, iso
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.store import Store
@@ -35,7 +35,7 @@ class Host:
         meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": MODERN}
         meta["io.modelcontextprotocol/clientCapabilities"] = DECLARED if self.declares else {}
         message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-        headers = {**HEADERS, "mcp-protocol-version": MODERN}
+        headers = {**HEADERS, **modern_headers(message)}
         if self.secret is not None:
             headers["authorization"] = f"Bearer {self.secret}"
         response = self.router.handle(

@@ -15,6 +15,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# MCP's code for headers that are missing, malformed or disagree with the body (2026-07-28).
+HEADER_MISMATCH = -32020
 # MCP's code for a protocol revision the server does not speak.
 UNSUPPORTED_VERSION = -32022
 # MCP's code for a request the server serves only to a client that declares a capability.

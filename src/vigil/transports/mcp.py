@@ -12,6 +12,8 @@ with the bearer challenge (docs/DESIGN.md, "MCP without the SDK's server").
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import TYPE_CHECKING, Any
 
 from vigil import __version__, catalog
@@ -30,6 +32,7 @@ from vigil.kit.principals import Kind, Role
 from vigil.oauth.scopes import covers, toolsets_of
 from vigil.transports import mcp_events, tasks
 from vigil.transports.jsonrpc import (
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -92,10 +95,71 @@ def _error(
     return HttpResponse.json(status, {"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+# Every revision served, newest first: what server/discover lists and what a refusal of an
+# unsupported one names, so that a client may pick from either.
+SUPPORTED_VERSIONS = [*MODERN_VERSIONS, *reversed(HANDSHAKE_VERSIONS)]
+_META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+# The methods of the 2026-07-28 revision served here (its Tasks and Events extensions' too);
+# initialize and ping are not among them.
+MODERN_METHODS = frozenset(
+    {"server/discover", "tools/list", "tools/call", *tasks.METHODS, *mcp_events.METHODS}
+)
+# The 2026-07-28 requests whose Mcp-Name header names what their params do.
+_NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
 def _unsupported(request_id: Any, requested: object) -> HttpResponse:
-    supported = [*MODERN_VERSIONS, *reversed(HANDSHAKE_VERSIONS)]
-    data = {"supported": supported, "requested": str(requested)}
+    data = {"supported": SUPPORTED_VERSIONS, "requested": str(requested)}
     return _error(request_id, UNSUPPORTED_VERSION, "unsupported protocol version", 400, data)
+
+
+def _readable_id(message: object) -> Any:
+    """The request's id, where it can be read: an error answers with it (JSON-RPC)."""
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _header_name(value: str) -> str:
+    """An Mcp-Name header's value as the body would hold it: trimmed, and decoded where the
+    client wrapped it (``=?base64?…?=``, for a name no header can carry as it is)."""
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return "\x00"  # never a name: the header is malformed
+    return value
+
+
+def _modern_problem(
+    request: HttpRequest, method: str, params: dict[str, Any]
+) -> HttpResponse | None:
+    """What a 2026-07-28 request lacks that its revision requires, as its refusal: the fields
+    its _meta must carry (-32602), and the headers that repeat its method and name (-32020)."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get(_META_VERSION), str):
+        return None  # told apart by the caller: a request with no revision of its own
+    if not isinstance(meta.get(_META_CAPABILITIES), dict):
+        return _error(
+            None,
+            INVALID_PARAMS,
+            f"_meta must carry {_META_CAPABILITIES} (an object) on every request",
+            400,
+        )
+    if request.headers.get("mcp-method") != method:
+        return _error(None, HEADER_MISMATCH, "the Mcp-Method header must be the body's method", 400)
+    member = _NAMED_BY.get(method)
+    if member is not None:
+        named = params.get(member)
+        given = request.headers.get("mcp-name")
+        if given is None or not isinstance(named, str) or _header_name(given) != named:
+            return _error(
+                None,
+                HEADER_MISMATCH,
+                f"the Mcp-Name header must be the body's params.{member}",
+                400,
+            )
+    return None
 
 
 def _result(
@@ -191,12 +255,26 @@ class McpEndpoint:
             refused = limit_exceeded_body(MAX_BODY_BYTES)
             return HttpResponse.json(413, refusal(None, INVALID_REQUEST, refused))
         version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
-            return _unsupported(None, version)
         try:
             message = json_body(request.body)
         except VigilError as refused:
+            if version is not None and version not in SUPPORTED_VERSIONS:
+                return _unsupported(None, version)
             return HttpResponse.json(400, refusal(None, PARSE_ERROR, refused))
+        readable = _readable_id(message)
+        params_read = message.get("params") if isinstance(message, dict) else None
+        meta_read = params_read.get("_meta") if isinstance(params_read, dict) else None
+        said = meta_read.get(_META_VERSION) if isinstance(meta_read, dict) else None
+        if version is not None and said is not None and said != version:
+            # The header and the body name different revisions: neither is to be trusted.
+            return _error(
+                readable,
+                HEADER_MISMATCH,
+                "the MCP-Protocol-Version header and _meta name different revisions",
+                400,
+            )
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            return _unsupported(readable, version)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error(None, INVALID_REQUEST, "expected one JSON-RPC 2.0 message", status=400)
         method = message.get("method")
@@ -237,6 +315,18 @@ class McpEndpoint:
             requested = per_request or version
             if requested not in MODERN_VERSIONS:
                 return _unsupported(request_id, requested)
+            if per_request is None:
+                return _error(
+                    request_id,
+                    INVALID_PARAMS,
+                    f"a {requested} request carries _meta with {_META_VERSION}",
+                    400,
+                )
+            problem = _modern_problem(request, method, params)
+            if problem is not None:
+                body = json.loads(problem.body)
+                body["id"] = request_id
+                return HttpResponse.json(problem.status, body)
         caller = None
         if method != "tools/call":
             # A tools/call is not checked here: the call authenticates itself, in one read.
@@ -270,6 +360,11 @@ class McpEndpoint:
         chosen: tuple[Toolset, ...],
         caller: Principal | None,
     ) -> HttpResponse:
+        if stateless and method not in MODERN_METHODS and method not in tasks.METHODS:
+            # Not a method of the revision (initialize and ping among them): 404, naming the
+            # revisions served, so that a client of another may find its way.
+            data = {"supported": SUPPORTED_VERSIONS}
+            return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}", 404, data)
         if method == "initialize":
             offered = params.get("protocolVersion")
             return _result(
@@ -288,7 +383,7 @@ class McpEndpoint:
             return _result(
                 request_id,
                 {
-                    "supportedVersions": list(MODERN_VERSIONS),
+                    "supportedVersions": SUPPORTED_VERSIONS,
                     "capabilities": MODERN_CAPABILITIES,
                     "instructions": INSTRUCTIONS,
                     "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
