@@ -38,7 +38,12 @@ def world(clock: ManualClock) -> World:
 
 
 class Scene:
-    def __init__(self, world: World, policy: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        policy: dict[str, Any] | None = None,
+        action: dict[str, Any] | None = None,
+    ) -> None:
         self.world = world
         self.router = Router(world.app, frozenset())
         self.pat, self.pat_secret = world.tenant.register(kind="person", name="Pat Doe")
@@ -62,7 +67,7 @@ class Scene:
             conversation_id=chat["conversation_id"],
             kind="approval",
             body="May I deploy?",
-            action=ACTION,
+            action=action or ACTION,
             **({"policy": policy} if policy else {}),
         )
         self.request_id = self.request["id"]
@@ -387,3 +392,38 @@ def test_a_signed_payload_nested_past_the_readers_depth_is_no_click(scene: Scene
     response, _, _ = scene.send(body, signed(SIGNING_SECRET, body, scene.world))
     assert (response.status, response.body) == (200, b"")  # signed, and nothing to act on
     assert scene.state()["state"] == "open"
+
+
+# An action longer than a Slack section shows, its dangerous member sorted last.
+LONG_ACTION = {
+    "op": "transfer",
+    **{f"note_{n}": "routine " * 150 for n in range(3)},
+    "zz_to": "an account of mallory's",
+}
+
+
+def test_an_action_slack_cannot_show_whole_gets_no_buttons_and_says_why(world: World) -> None:
+    scene = Scene(world, action=LONG_ACTION)
+    scene.world.run_alarms()
+    [message] = scene.posted_to("https://hooks.slack.com/services/")
+    text = json.dumps(message)
+    assert "vigil.approve" not in text
+    assert "vigil.deny" not in text
+    assert "longer than a Slack message shows whole" in text
+    assert "mallory" not in text  # cut: the reason there is no button
+    # The link to the request's page, which shows it all, stays.
+    links = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert any("/console/request" in link.get("url", "") for link in links)
+
+
+def test_a_click_on_an_action_slack_cannot_show_whole_decides_nothing(world: World) -> None:
+    """A click crafted (or kept from before) for such a request: refused, and told why."""
+    scene = Scene(world, action=LONG_ACTION)
+    link_user(scene, "U0PAT", scene.pat_secret)
+    before = len(scene.posted_to(RESPONSE_URL))
+    response, _, _ = scene.click("U0PAT", "vigil.approve")
+    assert response.status == 200
+    assert scene.state()["state"] == "open"
+    scene.world.run_alarms()
+    [note] = scene.posted_to(RESPONSE_URL)[before:]
+    assert "longer than a Slack message shows whole" in note["text"]

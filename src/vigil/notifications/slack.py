@@ -100,6 +100,24 @@ def _action(action_id: str, label: str, value: str, style: str | None) -> dict[s
     }
 
 
+_ACTION_HEADING, _FENCE = "*Bound action*\n", "```"
+# The characters of a bound action's text (escaped) that one section shows whole.
+ACTION_ROOM = MAX_SECTION_TEXT - len(_ACTION_HEADING) - 2 * len(_FENCE)
+TOO_LONG = (
+    "This action is longer than a Slack message shows whole, so it is not decided here: "
+    "open the request's page, which shows all of it, to decide."
+)
+
+
+def shows_whole(action: Any) -> bool:
+    """Whether a Slack message shows ``action`` (a request's bound action, as stored) whole:
+    what a person approves is what they were shown, so a message that would cut it offers
+    no decision, and a click on one is refused."""
+    from vigil.kit.canonical import shown_json
+
+    return action is None or len(escape(shown_json(action).text)) <= ACTION_ROOM
+
+
 def slack_message(
     event: Event, console_base: str | None, *, interactive: bool = False
 ) -> dict[str, Any]:
@@ -107,8 +125,11 @@ def slack_message(
     ``blocks``; with buttons linking to the console under ``console_base`` (none without), and
     for an ``interactive`` channel the buttons that decide an open request."""
     summary = summarise(event, console_base)
+    whole = summary.action is None or len(escape(summary.action.text)) <= ACTION_ROOM
     deciding = (
-        decision_buttons(event.data) if interactive and isinstance(event.data, RequestData) else []
+        decision_buttons(event.data)
+        if interactive and whole and isinstance(event.data, RequestData)
+        else []
     )
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": _plain(fit(summary.title, MAX_HEADER))}
@@ -122,7 +143,7 @@ def slack_message(
     for start in range(0, len(fields), MAX_FIELDS):
         blocks.append({"type": "section", "fields": fields[start : start + MAX_FIELDS]})
     if summary.action is not None:
-        heading, fence = "*Bound action*\n", "```"
+        heading, fence = _ACTION_HEADING, _FENCE
         if summary.action.warning is not None:
             # A block of its own, so that a long action cut to fit never cuts its warning.
             label = "*Warning*: "
@@ -135,6 +156,8 @@ def slack_message(
                 "text": _mrkdwn(f"{heading}{fence}{fit(summary.action.text, room)}{fence}"),
             }
         )
+        if not whole:
+            blocks.append({"type": "section", "text": _mrkdwn(f"*{TOO_LONG}*")})
     blocks.append({"type": "context", "elements": [_mrkdwn(fit(summary.footer, MAX_CONTEXT_TEXT))]})
     links = [
         {

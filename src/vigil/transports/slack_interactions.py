@@ -33,7 +33,7 @@ from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.notifications.accounts import link_url
 from vigil.notifications.channel_secrets import open_secrets
-from vigil.notifications.slack import APPROVE, CHOICE, DENY, REASON
+from vigil.notifications.slack import APPROVE, CHOICE, DENY, REASON, TOO_LONG, shows_whole
 from vigil.notifications.slack_responses import Owed, owe, response_id
 from vigil.notifications.summary import when
 
@@ -177,6 +177,10 @@ class SlackInteractions:
             return False, _NOT_AMONG
         if found["state"] != "open":
             return True, self._decided(found, person)
+        if not shows_whole(found.get("action")):
+            # A message that could not show the action whole offered no button; a click that
+            # says otherwise (an old message, a crafted one) decides nothing either.
+            return False, TOO_LONG
         arguments = _reply_arguments(click, found)
         if arguments is None:
             return False, "This button decides nothing Vigil knows."
