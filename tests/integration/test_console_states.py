@@ -104,6 +104,9 @@ def test_an_ended_session_is_listed_as_ended_and_never_as_stale(world: World) ->
     listing = page(browser, "/console/sessions")
     assert '<span class="badge state-ended">ended</span> completed, <time' in listing
     assert "state-stale" not in listing
+    # Its status is that it ended, not the "active" it last reported, here and on its page.
+    assert "state-active" not in listing
+    assert "state-active" not in page(browser, "/console/session", id="build-5")
     assert f'builder <small class="meta id">{agent_id}</small>' in listing
     overview = page(browser, "/console")
     assert re.search(r'<span class="count" id="count-stale">0</span>', overview)

@@ -134,7 +134,7 @@ def session_rows(
         [
             link("/console/session", s["session_id"], id=s["session_id"]),
             named(s["owner"], None, names),
-            badge(s["status"]),
+            _status(s),
             "—" if s["progress_percent"] is None else f"{s['progress_percent']:g} %",
             _step(s),
             relative(s["last_beat_at"], now),
@@ -150,7 +150,7 @@ def status_facts(session: Mapping[str, Any], now: datetime, names: Mapping[str, 
     return facts(
         [
             ("Agent", named(session["owner"], None, names)),
-            ("Status", badge(session["status"])),
+            ("Status", _status(session)),
             ("Progress", "—" if progress is None else f"{progress:g} %"),
             ("Step", _step(session)),
             ("Last beat", relative(session["last_beat_at"], now)),
@@ -158,6 +158,14 @@ def status_facts(session: Mapping[str, Any], now: datetime, names: Mapping[str, 
             ("Started", when(session["created_at"])),
         ]
     )
+
+
+def _status(session: Mapping[str, Any]) -> Html:
+    """What its agent last reported, unless it has ended since: then, that it ended (the
+    last status an ended session reported, "active" most often, is no longer true)."""
+    if session["ended_at"] is not None:
+        return badge("ended")
+    return badge(session["status"])
 
 
 def _liveness(session: Mapping[str, Any], now: datetime) -> Html:
