@@ -25,8 +25,8 @@ TEST_WORKERS ?= 3
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-local: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## start Vigil on 127.0.0.1 with an embedded AWS stand-in
-	$(BIN)/vigil local
+local: $(VENV)/.installed $(DYNAMODB_LOCAL)/.installed ## start Vigil on 127.0.0.1 with an embedded AWS stand-in (PORT=8081 for another port)
+	$(BIN)/vigil local $(if $(PORT),--port $(PORT))
 
 test: tools lint ## install everything, lint, type-check and run the whole test suite
 	$(BIN)/pytest -n $(TEST_WORKERS)

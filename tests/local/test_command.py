@@ -412,3 +412,27 @@ def test_the_lock_is_held_until_released(tmp_path: Path) -> None:
     assert clock.now().isoformat() in str(refused.value)
     held.release()
     hold(tmp_path, clock).release()
+
+
+def test_a_taken_port_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """Another program holds the port: the one line says which port, and how to choose
+    another, instead of "Address already in use"."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        command = vigil_local(tmp_path / "state")
+        command[command.index("--port") + 1] = str(port)
+        refused = subprocess.run(
+            command,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_SECONDS,
+            check=False,
+        )
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr
+    assert f"port {port} on 127.0.0.1 is taken by another program" in refused.stderr
+    assert f"--port {port + 1}" in refused.stderr
+    assert f"make local PORT={port + 1}" in refused.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import json
 import logging
@@ -455,6 +456,12 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
 
 
+def _cannot_start(error: Exception) -> int:
+    # A command reports why it cannot start; the traceback helps no one running it.
+    print(f"vigil local: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
+    return 1
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         runtime = start(
@@ -466,10 +473,19 @@ def _run(args: argparse.Namespace) -> int:
             dynamodb_endpoint_url=args.dynamodb_endpoint,
             contention=args.contention,
         )
-    except Exception as error:
-        # A command reports why it cannot start; the traceback helps no one running it.
-        print(f"vigil local: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            return _cannot_start(error)
+        # The one a newcomer meets most: another program (another runtime) has the port.
+        print(
+            f"vigil local: cannot start: port {args.port} on {args.host} is taken by another "
+            f"program; pass another with --port (vigil local --port {args.port + 1}, or "
+            f"make local PORT={args.port + 1})",
+            file=sys.stderr,
+        )
         return 1
+    except Exception as error:
+        return _cannot_start(error)
     # A plain flag: the handler runs on the main thread between two bytecodes, so it must not
     # take a lock the main thread may hold (Event.set() inside Event.wait() deadlocks).
     stopping: list[int] = []
