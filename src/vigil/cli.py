@@ -21,9 +21,12 @@ if TYPE_CHECKING:
 LOCAL_STATE = Path(".vigil") / "local.json"
 
 
-def _local_state() -> dict[str, str]:
+def _local_state(state_dir: Path | None = None) -> dict[str, str]:
+    """What the local runtime wrote of itself: in ``state_dir`` (`vigil local
+    --state-dir`), else in .vigil here; nothing where there is none."""
+    path = state_dir / "local.json" if state_dir is not None else LOCAL_STATE
     try:
-        state: dict[str, str] = json.loads(LOCAL_STATE.read_text())
+        state: dict[str, str] = json.loads(path.read_text())
         return state
     except (OSError, ValueError):
         return {}
@@ -54,7 +57,7 @@ def cmd_local(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vigil.transports.stdio import StdioBridge
 
-    state = _local_state()
+    state = _local_state(args.state_dir)
     endpoint = args.endpoint or os.environ.get("VIGIL_ENDPOINT") or state.get("mcp_url")
     if not endpoint:
         print(
@@ -251,6 +254,12 @@ def parser() -> argparse.ArgumentParser:
 
     mcp = commands.add_parser("mcp", help="serve MCP over stdio, forwarding to an endpoint")
     mcp.add_argument("--endpoint", help="MCP URL; default VIGIL_ENDPOINT or the local runtime's")
+    mcp.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="the local runtime's state directory (default: .vigil here)",
+    )
     mcp.add_argument(
         "--toolsets",
         help="the toolsets to list, comma-separated (e.g. liveness,requests; all; default,files)",

@@ -502,6 +502,18 @@ def test_without_a_profile_or_environment_the_local_runtime_is_used(cli: Cli, ru
     }
 
 
+def test_a_runtime_started_with_a_state_dir_is_found_with_the_same_option(
+    cli: Cli, runtime: Any
+) -> None:
+    elsewhere = cli.home / "elsewhere"
+    elsewhere.mkdir()
+    missed = cli.run("status", "--json", cwd=elsewhere)
+    assert missed.returncode == 3  # nothing here names a runtime
+    done = cli.run("status", "--json", "--state-dir", str(runtime.state_dir), cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "switches" in json.loads(done.stdout)
+
+
 def test_a_person_acknowledges_an_alert_by_the_id_its_notification_carried(cli: Cli) -> None:
     from vigil.kit.events import event_id
 

@@ -13,13 +13,14 @@ import getpass
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from vigil.people import output, profiles
 from vigil.people.acting import ack, answer, approve, deny, post, send
 from vigil.people.client import Exit, Failure, RestClient, rest_base
 from vigil.people.reading import deaths, requests, sessions, status, switches, watch
 
-LocalState = Callable[[], Mapping[str, str]]
+LocalState = Callable[[Path | None], Mapping[str, str]]
 Handler = Callable[[argparse.Namespace, RestClient], Exit]
 
 # Copies of the tools' states: the parser loads no pydantic model (tests/unit/test_people_client.py
@@ -43,7 +44,8 @@ The people's commands (status, watch, switches, deaths, sessions, post, requests
 deny, answer, ack, send) call Vigil's REST mirror. Where, and with which secret: --profile NAME
 (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where VIGIL_ENDPOINT is the
 REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP URL ending in /mcp;
-else the local runtime's .vigil/local.json in this directory.
+else the local runtime's .vigil/local.json in this directory (--state-dir DIR for a runtime
+started with vigil local --state-dir DIR).
 
 exit codes:
   0  done
@@ -66,6 +68,13 @@ def add_commands(
         "--profile", metavar="NAME", help="the profile to use (see vigil --help for the default)"
     )
     common.add_argument("--json", action="store_true", help="print the tools' results as JSON")
+    common.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="the local runtime's state directory, as `vigil local --state-dir` was given it "
+        "(default: .vigil here)",
+    )
 
     def command(name: str, summary: str, handler: Handler) -> argparse.ArgumentParser:
         parser = commands.add_parser(name, help=summary, description=summary, parents=[common])
@@ -177,7 +186,7 @@ def _guarded(run: Callable[[argparse.Namespace], Exit]) -> Callable[[argparse.Na
 
 def _calling(handler: Handler, local_state: LocalState) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> Exit:
-        endpoint = profiles.resolve(args.profile, os.environ, local_state())
+        endpoint = profiles.resolve(args.profile, os.environ, local_state(args.state_dir))
         return handler(args, RestClient(endpoint))
 
     return _guarded(run)
