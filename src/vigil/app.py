@@ -109,8 +109,6 @@ class App:
         """Whom ``bearer`` stands for, and, for an OAuth access token, its scopes (None for a
         secret): unauthenticated for anything else. A token is taken only for ``resource``,
         the endpoint it was issued for; where there is none (REST), none is."""
-        from vigil.grants.access import looks_like_access_token
-
         if looks_like_access_token(bearer):
             return self._token_holder(bearer, resource)
         return self.authenticate(bearer), None

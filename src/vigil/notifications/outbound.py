@@ -149,26 +149,11 @@ def post(
     replaces the system's trust (tests, a private CA); ``clock`` dates an HTTP-date
     Retry-After."""
     try:
-        target = _target(url)
-        addresses = _resolve(target, allow_private)
-        deadline = _Deadline(timeout_seconds)
-        sock = _connect(target, addresses, deadline, tls_context)
-        try:
-            status, answered, content = _exchange(
-                sock, target, "POST", body, headers, deadline, MAX_RESPONSE_BYTES
-            )
-        finally:
-            sock.close()
-    except _Refused as refused:
-        return SendResult("rejected", None, str(refused))
-    except TimeoutError:
-        return SendResult("retry", None, f"no answer within {timeout_seconds:g} s")
-    except ssl.SSLCertVerificationError:
-        return SendResult("retry", None, "the TLS certificate was not accepted")
-    except socket.gaierror:
-        return SendResult("retry", None, "the host name did not resolve")
-    except (OSError, http.client.HTTPException) as error:
-        return SendResult("retry", None, f"the connection failed ({type(error).__name__})")
+        status, answered, content = _attempt(
+            url, "POST", body, headers, timeout_seconds, allow_private, tls_context
+        )
+    except _Failed as failed:
+        return SendResult("rejected" if failed.refused else "retry", None, failed.reason)
     return _judged(status, answered.get("Retry-After"), _excerpt(content), clock.now())
 
 
@@ -193,26 +178,18 @@ def get(
     """GET ``url`` once, with the care ``post`` takes: only a public address, no redirect
     followed, one time limit for the whole attempt, and a body of at most ``max_bytes``."""
     try:
-        target = _target(url)
-        addresses = _resolve(target, allow_private)
-        deadline = _Deadline(timeout_seconds)
-        sock = _connect(target, addresses, deadline, tls_context)
-        try:
-            status, answered, content = _exchange(
-                sock, target, "GET", None, {"accept": accept}, deadline, max_bytes
-            )
-        finally:
-            sock.close()
-    except _Refused as refused:
-        return Fetched(None, str(refused), {})
-    except TimeoutError:
-        return Fetched(None, f"no answer within {timeout_seconds:g} s", {})
-    except ssl.SSLCertVerificationError:
-        return Fetched(None, "the TLS certificate was not accepted", {})
-    except socket.gaierror:
-        return Fetched(None, "the host name did not resolve", {})
-    except (OSError, http.client.HTTPException) as error:
-        return Fetched(None, f"the connection failed ({type(error).__name__})", {})
+        status, answered, content = _attempt(
+            url,
+            "GET",
+            None,
+            {"accept": accept},
+            timeout_seconds,
+            allow_private,
+            tls_context,
+            max_bytes,
+        )
+    except _Failed as failed:
+        return Fetched(None, failed.reason, {})
     headers = {name.lower(): value for name, value in answered.items()}
     if 300 <= status < 400:
         return Fetched(None, f"HTTP {status}: a redirect, not followed", headers)
@@ -221,6 +198,49 @@ def get(
     if len(content) > max_bytes:
         return Fetched(None, f"the document is larger than {max_bytes} bytes", headers)
     return Fetched(content, "", headers)
+
+
+class _Failed(Exception):
+    """No answer came: why, in a line, and whether the URL was refused before connecting
+    (then a retry would fare no better)."""
+
+    def __init__(self, reason: str, refused: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.refused = refused
+
+
+def _attempt(
+    url: str,
+    method: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout_seconds: float,
+    allow_private: bool,
+    tls_context: ssl.SSLContext | None,
+    limit: int = MAX_RESPONSE_BYTES,
+) -> tuple[int, http.client.HTTPMessage, bytes]:
+    """One request to ``url``, guarded (``post``'s docstring says how): its status, headers
+    and at most ``limit`` + 1 bytes of its body; _Failed where no answer came."""
+    try:
+        target = _target(url)
+        addresses = _resolve(target, allow_private)
+        deadline = _Deadline(timeout_seconds)
+        sock = _connect(target, addresses, deadline, tls_context)
+        try:
+            return _exchange(sock, target, method, body, headers, deadline, limit)
+        finally:
+            sock.close()
+    except _Refused as refused:
+        raise _Failed(str(refused), refused=True) from None
+    except TimeoutError:
+        raise _Failed(f"no answer within {timeout_seconds:g} s") from None
+    except ssl.SSLCertVerificationError:
+        raise _Failed("the TLS certificate was not accepted") from None
+    except socket.gaierror:
+        raise _Failed("the host name did not resolve") from None
+    except (OSError, http.client.HTTPException) as error:
+        raise _Failed(f"the connection failed ({type(error).__name__})") from None
 
 
 def _target(url: str) -> _Target:

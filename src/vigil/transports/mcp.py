@@ -13,7 +13,6 @@ with the bearer challenge (docs/DESIGN.md, "MCP without the SDK's server").
 from __future__ import annotations
 
 import base64
-import json
 from typing import TYPE_CHECKING, Any
 
 from vigil import __version__, catalog
@@ -132,7 +131,7 @@ def _header_name(value: str) -> str:
 
 
 def _modern_problem(
-    request: HttpRequest, method: str, params: dict[str, Any]
+    request: HttpRequest, request_id: Any, method: str, params: dict[str, Any]
 ) -> HttpResponse | None:
     """What a 2026-07-28 request lacks that its revision requires, as its refusal: the fields
     its _meta must carry (-32602), and the headers that repeat its method and name (-32020)."""
@@ -141,20 +140,22 @@ def _modern_problem(
         return None  # told apart by the caller: a request with no revision of its own
     if not isinstance(meta.get(_META_CAPABILITIES), dict):
         return _error(
-            None,
+            request_id,
             INVALID_PARAMS,
             f"_meta must carry {_META_CAPABILITIES} (an object) on every request",
             400,
         )
     if request.headers.get("mcp-method") != method:
-        return _error(None, HEADER_MISMATCH, "the Mcp-Method header must be the body's method", 400)
+        return _error(
+            request_id, HEADER_MISMATCH, "the Mcp-Method header must be the body's method", 400
+        )
     member = _NAMED_BY.get(method)
     if member is not None:
         named = params.get(member)
         given = request.headers.get("mcp-name")
         if given is None or not isinstance(named, str) or _header_name(given) != named:
             return _error(
-                None,
+                request_id,
                 HEADER_MISMATCH,
                 f"the Mcp-Name header must be the body's params.{member}",
                 400,
@@ -322,11 +323,9 @@ class McpEndpoint:
                     f"a {requested} request carries _meta with {_META_VERSION}",
                     400,
                 )
-            problem = _modern_problem(request, method, params)
+            problem = _modern_problem(request, request_id, method, params)
             if problem is not None:
-                body = json.loads(problem.body)
-                body["id"] = request_id
-                return HttpResponse.json(problem.status, body)
+                return problem
         caller = None
         if method != "tools/call":
             # A tools/call is not checked here: the call authenticates itself, in one read.
