@@ -95,17 +95,16 @@ def test_the_fast_beat_applies_only_to_an_armed_switch_in_time(
     now = to_ms(clock.advance(10))
 
     def beat(at: datetime, window: int = 30, notify: str | None = None) -> Beat:
-        terms = {"on_expiry": s.on_expiry, "agent_id": None}
+        # Naming no on_expiry and no agent_id: the switch keeps its own.
+        terms = {"on_expiry": None, "agent_id": None}
         return Beat(at=at, expect_within_seconds=window, notify_address=notify, **terms)
 
     beaten = store.beat_switch("acme", "job#1", s.holder, beat(now))
     assert beaten is not None
-    assert (beaten.deadline, beaten.beats, beaten.version, beaten.agent_id) == (
-        now + timedelta(seconds=30),
-        2,
-        2,
-        None,
-    )
+    kept = (s.on_expiry, s.notify_address, s.agent_id)
+    assert s.agent_id is not None
+    assert (beaten.deadline, beaten.beats, beaten.version) == (now + timedelta(seconds=30), 2, 2)
+    assert (beaten.on_expiry, beaten.notify_address, beaten.agent_id) == kept
     assert store.get_switch("acme", "job#1") == beaten
     assert store.beat_switch("acme", "job#1", "agt_bbbbbbbbbbbbbbbb", beat(now)) is None
     assert store.beat_switch("acme", "job#1", s.holder, beat(now, notify="agent:x")) is None

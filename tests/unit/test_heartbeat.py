@@ -365,3 +365,44 @@ def test_a_death_with_nothing_to_do_but_tell_is_told_in_the_firings_own_write(
     # One commit: the switch fired, its death recorded and its event written together.
     assert len(commits) == 1
     assert world.store.get_notification("acme", death.done["notify"]["event_id"]) is not None
+
+
+@pytest.mark.parametrize("backend", ["memory", "dynamo"])
+def test_a_beat_that_names_no_terms_keeps_the_switchs_and_says_them(
+    clock: ManualClock, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """An agent that gives its on_expiry, notify_address and label once keeps its alert: a
+    beat naming none of them, on the fast path and on the slow one (a shorter window), keeps
+    the switch's and answers with them; a switch armed anew takes the defaults."""
+    store = MemoryStore() if backend == "memory" else request.getfixturevalue("dynamo_store")
+    world = World(clock, store)
+    agent = world.tenant.register(name="worker")
+    watcher = world.tenant.register(name="supervisor")
+    terms = {
+        "on_expiry": ["release_leases", "mark_failed", "queue_alert"],
+        "notify_address": f"agent:{watcher[0]}",
+        "agent_id": "worker-3",
+    }
+    first = full_switch(world, agent, watcher, window=30)
+    assert {name: first[name] for name in terms} == terms
+    for window in (30, 30, 10):  # the last one shortens the window: the slow path
+        world.advance(5)
+        kept = beat(world, agent[1], window=window)
+        assert {name: kept[name] for name in terms} == terms, window
+    assert kept["beats"] == 4
+    # Changing one term keeps the others.
+    world.advance(5)
+    changed = beat(world, agent[1], window=10, agent_id="worker-4")
+    assert {name: changed[name] for name in terms} == {**terms, "agent_id": "worker-4"}
+    world.advance(11)
+    world.run_alarms()
+    (alert,) = alerts(world, watcher)
+    assert (alert["payload"]["agent_id"], alert["payload"]["scope"]) == ("worker-4", "job-1")
+    # Armed anew after its death, by a beat naming nothing: the defaults, said.
+    again = beat(world, agent[1])
+    assert again["generation"] == 2
+    assert (again["on_expiry"], again["notify_address"], again["agent_id"]) == (
+        ["mark_failed"],
+        None,
+        None,
+    )

@@ -180,7 +180,9 @@ class DynamoSwitches(DynamoBase, SwitchStore):
 
     def beat_switch(self, namespace: str, scope: str, holder: str, beat: Beat) -> Switch | None:
         changes = beat.changes()
-        notify_address = changes.pop("notify_address")
+        # A notify address the beat names is checked (a registered mailbox) on the slow path:
+        # the fast one takes only the one the switch has.
+        notify_address = changes.pop("notify_address", None)
         now = beat.at
         names = {
             "#st": "state",
@@ -195,33 +197,27 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ":one": attr_n(1),
             ":new_deadline": attr_n(epoch_ms(changes["deadline"])),
         }
-        sets, removes = [], []
+        # A beat sets the terms it names (Beat.changes: never a None) and keeps the rest.
+        sets = []
         for index, (name, value) in enumerate(changes.items()):
             names[f"#f{index}"] = name
-            if value is None:
-                removes.append(f"#f{index}")
-            else:
-                sets.append(f"#f{index} = :v{index}")
-                values[f":v{index}"] = _value(name, value)
+            sets.append(f"#f{index} = :v{index}")
+            values[f":v{index}"] = _value(name, value)
         # This beat's half hour of the day's beats (Switch.recent), set with no read.
         slot, minute = beat_slot(now)
         names["#recent"], names["#slot"] = "recent", str(slot)
         values[":minute"] = attr_n(minute)
         sets += ["#recent.#slot = :minute", "beats = beats + :one", "version = version + :one"]
         update = "SET " + ", ".join(sets)
-        if removes:
-            update += " REMOVE " + ", ".join(removes)
         # A switch stored before it kept its beats has no map to set an entry of: its next
         # beat takes the slow path, which writes the whole item.
         condition = (
             "#st = :armed AND #holder = :holder AND #deadline > :now"
-            " AND #alarm <= :new_deadline AND attribute_exists(#recent) AND "
+            " AND #alarm <= :new_deadline AND attribute_exists(#recent)"
         )
-        names["#notify"] = "notify_address"
-        if notify_address is None:
-            condition += "attribute_not_exists(#notify)"
-        else:
-            condition += "#notify = :notify"
+        if notify_address is not None:
+            names["#notify"] = "notify_address"
+            condition += " AND #notify = :notify"
             values[":notify"] = attr_s(notify_address)
         try:
             response = self._call(

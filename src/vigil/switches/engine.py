@@ -112,7 +112,10 @@ class SwitchEngine(Generic[S]):
             beaten = self.store.beat_switch(namespace, scope, me, beat)
             if beaten is not None:
                 return beaten, self.repeated_death(beaten)
-        if beat.notify_address is not None and "queue_alert" in beat.on_expiry:
+        # A notify address named for an alert (or for actions the switch keeps) must be a
+        # registered mailbox with room.
+        alerting = beat.on_expiry is None or "queue_alert" in beat.on_expiry
+        if beat.notify_address is not None and alerting:
             require_registered(self.store, namespace, beat.notify_address)
             if not disarm:
                 self._require_room_for_alert(namespace, beat.notify_address)

@@ -43,7 +43,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 current is None
                 or current.state != "armed"
                 or current.holder != holder
-                or current.notify_address != beat.notify_address
+                or beat.notify_address not in (None, current.notify_address)
                 or current.deadline <= beat.at
                 or current.alarm_due > beat.deadline
             ):

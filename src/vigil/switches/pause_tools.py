@@ -185,9 +185,9 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="pause_switches",
         title="Pause dead-man switches",
         description=(
-            "For maintenance: pause the dead-man switches whose scope begins with scope_prefix, "
-            "until a time or their next beat. A paused switch does not fire or alert; beats keep "
-            "working. Audited."
+            "For maintenance: pause the switches whose scope begins with scope_prefix, until "
+            "a time or their next beat. A paused switch neither fires nor alerts; beats still"
+            " work. Audited."
         ),
         input_model=PauseSwitchesInput,
         output_model=PauseView,

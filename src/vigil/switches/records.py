@@ -138,7 +138,7 @@ class Switch(Versioned):
             version=previous.version + 1 if previous is not None else 1,
             follows_death=death.generation if death is not None else None,
             recent=with_beat(previous.recent if previous is not None else {}, beat.at),
-            **beat.changes(),
+            **beat.first_terms(),
         )
 
     def beaten(self, beat: Beat, alarm_due: datetime) -> Switch:
@@ -321,12 +321,18 @@ def hold_check_seconds(window_seconds: int) -> int:
     return min(max(window_seconds, HOLD_CHECK_MIN_SECONDS), HOLD_CHECK_MAX_SECONDS)
 
 
+# What a switch armed by a beat that names no on_expiry runs when it fires.
+DEFAULT_ACTIONS: tuple[Action, ...] = ("mark_failed",)
+
+
 class Beat(Record):
-    """What one heartbeat asks for: the next deadline and the terms of the switch."""
+    """What one heartbeat asks for: the next deadline and the terms of the switch. A term it
+    leaves out (None) stays as the armed switch has it; a switch armed anew by it takes the
+    defaults: DEFAULT_ACTIONS, no notify_address, no agent_id."""
 
     at: datetime
     expect_within_seconds: int
-    on_expiry: list[Action]
+    on_expiry: list[Action] | None
     notify_address: str | None
     agent_id: str | None
 
@@ -335,15 +341,24 @@ class Beat(Record):
         return self.at + timedelta(seconds=self.expect_within_seconds)
 
     def changes(self) -> dict[str, Any]:
-        """The switch's attributes that every beat sets."""
-        return {
+        """The switch's attributes that this beat sets: those it names."""
+        given: dict[str, Any] = {
             "deadline": self.deadline,
             "expect_within_seconds": self.expect_within_seconds,
-            "on_expiry": ordered(self.on_expiry),
-            "notify_address": self.notify_address,
-            "agent_id": self.agent_id,
             "last_beat_at": self.at,
         }
+        if self.on_expiry is not None:
+            given["on_expiry"] = ordered(self.on_expiry)
+        if self.notify_address is not None:
+            given["notify_address"] = self.notify_address
+        if self.agent_id is not None:
+            given["agent_id"] = self.agent_id
+        return given
+
+    def first_terms(self) -> dict[str, Any]:
+        """The attributes of a switch this beat arms anew: its own, or the defaults."""
+        defaults = {"on_expiry": list(DEFAULT_ACTIONS), "notify_address": None, "agent_id": None}
+        return defaults | self.changes()
 
 
 class HeldLease(Record):

@@ -82,10 +82,6 @@ ScopePrefix = Annotated[
 ]
 
 
-def _default_actions() -> list[Action]:
-    return ["mark_failed"]
-
-
 # -- inputs and outputs -------------------------------------------------------------------
 # One beat, as heartbeat takes it and as each beat of a batch is.
 class BeatInput(StrictInput):
@@ -95,11 +91,11 @@ class BeatInput(StrictInput):
         le=MAX_WINDOW_SECONDS,
         description="Beat again within this many seconds (2 to 2,592,000) or the switch fires.",
     )
-    on_expiry: list[Action] = Field(
-        default_factory=_default_actions,
+    on_expiry: list[Action] | None = Field(
+        default=None,
         description=(
             "What runs, once, if the next beat is late: release_leases (leases taken with "
-            "this scope), mark_failed, queue_alert."
+            "this scope), mark_failed, queue_alert. Left out: kept (new switch: mark_failed)."
         ),
     )
     notify_address: AddressField | None = Field(
@@ -114,12 +110,12 @@ class BeatInput(StrictInput):
 
     @field_validator("on_expiry")
     @classmethod
-    def _once_each(cls, actions: list[Action]) -> list[Action]:
-        return list(dict.fromkeys(actions))
+    def _once_each(cls, actions: list[Action] | None) -> list[Action] | None:
+        return None if actions is None else list(dict.fromkeys(actions))
 
     @model_validator(mode="after")
     def _consistent(self) -> BeatInput:
-        if "queue_alert" in self.on_expiry and self.notify_address is None:
+        if "queue_alert" in (self.on_expiry or ()) and self.notify_address is None:
             raise ValueError("queue_alert needs a notify_address")
         return self
 
