@@ -379,7 +379,7 @@ def test_a_person_watches_steers_and_approves_in_the_browser(
     shot(page, "request-executed-390")
     page.set_viewport_size({"width": 1280, "height": 800})
 
-    page.goto(f"{base}/console/requests?state=")
+    page.goto(f"{base}/console/requests?show=all")
     expect(page.locator("#requests")).to_contain_text("approved")
     shot(page, "requests")
     page.goto(f"{base}/console/conversation?id={asked['conversation_id']}")
@@ -674,7 +674,7 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "sessions": "/console/sessions",
         "session": f"/console/session?id={session}",
         "runs": f"/console/runs?scope={armed}",
-        "requests": "/console/requests?state=",
+        "requests": "/console/requests?show=all",
         "request": f"/console/request?id={asked['id']}",
         "conversations": "/console/conversations",
         "conversation": f"/console/conversation?id={asked['conversation_id']}",

@@ -323,6 +323,67 @@ def test_a_person_approves_one_request_and_denies_another(cli: Cli) -> None:
     assert again.stderr.startswith("error: version_conflict: ")
 
 
+def test_a_voter_is_told_where_the_votes_stand_and_cannot_vote_twice(cli: Cli) -> None:
+    first_id, first = cli.register("person", "cli-voter-1")
+    second_id, second = cli.register("person", "cli-voter-2")
+    watcher_id, watcher = cli.register("person", "cli-watcher")
+    _, agent = cli.register("agent", "cli-quorum-asker")
+    asked = rest(
+        cli.base,
+        agent,
+        "ask",
+        target={"kind": "person", "id": first_id},
+        body="May I deploy checkout?",
+        kind="approval",
+        action=DEPLOY,
+    )
+    # Asked in a chat of both people, it is decided by two approvals.
+    targets = [{"kind": "person", "id": first_id}, {"kind": "person", "id": second_id}]
+    chat = rest(cli.base, agent, "start_chat", targets=targets, body="Rollouts.")
+    quorum = rest(
+        cli.base,
+        agent,
+        "ask",
+        conversation_id=chat["conversation_id"],
+        body="May I deploy to both regions?",
+        kind="approval",
+        action=DEPLOY,
+        policy={"quorum": 2},
+    )
+    assert "error" not in asked, asked
+    assert "error" not in quorum, quorum
+    request_id = quorum["id"]
+
+    voted = cli.run("approve", request_id, "--yes", env=cli.as_(first))
+    assert voted.returncode == 0, voted.stderr
+    assert voted.stdout.strip() == f"{request_id} open: you voted approve; 1 of 2 approvals."
+    # It waits no longer for the first voter, and says so in the listing.
+    waiting = {r["id"] for r in cli.json("status", env=cli.as_(first))["waiting_requests"]}
+    assert request_id not in waiting
+    assert request_id in {
+        r["id"] for r in cli.json("status", env=cli.as_(second))["waiting_requests"]
+    }
+    listed = cli.run("requests", env=cli.as_(first))
+    assert "you voted approve" in listed.stdout
+    again = cli.run("approve", request_id, "--yes", env=cli.as_(first))
+    assert again.returncode == 1
+    assert again.stderr.strip() == (
+        f"error: you voted approve on {request_id} already: 1 of 2 approvals so far, "
+        "and a vote is not changed"
+    )
+    # A person outside the audience sees it among everyone's, and decides nothing.
+    own = cli.run("requests", env=cli.as_(watcher))
+    assert request_id not in own.stdout
+    everyone = cli.run("requests", "--everyone", env=cli.as_(watcher))
+    assert request_id in everyone.stdout
+    assert asked["id"] in everyone.stdout
+    refused = cli.run("approve", request_id, "--yes", env=cli.as_(watcher))
+    assert (refused.returncode, refused.stderr.split(":")[:2]) == (4, ["error", " forbidden"])
+    decided = cli.run("approve", request_id, "--yes", env=cli.as_(second))
+    assert decided.stdout.strip() == f"{request_id} approved."
+    assert watcher_id not in rest(cli.base, agent, "get_request", id=request_id)["audience"]
+
+
 def test_approve_on_a_terminal_shows_the_exact_action_and_asks_first(cli: Cli) -> None:
     person_id, person = cli.register("person", "cli-careful")
     _, agent = cli.register("agent", "cli-eager")

@@ -14,6 +14,7 @@ from tests.integration.test_console_http import Browser, field_of, location
 from tests.integration.test_console_states import page, signed_in
 from tests.liveness_support import World
 from vigil.clock import ManualClock
+from vigil.errors import ErrorCode, VigilError
 
 DISGUISED = {"op": "deploy", "op\u200b": "drop-database"}
 
@@ -197,4 +198,51 @@ def test_who_voted_is_shown_their_vote_instead_of_the_form(
     )
     body = page(signed_in(world, voted["sam_secret"]), "/console/request", id=voted["id"])
     assert 'action="/console/requests/reply"' not in body
-    assert "You voted approved (from cli)" in body
+    assert "You voted approve (from cli); 1 of 2 approvals so far" in body
+
+
+def test_an_operator_sees_every_request_and_decides_none_outside_the_audience(
+    world: World, voted: dict[str, str]
+) -> None:
+    """Whoever oversees the namespace sees the requests people are asked, read-only: the
+    listing, the request's page without a form, the overview's count."""
+    operator = signed_in(world, world.tenant.operator_secret)
+    listing = page(operator, "/console/requests")
+    assert voted["id"] in listing
+    assert "Open requests in the namespace" in listing
+    shown = page(operator, "/console/request", id=voted["id"])
+    assert "May I deploy?" in shown
+    assert 'action="/console/requests/reply"' not in shown
+    assert "Who decides" in shown
+    assert voted["id"] not in page(operator, "/console/requests", show="waiting")
+    overview = page(operator, "/console")
+    assert re.search(r'id="count-open">1</span> request open', overview)
+    assert re.search(r'id="count-waiting">0</span> requests waiting for you', overview)
+    # A reply from outside the audience is refused and changes nothing.
+    with pytest.raises(VigilError) as refused:
+        world.app.call(
+            "reply",
+            {"id": voted["id"], "version": 1, "outcome": "approved"},
+            world.tenant.operator_secret,
+            via="rest",
+        )
+    assert refused.value.code is ErrorCode.FORBIDDEN
+    assert state(world, voted)["version"] == 1
+
+
+def test_waiting_for_me_keeps_what_awaits_my_vote(world: World, voted: dict[str, str]) -> None:
+    pat = signed_in(world, voted["pat_secret"])
+    assert voted["id"] in page(pat, "/console/requests", show="waiting")
+    world.app.call(
+        "reply",
+        {"id": voted["id"], "version": 1, "outcome": "approved"},
+        voted["pat_secret"],
+        via="console",
+    )
+    assert voted["id"] not in page(pat, "/console/requests", show="waiting")
+    listing = page(pat, "/console/requests")
+    assert "you voted approve" in listing
+    # Still waiting for Sam, whose overview says so.
+    sam = signed_in(world, voted["sam_secret"])
+    assert voted["id"] in page(sam, "/console/requests", show="waiting")
+    assert re.search(r'id="count-waiting">1</span> request waiting for you', page(sam, "/console"))

@@ -63,7 +63,7 @@ def test_a_request_answered_before_its_expiry_shows_the_expiry_ahead(world: Worl
     world.advance(60)
     world.call("reply", person_secret, id=asked["id"], version=1, outcome="answered", answer="eu")
     world.advance(12)
-    body = page(signed_in(world, person_secret), "/console/requests", state="")
+    body = page(signed_in(world, person_secret), "/console/requests", show="all")
     row = re.search(
         rf'<tr><td data-label="Request"><a href="/console/request\?id={asked["id"]}">.*?</tr>', body
     )

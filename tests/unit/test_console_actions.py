@@ -26,6 +26,7 @@ def approval(action: dict[str, Any] | None) -> dict[str, Any]:
         "body": "May I deploy?",
         "action": action,
         "expires_at": "2026-03-01T13:00:00+00:00",
+        "history": [],
     }
 
 

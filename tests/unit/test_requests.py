@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.liveness_support import World
-from tests.support import error_of
+from tests.support import Tenant, error_of
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.requests.records import MAX_HISTORY
@@ -272,6 +272,54 @@ def test_request_status_lists_what_the_caller_asked_or_decides(desk: Desk) -> No
     open_only = desk.call("request_status", "ann", state="open")["requests"]
     assert [r["id"] for r in open_only] == [theirs["id"]]
     assert desk.call("request_status", "ann", blocking=True)["requests"] == []
+
+
+def test_overseers_list_and_read_every_request_and_agents_do_not(desk: Desk) -> None:
+    """People and operators see every request of their namespace (everyone), read any of
+    them, and decide none outside the audience; an agent sees only its own."""
+    to_bob = desk.ask("ann", "bob", body="one")
+    to_cat = desk.ask("bob", "cat", body="two")
+    for overseer in ("pat", "operator"):
+        listed = desk.call("request_status", overseer, everyone=True)["requests"]
+        assert [r["id"] for r in listed] == [to_bob["id"], to_cat["id"]], overseer
+        assert desk.call("request_status", overseer)["requests"] == []
+        assert desk.get(overseer, to_cat["id"])["body"] == "two"
+        refused = desk.refused("reply", overseer, id=to_cat["id"], version=1, outcome="answered")
+        assert refused.code is ErrorCode.FORBIDDEN
+    assert desk.refused("request_status", "ann", everyone=True).code is ErrorCode.FORBIDDEN
+    assert desk.refused("get_request", "ann", id=to_cat["id"]).code is ErrorCode.NOT_FOUND
+    assert desk.get("cat", to_cat["id"])["version"] == 1
+    # Another namespace's operator sees none of them.
+    other = Tenant(desk.world.app, desk.clock, "globex")
+    assert other.call("request_status", everyone=True)["requests"] == []
+    assert error_of(other.call, "get_request", id=to_cat["id"]).code is ErrorCode.NOT_FOUND
+
+
+def test_waiting_keeps_the_open_requests_awaiting_my_own_vote(desk: Desk) -> None:
+    desk.add("sam", kind="person")
+    chat = desk.call(
+        "start_chat", "ann", targets=[desk.target("pat"), desk.target("sam")], body="hi"
+    )
+    both = desk.call(
+        "ask",
+        "ann",
+        conversation_id=chat["conversation_id"],
+        kind="approval",
+        body="both of you?",
+        policy={"quorum": 2},
+    )
+    alone = desk.ask("ann", "pat", body="only you")
+    desk.ask("ann", "sam", body="not pat's")
+
+    def waiting(who: str) -> list[str]:
+        return [r["id"] for r in desk.call("request_status", who, waiting=True)["requests"]]
+
+    assert waiting("pat") == [both["id"], alone["id"]]
+    desk.call("reply", "pat", id=both["id"], version=1, outcome="approved")
+    desk.call("reply", "pat", id=alone["id"], version=1, outcome="answered")
+    assert waiting("pat") == []
+    assert both["id"] in waiting("sam")
+    assert waiting("ann") == []  # asking is not deciding
 
 
 def test_request_status_pages_with_a_cursor_bound_to_its_filters(desk: Desk) -> None:

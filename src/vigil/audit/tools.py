@@ -90,9 +90,8 @@ TOOLS: tuple[Tool[AuditContext], ...] = (
         name="list_audit_events",
         title="Read the audit trail",
         description=(
-            "The audit trail of your namespace, newest first: every change made with an "
-            "operator's power or by the deployer, with who, what, when and the versions before "
-            "and after."
+            "Your namespace's audit trail, newest first: each change made with an operator's "
+            "power or by the deployer; who, what, when, versions before and after."
         ),
         input_model=ListAuditEventsInput,
         output_model=AuditPage,

@@ -88,6 +88,21 @@ def link(path: str, text: Any, **query: str) -> Html:
     return render('<a href="{href}">{text}</a>', href=href, text=text)
 
 
+def views(path: str, label: str, choices: Mapping[str, str], current: str, name: str) -> Html:
+    """The links that choose what a listing shows (``?name=choice``), the current one marked
+    and not a link."""
+    return render(
+        '<nav class="views" aria-label="{label}">{links}</nav>',
+        label=label,
+        links=join(
+            render('<span aria-current="true">{text}</span>', text=text)
+            if choice == current
+            else link(path, text, **{name: choice})
+            for choice, text in choices.items()
+        ),
+    )
+
+
 def ident(value: str) -> Html:
     """An id shown on its own, kept on one line so that it is copied whole."""
     return render('<span class="id">{value}</span>', value=value)

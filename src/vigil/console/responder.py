@@ -48,6 +48,10 @@ PAGE_HEADERS = {
 _REFUSAL_TITLES = {401: "Sign in first", 403: "Refused", 404: "Not found", 413: "Too large"}
 
 
+# An empty part of a page.
+NOTHING = Html("")
+
+
 @dataclass
 class Visit:
     """One signed-in request: who, in which session, and the cookie to send back, if any."""
@@ -213,12 +217,14 @@ class Responder:
         rest: Html,
         visit: Visit,
         every_ms: int = REFRESH_MS,
+        lead: Html = NOTHING,
     ) -> HttpResponse:
         """A page whose ``live_part`` its script fetches again (``?fragment``) every few
-        seconds; ``rest`` (its forms) stays as the person left it."""
+        seconds; ``lead`` (the filters of what it lists) above it and ``rest`` (its forms)
+        below it stay as the person left them."""
         if "fragment" in request.query:
             return HttpResponse(200, live_part.encode(), dict(PAGE_HEADERS))
-        return self.whole_page(title, here, live_part, rest, visit, every_ms)
+        return self.whole_page(title, here, live_part, rest, visit, every_ms, lead=lead)
 
     def whole_page(
         self,
@@ -229,12 +235,12 @@ class Responder:
         visit: Visit,
         every_ms: int = REFRESH_MS,
         status: int = 200,
+        lead: Html = NOTHING,
     ) -> HttpResponse:
         """A live page in full: as a GET shows it, or as a form its tool refused answers, with
         the refusal and the form as it was sent in ``rest``."""
-        return self.page(
-            title, join([live(live_part, every_ms), rest]), visit, here=here, status=status
-        )
+        body = join([lead, live(live_part, every_ms), rest])
+        return self.page(title, body, visit, here=here, status=status)
 
     def unnamed(self, what: str, listing: str, visit: Visit) -> HttpResponse:
         """The page of one thing opened without its id: which it needs, and where to find

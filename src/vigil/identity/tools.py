@@ -237,9 +237,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="register",
         title="Register a principal",
         description=(
-            "Create a person, agent or service in the caller's namespace and issue its secret. "
-            "The secret appears in this response only; Vigil keeps just its hash. "
-            "An agent's mailbox address is agent:<id>."
+            "Create a person, agent or service in your namespace with a secret shown only "
+            "here (Vigil keeps its hash). An agent's mailbox address is agent:<id>."
         ),
         input_model=RegisterInput,
         output_model=SecretIssued,
@@ -262,9 +261,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="revoke_principal",
         title="Revoke a principal",
         description=(
-            "Revoke a principal so its secret stops working. Anyone may revoke themselves; "
-            "operators may also revoke the workers of their namespace, never another operator "
-            "(forbidden)."
+            "Revoke a principal so its secret stops working: yourself, or as an operator a "
+            "worker of your namespace, never another operator."
         ),
         input_model=RevokeInput,
         output_model=PrincipalResult,
@@ -297,8 +295,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="list_directory",
         title="Search the directory",
         description=(
-            "Page through the people, agents or services of the caller's namespace, one kind at a "
-            "time, optionally filtered by a search text."
+            "Page through your namespace's people, agents or services, one kind at a time, "
+            "optionally matching a search text."
         ),
         input_model=ListDirectoryInput,
         output_model=DirectoryPage,

@@ -280,10 +280,9 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="create_channel",
         title="Create a notification channel",
         description=(
-            "Send the namespace's events (switch fired, request opened, session stale...) to "
-            "people outside Vigil: a signed webhook, a Slack incoming webhook or an email "
-            "address, chosen by rules. A webhook's signing secret appears in this response "
-            "only."
+            "Send your namespace's events (switch fired, request opened, session stale...) to"
+            " a signed webhook, a Slack incoming webhook or an email address, chosen by "
+            "rules. A webhook's signing secret is shown only here."
         ),
         input_model=CreateChannelInput,
         output_model=ChannelIssued,
@@ -294,9 +293,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="list_channels",
         title="List notification channels",
         description=(
-            "Every channel of the caller's namespace with its rules, state (and why it is "
-            "disabled) and version. Never shows a secret: a webhook's signing secrets only by "
-            "when they were made and stop signing, a Slack webhook only by its host."
+            "Your namespace's channels: rules, state (and why disabled), version. Never a "
+            "secret: signing secrets only by their dates, a Slack webhook by its host."
         ),
         input_model=ListChannelsInput,
         output_model=ChannelList,
@@ -308,9 +306,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="rotate_channel_secret",
         title="Rotate a webhook's signing secret",
         description=(
-            "Issue a new signing secret for a webhook channel, shown in this response only. "
-            f"The replaced secret goes on signing for {_OVERLAP_HOURS} hours (each delivery "
-            "then carries both signatures), so receivers can switch without refusing one."
+            "A new signing secret for a webhook channel, shown only here. The old one goes on"
+            " signing for 24 hours (deliveries carry both signatures) while receivers switch."
         ),
         input_model=RotateChannelSecretInput,
         output_model=ChannelIssued,

@@ -149,9 +149,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="list_delivery_failures",
         title="List a channel's failed deliveries",
         description=(
-            "The events a channel did not receive, newest first: each gave up after "
-            f"{MAX_ATTEMPTS} attempts over some 11 hours, or at once on an answer a retry would "
-            "not change (a 4xx, a redirect, 410 Gone). Kept 30 days."
+            "Events a channel did not receive, newest first: given up after 8 attempts over "
+            "some 11 hours, or at once on a 4xx, a redirect or 410 Gone. Kept 30 days."
         ),
         input_model=ListDeliveryFailuresInput,
         output_model=DeliveryFailures,
@@ -163,9 +162,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="replay_delivery",
         title="Deliver a failed event again",
         description=(
-            "Start a failed delivery again: an attempt now and, if it fails, the same retries "
-            "as the first time. The event keeps its id (a webhook's webhook-id), so a receiver "
-            "that did get it deduplicates it. Audited."
+            "Deliver a failed event again: now, then with the usual retries. It keeps its id "
+            "(webhook-id), so a receiver that got it deduplicates it. Audited."
         ),
         input_model=ReplayDeliveryInput,
         output_model=DeliveryReplayed,
@@ -176,9 +174,9 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="acknowledge_alert",
         title="Acknowledge an alert",
         description=(
-            "Say that a person has seen an alert (a switch fired, a request opened): its "
-            "repeats stop and it does not escalate. Takes the id a notification carries (its "
-            "webhook-id); acknowledging again changes nothing and tells who did first."
+            "Say a person has seen an alert (switch fired, request opened): its repeats stop "
+            "and it does not escalate. Takes the notification's id (webhook-id); again, it "
+            "changes nothing and says who did first."
         ),
         input_model=AcknowledgeAlertInput,
         output_model=AlertAcknowledged,

@@ -68,6 +68,7 @@ def approve(args: argparse.Namespace, client: RestClient) -> Exit:
             "approve without asking",
         )
     request = client.call("get_request", {"id": args.id})
+    _not_voted(client, request)
     if not args.yes and request["state"] == "open" and request["kind"] == "approval":
         from vigil.people.render import request_text
 
@@ -82,6 +83,7 @@ def approve(args: argparse.Namespace, client: RestClient) -> Exit:
 
 def deny(args: argparse.Namespace, client: RestClient) -> Exit:
     request = client.call("get_request", {"id": args.id})
+    _not_voted(client, request)
     return _reply(args, client, request, "denied", args.note)
 
 
@@ -102,6 +104,23 @@ def ack(args: argparse.Namespace, client: RestClient) -> Exit:
     return Exit.OK
 
 
+def _not_voted(client: RestClient, request: dict[str, Any]) -> None:
+    """Refuses a second vote on an open request, saying how the votes stand: the service
+    answers a vote cast again with the request unchanged, as it answers a retry."""
+    from vigil.requests.views import VERBS, tally, vote_of
+
+    votes = [c for c in request["history"] if c["kind"] == "voted"]
+    if request["state"] != "open" or not votes:
+        return
+    earlier = vote_of({"history": votes}, client.call("whoami")["principal"]["id"])
+    if earlier is not None:
+        raise Failure(
+            Exit.REFUSED,
+            f"you voted {VERBS[earlier['outcome']]} on {request['id']} already: "
+            f"{tally(request)} so far, and a vote is not changed",
+        )
+
+
 def _reply(
     args: argparse.Namespace,
     client: RestClient,
@@ -111,6 +130,8 @@ def _reply(
 ) -> Exit:
     """``reply`` at the version just read: a change in between is a version_conflict, never
     a decision on something not seen."""
+    from vigil.requests.views import VERBS, tally
+
     arguments = output.without_none(
         id=request["id"], version=request["version"], outcome=outcome, answer=answer
     )
@@ -123,6 +144,10 @@ def _reply(
         raise
     if args.json:
         output.print_json(replied)
+    elif replied["state"] == "open" and outcome in VERBS:
+        # A vote that left it open: how far the votes have come.
+        counted = {**request, "history": replied["history"]}
+        print(f"{replied['id']} open: you voted {VERBS[outcome]}; {tally(counted)}.")
     else:
         print(f"{replied['id']} {replied['state']}.")
     return Exit.OK

@@ -112,6 +112,12 @@ def add_commands(
     requests_.add_argument(
         "--state", choices=(*REQUEST_STATES, "all"), default="open", help="default open"
     )
+    requests_.add_argument(
+        "--everyone", action="store_true", help="every request of the namespace, not only yours"
+    )
+    requests_.add_argument(
+        "--waiting", action="store_true", help="only those waiting for your decision or vote"
+    )
     paged(requests_)
 
     approve_ = command("approve", "approve an approval request", approve)

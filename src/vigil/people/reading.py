@@ -47,10 +47,9 @@ def overview(client: RestClient, me: str) -> Overview:
     stale, _ = _items(
         client.pages("list_sessions", {"stale_only": True}, max_pages=STATUS_PAGES), "sessions"
     )
-    open_requests, _ = _items(
-        client.pages("request_status", {"state": "open"}, max_pages=STATUS_PAGES), "requests"
+    waiting, _ = _items(
+        client.pages("request_status", {"waiting": True}, max_pages=STATUS_PAGES), "requests"
     )
-    waiting = [r for r in open_requests if me in r["audience"]]
     return Overview(switches, stale, waiting, truncated, _pauses(client))
 
 
@@ -208,12 +207,15 @@ def sessions(args: argparse.Namespace, client: RestClient) -> Exit:
 def requests(args: argparse.Namespace, client: RestClient) -> Exit:
     from vigil.people.render import requests_table
 
-    query = {} if args.state == "all" else {"state": args.state}
+    query: dict[str, Any] = {} if args.state == "all" else {"state": args.state}
+    query |= {"everyone": True} if args.everyone else {}
+    query |= {"waiting": True} if args.waiting else {}
+    me = "" if args.json else _whoami(client)["id"]
     result = output.listing(client, args, "request_status", "requests", query)
     return output.show_listing(
         args,
         client,
         result,
-        lambda found, now, names: requests_table(found, now, names=names),
+        lambda found, now, names: requests_table(found, now, names=names, me=me),
         "requests",
     )

@@ -260,10 +260,16 @@ def sessions_table(
 
 # -- requests -------------------------------------------------------------------------------
 def requests_table(
-    requests: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+    requests: Sequence[dict[str, Any]],
+    now: datetime,
+    *,
+    names: Mapping[str, str] = NO_NAMES,
+    me: str = "",
 ) -> RenderableType:
     """The requests, each by its id (whole, to paste into vigil approve), what it is (with its
-    state once it is not open), who asked it and its text."""
+    state once it is not open, and ``me``'s vote on it), who asked it and its text."""
+    from vigil.requests.views import VERBS, vote_of
+
     if not requests:
         return _none("requests")
     table = _table("Requests", ("id", "what", "from", "asked", "expires", "text"), ids=("id",))
@@ -274,6 +280,9 @@ def requests_table(
             expires = relative(request["expires_at"], now)
         else:
             what += f", {request['state']}"
+        vote = vote_of(request, me)
+        if vote is not None:
+            what += f", you voted {VERBS[vote['outcome']]}"
         _add(
             table,
             _id(request["id"]),

@@ -5,6 +5,7 @@
 | request                | ``NS#<ns>#REQ#<id>``        | ``REQ``                             |
 | its execution intent   | ``NS#<ns>#REQ#<id>``        | ``EXEC``                            |
 | a principal's listing  | ``NS#<ns>#REQS#<principal>``| ``<asked at, epoch ms, 15 digits>#<id>`` |
+| the namespace's listing| ``NS#<ns>#REQS#*``          | the same                            |
 | blocking edges         | ``NS#<ns>``                 | ``WAITS``                           |
 | a shared answer        | ``NS#<ns>``                 | ``SHARED#<digest of the key>``      |
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
 from vigil.requests.records import Execution, Request, SharedAnswer
-from vigil.requests.store import RequestStore, listing_position
+from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
 
 _EXCLUDE = {"version", "state"}
@@ -80,7 +81,7 @@ class DynamoRequests(DynamoBase, RequestStore):
                     },
                 }
             }
-            for principal_id in [request.requester, *request.audience]
+            for principal_id in listing_places(request)
         ]
         write = self._put(item, "attribute_not_exists(pk)")
         return DynamoWrite(write.items, ahead=places)

@@ -184,7 +184,9 @@ class ReplyInput(StrictInput):
 class RequestStatusInput(StrictInput):
     blocking: bool | None = Field(default=None, description="Only blocking ones, or only not.")
     cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    everyone: bool | None = Field(default=None, description="People: all of the namespace's.")
     state: RequestState | None = Field(default=None, description="Only requests in this state.")
+    waiting: bool | None = Field(default=None, description="Only those awaiting your decision.")
 
 
 class SetBlockingInput(StrictInput):

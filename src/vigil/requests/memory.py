@@ -6,7 +6,7 @@ from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.requests.records import Execution, Request, SharedAnswer
-from vigil.requests.store import RequestStore, listing_position
+from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
 
 _Key = tuple[str, str]
@@ -33,7 +33,7 @@ class MemoryRequests(MemoryBase, RequestStore):
 
     def add_request(self, request: Request) -> MemoryWrite:
         key = (request.namespace, request.id)
-        principals = [request.requester, *request.audience]
+        principals = listing_places(request)
         position = listing_position(request)
 
         def check() -> None:

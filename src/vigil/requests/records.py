@@ -283,6 +283,15 @@ class Request(Versioned):
             and self.version == version + 1
         )
 
+    def waits_for(self, principal_id: str, now: datetime) -> bool:
+        """Whether the request is open and waits for ``principal_id``'s decision: of its
+        audience and, where votes are counted, not yet voted."""
+        return (
+            self.state_at(now) == "open"
+            and principal_id in self.audience
+            and self.vote_of(principal_id) is None
+        )
+
     def vote_of(self, by: str) -> Change | None:
         return next((c for c in self.history if c.kind == "voted" and c.by == by), None)
 

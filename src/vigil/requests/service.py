@@ -44,7 +44,7 @@ from vigil.requests.records import (
     RequestState,
     request_id_of_execution,
 )
-from vigil.requests.store import RequestPorts
+from vigil.requests.store import EVERYONE, RequestPorts
 
 TIMER_KIND = "request"
 RequestEventType = Literal[
@@ -64,6 +64,26 @@ STATUS_SCAN = 200
 def response_envelope_id(request: Request) -> str:
     """The id of the requester's one response envelope, derived from the request."""
     return envelope_id_for(f"{request.namespace}/{request.id}/response")
+
+
+@dataclass(frozen=True)
+class StatusQuery:
+    """What ``request_status`` lists: the caller's requests, or (``everyone``) the
+    namespace's; of ``state`` and ``blocking`` if given; with ``waiting``, only those open
+    and waiting for the caller's own decision or vote."""
+
+    state: RequestState | None = None
+    blocking: bool | None = None
+    everyone: bool = False
+    waiting: bool = False
+
+    def keeps(self, request: Request, me: str, now: datetime) -> bool:
+        state = request.state_at(now)
+        return (
+            (self.state is None or state == self.state)
+            and (self.blocking is None or request.blocking == self.blocking)
+            and (not self.waiting or request.waits_for(me, now))
+        )
 
 
 @dataclass(frozen=True)
@@ -110,6 +130,16 @@ class Requests:
             raise not_found("request")
         return request
 
+    def watched(self, caller: Caller, request_id: str) -> Request:
+        """The request, to read only: as ``readable``, and any request of the namespace for
+        those who oversee it (people and operators)."""
+        if not caller.is_overseer:
+            return self.readable(caller, request_id)
+        request = self.store.get_request(caller.namespace, request_id)
+        if request is None:
+            raise not_found("request")
+        return request
+
     def own(self, caller: Caller, request_id: str) -> Request:
         """The request, if the caller asked it; anyone else, its audience included, gets the
         not_found of a request that does not exist."""
@@ -126,29 +156,28 @@ class Requests:
         return self.store.get_execution(request.namespace, request.id)
 
     def status(
-        self,
-        caller: Caller,
-        state: RequestState | None,
-        blocking: bool | None,
-        after: str | None,
+        self, caller: Caller, query: StatusQuery, after: str | None
     ) -> tuple[list[Request], str | None]:
-        """A page of the requests the caller asked or decides, oldest first (a queue of what
-        waits), of ``state`` and ``blocking`` if given; and where the next page starts."""
+        """A page of the requests the caller asked or decides (with ``query.everyone``, an
+        overseer's: every request of the namespace), oldest first (a queue of what waits),
+        kept by the query's filters; and where the next page starts."""
+        if query.everyone and not caller.is_overseer:
+            raise VigilError(
+                ErrorCode.FORBIDDEN, "only people and operators list every request (everyone)"
+            )
+        listing = EVERYONE if query.everyone else caller.principal_id
+        me = caller.principal_id
         now = self.clock.now()
 
         def fetch(position: str | None, size: int) -> list[tuple[str, Request | None]]:
-            places = self.store.list_requests(caller.namespace, caller.principal_id, position, size)
+            places = self.store.list_requests(caller.namespace, listing, position, size)
             ids = [place.split("#", 1)[1] for place in places]
             found = {r.id: r for r in self.store.get_requests(caller.namespace, ids)}
             return [(place, found.get(i)) for place, i in zip(places, ids, strict=True)]
 
         def keep(entry: tuple[str, Request | None]) -> bool:
             request = entry[1]
-            return (
-                request is not None
-                and (state is None or request.state_at(now) == state)
-                and (blocking is None or request.blocking == blocking)
-            )
+            return request is not None and query.keeps(request, me, now)
 
         kept, last = scan_page(fetch, lambda e: e[0], keep, after, STATUS_PAGE, STATUS_SCAN)
         return [request for _, request in kept if request is not None], last
@@ -159,7 +188,8 @@ class Requests:
         caller = reply.caller
 
         def attempt() -> tuple[Request, R]:
-            request = self.readable(caller, reply.request_id)
+            # An overseer outside the audience reads the request, and is refused the reply.
+            request = self.watched(caller, reply.request_id)
             now = to_ms(self.clock.now())
             by, outcome, answer = caller.principal_id, reply.outcome, reply.answer
             if request.repeats(by, outcome, answer, reply.version):

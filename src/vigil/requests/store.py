@@ -12,6 +12,16 @@ from vigil.quotas.store import QuotaStore
 from vigil.requests.records import Execution, Request, SharedAnswer
 from vigil.requests.waits import WaitGraph
 
+# The listing of every request of a namespace, which its overseers read: kept as the listing
+# of an id no principal has.
+EVERYONE = "*"
+
+
+def listing_places(request: Request) -> list[str]:
+    """Whose listings a request has a place in: its requester's, its audience's, and the
+    namespace's own (EVERYONE)."""
+    return [request.requester, *request.audience, EVERYONE]
+
 
 def listing_position(request: Request) -> str:
     """Where a request sits in its principals' listings: oldest first, by the moment it was
@@ -29,8 +39,8 @@ class RequestStore(ABC):
 
     @abstractmethod
     def add_request(self, request: Request) -> Write:
-        """Creates ``request`` and its place in the listing of its requester and of each
-        principal of its audience; the commit fails if it exists. The places may be written
+        """Creates ``request`` and its place in each listing of ``listing_places``; the
+        commit fails if it exists. The places may be written
         ahead of the rest when the whole does not fit one transaction: a place whose request
         was never stored is skipped by the listing."""
 
@@ -42,8 +52,8 @@ class RequestStore(ABC):
     def list_requests(
         self, namespace: str, principal_id: str, after: str | None, limit: int
     ) -> list[str]:
-        """Up to ``limit`` positions (``listing_position``) in ``principal_id``'s listing,
-        oldest first, after ``after`` (a position) if given."""
+        """Up to ``limit`` positions (``listing_position``) in ``principal_id``'s listing
+        (EVERYONE: the namespace's), oldest first, after ``after`` (a position) if given."""
 
     @abstractmethod
     def get_wait_graph(self, namespace: str) -> WaitGraph:

@@ -33,7 +33,7 @@ from vigil.requests.inputs import (
 )
 from vigil.requests.policy import Terms
 from vigil.requests.records import OUTCOMES, Request
-from vigil.requests.service import Reply
+from vigil.requests.service import Reply, StatusQuery
 from vigil.requests.views import (
     ExecutionView,
     ReplaceResult,
@@ -151,7 +151,7 @@ def start_chat(ctx: RequestContext, args: StartChatInput) -> SendResult:
 # -- get_request ----------------------------------------------------------------------------
 def get_request(ctx: RequestContext, args: GetRequestInput) -> RequestDetail:
     requests = requests_of(ctx)
-    request = requests.readable(ctx.caller, args.id)
+    request = requests.watched(ctx.caller, args.id)
     return detail(request, requests.execution_of(request), ctx.clock.now())
 
 
@@ -174,9 +174,10 @@ def resume_reply(ctx: RequestContext, result: dict[str, Any]) -> None:
 
 # -- request_status -------------------------------------------------------------------------
 def request_status(ctx: RequestContext, args: RequestStatusInput) -> RequestStatusResult:
-    query = {"s": args.state, "b": args.blocking}
+    status = StatusQuery(args.state, args.blocking, bool(args.everyone), bool(args.waiting))
+    query = {"s": args.state, "b": args.blocking, "e": status.everyone, "w": status.waiting}
     after = None if args.cursor is None else cursor_position(args.cursor, "requests", str, **query)
-    found, last = requests_of(ctx).status(ctx.caller, args.state, args.blocking, after)
+    found, last = requests_of(ctx).status(ctx.caller, status, after)
     now = ctx.clock.now()
     return RequestStatusResult(
         requests=[view(r, now) for r in found],

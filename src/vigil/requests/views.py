@@ -3,6 +3,7 @@ page of them, a replacement, an execution intent; each built from its record."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -180,3 +181,26 @@ def execution_view(execution: Execution) -> ExecutionView:
         reported_at=execution.reported_at,
         reports=[ReportView(**report.model_dump()) for report in execution.reports],
     )
+
+
+# -- what people read of a request's votes ---------------------------------------------------
+# These read a request as get_request returns it (JSON), for the console and the CLI alike.
+VERBS = {"approved": "approve", "denied": "deny"}
+
+
+def vote_of(request: Mapping[str, Any], principal_id: str) -> Mapping[str, Any] | None:
+    """``principal_id``'s vote on a request that it left open, if they cast one."""
+    history = request["history"]
+    return next((c for c in history if c["kind"] == "voted" and c["by"] == principal_id), None)
+
+
+def tally(request: Mapping[str, Any]) -> str:
+    """How far an approval's votes have come, e.g. "1 of 2 approvals" (with its denials, if
+    any): ``request`` as get_request returns it, with its policy."""
+    votes = [c["outcome"] for c in request["history"] if c["kind"] in ("voted", "replied")]
+    policy = request["policy"]
+    quorum, denials = policy["quorum"], votes.count("denied")
+    said = f"{votes.count('approved')} of {quorum} approval{'' if quorum == 1 else 's'}"
+    if denials:
+        said += f", {denials} of {policy['denials']} denial{'' if policy['denials'] == 1 else 's'}"
+    return said

@@ -36,6 +36,7 @@ from vigil.notifications.channel_secrets import open_secrets
 from vigil.notifications.slack import APPROVE, CHOICE, DENY, REASON, TOO_LONG, shows_whole
 from vigil.notifications.slack_responses import Owed, owe, response_id
 from vigil.notifications.summary import when
+from vigil.requests.views import VERBS, tally, vote_of
 
 PREFIX = "/integrations/slack/"
 # Slack's own tolerance: a request signed further from now than this is refused.
@@ -175,8 +176,16 @@ class SlackInteractions:
             found = self.app.call_as("get_request", {"id": click.request_id}, person, via="slack")
         except VigilError:
             return False, _NOT_AMONG
+        if person.id not in found["audience"]:
+            return False, _NOT_AMONG
         if found["state"] != "open":
             return True, self._decided(found, person)
+        earlier = vote_of(found, person.id)
+        if earlier is not None:
+            return False, (
+                f"You voted {VERBS[earlier['outcome']]} already; {tally(found)} so far. "
+                "A vote is not changed."
+            )
         if not shows_whole(found.get("action")):
             # A message that could not show the action whole offered no button; a click that
             # says otherwise (an old message, a crafted one) decides nothing either.
@@ -185,7 +194,7 @@ class SlackInteractions:
         if arguments is None:
             return False, "This button decides nothing Vigil knows."
         try:
-            self.app.call_as("reply", arguments, person, via="slack")
+            replied = self.app.call_as("reply", arguments, person, via="slack")
         except VigilError as error:
             if error.code is ErrorCode.FORBIDDEN:
                 return False, _NOT_AMONG
@@ -195,6 +204,9 @@ class SlackInteractions:
                 )
                 return True, self._decided(again, person)
             return False, f"Not done: {error.message}"
+        if replied["state"] == "open" and arguments["outcome"] in VERBS:
+            counted = {**found, "history": replied["history"]}
+            return True, f"You voted {VERBS[arguments['outcome']]}; {tally(counted)}."
         return True, None
 
     def _decided(self, found: Mapping[str, Any], person: Principal) -> str:

@@ -28,6 +28,7 @@ from vigil.identity.display_names import names_of
 from vigil.identity.records import Principal
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.notifications.email_links import DECIDE_PATH, opened_decision
+from vigil.requests.views import VERBS, tally, vote_of
 
 _TITLE = "Decide"
 
@@ -86,6 +87,9 @@ def _decide(
             None,
             status=HTTP_STATUS[error.code],
         )
+    if done["state"] == "open":
+        counted = {**found, "history": done["history"]}
+        return responder.page("Voted", _voted(counted, person), None)
     return responder.page("Decided", _decided(responder, done, person), None)
 
 
@@ -123,6 +127,18 @@ def _decided(responder: Responder, found: Mapping[str, Any], person: Principal) 
     )
 
 
+def _voted(found: Mapping[str, Any], person: Principal) -> Html:
+    """What a person's vote on a request still open came to, if they cast one."""
+    vote = vote_of(found, person.id)
+    if vote is None:
+        return Html("")
+    return render(
+        "<p>You voted {verb}: {tally} so far. A vote is not changed.</p>",
+        verb=VERBS[vote["outcome"]],
+        tally=tally(found),
+    )
+
+
 def _shown(
     responder: Responder,
     found: Mapping[str, Any],
@@ -146,6 +162,9 @@ def _shown(
         )
     if found["state"] != "open":
         parts.append(_decided(responder, found, person))
+        return join(parts)
+    if vote_of(found, person.id) is not None:
+        parts.append(_voted(found, person))
         return join(parts)
     if own is None:
         back = f"{DECIDE_PATH}?{urlencode({'token': token})}"

@@ -17,7 +17,7 @@ from vigil.console.frame import REFRESH_LISTINGS_MS
 from vigil.console.html import Html, join, render
 from vigil.console.pages.dead_letters import HERE as DEAD_LETTERS
 from vigil.console.pages.pauses import PAUSE_HEADERS, pause_rows, pausing
-from vigil.console.pages.requests import REQUEST_HEADERS, heading, request_rows
+from vigil.console.pages.requests import REQUEST_HEADERS, heading, oversees, request_rows
 from vigil.console.pages.sessions import SESSION_HEADERS, session_rows
 from vigil.console.pages.switches import (
     DEATH_HEADERS,
@@ -43,7 +43,10 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     paused = responder.call(visit, "list_pauses")
     deaths = responder.call(visit, "list_deaths", limit=OVERVIEW_DEATHS)
     stale = responder.call(visit, "list_sessions", stale_only=True)
-    waiting = responder.call(visit, "request_status", state="open")
+    waiting = responder.call(visit, "request_status", waiting=True)
+    # Overseers count every open request of the namespace; an agent, its own.
+    everyone = {"everyone": True} if oversees(visit) else {}
+    open_requests = responder.call(visit, "request_status", state="open", **everyone)
     me = visit.principal.id
 
     armed_list = listed(armed, "switches")
@@ -55,7 +58,10 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     day = [d for d in death_list if datetime.fromisoformat(d["fired_at"]) > since]
     fired = f"{len(day)}+" if day and len(day) == OVERVIEW_DEATHS else str(len(day))
     stale_list = listed(stale, "sessions")
-    mine = [r for r in listed(waiting, "requests") if me in r["audience"]]
+    mine = listed(waiting, "requests")
+    open_list = listed(open_requests, "requests")
+    more = not isinstance(open_requests, str) and open_requests["next_cursor"] is not None
+    opened = f"{len(open_list)}+" if more else str(len(open_list))
     # (result it depends on, count id, count, one, many): a count its role may not see is
     # left out with its section.
     figures = (
@@ -65,6 +71,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         (deaths, "fired", fired, "fired in 24 h", "fired in 24 h"),
         (stale, "stale", len(stale_list), "stale session", "stale sessions"),
         (waiting, "waiting", len(mine), "request waiting for you", "requests waiting for you"),
+        (open_requests, "open", opened, "request open", "requests open"),
     )
     counts = join(
         render(
@@ -137,7 +144,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
             ),
         ),
         (
-            waiting,
+            open_requests,
             "Open requests by age",
             "ages",
             lambda page: request_ages(

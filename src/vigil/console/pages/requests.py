@@ -23,50 +23,56 @@ from vigil.console.components import (
     section,
     shown,
     table,
+    views,
     when,
 )
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, integer
 from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.requests.views import VERBS, tally, vote_of
 
-REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "Yours to", "Expires")
-# The outcomes a person confirms on a second page before they are sent, by the verb it uses.
-CONFIRMED = {"approved": "approve", "denied": "deny"}
+REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "You", "Expires")
+# The listing's filters: (label, the tool's arguments, the caption above what they list).
+# People and operators oversee their namespace: they see every request in it, and decide
+# those whose audience they are in.
+FILTERS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "waiting": ("Waiting for me", {"waiting": True}, "Waiting for your decision"),
+    "open": ("Open", {"everyone": True, "state": "open"}, "Open requests in the namespace"),
+    "all": ("All", {"everyone": True}, "Every request in the namespace"),
+}
 
 
 # -- handlers ----------------------------------------------------------------------------------
 def requests(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
-    state = request.query.get("state", "open") or None
-    arguments: dict[str, Any] = {"state": state} if state else {}
+    show = request.query.get("show", "open")
+    if show not in FILTERS:
+        show = "open"
+    _, arguments, caption = FILTERS[show]
+    arguments = dict(arguments)
+    if not oversees(visit):
+        # An agent or service signed in sees what it asked or decides.
+        arguments.pop("everyone", None)
+        caption = "Requests you asked or decide"
     if request.query.get("cursor"):
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "request_status", **arguments)
     names = responder.names(visit)
-    filters = render(
-        "<p>{open} · {all}</p>",
-        open=link("/console/requests", "Open"),
-        all=link("/console/requests", "All", state=""),
-    )
+    labels = {name: label for name, (label, _, _) in FILTERS.items()}
+    filters = views("/console/requests", "Which requests", labels, show, "show")
 
     def draw(page: Mapping[str, Any]) -> Html:
         rows = request_rows(page["requests"], visit.principal.id, now, names)
         more = Html("")
         if page["next_cursor"]:
-            more = next_page(
-                "/console/requests", {"state": state or "", "cursor": page["next_cursor"]}
-            )
+            more = next_page("/console/requests", {"show": show, "cursor": page["next_cursor"]})
         listing = table(
-            "Requests you asked or decide, oldest first",
-            REQUEST_HEADERS,
-            rows,
-            "No requests.",
-            "requests",
+            f"{caption}, oldest first", REQUEST_HEADERS, rows, "No requests.", "requests"
         )
         return join([listing, more])
 
     return responder.live_page(
-        request, "Requests", f"{PREFIX}/requests", shown(found, draw), filters, visit
+        request, "Requests", f"{PREFIX}/requests", shown(found, draw), Html(""), visit, lead=filters
     )
 
 
@@ -135,12 +141,14 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
         )
     )
     decide = Html("")
-    vote = next((c for c in r["history"] if c["kind"] == "voted" and c["by"] == me), None)
+    vote = vote_of(r, me)
     if r["state"] == "open" and vote is not None:
         said = render(
-            '<p class="hint">You voted {outcome} (from {via}); a vote is not changed.</p>',
-            outcome=vote["outcome"],
+            '<p class="hint">You voted {outcome} (from {via}); {tally} so far. '
+            "A vote is not changed.</p>",
+            outcome=VERBS[vote["outcome"]],
             via=vote["via"] or "",
+            tally=tally(r),
         )
         decide = section("Your decision", "decide", said)
     elif r["state"] == "open" and me in r["audience"]:
@@ -156,7 +164,8 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
     request_id = form.get("id", "")
     back = f"{PREFIX}/request?{urlencode({'id': request_id})}"
     outcome = form.get("outcome", "")
-    if outcome in CONFIRMED and form.get("confirm") != "yes":
+    # An approval's Approve or Deny (VERBS) is confirmed on a second page before it is sent.
+    if outcome in VERBS and form.get("confirm") != "yes":
         return confirmation(responder, form, visit, back)
     arguments: dict[str, Any] = {
         "id": request_id,
@@ -178,7 +187,7 @@ def confirmation(
     if isinstance(found, str):
         return responder.not_found("Request", found, visit)
     outcome = form["outcome"]
-    verb = CONFIRMED[outcome]
+    verb = VERBS[outcome]
     if found["state"] != "open" or changed_since(found, integer(form.get("version"))):
         return responder.changed(
             f"version_conflict: this request is {found['state']} at version "
@@ -247,11 +256,28 @@ def request_rows(
             r["kind"],
             badge(r["state"]),
             named(r["requester"], None, names),
-            "you decide" if me in r["audience"] else "you asked",
+            your_part(r, me),
             (countdown if r["state"] == "open" else relative)(r["expires_at"], now),
         ]
         for r in requests
     ]
+
+
+def oversees(visit: Visit) -> bool:
+    """Whether the visitor oversees the namespace (a person or an operator): they see every
+    request in it."""
+    return visit.principal.kind == "person" or visit.principal.role == "operator"
+
+
+def your_part(r: Mapping[str, Any], me: str) -> str:
+    """What the reader has to do with a request: decide it, their vote cast, asked it, or
+    nothing (an overseer watching)."""
+    vote = vote_of(r, me)
+    if vote is not None:
+        return f"you voted {VERBS[vote['outcome']]}"
+    if me in r["audience"]:
+        return "you decide" if r["state"] == "open" else "you could decide"
+    return "you asked" if r["requester"] == me else "—"
 
 
 def deciders(r: Mapping[str, Any], me: str, names: Mapping[str, str]) -> tuple[str, Html]:

@@ -13,7 +13,7 @@ from vigil.console.components import (
     shown,
     when,
 )
-from vigil.console.html import join, render
+from vigil.console.html import Html, join, render
 from vigil.console.pages.switches import leases_table, switches_table
 from vigil.console.responder import PREFIX, Responder, Visit
 from vigil.kit.http import HttpRequest, HttpResponse
@@ -90,5 +90,5 @@ def runs(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRespon
         run=run_id,
     )
     return responder.live_page(
-        request, "Runs and leases", f"{PREFIX}/runs", join(parts), forms, visit
+        request, "Runs and leases", f"{PREFIX}/runs", join(parts), Html(""), visit, lead=forms
     )

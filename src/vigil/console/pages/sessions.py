@@ -18,6 +18,7 @@ from vigil.console.components import (
     section,
     shown,
     table,
+    views,
     when,
 )
 from vigil.console.html import Html, join, render
@@ -38,10 +39,12 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "list_sessions", **arguments)
     names = responder.names(visit)
-    filters = render(
-        "<p>{all} · {stale}</p>",
-        all=link("/console/sessions", "All sessions"),
-        stale=link("/console/sessions", "Stale only", stale="1"),
+    filters = views(
+        "/console/sessions",
+        "Which sessions",
+        {"0": "All sessions", "1": "Stale only"},
+        "1" if stale_only else "0",
+        "stale",
     )
 
     def draw(page: Mapping[str, Any]) -> Html:
@@ -53,7 +56,7 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
         return join([table("Sessions", SESSION_HEADERS, rows, "No sessions."), more])
 
     return responder.live_page(
-        request, "Sessions", f"{PREFIX}/sessions", shown(found, draw), filters, visit
+        request, "Sessions", f"{PREFIX}/sessions", shown(found, draw), Html(""), visit, lead=filters
     )
 
 

@@ -64,8 +64,10 @@ LEASE_HEADERS = ("Resource", "Holder", "Generation", "Expires")
 # -- handlers ----------------------------------------------------------------------------------
 def switches(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     live, filters = _listing(responder, visit, request.query)
-    rest = join([filters, _pause_form(responder, visit, PAUSE_DEFAULTS, None, idempotency_key())])
-    return responder.live_page(request, "Switches", f"{PREFIX}/switches", live, rest, visit)
+    rest = _pause_form(responder, visit, PAUSE_DEFAULTS, None, idempotency_key())
+    return responder.live_page(
+        request, "Switches", f"{PREFIX}/switches", live, rest, visit, lead=filters
+    )
 
 
 def _listing(responder: Responder, visit: Visit, query: Mapping[str, str]) -> tuple[Html, Html]:
@@ -284,9 +286,9 @@ def pause(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
     live, filters = _listing(responder, visit, {})
     values = {**PAUSE_DEFAULTS, **form}
     key = arguments["idempotency_key"] or idempotency_key()
-    rest = join([filters, _pause_form(responder, visit, values, reason(refusal), key)])
+    rest = _pause_form(responder, visit, values, reason(refusal), key)
     status = HTTP_STATUS[refusal.code]
-    return responder.whole_page("Switches", back, live, rest, visit, status=status)
+    return responder.whole_page("Switches", back, live, rest, visit, status=status, lead=filters)
 
 
 def _confirm_pause(
