@@ -113,6 +113,8 @@ def shot(page: Page, name: str) -> None:
 def fits(page: Page) -> None:
     """The page scrolls only up and down: nothing makes it wider than the window."""
     wide, width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    if wide > width:
+        shot(page, "too-wide")
     assert wide <= width, f"{page.url} is {wide} px wide at {width} px"
 
 
@@ -675,6 +677,10 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "session": f"/console/session?id={session}",
         "runs": f"/console/runs?scope={armed}",
         "requests": "/console/requests?show=all",
+        "requests-open": "/console/requests",
+        "requests-waiting": "/console/requests?show=waiting",
+        "people": "/console/people",
+        "audit": "/console/audit",
         "request": f"/console/request?id={asked['id']}",
         "conversations": "/console/conversations",
         "conversation": f"/console/conversation?id={asked['conversation_id']}",
@@ -693,6 +699,15 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     assert broken == [], f"{width}: broken across lines: {broken}"
     page.goto(f"{base}/console/switch?scope={fired}")
     expect(page.locator("#day svg line.death")).to_have_count(1)
+
+    # An operator adds an agent: its secret, once, and what to paste to connect it.
+    page.goto(f"{base}/console/people")
+    page.get_by_label("Name").fill(f"tour-agent-{width}")
+    page.get_by_role("button", name="Add and issue its secret").click()
+    expect(page.locator("#mcp-config")).to_contain_text("Authorization")
+    audited(page, f"tour-added-{width}")
+    page.goto(f"{base}/console/audit?target_kind=principal")
+    expect(page.locator("#audit")).to_contain_text(f"tour-agent-{width}")
 
     # The pages that ask before a decision or a pause is made.
     page.goto(f"{base}/console/request?id={asked['id']}")

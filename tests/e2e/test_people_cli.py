@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -599,3 +600,38 @@ def test_a_person_acknowledges_an_alert_by_the_id_its_notification_carried(cli: 
     unknown = cli.run("ack", "evt_" + "a" * 26, env=cli.as_(person))
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("error: not_found: ")
+
+
+def test_an_operator_adds_an_agent_and_a_person_and_reads_the_audit_trail(
+    cli: Cli, state: dict[str, Any]
+) -> None:
+    operator = cli.as_(state["operator_secret"])
+    added = cli.run("add", "agent", "cli-added-worker", env=operator)
+    assert added.returncode == 0, added.stderr
+    (secret,) = re.findall(r"vgl\.[\w.-]+", added.stdout.split("\n\n")[1])
+    config = json.loads(added.stdout[added.stdout.index("{") : added.stdout.rindex("}") + 1])
+    server = config["mcpServers"]["vigil"]
+    assert server["url"] == cli.mcp_url
+    assert server["headers"] == {"Authorization": f"Bearer {secret}"}
+    assert f"claude mcp add --transport http vigil {cli.mcp_url}" in added.stdout
+    me = rest(cli.base, secret, "whoami")["principal"]
+    assert (me["name"], me["kind"]) == ("cli-added-worker", "agent")
+
+    person = cli.run("add", "person", "Dana Lead", "--operator", env=operator)
+    assert person.returncode == 0, person.stderr
+    assert f"{cli.base}/console" in person.stdout
+    (dana_secret,) = re.findall(r"vgl\.[\w.-]+", person.stdout)
+    assert rest(cli.base, dana_secret, "whoami")["principal"]["role"] == "operator"
+
+    trail = cli.run("audit", "--kind", "principal", env=operator)
+    assert trail.returncode == 0, trail.stderr
+    assert "cli-added-worker" in trail.stdout
+    assert "Dana Lead" in trail.stdout
+    assert secret not in trail.stdout
+    mine = cli.json("audit", "--target", me["id"], env=operator)
+    assert [(e["action"], e["target"]) for e in mine["events"]] == [("register", me["id"])]
+
+    refused = cli.run("add", "agent", "not-mine-to-add", env=cli.as_(secret))
+    assert refused.returncode == 4
+    assert refused.stderr.startswith("error: forbidden: ")
+    assert cli.run("audit", env=cli.as_(secret)).returncode == 4

@@ -145,3 +145,42 @@ def test_the_trail_is_in_the_rest_mirror(tenant: Tenant, clock: ManualClock) -> 
     response = Router(tenant.app, frozenset()).handle(request)
     assert response.status == 200
     assert json.loads(response.body)["events"][0]["action"] == "register"
+
+
+def test_the_trail_filters_by_actor_target_and_kind_across_pages(
+    tenant: Tenant, clock: ManualClock
+) -> None:
+    """A filtered page keeps only matching events, newest first, and its cursor goes on with
+    the same filters (and no others)."""
+    me = tenant.operator.id
+    agents = []
+    for n in range(5):
+        clock.advance(1)
+        agents.append(tenant.register(name=f"worker-{n}")[0])
+    clock.advance(1)
+    tenant.call("pause_switches", scope_prefix="job-", until_next_beat=True)
+    target = agents[1]
+    tenant.call("rotate_secret", principal_id=target, version=1)
+
+    def listed(**filters: Any) -> list[tuple[Any, ...]]:
+        events, cursor = [], None
+        while True:
+            arguments = {"limit": 2, **filters, **({"cursor": cursor} if cursor else {})}
+            page = tenant.call("list_audit_events", **arguments)
+            events += page["events"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return [(e["action"], e["target"]) for e in events]
+
+    assert listed(target=target) == [("rotate_secret", target), ("register", target)]
+    assert listed(target_kind="pause") == [("pause", "job-")]
+    assert len(listed(actor=me, target_kind="principal")) == 6
+    assert listed(actor=agents[0]) == []
+    assert listed(target_kind="channel") == []
+    page = tenant.call("list_audit_events", limit=1, target_kind="principal")
+    refused = error_of(
+        tenant.call, "list_audit_events", cursor=page["next_cursor"], target_kind="pause"
+    )
+    assert refused.code is ErrorCode.INVALID_ARGUMENT
+    bad = error_of(tenant.call, "list_audit_events", target_kind="moon")
+    assert bad.code is ErrorCode.INVALID_ARGUMENT

@@ -299,9 +299,11 @@ def test_the_clis_state_choices_are_the_tools_states() -> None:
     they must name exactly the states the tools take."""
     from typing import get_args
 
-    from vigil.people.commands import REQUEST_STATES, SWITCH_STATES
+    from vigil.audit.records import TargetKind
+    from vigil.people.commands import REQUEST_STATES, SWITCH_STATES, TARGET_KINDS
     from vigil.requests.records import RequestState
     from vigil.switches.records import PublicState
 
     assert set(REQUEST_STATES) == set(get_args(RequestState))
     assert set(SWITCH_STATES) == set(get_args(PublicState))
+    assert set(TARGET_KINDS) == set(get_args(TargetKind))

@@ -10,7 +10,8 @@ from pydantic import Field
 from vigil.audit.records import AuditAction, AuditEvent, TargetKind
 from vigil.audit.store import AuditStore
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.principals import Surface
+from vigil.kit.paging import scan_page
+from vigil.kit.principals import PRINCIPAL_ID_PATTERN, Surface
 from vigil.kit.tooling import OPERATORS, Output, StrictInput, Tool
 
 
@@ -31,13 +32,32 @@ class AuditContext(Protocol):
     def caller(self) -> Reader: ...
 
 
+# A filtered page examines at most this many events of the trail, and may come back short
+# with a cursor to go on from.
+SCAN_BUDGET = 1_000
+
+
 class ListAuditEventsInput(StrictInput):
+    actor: str | None = Field(
+        default=None, pattern=PRINCIPAL_ID_PATTERN, description="Only this principal's changes."
+    )
     cursor: str | None = Field(
         default=None,
         max_length=512,
         description="Opaque next_cursor from the previous page.",
     )
-    limit: int = Field(default=50, ge=1, le=100, description="Page size, 1-100.")
+    limit: int = Field(default=50, ge=1, le=100)
+    target: str | None = Field(
+        default=None, max_length=200, description="Only changes to this id, scope or address."
+    )
+    target_kind: TargetKind | None = None
+
+    def keeps(self, event: AuditEvent) -> bool:
+        return (
+            (self.actor is None or event.actor == self.actor)
+            and (self.target is None or event.target == self.target)
+            and (self.target_kind is None or event.target_kind == self.target_kind)
+        )
 
 
 class AuditEventView(Output):
@@ -74,15 +94,27 @@ class AuditPage(Output):
 
 def list_audit_events(ctx: AuditContext, args: ListAuditEventsInput) -> AuditPage:
     namespace = ctx.caller.namespace
-    # A cursor names its namespace, so one namespace's place is never read in another's trail.
-    before = cursor_position(args.cursor, "audit", str, n=namespace) if args.cursor else None
-    found = ctx.store.audit_events(namespace, before, args.limit + 1)
-    page = found[: args.limit]
-    more = len(found) > args.limit
+    # A cursor names its namespace and filters, so one namespace's place is never read in
+    # another's trail, nor a filtered page's in another filter's.
+    bound = {"n": namespace, "p": args.actor, "t": args.target, "tk": args.target_kind}
+    before = cursor_position(args.cursor, "audit", str, **bound) if args.cursor else None
+
+    def fetch(position: str | None, size: int) -> list[AuditEvent]:
+        return ctx.store.audit_events(namespace, position, size)
+
+    budget = SCAN_BUDGET if args.actor or args.target or args.target_kind else args.limit
+    page, last = scan_page(fetch, lambda e: e.position, args.keeps, before, args.limit, budget)
+    if last is not None and len(page) == args.limit and not _more(ctx, namespace, last):
+        last = None
     return AuditPage(
         events=[AuditEventView.of(event) for event in page],
-        next_cursor=encode_cursor("audit", a=page[-1].position, n=namespace) if more else None,
+        next_cursor=None if last is None else encode_cursor("audit", a=last, **bound),
     )
+
+
+def _more(ctx: AuditContext, namespace: str, after: str) -> bool:
+    """Whether the trail goes on after ``after``: a full page says no more of it."""
+    return bool(ctx.store.audit_events(namespace, after, 1))
 
 
 TOOLS: tuple[Tool[AuditContext], ...] = (

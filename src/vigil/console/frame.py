@@ -9,15 +9,18 @@ from typing import Any
 
 from vigil.console.html import Html, join, render
 
+# The console's pages, and whether only operators are led to them.
 NAV = (
-    ("/console", "Overview"),
-    ("/console/switches", "Switches"),
-    ("/console/sessions", "Sessions"),
-    ("/console/runs", "Runs and leases"),
-    ("/console/requests", "Requests"),
-    ("/console/conversations", "Conversations"),
-    ("/console/channels", "Channels"),
-    ("/console/grants", "Sign-ins"),
+    ("/console", "Overview", False),
+    ("/console/switches", "Switches", False),
+    ("/console/sessions", "Sessions", False),
+    ("/console/runs", "Runs and leases", False),
+    ("/console/requests", "Requests", False),
+    ("/console/conversations", "Conversations", False),
+    ("/console/channels", "Channels", False),
+    ("/console/people", "People", False),
+    ("/console/grants", "Sign-ins", False),
+    ("/console/audit", "Audit", True),
 )
 
 # How often a page's script fetches its live part again, in ms: a listing of the whole
@@ -47,7 +50,8 @@ def frame(
                 text=text,
                 current=Html(' aria-current="page"') if href == here else Html(""),
             )
-            for href, text in NAV
+            for href, text, operators in NAV
+            if not operators or who.get("role") == "operator"
         )
         nav = render('<nav aria-label="Console"><ul>{items}</ul></nav>', items=items)
         account = render(

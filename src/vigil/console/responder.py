@@ -60,6 +60,11 @@ class Visit:
     session: ConsoleSession
     csrf: str
     cookies: list[str]
+    origin: str = ""  # where the deployment is reached: its console base, or the request's
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.origin}/mcp"
 
 
 class Responder:

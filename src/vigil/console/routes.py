@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from vigil.app import App
 from vigil.console import static
 from vigil.console.pages import (
+    audit,
     authorize,
     channel_actions,
     channels,
@@ -19,6 +20,7 @@ from vigil.console.pages import (
     grants,
     links,
     overview,
+    people,
     requests,
     runs,
     sessions,
@@ -52,6 +54,8 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/channel": channels.channel,
     f"{PREFIX}/link": links.link,
     grants.HERE: grants.grants,
+    audit.HERE: audit.audit,
+    people.HERE: people.people,
     dead_letters.HERE: dead_letters.dead_letters,
 }
 # The forms the pages post: each makes one tool call (signing out makes none), then redirects
@@ -74,6 +78,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/channels/delete": channel_actions.delete,
     f"{PREFIX}/link": links.bind,
     grants.REVOKE: grants.revoke,
+    people.ADD: people.add,
     dead_letters.SEND_BACK: dead_letters.send_back,
 }
 

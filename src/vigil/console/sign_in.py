@@ -75,7 +75,9 @@ class SignIn:
                 return None
             session = renewed
             cookies.append(self._session_cookie(session, now))
-        return Visit(principal, session, self.signer.csrf_token(session.session_id), cookies)
+        origin = self.app.sender.console_base or request.origin() or ""
+        csrf = self.signer.csrf_token(session.session_id)
+        return Visit(principal, session, csrf, cookies, origin.rstrip("/"))
 
     def _session_cookie(self, session: ConsoleSession, now: datetime) -> str:
         max_age = min(IDLE_SECONDS, session.expires_at - int(now.timestamp()))

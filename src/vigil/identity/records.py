@@ -16,7 +16,6 @@ from vigil.kit.records import Record, Versioned
 Status = Literal["active", "revoked"]
 
 NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
-PRINCIPAL_ID_PATTERN = r"^(per|agt|svc)_[a-z2-7]{16}$"
 _SECRET_RE = re.compile(
     r"^vgl\.([a-z0-9][a-z0-9-]{1,62})\.((?:per|agt|svc)_[a-z2-7]{16})\.[A-Za-z0-9_-]{43}$"
 )

@@ -15,6 +15,7 @@ Surface = Literal["mcp", "rest", "console", "cli", "slack", "email"]
 CLI_AGENT = "vigil-cli/"
 
 KIND_PREFIX: dict[Kind, str] = {"person": "per", "agent": "agt", "service": "svc"}
+PRINCIPAL_ID_PATTERN = r"^(per|agt|svc)_[a-z2-7]{16}$"
 _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Protocol
 from pydantic import AfterValidator, Field
 
 from vigil.identity.calls import Call
-from vigil.identity.records import PRINCIPAL_ID_PATTERN
 from vigil.kit.cursor import cursor_position, encode_cursor
+from vigil.kit.principals import PRINCIPAL_ID_PATTERN
 from vigil.kit.tooling import OPERATORS, Cursor, IdempotencyKey, Output, StrictInput, Tool
 from vigil.mailboxes.records import (
     ADDRESS_PATTERN,
@@ -221,12 +221,8 @@ class GetUsageInput(StrictInput):
     principal: Annotated[str, Field(pattern=PRINCIPAL_ID_PATTERN)] | None = Field(
         default=None, description="Only this principal's usage (a principal id)."
     )
-    first_day: Day | None = Field(
-        default=None, description="The first UTC day, YYYY-MM-DD; from the beginning if omitted."
-    )
-    last_day: Day | None = Field(
-        default=None, description="The last UTC day, YYYY-MM-DD, included; to now if omitted."
-    )
+    first_day: Day | None = Field(default=None, description="From this UTC day, YYYY-MM-DD.")
+    last_day: Day | None = Field(default=None, description="To this UTC day, included.")
     cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
 
 

@@ -79,7 +79,7 @@ Url = Annotated[
         min_length=len("https://x"),
         max_length=MAX_URL,
         pattern=URL_PATTERN,
-        description=f"A webhook's https:// URL, or a Slack incoming webhook's ({SLACK_PREFIX}...).",
+        description=f"A webhook's URL, or a Slack incoming webhook's ({SLACK_PREFIX}...).",
     ),
     AfterValidator(_port_in_range),
 ]

@@ -233,9 +233,7 @@ def rotate_channel_secret(
 class SetChannelStateInput(StrictInput):
     id: ChannelId
     version: Version
-    state: ChannelState = Field(
-        description="enabled: the channel receives its events; disabled: it receives none."
-    )
+    state: ChannelState = Field(description="A disabled channel receives nothing.")
     idempotency_key: IdempotencyKey | None = None
 
 

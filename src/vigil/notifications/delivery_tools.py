@@ -16,7 +16,7 @@ from vigil.kit.tooling import OPERATORS, PEOPLE, IdempotencyKey, Output, StrictI
 from vigil.notifications import service
 from vigil.notifications.channel_arguments import ChannelId
 from vigil.notifications.context import NotificationContext
-from vigil.notifications.records import MAX_ATTEMPTS, DeliveryFailure, NoticeType
+from vigil.notifications.records import DeliveryFailure, NoticeType
 from vigil.notifications.replay import replay
 
 # -- list_delivery_failures -----------------------------------------------------------------

@@ -151,3 +151,38 @@ def _reply(
     else:
         print(f"{replied['id']} {replied['state']}.")
     return Exit.OK
+
+
+def add(args: argparse.Namespace, client: RestClient) -> Exit:
+    """Registers a person, agent or service (an operator's power); prints its secret this
+    once, and for an agent what to paste to connect it."""
+    from vigil.kit.snippets import claude_code_command, mcp_config
+
+    arguments = {
+        "kind": args.kind,
+        "name": args.name,
+        "role": "operator" if args.operator else "worker",
+        "idempotency_key": output.idempotency_key(),
+    }
+    issued = client.call("register", arguments)
+    if args.json:
+        output.print_json(issued)
+        return Exit.OK
+    principal, secret = issued["principal"], issued["secret"]
+    print(
+        f"Added {principal['kind']} {output.plain(principal['name'])} ({principal['id']}), "
+        f"{principal['role']}."
+    )
+    print(f"Its secret, shown this once (Vigil keeps only its hash):\n\n  {secret}\n")
+    mcp_url = f"{client.endpoint.base}/mcp"
+    if principal["kind"] == "agent":
+        print("Connect the agent: in its MCP host's configuration (Claude Desktop, Cursor;")
+        print("VS Code's servers take the same entry):\n")
+        print(mcp_config(mcp_url, secret))
+        print("\nor with Claude Code:\n")
+        print(f"  {claude_code_command(mcp_url, secret)}\n")
+        print(f"Its mailbox address is agent:{principal['id']}.")
+    elif principal["kind"] == "person":
+        print(f"They sign in to {client.endpoint.base}/console with it, or use it with")
+        print(f"`vigil profile add NAME --endpoint {client.endpoint.base}`.")
+    return Exit.OK

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from vigil.people import output, profiles
-from vigil.people.acting import ack, answer, approve, deny, post, send
+from vigil.people.acting import ack, add, answer, approve, deny, post, send
 from vigil.people.client import Exit, Failure, RestClient, rest_base
-from vigil.people.reading import deaths, requests, sessions, status, switches, watch
+from vigil.people.reading import audit, deaths, requests, sessions, status, switches, watch
 
 LocalState = Callable[[Path | None], Mapping[str, str]]
 Handler = Callable[[argparse.Namespace, RestClient], Exit]
@@ -38,14 +38,25 @@ REQUEST_STATES = (
     "replaced",
     "withdrawn",
 )
+TARGET_KINDS = (
+    "principal",
+    "switch",
+    "mailbox",
+    "channel",
+    "pause",
+    "request",
+    "account",
+    "queue",
+    "grant",
+)
 
 EPILOG = """\
 The people's commands (status, watch, switches, deaths, sessions, post, requests, approve,
-deny, answer, ack, send) call Vigil's REST mirror. Where, and with which secret: --profile NAME
-(see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where VIGIL_ENDPOINT is the
-REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP URL ending in /mcp;
-else the local runtime's .vigil/local.json in this directory (--state-dir DIR for a runtime
-started with vigil local --state-dir DIR).
+deny, answer, ack, send, audit, add) call Vigil's REST mirror. Where, and with which secret:
+--profile NAME (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where
+VIGIL_ENDPOINT is the REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP
+URL ending in /mcp; else the local runtime's .vigil/local.json in this directory (--state-dir
+DIR for a runtime started with vigil local --state-dir DIR).
 
 exit codes:
   0  done
@@ -104,6 +115,21 @@ def add_commands(
     sessions_.add_argument("--stale", action="store_true", help="only the stale ones")
     paged(sessions_)
 
+    add_ = command(
+        "add", "add a person, agent or service and print its secret, once (operators)", add
+    )
+    add_.add_argument("kind", choices=("agent", "person", "service"))
+    add_.add_argument("name", metavar="NAME", help="its display name")
+    add_.add_argument(
+        "--operator", action="store_true", help="an operator: may add others and steer work"
+    )
+
+    audit_ = command("audit", "the audit trail, newest first (operators)", audit)
+    audit_.add_argument("--actor", metavar="ID", help="only the changes this principal made")
+    audit_.add_argument("--kind", choices=TARGET_KINDS, help="only changes to this kind of thing")
+    audit_.add_argument("--target", metavar="TARGET", help="only changes to this id or scope")
+    paged(audit_)
+
     post_ = command("post", "post an instruction to an agent's session", post)
     post_.add_argument("session", metavar="SESSION")
     post_.add_argument("text", metavar="TEXT")
@@ -148,15 +174,15 @@ def add_commands(
 
     profile = commands.add_parser("profile", help="the profiles the people's commands use")
     actions = profile.add_subparsers(dest="action", required=True)
-    add = actions.add_parser(
+    added = actions.add_parser(
         "add",
         help="add or replace a profile; the secret is read from stdin, or asked for unseen",
         description="Add or replace a profile. The secret is read from standard input, or "
         "asked for without echo on a terminal; never from the command line.",
     )
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("--endpoint", required=True, help="REST base, or the MCP URL")
-    add.set_defaults(run=_guarded(profile_add))
+    added.add_argument("name", metavar="NAME")
+    added.add_argument("--endpoint", required=True, help="REST base, or the MCP URL")
+    added.set_defaults(run=_guarded(profile_add))
     listed = actions.add_parser("list", help="the profiles (never their secrets)")
     listed.add_argument("--json", action="store_true")
     listed.set_defaults(run=_guarded(profile_list))

@@ -219,3 +219,17 @@ def requests(args: argparse.Namespace, client: RestClient) -> Exit:
         lambda found, now, names: requests_table(found, now, names=names, me=me),
         "requests",
     )
+
+
+def audit(args: argparse.Namespace, client: RestClient) -> Exit:
+    from vigil.people.render import audit_table
+
+    query = output.without_none(actor=args.actor, target_kind=args.kind, target=args.target)
+    result = output.listing(client, args, "list_audit_events", "events", query)
+    return output.show_listing(
+        args,
+        client,
+        result,
+        lambda found, now, names: audit_table(found, now, names=names),
+        "events",
+    )

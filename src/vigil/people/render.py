@@ -219,6 +219,34 @@ def deaths_table(
     return table
 
 
+# -- the audit trail ------------------------------------------------------------------------
+def audit_table(
+    events: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> RenderableType:
+    """The audit trail, newest first: when, who (by name; the deployer has none), what was
+    done to what, its versions before and after, and the surface a vote came from."""
+    if not events:
+        return _none("audit events")
+    table = _table("Audit trail", ("when", "who", "what", "target", "versions"), ids=("target",))
+    for event in events:
+        target = event["target"]
+        shown = _who(target, names) if event["target_kind"] == "principal" else _id(target)
+        before, after = event["before_version"], event["after_version"]
+        versions = "" if before is None and after is None else f"{before or 'new'} -> {after}"
+        what = f"{event['action'].replace('_', ' ')} ({event['target_kind']})"
+        if event["via"]:
+            what += f" from {event['via']}"
+        _add(
+            table,
+            relative(event["at"], now),
+            _who(event["actor"], names) if event["actor"] else "the deployer",
+            what,
+            shown,
+            versions,
+        )
+    return table
+
+
 # -- sessions -------------------------------------------------------------------------------
 def _progress(session: dict[str, Any]) -> str:
     parts = []

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, Field, WithJsonSchema
 
 from vigil.identity.calls import Call
-from vigil.identity.records import PRINCIPAL_ID_PATTERN
+from vigil.kit.principals import PRINCIPAL_ID_PATTERN
 from vigil.kit.tooling import IdempotencyKey, Output, Scope, StrictInput, Tool
 from vigil.progress import service
 from vigil.progress.records import PROGRESS_BOUNDS, ProgressReport

@@ -44,12 +44,7 @@ Moment = Annotated[
 ]
 PauseId = Annotated[
     str,
-    Field(
-        min_length=20,
-        max_length=20,
-        pattern=r"^pau_[a-z2-7]{16}$",
-        description="A pause's id, as pause_switches and list_pauses return it.",
-    ),
+    Field(pattern=r"^pau_[a-z2-7]{16}$", description="A pause's id."),
 ]
 PauseReason = Annotated[
     str,
