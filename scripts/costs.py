@@ -735,7 +735,7 @@ def _session(stack: Stack, instructions: int, body_bytes: int) -> tuple[str, str
     session = stack.unique("session")
     stack.call("worker", "session_heartbeat", sessionId=session, idempotencyKey=session)
     for n in range(instructions):
-        stack.call("person", "post_instruction", session_id=session, body=str(n) * body_bytes)
+        stack.call("person", "post_instruction", sessionId=session, body=str(n) * body_bytes)
     return session, stack.unique("beat")
 
 

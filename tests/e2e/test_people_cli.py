@@ -214,7 +214,7 @@ def test_a_person_sees_an_agents_switch_and_steers_its_session(cli: Cli) -> None
     assert instruction["body"] == "Pause before deploying."
     assert instruction["postedBy"] == person_id
     listed = cli.json("sessions", "--all", env=me)
-    assert session_id in [s["session_id"] for s in listed["sessions"]]
+    assert session_id in [s["sessionId"] for s in listed["sessions"]]
 
 
 def test_a_death_shows_in_deaths_and_as_fired(cli: Cli) -> None:

@@ -33,7 +33,7 @@ def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> 
             )
             assert first["instructions"] == []
             posted = await steer.call(
-                "post_instruction", session_id=session_id, body="Pause before deploying."
+                "post_instruction", sessionId=session_id, body="Pause before deploying."
             )
             beat = await work.call(
                 "session_heartbeat",
@@ -56,7 +56,7 @@ def test_a_person_steers_an_agent_through_its_session(state: dict[str, Any]) -> 
             assert done["acknowledged"] == [posted["id"]]
             after = await work.call("session_heartbeat", sessionId=session_id, idempotencyKey="b5")
             assert after["instructions"] == []
-            listed = await steer.call("list_instructions", session_id=session_id)
+            listed = await steer.call("list_instructions", sessionId=session_id)
             states = {i["id"]: i["state"] for i in listed["instructions"]}
             assert states == {posted["id"]: "acknowledged"}
             # A retry of an earlier beat replays its first answer.

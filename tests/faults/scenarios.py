@@ -512,18 +512,18 @@ def _live_session(world: World) -> str:
 
 def _session(world: World) -> dict[str, Any]:
     session = _live_session(world)
-    return keyed(world, "post_instruction", {"session_id": session, "body": "stop after step 3"})
+    return keyed(world, "post_instruction", {"sessionId": session, "body": "stop after step 3"})
 
 
 def _ended(world: World) -> dict[str, Any]:
     session = _live_session(world)
-    return keyed(world, "end_session", {"session_id": session, "outcome": "completed"})
+    return keyed(world, "end_session", {"sessionId": session, "outcome": "completed"})
 
 
 def _instructed(world: World) -> dict[str, Any]:
     session = _live_session(world)
-    world.call("post_instruction", "operator", session_id=session, body="stop after step 3")
-    return {"session_id": session}
+    world.call("post_instruction", "operator", sessionId=session, body="stop after step 3")
+    return {"sessionId": session}
 
 
 def _run_id(world: World) -> str:

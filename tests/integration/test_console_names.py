@@ -135,7 +135,7 @@ def test_who_set_a_pause_and_who_posted_an_instruction_are_named(
         sessionId="acme-session",
         idempotencyKey="beat-1",
     )
-    world.call("post_instruction", asked["pat_secret"], session_id="acme-session", body="stop")
+    world.call("post_instruction", asked["pat_secret"], sessionId="acme-session", body="stop")
     world.call("pause_switches", scope_prefix="acme-", until_next_beat=True, reason="upgrade")
     operator = signed_in(world, world.tenant.operator_secret)
     assert named("Ops", world.tenant.operator.id) in page(operator, "/console")

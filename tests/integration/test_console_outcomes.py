@@ -262,8 +262,8 @@ def test_list_instructions_carries_the_session(world: World) -> None:
     world.call(
         "session_heartbeat", agent_secret, sessionId="s-1", progressPercent=10, idempotencyKey="b"
     )
-    session = world.call("list_instructions", person_secret, session_id="s-1")["session"]
-    assert (session["session_id"], session["progress_percent"]) == ("s-1", 10)
+    session = world.call("list_instructions", person_secret, sessionId="s-1")["session"]
+    assert (session["sessionId"], session["progressPercent"]) == ("s-1", 10)
 
 
 # -- files -----------------------------------------------------------------------------------------

@@ -98,7 +98,7 @@ def test_an_ended_session_is_listed_as_ended_and_never_as_stale(world: World) ->
         stepCount=5,
         idempotencyKey="b",
     )
-    world.call("end_session", agent, session_id="build-5", outcome="completed")
+    world.call("end_session", agent, sessionId="build-5", outcome="completed")
     world.advance(STALE_AFTER_SECONDS * 3)
     browser = signed_in(world, person_secret)
     listing = page(browser, "/console/sessions")
@@ -137,7 +137,7 @@ def test_the_instruction_form_says_its_limit_and_cuts_nothing(world: World) -> N
     said = refused.body.decode()
     assert "invalid_argument" in said
     assert f"body: String should have at most {MAX_BODY_BYTES} characters" in said
-    assert world.call("list_instructions", person_secret, session_id="s-1")["instructions"] == []
+    assert world.call("list_instructions", person_secret, sessionId="s-1")["instructions"] == []
 
 
 # -- switches -------------------------------------------------------------------------------------

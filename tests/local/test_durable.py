@@ -76,7 +76,7 @@ def populate(rest_url: str, operator_secret: str) -> dict[str, Any]:
     call(
         rest_url, secret, "session_heartbeat", sessionId="s-1", status="active", idempotencyKey="b1"
     )
-    call(rest_url, operator_secret, "post_instruction", session_id="s-1", body="Slow down.")
+    call(rest_url, operator_secret, "post_instruction", sessionId="s-1", body="Slow down.")
     run = call(
         rest_url,
         secret,
@@ -102,7 +102,7 @@ def check_kept(rest_url: str, operator_secret: str, before: dict[str, Any]) -> N
     run = call(rest_url, secret, "get_run", run_id=RUN_ID)
     assert run["run"]["generation"] == before["run"]["run"]["generation"]
     sessions = call(rest_url, operator_secret, "list_sessions")["sessions"]
-    assert "s-1" in [s["session_id"] for s in sessions]
+    assert "s-1" in [s["sessionId"] for s in sessions]
     beat = call(
         rest_url, secret, "session_heartbeat", sessionId="s-1", idempotencyKey=f"b{time.time_ns()}"
     )

@@ -493,7 +493,7 @@ def test_an_agent_hears_an_instruction_posted_to_its_session_and_not_its_text(
     )
     ann_cursor = agents.poll("ann", None, name="instruction.posted")["cursor"]
     bob_cursor = agents.poll("bob", None, name="instruction.posted")["cursor"]
-    posted = agents.call("post_instruction", None, session_id="s-1", body="stop the deploy")
+    posted = agents.call("post_instruction", None, sessionId="s-1", body="stop the deploy")
     (event,) = agents.poll("ann", ann_cursor, name="instruction.posted")["events"]
     assert event["data"]["instruction_id"] == posted["id"]
     assert event["data"]["session_id"] == "s-1"

@@ -44,7 +44,7 @@ def test_a_beats_completion_does_not_grow_with_the_instructions_it_hands_out(
     for session, length in (("small", 10), ("large", 4096)):
         beat(session, f"{session}-0")
         for n in range(2):
-            tenant.call("post_instruction", person, session_id=session, body=str(n) * length)
+            tenant.call("post_instruction", person, sessionId=session, body=str(n) * length)
         first = beat(session, f"{session}-1")
         assert [len(i["body"]) for i in first["instructions"]] == [length, length]
         sizes[length] = completion_bytes(
@@ -73,12 +73,20 @@ def test_posts_and_requests_keep_their_text_out_of_their_completions(
     for length in (10, 8000):
         body, key = "x" * length, f"key-{length:04d}"
         calls = {
-            "post_instruction": (person, person_id, {"session_id": "s", "body": body}),
-            "ask": (agent, agent_id, {"target": {"kind": "agent", "id": bob_id}, "body": body}),
+            "post_instruction": (
+                person,
+                person_id,
+                {"sessionId": "s", "body": body, "idempotencyKey": key},
+            ),
+            "ask": (
+                agent,
+                agent_id,
+                {"target": {"kind": "agent", "id": bob_id}, "body": body, "idempotency_key": key},
+            ),
         }
         results = {}
         for tool, (secret, principal_id, arguments) in calls.items():
-            results[tool] = tenant.call(tool, secret, idempotency_key=key, **arguments)
+            results[tool] = tenant.call(tool, secret, **arguments)
             sizes[tool].add(completion_bytes(store, "acme", principal_id, tool, key))
         asked = results["ask"]
         replace = {"id": asked["id"], "version": 1, "body": body[::-1], "idempotency_key": key}
@@ -88,7 +96,7 @@ def test_posts_and_requests_keep_their_text_out_of_their_completions(
         )
         # The request has been replaced since: a replay of ask still gives it as asked.
         for tool, (secret, _, arguments) in calls.items():
-            assert tenant.call(tool, secret, idempotency_key=key, **arguments) == results[tool]
+            assert tenant.call(tool, secret, **arguments) == results[tool]
         assert tenant.call("replace_request", agent, **replace) == results["replace_request"]
         assert results["replace_request"]["previous"]["body"] == body
     assert all(len(found) == 1 for found in sizes.values()), sizes

@@ -70,7 +70,7 @@ def test_a_session_id_is_any_printable_text_in_one_spelling(world: World) -> Non
     replay = world.call("session_heartbeat", secret, sessionId=COMPOSED, idempotencyKey="k2")
     assert replay["sessionId"] == COMPOSED
     sessions = world.call("list_sessions")["sessions"]
-    assert sorted(s["session_id"] for s in sessions) == sorted(
+    assert sorted(s["sessionId"] for s in sessions) == sorted(
         ["run 42/step b", "aGVsbG8+d29ybGQ/Pz8=", COMPOSED]
     )
     assert {s["owner"] for s in sessions} == {agent}

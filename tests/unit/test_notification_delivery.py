@@ -925,7 +925,7 @@ def test_an_ended_session_is_never_told_as_stale_and_its_watch_stops(
     )
     [watch] = [t for t in world.alarms.armed if t.kind == kinds.STALE]
     world.advance(60)
-    world.call("end_session", agent, session_id="build-5", outcome="completed")
+    world.call("end_session", agent, sessionId="build-5", outcome="completed")
     world.advance(3600)  # far past the stale threshold, and past the watch's due time
     assert watch.due_at < world.clock.now()
     assert receiver.received == []  # no session.stale

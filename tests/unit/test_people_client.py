@@ -105,7 +105,7 @@ def test_a_throttled_call_is_retried_with_the_same_idempotency_key(stub: Stub) -
     stub.answer(503, typed("unavailable", retryable=True))
     stub.answer(200, {"id": "ins_1"})
     waits: list[float] = []
-    arguments = {"session_id": "s", "body": "b", "idempotency_key": "cli-1"}
+    arguments = {"sessionId": "s", "body": "b", "idempotencyKey": "cli-1"}
     assert client_of(stub.url, waits).call("post_instruction", arguments) == {"id": "ins_1"}
     assert [sent["body"] for sent in stub.received] == [arguments] * 3
     assert waits == [0.5, 1.0]  # exponential, times the jitter's 0.5 + 0.5
@@ -175,6 +175,17 @@ def test_pages_follow_next_cursor(stub: Stub) -> None:
     assert [sent["body"] for sent in stub.received] == [
         {"state": "armed"},
         {"state": "armed", "cursor": "c1"},
+    ]
+
+
+def test_pages_follow_the_sessions_camel_case_next_cursor(stub: Stub) -> None:
+    stub.answer(200, {"sessions": [1], "nextCursor": "c1"})
+    stub.answer(200, {"sessions": [2], "nextCursor": None})
+    pages = list(client_of(stub.url, []).pages("list_sessions", {"staleOnly": True}))
+    assert [page["sessions"] for page in pages] == [[1], [2]]
+    assert [sent["body"] for sent in stub.received] == [
+        {"staleOnly": True},
+        {"staleOnly": True, "cursor": "c1"},
     ]
 
 

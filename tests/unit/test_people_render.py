@@ -121,7 +121,7 @@ def test_an_ended_session_is_shown_with_its_end(world: World) -> None:
     _, person_secret = world.tenant.register(kind="person", name="Watcher")
     _, agent_secret = world.tenant.register(name="worker")
     world.call("session_heartbeat", agent_secret, sessionId="build-3", idempotencyKey="b")
-    world.call("end_session", agent_secret, session_id="build-3", outcome="completed")
+    world.call("end_session", agent_secret, sessionId="build-3", outcome="completed")
     world.advance(300)
     sessions = world.call("list_sessions", person_secret)["sessions"]
     shown = render.to_text(render.sessions_table(sessions, world.clock.now()))
@@ -323,11 +323,38 @@ def test_at_80_columns_the_status_screen_keeps_every_id_on_one_line(world: World
     now = world.clock.now()
     overview = Overview(
         world.call("list_switches", person_secret)["switches"],
-        world.call("list_sessions", person_secret, stale_only=True)["sessions"],
+        world.call("list_sessions", person_secret, staleOnly=True)["sessions"],
         [asked],
         names={agent: "deploy-bot-for-billing", person: "Watcher"},
     )
     shown = render.to_text(render.status_screen(overview, now, "Vigil at here"), width=80)
     assert max(len(line) for line in shown.splitlines()) <= 80
+    # Fired, as the summary counts it, and marked failed: one word for one thing.
+    assert "1 fired" in shown
+    assert "(failed)" in shown
     for ident in (asked["id"], "acme-billing-nightly-job", "acme-build-2026-03-01-17"):
         assert ident in shown, ident
+
+
+def test_a_long_request_or_step_keeps_its_row_on_one_line_at_80_columns() -> None:
+    """The text gives up its width first, cut with an ellipsis: the id stays whole and every
+    row stays one line."""
+    now = NOW
+    asked = {
+        "id": "req_fkc3ntya73yq2mgg",
+        "kind": "approval",
+        "state": "open",
+        "requester": "agt_aaaaaaaaaaaaaaaa",
+        "asked_at": now.isoformat(),
+        "expires_at": (now + timedelta(days=1)).isoformat(),
+        "body": "May I deploy checkout 1.2.3 to every region, including the new billing ones?",
+        "history": [],
+    }
+    shown = render.to_text(
+        render.requests_table([asked], now, names={"agt_aaaaaaaaaaaaaaaa": "worker-2"}), width=80
+    )
+    rows = [line for line in shown.splitlines() if "req_" in line]
+    assert len(rows) == 1
+    assert "req_fkc3ntya73yq2mgg" in rows[0]
+    assert rows[0].rstrip().endswith("…")
+    assert max(len(line) for line in shown.splitlines()) <= 80

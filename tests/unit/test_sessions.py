@@ -81,7 +81,7 @@ class Desk:
         return self.tenant.call("session_heartbeat", secret or self.agent, **arguments)
 
     def post(self, body: str = "look again", secret: str | None = None, **arguments: Any) -> str:
-        arguments.setdefault("session_id", "s-1")
+        arguments.setdefault("sessionId", "s-1")
         posted = self.tenant.call("post_instruction", secret or self.person, body=body, **arguments)
         instruction_id: str = posted["id"]
         return instruction_id
@@ -91,12 +91,12 @@ class Desk:
         cursor: dict[str, str] = {}
         while True:
             page = self.tenant.call(
-                "list_instructions", secret or self.person, session_id=session_id, **cursor
+                "list_instructions", secret or self.person, sessionId=session_id, **cursor
             )
             found += page["instructions"]
-            if page["next_cursor"] is None:
+            if page["nextCursor"] is None:
                 return found
-            cursor = {"cursor": page["next_cursor"]}
+            cursor = {"cursor": page["nextCursor"]}
 
     def session(self, session_id: str = "s-1") -> Session | None:
         return self.store.get_session(self.tenant.namespace, session_id)
@@ -258,7 +258,7 @@ def test_instructions_come_back_until_acknowledged(desk: Desk) -> None:
     beat = desk.beat(acknowledgedInstructionIds=[first])
     assert beat["acknowledged"] == [first]
     assert [(i["id"], i["deliveryCount"]) for i in beat["instructions"]] == [(second, 3)]
-    states = {i["id"]: (i["state"], i["delivery_count"]) for i in desk.instructions()}
+    states = {i["id"]: (i["state"], i["deliveryCount"]) for i in desk.instructions()}
     assert states == {first: ("acknowledged", 2), second: ("delivered", 3)}
 
 
@@ -274,7 +274,7 @@ def test_an_acknowledged_instruction_never_returns(desk: Desk) -> None:
     again = desk.beat(acknowledgedInstructionIds=[posted[0], posted[0]])
     assert again["acknowledged"] == [posted[0]]
     (first,) = [i for i in desk.instructions() if i["id"] == posted[0]]
-    assert (first["state"], first["delivery_count"]) == ("acknowledged", 1)
+    assert (first["state"], first["deliveryCount"]) == ("acknowledged", 1)
 
 
 def test_an_acknowledgment_in_the_same_beat_keeps_it_out_of_the_page(desk: Desk) -> None:
@@ -294,7 +294,7 @@ def test_an_unknown_acknowledgment_is_reported_and_the_beat_stands(
     desk.beat()
     never_handed = desk.post("posted after the last beat")
     desk.beat(sessionId="s-2")
-    desk.post("elsewhere", session_id="s-2")
+    desk.post("elsewhere", sessionId="s-2")
     elsewhere = ids(desk.beat(sessionId="s-2"))[0]
     forged = delivered[:12] + ("a" * 8 if not delivered.endswith("a" * 8) else "b" * 8)
     wrong = [new_instruction_id(99), never_handed, elsewhere, forged, "opaque id/+="]
@@ -397,17 +397,17 @@ def test_a_concurrent_beat_of_the_same_session_makes_one_start_over(
 def test_a_cursor_belongs_to_its_session_and_tool(desk: Desk) -> None:
     desk.beat(sessionId="s-2")
     for _ in range(11):
-        desk.post(session_id="s-2")
+        desk.post(sessionId="s-2")
     cursor = desk.beat(sessionId="s-2")["nextInstructionCursor"]
     assert cursor is not None
     desk.beat()
     for wrong in (cursor, "not-a-cursor", "e30", "eyJrIjoiYmVhdCIsInMiOiJzLTEiLCJhIjotMX0"):
         error = error_of(desk.beat, instructionCursor=wrong)
         assert error.code is ErrorCode.INVALID_ARGUMENT
-    listing = desk.tenant.call("list_instructions", desk.person, session_id="s-2")
-    assert listing["next_cursor"] is None
+    listing = desk.tenant.call("list_instructions", desk.person, sessionId="s-2")
+    assert listing["nextCursor"] is None
     error = error_of(
-        desk.tenant.call, "list_instructions", desk.person, session_id="s-2", cursor=cursor
+        desk.tenant.call, "list_instructions", desk.person, sessionId="s-2", cursor=cursor
     )
     assert error.code is ErrorCode.INVALID_ARGUMENT
 
@@ -421,7 +421,7 @@ def test_a_retry_returns_the_first_result_even_after_more_posts(desk: Desk) -> N
     desk.post("two")
     desk.post("three")
     assert desk.beat(**arguments) == first
-    assert [i["delivery_count"] for i in desk.instructions()] == [1, 0, 0]
+    assert [i["deliveryCount"] for i in desk.instructions()] == [1, 0, 0]
     stored = desk.session()
     assert stored is not None
     assert stored.beats == 2
@@ -431,8 +431,8 @@ def test_a_retry_returns_the_first_result_even_after_more_posts(desk: Desk) -> N
 
 def test_a_post_retried_with_its_key_is_posted_once(desk: Desk) -> None:
     desk.beat()
-    first = desk.post("once", idempotency_key="post-1")
-    assert desk.post("once", idempotency_key="post-1") == first
+    first = desk.post("once", idempotencyKey="post-1")
+    assert desk.post("once", idempotencyKey="post-1") == first
     assert [i["id"] for i in desk.instructions()] == [first]
 
 
@@ -465,17 +465,17 @@ def test_only_people_and_operators_post(desk: Desk) -> None:
         assert error.code is ErrorCode.FORBIDDEN
     for secret in (desk.person, agent_operator, desk.tenant.operator_secret):
         desk.post("do it", secret)
-    posted = desk.tenant.call("post_instruction", desk.person, session_id="s-1", body="x")
-    assert {k: v for k, v in posted.items() if k not in ("id", "posted_at")} == {
-        "session_id": "s-1",
+    posted = desk.tenant.call("post_instruction", desk.person, sessionId="s-1", body="x")
+    assert {k: v for k, v in posted.items() if k not in ("id", "postedAt")} == {
+        "sessionId": "s-1",
         "body": "x",
         "state": "pending",
-        "posted_by": desk.person_id,
-        "delivery_count": 0,
-        "last_delivered_at": None,
-        "acknowledged_at": None,
+        "postedBy": desk.person_id,
+        "deliveryCount": 0,
+        "lastDeliveredAt": None,
+        "acknowledgedAt": None,
     }
-    assert error_of(desk.post, "x", session_id="nobody").code is ErrorCode.NOT_FOUND
+    assert error_of(desk.post, "x", sessionId="nobody").code is ErrorCode.NOT_FOUND
 
 
 def test_a_body_is_bounded_in_utf8_bytes(desk: Desk) -> None:
@@ -491,13 +491,13 @@ def test_list_instructions_is_for_people_operators_and_the_owner(desk: Desk) -> 
     desk.beat()
     posted = [desk.post(f"note {n}") for n in range(30)]
     _, other_agent = desk.tenant.register(name="other")
-    first = desk.tenant.call("list_instructions", desk.person, session_id="s-1")
+    first = desk.tenant.call("list_instructions", desk.person, sessionId="s-1")
     assert [i["id"] for i in first["instructions"]] == posted[:25]
     assert [i["id"] for i in desk.instructions(desk.agent)] == posted
     assert [i["id"] for i in desk.instructions(desk.tenant.operator_secret)] == posted
-    error = error_of(desk.tenant.call, "list_instructions", other_agent, session_id="s-1")
+    error = error_of(desk.tenant.call, "list_instructions", other_agent, sessionId="s-1")
     assert error.code is ErrorCode.NOT_FOUND
-    error = error_of(desk.tenant.call, "list_instructions", desk.person, session_id="s-9")
+    error = error_of(desk.tenant.call, "list_instructions", desk.person, sessionId="s-9")
     assert error.code is ErrorCode.NOT_FOUND
 
 
@@ -509,31 +509,31 @@ def test_list_sessions_shows_staleness_by_the_clock(desk: Desk, clock: ManualClo
 
     def listed(**arguments: Any) -> dict[str, Any]:
         page = desk.tenant.call("list_sessions", desk.person, **arguments)
-        return {s["session_id"]: s for s in page["sessions"]}
+        return {s["sessionId"]: s for s in page["sessions"]}
 
     sessions = listed()
     assert {name: s["stale"] for name, s in sessions.items()} == {"busy": False, "quiet": True}
     assert sessions["quiet"] == {
-        "session_id": "quiet",
+        "sessionId": "quiet",
         "owner": desk.agent_id,
         "status": "active",
-        "progress_percent": None,
-        "progress_history": [],
-        "current_step": "waiting on review",
-        "step_index": 2,
-        "step_count": 3,
-        "created_at": "2026-01-01T00:00:00Z",
-        "last_beat_at": "2026-01-01T00:00:00Z",
+        "progressPercent": None,
+        "progressHistory": [],
+        "currentStep": "waiting on review",
+        "stepIndex": 2,
+        "stepCount": 3,
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastBeatAt": "2026-01-01T00:00:00Z",
         "stale": True,
-        "ended_at": None,
+        "endedAt": None,
         "outcome": None,
     }
-    assert sessions["busy"]["progress_history"] == [{"at": "2026-01-01T00:01:00Z", "percent": 80.0}]
-    assert list(listed(stale_only=True)) == ["quiet"]
+    assert sessions["busy"]["progressHistory"] == [{"at": "2026-01-01T00:01:00Z", "percent": 80.0}]
+    assert list(listed(staleOnly=True)) == ["quiet"]
     clock.advance(1)
-    assert list(listed(stale_only=True)) == ["busy", "quiet"]
+    assert list(listed(staleOnly=True)) == ["busy", "quiet"]
     desk.beat(sessionId="quiet")
-    assert list(listed(stale_only=True)) == ["busy"]
+    assert list(listed(staleOnly=True)) == ["busy"]
 
 
 # -- the end of a session -----------------------------------------------------------------
@@ -541,9 +541,9 @@ def test_an_ended_session_is_never_stale_and_shows_its_end(desk: Desk, clock: Ma
     desk.beat(progressPercent=100, currentStep="done", stepIndex=5, stepCount=5)
     clock.advance(30)
     ended = desk.tenant.call(
-        "end_session", desk.agent, session_id="s-1", outcome="completed", idempotency_key="end"
+        "end_session", desk.agent, sessionId="s-1", outcome="completed", idempotencyKey="end"
     )["session"]
-    assert (ended["ended_at"], ended["outcome"], ended["stale"]) == (
+    assert (ended["endedAt"], ended["outcome"], ended["stale"]) == (
         "2026-01-01T00:00:30Z",
         "completed",
         False,
@@ -552,7 +552,7 @@ def test_an_ended_session_is_never_stale_and_shows_its_end(desk: Desk, clock: Ma
     clock.advance(STALE_AFTER_SECONDS * 10)
     [listed] = desk.tenant.call("list_sessions", desk.person)["sessions"]
     assert (listed["stale"], listed["outcome"]) == (False, "completed")
-    assert desk.tenant.call("list_sessions", desk.person, stale_only=True)["sessions"] == []
+    assert desk.tenant.call("list_sessions", desk.person, staleOnly=True)["sessions"] == []
     stored = desk.session()
     assert stored is not None
     assert (stored.version, stored.watch_due) == (2, None)
@@ -562,12 +562,12 @@ def test_an_ended_session_refuses_beats_and_instructions_and_changes_nothing(
     desk: Desk,
 ) -> None:
     desk.beat(status="waiting")
-    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="failed")
+    desk.tenant.call("end_session", desk.agent, sessionId="s-1", outcome="failed")
     before = desk.session()
     for call in (
         lambda: desk.beat(status="active"),
         lambda: desk.post("one more thing"),
-        lambda: desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="completed"),
+        lambda: desk.tenant.call("end_session", desk.agent, sessionId="s-1", outcome="completed"),
     ):
         error = error_of(call)
         assert error.code is ErrorCode.VERSION_CONFLICT
@@ -585,11 +585,11 @@ def test_only_the_sessions_agent_ends_it(desk: Desk) -> None:
     _, other_agent = desk.tenant.register(name="other")
     for secret in (other_agent, desk.person):
         error = error_of(
-            desk.tenant.call, "end_session", secret, session_id="s-1", outcome="completed"
+            desk.tenant.call, "end_session", secret, sessionId="s-1", outcome="completed"
         )
         assert error.code is ErrorCode.NOT_FOUND
     error = error_of(
-        desk.tenant.call, "end_session", desk.agent, session_id="s-9", outcome="completed"
+        desk.tenant.call, "end_session", desk.agent, sessionId="s-9", outcome="completed"
     )
     assert error.code is ErrorCode.NOT_FOUND
     stored = desk.session()
@@ -602,7 +602,7 @@ def test_an_end_loses_to_a_beat_that_lands_first_and_is_decided_again(
 ) -> None:
     desk.beat(status="active")
     store.before_write.append(lambda: desk.beat(status="blocked", progressPercent=40))
-    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="cancelled")
+    desk.tenant.call("end_session", desk.agent, sessionId="s-1", outcome="cancelled")
     stored = desk.session()
     assert stored is not None
     assert (stored.status, stored.progress_percent, stored.outcome) == ("blocked", 40, "cancelled")
@@ -630,16 +630,16 @@ def test_list_sessions_pages_and_keeps_its_query(desk: Desk, clock: ManualClock)
         found: list[str] = []
         cursor: dict[str, str] = {}
         while True:
-            page = desk.tenant.call("list_sessions", stale_only=stale_only, **cursor)
-            found += [s["session_id"] for s in page["sessions"]]
-            if page["next_cursor"] is None:
+            page = desk.tenant.call("list_sessions", staleOnly=stale_only, **cursor)
+            found += [s["sessionId"] for s in page["sessions"]]
+            if page["nextCursor"] is None:
                 return found
-            cursor = {"cursor": page["next_cursor"]}
+            cursor = {"cursor": page["nextCursor"]}
 
     assert every(False) == names
     assert every(True) == names[1::2]
-    cursor = desk.tenant.call("list_sessions")["next_cursor"]
-    error = error_of(desk.tenant.call, "list_sessions", stale_only=True, cursor=cursor)
+    cursor = desk.tenant.call("list_sessions")["nextCursor"]
+    error = error_of(desk.tenant.call, "list_sessions", staleOnly=True, cursor=cursor)
     assert error.code is ErrorCode.INVALID_ARGUMENT
 
 
@@ -649,7 +649,7 @@ def test_namespaces_are_isolated(desk: Desk, clock: ManualClock) -> None:
     desk.beat()
     other = make_desk(Tenant(desk.tenant.app, clock, "globex"))
     assert error_of(other.post, "hello").code is ErrorCode.NOT_FOUND
-    error = error_of(other.tenant.call, "list_instructions", other.person, session_id="s-1")
+    error = error_of(other.tenant.call, "list_instructions", other.person, sessionId="s-1")
     assert error.code is ErrorCode.NOT_FOUND
     # The same session id is another session there, with nothing of acme's in it.
     beat = other.beat()
@@ -745,7 +745,7 @@ def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     )
     assert replay == second
     assert walk(desk) == [posted[10:]]
-    states = [(i["state"], i["delivery_count"]) for i in desk.instructions()]
+    states = [(i["state"], i["deliveryCount"]) for i in desk.instructions()]
     assert states == [("acknowledged", 1)] * 10 + [("delivered", 2)] * 5
     unknown = new_instruction_id(99)
     assert desk.beat(acknowledgedInstructionIds=[unknown])["unknownInstructionIds"] == [unknown]
@@ -753,7 +753,7 @@ def test_a_walk_with_posts_and_acknowledgments_on_dynamodb(
     assert stored is not None
     assert (stored.acked_through, stored.last_seq) == (10, 15)
     assert [s["stale"] for s in desk.tenant.call("list_sessions")["sessions"]] == [False]
-    desk.tenant.call("end_session", desk.agent, session_id="s-1", outcome="completed")
+    desk.tenant.call("end_session", desk.agent, sessionId="s-1", outcome="completed")
     clock.advance(STALE_AFTER_SECONDS + 1)
     [ended] = desk.tenant.call("list_sessions")["sessions"]
     assert (ended["stale"], ended["outcome"]) == (False, "completed")
@@ -770,7 +770,7 @@ def test_a_session_keeps_each_change_of_its_progress_the_latest_twenty(
     clock.advance(10)
     desk.beat(currentStep="no percentage this time")
     (session,) = desk.tenant.call("list_sessions", desk.person)["sessions"]
-    history = session["progress_history"]
+    history = session["progressHistory"]
     assert [point["percent"] for point in history] == list(range(10, 30))
     # Each point is when the percentage changed, not the beats that repeated it.
     assert history[0]["at"] == "2026-01-01T00:02:00Z"

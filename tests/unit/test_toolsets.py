@@ -172,7 +172,7 @@ OVERSEEING = [
     ("list_deaths", {}),
     ("list_pauses", {}),
     ("list_sessions", {}),
-    ("post_instruction", {"session_id": "s-1", "body": "stop", "idempotency_key": "k"}),
+    ("post_instruction", {"sessionId": "s-1", "body": "stop", "idempotencyKey": "k"}),
     ("acknowledge_alert", {"event_id": "evt_" + "a" * 26}),
 ]
 

@@ -21,16 +21,16 @@ def post(args: argparse.Namespace, client: RestClient) -> Exit:
     posted = client.call(
         "post_instruction",
         {
-            "session_id": args.session,
+            "sessionId": args.session,
             "body": args.text,
-            "idempotency_key": output.idempotency_key(),
+            "idempotencyKey": output.idempotency_key(),
         },
     )
     if args.json:
         output.print_json(posted)
     else:
         print(
-            f"Posted {posted['id']} to session {output.plain(posted['session_id'])}: "
+            f"Posted {posted['id']} to session {output.plain(posted['sessionId'])}: "
             f"{posted['state']} until one of its beats hands it out."
         )
     return Exit.OK
@@ -167,6 +167,9 @@ def add(args: argparse.Namespace, client: RestClient) -> Exit:
     issued = client.call("register", arguments)
     if args.json:
         output.print_json(issued)
+        return Exit.OK
+    if args.quiet:
+        print(issued["secret"])  # for a script: AGENT=$(vigil add agent NAME --quiet)
         return Exit.OK
     principal, secret = issued["principal"], issued["secret"]
     print(

@@ -86,6 +86,13 @@ def rest_base(url: str) -> str:
     return base
 
 
+def next_cursor(page: dict[str, Any]) -> str | None:
+    """A listing page's cursor to the next page: ``next_cursor``, or ``nextCursor`` in the
+    session tools' camelCase; None at the end."""
+    cursor = page.get("next_cursor", page.get("nextCursor"))
+    return cursor if isinstance(cursor, str) else None
+
+
 def is_http_url(url: str) -> bool:
     scheme, _, rest = url.partition("://")
     return scheme in ("http", "https") and bool(rest) and not rest.startswith("/")
@@ -129,17 +136,19 @@ class RestClient:
     def pages(
         self, tool: str, arguments: dict[str, Any], *, max_pages: int | None = None
     ) -> Iterator[dict[str, Any]]:
-        """Each page of a listing, following ``next_cursor`` from ``arguments``' own cursor
-        until it is null (or ``max_pages`` pages were read)."""
+        """Each page of a listing, following ``next_cursor`` (``nextCursor`` in the session
+        tools' camelCase) from ``arguments``' own cursor until it is null (or ``max_pages``
+        pages were read)."""
         query = dict(arguments)
         read = 0
         while True:
             page = self.call(tool, query)
             yield page
             read += 1
-            if page.get("next_cursor") is None or (max_pages is not None and read >= max_pages):
+            cursor = next_cursor(page)
+            if cursor is None or (max_pages is not None and read >= max_pages):
                 return
-            query["cursor"] = page["next_cursor"]
+            query["cursor"] = cursor
 
     def once(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One call, no retry: the result, or ``Refused`` or ``Unreachable``."""

@@ -123,6 +123,7 @@ def add_commands(
     add_.add_argument(
         "--operator", action="store_true", help="an operator: may add others and steer work"
     )
+    add_.add_argument("--quiet", action="store_true", help="print only the secret, for scripts")
 
     audit_ = command("audit", "the audit trail, newest first (operators)", audit)
     audit_.add_argument("--actor", metavar="ID", help="only the changes this principal made")

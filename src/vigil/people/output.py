@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from vigil.identity.display_names import names_of
-from vigil.people.client import Exit, Refused, RestClient
+from vigil.people.client import Exit, Refused, RestClient, next_cursor
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -79,8 +79,9 @@ def show_listing(
     from rich.text import Text
 
     parts: list[RenderableType] = [table(result[key], now(), names(client))]
-    if result.get("next_cursor"):
-        more = f"More: the same with --cursor {result['next_cursor']}, or --all for every page"
+    cursor = next_cursor(result)
+    if cursor:
+        more = f"More: the same with --cursor {cursor}, or --all for every page"
         parts.append(Text(more, style="dim"))
     show(Group(*parts))
     return Exit.OK

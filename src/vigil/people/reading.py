@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from vigil.people import output
-from vigil.people.client import Exit, Failure, Refused, RestClient, Unreachable
+from vigil.people.client import Exit, Failure, Refused, RestClient, Unreachable, next_cursor
 
 if TYPE_CHECKING:
     from vigil.people.render import Overview
@@ -34,7 +34,7 @@ def _items(pages: Iterable[dict[str, Any]], key: str) -> tuple[list[dict[str, An
     more = False
     for page in pages:
         items += page[key]
-        more = page.get("next_cursor") is not None
+        more = next_cursor(page) is not None
     return items, more
 
 
@@ -45,7 +45,7 @@ def overview(client: RestClient, me: str) -> Overview:
         client.pages("list_switches", {}, max_pages=STATUS_PAGES), "switches"
     )
     stale, _ = _items(
-        client.pages("list_sessions", {"stale_only": True}, max_pages=STATUS_PAGES), "sessions"
+        client.pages("list_sessions", {"staleOnly": True}, max_pages=STATUS_PAGES), "sessions"
     )
     waiting, _ = _items(
         client.pages("request_status", {"waiting": True}, max_pages=STATUS_PAGES), "requests"
@@ -83,7 +83,9 @@ def _whoami(client: RestClient) -> dict[str, Any]:
 
 def _heading(client: RestClient, principal: dict[str, Any]) -> str:
     clock = datetime.now().astimezone().strftime("%H:%M:%S")
-    return f"Vigil at {client.endpoint.base} as {principal['name']} ({principal['id']}), {clock}"
+    # Short enough for one line of 80 columns: who, where (the host, not the scheme), when.
+    where = client.endpoint.base.split("://", 1)[-1]
+    return f"{principal['name']} at {where}, {clock}"
 
 
 def status(args: argparse.Namespace, client: RestClient) -> Exit:
@@ -193,7 +195,7 @@ def deaths(args: argparse.Namespace, client: RestClient) -> Exit:
 def sessions(args: argparse.Namespace, client: RestClient) -> Exit:
     from vigil.people.render import sessions_table
 
-    query = {"stale_only": True} if args.stale else {}
+    query = {"staleOnly": True} if args.stale else {}
     result = output.listing(client, args, "list_sessions", "sessions", query)
     return output.show_listing(
         args,

@@ -82,10 +82,6 @@ def _lateness(seconds: float) -> str:
     return f"{seconds:.2f}s" if seconds < 60 else span(seconds)
 
 
-def _cell(value: Any) -> Text:
-    return Text(one_line("" if value is None else str(value)))
-
-
 def _id(value: str) -> Text:
     return Text(printable(value), overflow="fold")
 
@@ -103,17 +99,36 @@ def known_as(principal_id: str, names: Mapping[str, str]) -> str:
     return f"{printable(names[principal_id])} ({shown})" if principal_id in names else shown
 
 
-def _table(title: str, columns: Sequence[str], ids: Sequence[str] = ()) -> Table:
+NO_WIDTHS: Mapping[str, int] = MappingProxyType({})
+
+
+def _table(
+    title: str,
+    columns: Sequence[str],
+    ids: Sequence[str] = (),
+    texts: Sequence[str] = (),
+    widths: Mapping[str, int] = NO_WIDTHS,
+) -> Table:
     """A table whose ``ids`` columns are the last to give up width: an id is pasted into
     another command whole, so the other columns wrap first (one folds only when nothing else
-    can)."""
+    can). A ``texts`` column (a request's body, a session's step), the widest, gives up width
+    first; each of its cells is one line (``_line``), cut with an ellipsis where the screen is
+    narrow, the whole text one command away. ``widths`` are the least some columns keep, so
+    that a word of theirs is never cut."""
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column in columns:
         if column in ids:
             table.add_column(column, overflow="fold", no_wrap=True)
+        elif column in texts:
+            table.add_column(column, overflow="ellipsis", min_width=12)
         else:
-            table.add_column(column)
+            table.add_column(column, min_width=widths.get(column))
     return table
+
+
+def _line(value: Any) -> Text:
+    """A text cell kept to one line, cut with an ellipsis if its column is narrower."""
+    return Text(one_line("" if value is None else str(value)), no_wrap=True, overflow="ellipsis")
 
 
 def _add(table: Table, *cells: str | Text) -> None:
@@ -170,12 +185,15 @@ def switches_table(
         "Switches",
         ("scope", "state", "held by", "deadline", "last beat", "window", "gen"),
         ids=("scope",),
+        widths={"state": len("(failed)")},
     )
     for switch in switches:
         shown = condition(switch, now, pauses)
         if shown == "fired":
             deadline = f"missed {relative(_missed_deadline(switch), now)}"
-            state = Text(switch["state"], style=_STATE_STYLE["fired"])
+            # Fired, as the summary counts it; and marked failed where its actions did so.
+            fired = "fired (failed)" if switch["state"] == "failed" else "fired"
+            state = Text(fired, style=_STATE_STYLE["fired"])
         else:
             deadline = relative(switch["deadline"], now)
             state = Text(_ARMED_AS.get(shown, shown), style=_STATE_STYLE[shown])
@@ -250,10 +268,10 @@ def audit_table(
 # -- sessions -------------------------------------------------------------------------------
 def _progress(session: dict[str, Any]) -> str:
     parts = []
-    if session["step_index"] is not None:
-        parts.append(f"step {session['step_index']}/{session['step_count']}")
-    if session["progress_percent"] is not None:
-        parts.append(f"{session['progress_percent']:g}%")
+    if session["stepIndex"] is not None:
+        parts.append(f"step {session['stepIndex']}/{session['stepCount']}")
+    if session["progressPercent"] is not None:
+        parts.append(f"{session['progressPercent']:g}%")
     return ", ".join(parts) or "-"
 
 
@@ -266,21 +284,22 @@ def sessions_table(
         "Sessions",
         ("session", "agent", "status", "progress", "current step", "last beat"),
         ids=("session",),
+        texts=("current step",),
     )
     for session in sessions:
-        last_beat = Text(relative(session["last_beat_at"], now))
+        last_beat = Text(relative(session["lastBeatAt"], now))
         if session["stale"]:
             last_beat.append(" (stale)", style="bold red")
         status = session["status"]
-        if session["ended_at"] is not None:
-            status = f"ended {session['outcome']} {relative(session['ended_at'], now)}"
+        if session["endedAt"] is not None:
+            status = f"ended {session['outcome']} {relative(session['endedAt'], now)}"
         _add(
             table,
-            _id(session["session_id"]),
+            _id(session["sessionId"]),
             _who(session["owner"], names),
             status,
             _progress(session),
-            _cell(session["current_step"]),
+            _line(session["currentStep"]),
             last_beat,
         )
     return table
@@ -300,7 +319,8 @@ def requests_table(
 
     if not requests:
         return _none("requests")
-    table = _table("Requests", ("id", "what", "from", "asked", "expires", "text"), ids=("id",))
+    columns = ("id", "what", "from", "asked", "expires", "text")
+    table = _table("Requests", columns, ids=("id",), texts=("text",))
     for request in requests:
         what = request["kind"]
         expires = "-"
@@ -318,7 +338,7 @@ def requests_table(
             _who(request["requester"], names),
             relative(request["asked_at"], now),
             expires,
-            _cell(request["body"]),
+            _line(request["body"]),
         )
     return table
 

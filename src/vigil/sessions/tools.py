@@ -242,11 +242,13 @@ def _beat_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
 
 # -- end_session --------------------------------------------------------------------------
 class EndSessionInput(StrictInput):
-    session_id: SessionId
+    idempotency_field: ClassVar[str] = "idempotencyKey"
+
+    sessionId: SessionId
     outcome: SessionOutcome = Field(
         description="How the work ended: completed, failed or cancelled."
     )
-    idempotency_key: IdempotencyKey | None = None
+    idempotencyKey: IdempotencyKey | None = None
 
 
 class SessionEnded(Output):
@@ -257,7 +259,7 @@ def end_session(ctx: SessionContext, args: EndSessionInput) -> SessionEnded:
     now = ctx.clock.now()
     return service.end(
         ctx.caller,
-        args.session_id,
+        args.sessionId,
         args.outcome,
         now,
         store=ctx.store,
@@ -268,13 +270,15 @@ def end_session(ctx: SessionContext, args: EndSessionInput) -> SessionEnded:
 
 # -- post_instruction ---------------------------------------------------------------------
 class PostInstructionInput(StrictInput):
-    session_id: SessionId
+    idempotency_field: ClassVar[str] = "idempotencyKey"
+
+    sessionId: SessionId
     body: str = Field(
         min_length=1,
         max_length=MAX_BODY_BYTES,
         description="What the agent should do, up to 8 KiB of UTF-8.",
     )
-    idempotency_key: IdempotencyKey | None = None
+    idempotencyKey: IdempotencyKey | None = None
 
     @field_validator("body")
     @classmethod
@@ -287,7 +291,7 @@ class PostInstructionInput(StrictInput):
 def post_instruction(ctx: SessionContext, args: PostInstructionInput) -> InstructionView:
     return service.post(
         ctx.caller,
-        args.session_id,
+        args.sessionId,
         args.body,
         ctx.clock.now(),
         store=ctx.store,
@@ -302,7 +306,7 @@ def _post_kept(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _post_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
-    namespace, session_id = ctx.caller.namespace, kept["session_id"]
+    namespace, session_id = ctx.caller.namespace, kept["sessionId"]
     stored = service.instructions_by_id(namespace, session_id, [kept["id"]], store=ctx.store)
     rebuilt = {**kept, "body": stored[kept["id"]].body}
     return InstructionView.model_validate(rebuilt).model_dump(mode="json")
@@ -310,31 +314,29 @@ def _post_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
 
 # -- list_instructions --------------------------------------------------------------------
 class ListInstructionsInput(StrictInput):
-    session_id: SessionId
-    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    sessionId: SessionId
+    cursor: Cursor | None = Field(default=None, description="The nextCursor of the previous page.")
 
 
 class InstructionPage(Output):
-    session_id: str
+    sessionId: str
     session: SessionView = Field(description="The session as of this call: status, progress, step.")
     instructions: list[InstructionView] = Field(description="Oldest first, in posting order.")
-    next_cursor: str | None = Field(
-        description="Pass as cursor for the next page; null at the end."
-    )
+    nextCursor: str | None = Field(description="Pass as cursor for the next page; null at the end.")
 
 
 def list_instructions(ctx: SessionContext, args: ListInstructionsInput) -> InstructionPage:
     after = (
-        cursor_position(args.cursor, "instructions", int, s=args.session_id) if args.cursor else 0
+        cursor_position(args.cursor, "instructions", int, s=args.sessionId) if args.cursor else 0
     )
     session, page, last = service.instructions_page(
-        ctx.caller, args.session_id, after, store=ctx.store
+        ctx.caller, args.sessionId, after, store=ctx.store
     )
     return InstructionPage(
-        session_id=session.session_id,
+        sessionId=session.session_id,
         session=SessionView.of(session, ctx.clock.now()),
         instructions=[InstructionView.of(i) for i in page],
-        next_cursor=(
+        nextCursor=(
             encode_cursor("instructions", s=session.session_id, a=last)
             if last is not None
             else None
@@ -344,29 +346,27 @@ def list_instructions(ctx: SessionContext, args: ListInstructionsInput) -> Instr
 
 # -- list_sessions ------------------------------------------------------------------------
 class ListSessionsInput(StrictInput):
-    stale_only: bool = Field(
+    staleOnly: bool = Field(
         default=False,
         description=f"Only sessions with no beat for more than {STALE_AFTER_SECONDS} seconds.",
     )
-    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    cursor: Cursor | None = Field(default=None, description="The nextCursor of the previous page.")
 
 
 class SessionPage(Output):
     sessions: list[SessionView] = Field(description="In session id order.")
-    next_cursor: str | None = Field(
-        description="Pass as cursor for the next page; null at the end."
-    )
-    stale_after_seconds: int = STALE_AFTER_SECONDS
+    nextCursor: str | None = Field(description="Pass as cursor for the next page; null at the end.")
+    staleAfterSeconds: int = STALE_AFTER_SECONDS
 
 
 def list_sessions(ctx: SessionContext, args: ListSessionsInput) -> SessionPage:
-    query = {"q": args.stale_only}
+    query = {"q": args.staleOnly}
     after = cursor_position(args.cursor, "sessions", str, **query) if args.cursor else None
     now = ctx.clock.now()
-    found, last = service.sessions_page(ctx.caller, args.stale_only, after, now, store=ctx.store)
+    found, last = service.sessions_page(ctx.caller, args.staleOnly, after, now, store=ctx.store)
     return SessionPage(
         sessions=[SessionView.of(session, now) for session in found],
-        next_cursor=encode_cursor("sessions", a=last, **query) if last is not None else None,
+        nextCursor=encode_cursor("sessions", a=last, **query) if last is not None else None,
     )
 
 

@@ -1,5 +1,5 @@
 """What the session tools return of a session and of its instructions: the people's views,
-in snake_case, and an instruction as a beat hands it out, in the seed's camelCase."""
+and an instruction as a beat hands it out, all in the seed's camelCase."""
 
 from __future__ import annotations
 
@@ -28,29 +28,29 @@ class HandedInstruction(Output):
 
 class InstructionView(Output):
     id: str
-    session_id: str
+    sessionId: str
     body: str
     state: InstructionState = Field(
         description="pending, delivered (not yet acknowledged) or acknowledged."
     )
-    posted_by: str
-    posted_at: datetime
-    delivery_count: int
-    last_delivered_at: datetime | None
-    acknowledged_at: datetime | None
+    postedBy: str
+    postedAt: datetime
+    deliveryCount: int
+    lastDeliveredAt: datetime | None
+    acknowledgedAt: datetime | None
 
     @classmethod
     def of(cls, instruction: Instruction) -> InstructionView:
         return cls(
             id=instruction.id,
-            session_id=instruction.session_id,
+            sessionId=instruction.session_id,
             body=instruction.body,
             state=instruction.state,
-            posted_by=instruction.posted_by,
-            posted_at=instruction.posted_at,
-            delivery_count=instruction.delivery_count,
-            last_delivered_at=instruction.last_delivered_at,
-            acknowledged_at=instruction.acknowledged_at,
+            postedBy=instruction.posted_by,
+            postedAt=instruction.posted_at,
+            deliveryCount=instruction.delivery_count,
+            lastDeliveredAt=instruction.last_delivered_at,
+            acknowledgedAt=instruction.acknowledged_at,
         )
 
 
@@ -60,23 +60,23 @@ class ProgressPoint(Output):
 
 
 class SessionView(Output):
-    session_id: str
+    sessionId: str
     owner: str = Field(description="Principal id of the agent whose beats the session takes.")
     status: SessionStatus
-    progress_percent: float | None
-    progress_history: list[ProgressPoint] = Field(
-        description="Each change of progress_percent, oldest first (the latest 20)."
+    progressPercent: float | None
+    progressHistory: list[ProgressPoint] = Field(
+        description="Each change of progressPercent, oldest first (the latest 20)."
     )
-    current_step: str | None
-    step_index: int | None
-    step_count: int | None
-    created_at: datetime
-    last_beat_at: datetime
+    currentStep: str | None
+    stepIndex: int | None
+    stepCount: int | None
+    createdAt: datetime
+    lastBeatAt: datetime
     stale: bool = Field(
         description=f"No beat for more than {STALE_AFTER_SECONDS} seconds, as of this call; "
         "never for an ended session."
     )
-    ended_at: datetime | None = Field(description="When its agent ended it; null while it runs.")
+    endedAt: datetime | None = Field(description="When its agent ended it; null while it runs.")
     outcome: SessionOutcome | None = Field(
         description="How it ended (completed, failed or cancelled); null while it runs."
     )
@@ -84,20 +84,20 @@ class SessionView(Output):
     @classmethod
     def of(cls, session: Session, now: datetime) -> SessionView:
         return cls(
-            session_id=session.session_id,
+            sessionId=session.session_id,
             owner=session.owner,
             status=session.status,
-            progress_percent=session.progress_percent,
-            progress_history=[
+            progressPercent=session.progress_percent,
+            progressHistory=[
                 ProgressPoint(at=at, percent=percent)
                 for at, percent in session.progress_over_time()
             ],
-            current_step=session.current_step,
-            step_index=session.step_index,
-            step_count=session.step_count,
-            created_at=session.created_at,
-            last_beat_at=session.last_beat_at,
+            currentStep=session.current_step,
+            stepIndex=session.step_index,
+            stepCount=session.step_count,
+            createdAt=session.created_at,
+            lastBeatAt=session.last_beat_at,
             stale=session.stale(now),
-            ended_at=session.ended_at,
+            endedAt=session.ended_at,
             outcome=session.outcome,
         )

@@ -42,7 +42,7 @@ def overview(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
     armed = responder.call(visit, "list_switches", state="armed")
     paused = responder.call(visit, "list_pauses")
     deaths = responder.call(visit, "list_deaths", limit=OVERVIEW_DEATHS)
-    stale = responder.call(visit, "list_sessions", stale_only=True)
+    stale = responder.call(visit, "list_sessions", staleOnly=True)
     waiting = responder.call(visit, "request_status", waiting=True)
     # Overseers count every open request of the namespace; an agent, its own.
     everyone = {"everyone": True} if oversees(visit) else {}

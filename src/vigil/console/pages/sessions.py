@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from vigil.console.charts import progress_bar, progress_over_time
 from vigil.console.components import (
@@ -34,7 +35,7 @@ INSTRUCTION_HEADERS = ("Instruction", "State", "Posted by", "Posted", "Deliverie
 def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResponse:
     now = responder.now()
     stale_only = request.query.get("stale") == "1"
-    arguments: dict[str, Any] = {"stale_only": stale_only}
+    arguments: dict[str, Any] = {"staleOnly": stale_only}
     if request.query.get("cursor"):
         arguments["cursor"] = request.query["cursor"]
     found = responder.call(visit, "list_sessions", **arguments)
@@ -49,8 +50,8 @@ def sessions(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRe
 
     def draw(page: Mapping[str, Any]) -> Html:
         more = Html("")
-        if page["next_cursor"]:
-            query = {"cursor": page["next_cursor"], **({"stale": "1"} if stale_only else {})}
+        if page["nextCursor"]:
+            query = {"cursor": page["nextCursor"], **({"stale": "1"} if stale_only else {})}
             more = next_page("/console/sessions", query)
         rows = session_rows(page["sessions"], now, names)
         return join([table("Sessions", SESSION_HEADERS, rows, "No sessions."), more])
@@ -65,7 +66,7 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     session_id = request.query.get("id", "")
     if not session_id:
         return responder.unnamed("session", "/console/sessions", visit)
-    found = responder.call(visit, "list_instructions", session_id=session_id)
+    found = responder.call(visit, "list_instructions", sessionId=session_id)
     if isinstance(found, str):
         return responder.not_found("Session", found, visit)
     names = responder.names(visit)
@@ -77,11 +78,11 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                 join(
                     [
                         status_facts(found["session"], now, names),
-                        progress_bar(found["session"]["progress_percent"], "progress"),
+                        progress_bar(found["session"]["progressPercent"], "progress"),
                         progress_over_time(
                             [
                                 (datetime.fromisoformat(p["at"]), p["percent"])
-                                for p in found["session"]["progress_history"]
+                                for p in found["session"]["progressHistory"]
                             ],
                             now,
                             "progress-history",
@@ -126,7 +127,16 @@ def session(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
 
 
 def post_instruction(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
-    return responder.post_text(visit, form, "post_instruction", "session_id", "session")
+    """The form's ``body`` posted to the session its ``session_id`` names, under the
+    idempotency key the form was rendered with; back to that session's page."""
+    target = form.get("session_id", "")
+    arguments = {
+        "sessionId": target,
+        "body": form.get("body", ""),
+        "idempotencyKey": form.get("idempotency_key") or None,
+    }
+    back = f"{PREFIX}/session?{urlencode({'id': target})}"
+    return responder.act(visit, "post_instruction", arguments, back)
 
 
 # -- what they show ----------------------------------------------------------------------------
@@ -135,12 +145,12 @@ def session_rows(
 ) -> list[list[Any]]:
     return [
         [
-            link("/console/session", s["session_id"], id=s["session_id"]),
+            link("/console/session", s["sessionId"], id=s["sessionId"]),
             named(s["owner"], None, names),
             _status(s),
-            "—" if s["progress_percent"] is None else f"{s['progress_percent']:g} %",
+            "—" if s["progressPercent"] is None else f"{s['progressPercent']:g} %",
             _step(s),
-            relative(s["last_beat_at"], now),
+            relative(s["lastBeatAt"], now),
             _liveness(s, now),
         ]
         for s in sessions
@@ -149,16 +159,16 @@ def session_rows(
 
 def status_facts(session: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> Html:
     """One session as its agent last reported it, and whether it still beats."""
-    progress = session["progress_percent"]
+    progress = session["progressPercent"]
     return facts(
         [
             ("Agent", named(session["owner"], None, names)),
             ("Status", _status(session)),
             ("Progress", "—" if progress is None else f"{progress:g} %"),
             ("Step", _step(session)),
-            ("Last beat", relative(session["last_beat_at"], now)),
+            ("Last beat", relative(session["lastBeatAt"], now)),
             ("Liveness", _liveness(session, now)),
-            ("Started", when(session["created_at"])),
+            ("Started", when(session["createdAt"])),
         ]
     )
 
@@ -166,27 +176,27 @@ def status_facts(session: Mapping[str, Any], now: datetime, names: Mapping[str, 
 def _status(session: Mapping[str, Any]) -> Html:
     """What its agent last reported, unless it has ended since: then, that it ended (the
     last status an ended session reported, "active" most often, is no longer true)."""
-    if session["ended_at"] is not None:
+    if session["endedAt"] is not None:
         return badge("ended")
     return badge(session["status"])
 
 
 def _liveness(session: Mapping[str, Any], now: datetime) -> Html:
     """Ended (and how, and when), stale or fresh: an ended session is never stale."""
-    if session["ended_at"] is not None:
+    if session["endedAt"] is not None:
         return render(
             "{badge} {outcome}, {when}",
             badge=badge("ended"),
             outcome=session["outcome"],
-            when=relative(session["ended_at"], now),
+            when=relative(session["endedAt"], now),
         )
     return badge("stale") if session["stale"] else Html("fresh")
 
 
 def _step(session: Mapping[str, Any]) -> str:
-    step = session.get("current_step") or "—"
-    if session.get("step_index") is not None and session.get("step_count"):
-        return f"{step} ({session['step_index']}/{session['step_count']})"
+    step = session.get("currentStep") or "—"
+    if session.get("stepIndex") is not None and session.get("stepCount"):
+        return f"{step} ({session['stepIndex']}/{session['stepCount']})"
     return str(step)
 
 
@@ -201,10 +211,10 @@ def instruction_rows(
                 state=i["state"],
                 id=i["id"],
             ),
-            named(i["posted_by"], None, names),
-            relative(i["posted_at"], now),
-            i["delivery_count"],
-            relative(i["acknowledged_at"], now) if i["acknowledged_at"] else "—",
+            named(i["postedBy"], None, names),
+            relative(i["postedAt"], now),
+            i["deliveryCount"],
+            relative(i["acknowledgedAt"], now) if i["acknowledgedAt"] else "—",
         ]
         for i in instructions
     ]
