@@ -184,3 +184,13 @@ def test_the_trail_filters_by_actor_target_and_kind_across_pages(
     assert refused.code is ErrorCode.INVALID_ARGUMENT
     bad = error_of(tenant.call, "list_audit_events", target_kind="moon")
     assert bad.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_an_actor_of_another_namespace_is_one_nobody_here_has_heard_of(
+    tenant: Tenant, other_tenant: Tenant
+) -> None:
+    stranger = other_tenant.operator.id
+    refused = error_of(tenant.call, "list_audit_events", actor=stranger)
+    assert refused.code is ErrorCode.NOT_FOUND
+    missing = error_of(tenant.call, "list_audit_events", actor="per_" + "a" * 16)
+    assert refused.to_dict() == missing.to_dict()

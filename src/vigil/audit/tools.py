@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 from pydantic import Field
 
 from vigil.audit.records import AuditAction, AuditEvent, TargetKind
-from vigil.audit.store import AuditStore
+from vigil.errors import not_found
 from vigil.kit.cursor import cursor_position, encode_cursor
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import PRINCIPAL_ID_PATTERN, Surface
@@ -22,11 +22,20 @@ class Reader(Protocol):
     def namespace(self) -> str: ...
 
 
+class AuditReads(Protocol):
+    """What the audit tool reads: the trail, and whether a principal it is asked about is of
+    the caller's namespace (the identities', a read across)."""
+
+    def audit_events(self, namespace: str, before: str | None, limit: int) -> list[AuditEvent]: ...
+
+    def get_principal(self, namespace: str, principal_id: str) -> object | None: ...
+
+
 class AuditContext(Protocol):
     """What the audit tool reads of a call."""
 
     @property
-    def store(self) -> AuditStore: ...
+    def store(self) -> AuditReads: ...
 
     @property
     def caller(self) -> Reader: ...
@@ -94,6 +103,9 @@ class AuditPage(Output):
 
 def list_audit_events(ctx: AuditContext, args: ListAuditEventsInput) -> AuditPage:
     namespace = ctx.caller.namespace
+    if args.actor is not None and ctx.store.get_principal(namespace, args.actor) is None:
+        # Another namespace's principal is one this namespace has never heard of.
+        raise not_found("principal")
     # A cursor names its namespace and filters, so one namespace's place is never read in
     # another's trail, nor a filtered page's in another filter's.
     bound = {"n": namespace, "p": args.actor, "t": args.target, "tk": args.target_kind}
