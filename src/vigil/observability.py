@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from vigil.errors import VigilError
 
@@ -64,6 +64,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is when the record comes, not as it was when
+    the handler was made: a stream swapped since (a test's capture, a daemon's redirection)
+    and closed is never written to, which would print "--- Logging error ---" instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._given: TextIO | None = None  # a stream given since (setStream), if any
+
+    @property
+    def stream(self) -> TextIO:
+        return self._given or sys.stderr
+
+    @stream.setter
+    def stream(self, given: TextIO) -> None:
+        # StreamHandler's own __init__ sets it to the stderr of that moment: not kept.
+        self._given = None if given is sys.stderr else given
+
+
 _configured = False
 
 
@@ -71,7 +90,7 @@ def get_logger(name: str = "vigil") -> logging.Logger:
     global _configured
     if not _configured:
         root = logging.getLogger("vigil")
-        handler = logging.StreamHandler(sys.stderr)
+        handler = StderrHandler()
         handler.setFormatter(JsonFormatter("vigil"))
         root.handlers[:] = [handler]
         root.setLevel(os.environ.get("VIGIL_LOG_LEVEL", "INFO"))

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 from collections.abc import Iterator
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TextIO
 
-from vigil.observability import JsonFormatter, get_logger, redact
+from vigil.observability import JsonFormatter, StderrHandler, get_logger, redact
 from vigil.people.render import printable
 
 LOG_FILE = "local.log"
@@ -52,7 +51,7 @@ def log_file_handler(state_dir: Path) -> logging.Handler:
 
 def terminal_handler(*, access_log: bool, stream: TextIO | None = None) -> logging.Handler:
     """Warnings and errors, and each request when ``access_log``, as short lines."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else StderrHandler()
     handler.setFormatter(_TerminalFormatter())
     handler.addFilter(
         lambda record: (
@@ -69,7 +68,7 @@ def on_the_terminal(*, access_log: bool, as_json: bool) -> Iterator[None]:
     whatever VIGIL_LOG_LEVEL says."""
     handler: logging.Handler
     if as_json:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = StderrHandler()
         handler.setFormatter(JsonFormatter("vigil"))
     else:
         handler = terminal_handler(access_log=access_log)
