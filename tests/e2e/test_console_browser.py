@@ -472,7 +472,7 @@ def test_an_unbroken_instruction_never_makes_the_page_wider_than_the_screen(
         currentStep="s" * 500,
         idempotencyKey=session,
     )
-    rest(state, person_secret, "post_instruction", session_id=session, body="x" * 8192)
+    rest(state, person_secret, "post_instruction", sessionId=session, body="x" * 8192)
     page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
     sign_in(page, base, person_secret)
     for path in (f"/console/session?id={session}", "/console/sessions"):
@@ -507,7 +507,7 @@ def test_an_instruction_over_the_limit_is_counted_kept_and_refused_out_loud(
     page.get_by_role("button", name="Post instruction").click()
     expect(page.get_by_role("alert")).to_contain_text("invalid_argument")
     expect(page.get_by_role("alert")).to_contain_text("8192")
-    listed = rest(state, person_secret, "list_instructions", session_id="limits")
+    listed = rest(state, person_secret, "list_instructions", sessionId="limits")
     assert listed["instructions"] == []  # refused, and nothing was cut and posted
 
 
@@ -691,6 +691,25 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     for name, path in pages.items():
         page.goto(f"{base}{path}")
         audited(page, f"tour-{name}-{width}")
+    # A picture's words keep the page's size at any width; a kind is never broken in two.
+    page.goto(f"{base}/console")
+    sizes = page.locator("#lateness .chart-ends span").evaluate_all(
+        "spans => spans.map(s => parseFloat(getComputedStyle(s).fontSize))"
+    )
+    assert sizes, f"{width}: no words under the lateness picture"
+    assert all(13 <= size <= 17 for size in sizes), f"{width}: {sizes}"
+    page.goto(f"{base}/console/requests?show=all")
+    lines = page.locator('td[data-label="Kind"]').evaluate_all(
+        "cells => cells.map(c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return r.getClientRects().length; })"
+    )
+    assert lines, f"{width}: no request listed"
+    assert set(lines) == {1}, f"{width}: a kind broken across lines: {lines}"
+    if width < 640:
+        # The navigation strip scrolls sideways, and its edge shows there is more.
+        nav = page.locator("header nav")
+        assert nav.evaluate("n => n.scrollWidth > n.clientWidth")
+        assert "radial-gradient" in nav.evaluate("n => getComputedStyle(n).backgroundImage")
     # Names copied whole are never broken across lines, however narrow their column.
     page.goto(f"{base}/console/dead-letters")
     broken = page.locator("#dead-letter-queues td code").evaluate_all(

@@ -105,6 +105,7 @@ def test_a_request_that_changed_before_the_confirmation_is_not_decided(
     confirm = pat.post("/console/requests/reply", form)
     assert confirm.status == 409
     assert "Yes, approve" not in confirm.body.decode()
+    assert "This request is replaced already: nothing was decided." in confirm.body.decode()
     assert pat.post("/console/requests/reply", {**form, "confirm": "yes"}).status == 409
     assert state(world, asked)["state"] == "replaced"
 

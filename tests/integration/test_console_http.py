@@ -188,7 +188,7 @@ class Scene:
         return browser
 
     def instructions(self, session_id: str | None = None) -> list[dict[str, Any]]:
-        page = self.acme.call("list_instructions", session_id=session_id or self.session_id)
+        page = self.acme.call("list_instructions", sessionId=session_id or self.session_id)
         found: list[dict[str, Any]] = page["instructions"]
         return found
 
@@ -1020,7 +1020,7 @@ def test_stored_markup_is_shown_escaped_everywhere(scene: Scene, markup: str) ->
     _, agent = acme.register(name=f"agent {markup}")
     acme.call("heartbeat", agent, scope=markup, expect_within_seconds=600)
     beat_session(acme, agent, markup)
-    acme.call("post_instruction", scene.pat, session_id=markup, body=markup)
+    acme.call("post_instruction", scene.pat, sessionId=markup, body=markup)
     acme.call(
         "create_channel",
         name=markup,
@@ -1130,7 +1130,7 @@ def test_a_person_posts_an_instruction_through_the_form(scene: Scene) -> None:
     back = location(pat.post("/console/sessions/instructions", form))
     assert back == f"/console/session?{urlencode({'id': scene.session_id})}"
     (posted,) = scene.instructions()
-    assert (posted["body"], posted["state"], posted["posted_by"]) == (
+    assert (posted["body"], posted["state"], posted["postedBy"]) == (
         "Check the staging numbers first.",
         "pending",
         scene.pat_id,
@@ -1215,7 +1215,9 @@ def test_a_reply_to_a_version_no_longer_current_is_refused_and_changes_nothing(
     response = pat.post("/console/requests/reply", form)
     assert response.status == 409
     body = response.body.decode()
-    assert "version_conflict" in body
+    # Said in words that tell a request already final from one that changed.
+    assert f"This request is {meanwhile} already: nothing was decided." in body
+    assert "version_conflict" not in body
     assert f'href="/console/request?id={asked["id"]}"' in body
     assert_page_headers(response)
     assert scene.request(asked["id"]) == before

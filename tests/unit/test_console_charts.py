@@ -1,6 +1,7 @@
 """The console's pictures: each is well-formed SVG that scales by its viewBox, says in words
-what it shows, places its marks in proportion to time, escapes its text, and draws nothing
-(saying so) where there is nothing to draw."""
+what it shows, places its marks in proportion to time, keeps its words for the eye out of the
+drawing (so they keep the page's size), escapes its text, and draws nothing (saying so) where
+there is nothing to draw."""
 
 from __future__ import annotations
 
@@ -24,13 +25,27 @@ NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def parsed(picture: Html) -> ET.Element:
+def figure(picture: Html) -> ET.Element:
     root = ET.fromstring(picture)
-    assert root.tag == f"{SVG}svg"
-    assert root.get("viewBox", "").startswith(f"0 0 {WIDTH} ")
-    assert root.get("width") is None, "a fixed width could overflow a phone"
+    assert root.tag == "figure"
     assert "style" not in picture, "the console's CSP allows no inline style"
     return root
+
+
+def parsed(picture: Html) -> ET.Element:
+    """The picture's drawing, which holds no text but what it says to screen readers: its
+    words for the eye are the page's, beside it."""
+    (root,) = figure(picture).iter(f"{SVG}svg")
+    assert root.get("viewBox", "").startswith(f"0 0 {WIDTH} ")
+    assert root.get("width") is None, "a fixed width could overflow a phone"
+    assert list(root.iter(f"{SVG}text")) == []
+    return root
+
+
+def ends(picture: Html) -> list[str]:
+    """The words under a timeline's two ends."""
+    (row,) = (e for e in figure(picture).iter("div") if e.get("class") == "chart-ends")
+    return [span.text or "" for span in row.iter("span")]
 
 
 def said(root: ET.Element) -> str:
@@ -118,6 +133,24 @@ def test_lateness_is_drawn_by_when_each_fire_happened_and_how_late() -> None:
     assert "2 fires in the last 24 hours" in text
     assert "latest 6 h 0 min ago, late by 1.000 s" in text
     assert "at most 2.000 s" in text
+    assert ends(picture) == ["24 h ago", "now"]
+    assert "up to 2.000 s late" in picture
+
+
+def test_fires_minutes_apart_are_drawn_over_the_hour_they_fell_in() -> None:
+    """Not one blot at "now" on a day's axis: the shortest window that holds them all."""
+    fires = [(NOW - timedelta(minutes=40), 0.5), (NOW - timedelta(minutes=10), 0.5)]
+    picture = lateness_day(fires, now=NOW, ident="late")
+    root = parsed(picture)
+    points = marks(root, "fire")
+    assert [float(p.get("cx") or "") for p in points] == [
+        pytest.approx(across(20 / 60)),
+        pytest.approx(across(50 / 60)),
+    ]
+    assert "2 fires in the last hour" in said(root)
+    assert ends(picture) == ["1 h ago", "now"]
+    six = lateness_day([(NOW - timedelta(hours=5), 0.5)], now=NOW, ident="late")
+    assert ends(six) == ["6 h ago", "now"]
 
 
 def test_fires_that_were_all_on_time_divide_by_nothing() -> None:
@@ -139,20 +172,18 @@ def test_open_requests_are_drawn_longest_waiting_first_with_escaped_titles() -> 
         ident="ages",
     )
     assert "<b>" not in picture
-    root = parsed(picture)
-    bars = marks(root, "age")
+    root = figure(picture)
+    bars = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "age"]
     widths = [float(b.get("width") or "") for b in bars]
     assert widths[1] == widths[0] / 4
-    labels = [e.text for e in root.iter(f"{SVG}text")]
-    assert labels[0] is not None
+    # Each bar's title is the page's text, above it, at the page's size.
+    labels = [e.text or "" for e in root.iter("span") if e.get("class") == "bar-label"]
     assert labels[0].startswith("Drop & go")
-    assert "2 open requests" in said(root)
-    assert "longest waiting 4 h 0 min" in said(root)
-    # Each label's 26 px capitals stand whole above its bar, inside the picture.
-    tops = [float(e.get("y") or "") for e in root.iter(f"{SVG}text")]
-    for label_y, bar in zip(tops, bars, strict=True):
-        assert label_y < float(bar.get("y") or "")
-    assert tops[0] >= 22
+    assert labels[1].startswith("Deploy <b>")
+    (caption,) = root.iter("figcaption")
+    assert root.get("aria-labelledby") == caption.get("id")
+    assert "2 open requests" in (caption.text or "")
+    assert "longest waiting 4 h 0 min" in (caption.text or "")
 
 
 def test_no_open_request_draws_no_picture() -> None:

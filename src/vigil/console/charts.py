@@ -2,11 +2,13 @@
 and deadline), fire lateness over a day, open requests by how long they have waited, and a
 session's progress.
 
-Each function takes plain data and ``now`` and returns ``Html``: an ``<svg>`` sized by its
-viewBox alone (the stylesheet makes it as wide as its column, so it scales to a phone), with
-a title and a description that say in words what it shows, for screen readers; where there is
-nothing to draw, a line saying so instead. Colours come from classes in the stylesheet, since
-the console's CSP allows no inline style.
+Each function takes plain data and ``now`` and returns ``Html``: a ``<figure>`` holding an
+``<svg>`` sized by its viewBox alone (the stylesheet makes it as wide as its column, so it
+scales to a phone), with a title and a description that say in words what it shows, for screen
+readers; where there is nothing to draw, a line saying so instead. Its words for the eye (a
+timeline's ends, a scale, a bar's title) are HTML beside the picture, so that they keep the
+page's own size at any width instead of scaling with the drawing. Colours come from classes in
+the stylesheet, since the console's CSP allows no inline style.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from datetime import datetime, timedelta
 from vigil.console.components import from_now, span
 from vigil.console.html import Html, join, render
 
+NOTHING = Html("")
+
 WIDTH = 1000
 DAY = timedelta(days=1)
-# Room under a timeline's marks for the words at its ends.
-AXIS_LABELS = 30
-# Longest request title drawn beside its bar: the viewBox is no wider on a phone.
-LABEL_CHARACTERS = 36
-BAR = 34
+# The windows a day of fires is drawn over: the shortest that holds them all, so that fires
+# minutes apart are not one blot at "now".
+WINDOWS = (timedelta(hours=1), timedelta(hours=6), DAY)
+# A request's bar, in the viewBox's units (its height on the page is the stylesheet's).
+BAR = 20
 
 
 # A timeline's ends stand this far in from the picture's edges, so that a mark at either
@@ -36,18 +40,30 @@ def _x(at: datetime, start: datetime, end: datetime) -> float:
     return INSET + (WIDTH - 2 * INSET) * (at - start).total_seconds() / window
 
 
-def _figure(ident: str, height: int, title: str, description: str, marks: Html) -> Html:
+def _figure(
+    ident: str,
+    height: int,
+    title: str,
+    description: str,
+    marks: Html,
+    below: Html = NOTHING,
+    above: Html = NOTHING,
+) -> Html:
     return render(
+        '<figure class="chart">{above}'
         '<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {w} {h}" '
         'preserveAspectRatio="xMidYMid meet" role="img" '
         'aria-labelledby="{i}-title {i}-desc">'
-        '<title id="{i}-title">{title}</title><desc id="{i}-desc">{desc}</desc>{marks}</svg>',
+        '<title id="{i}-title">{title}</title><desc id="{i}-desc">{desc}</desc>{marks}</svg>'
+        "{below}</figure>",
         w=WIDTH,
         h=height,
         i=ident,
         title=title,
         desc=description,
         marks=marks,
+        above=above,
+        below=below,
     )
 
 
@@ -55,16 +71,18 @@ def _empty(text: str) -> Html:
     return render('<p class="empty">{text}</p>', text=text)
 
 
-def _ends(height: int, left: str, right: str) -> Html:
-    """The words under a timeline's two ends."""
+def _ends(left: str, right: str) -> Html:
+    """The words under a timeline's two ends (the picture says them to screen readers)."""
     return render(
-        '<text class="label" x="0" y="{y}">{left}</text>'
-        '<text class="label" x="{w}" y="{y}" text-anchor="end">{right}</text>',
-        y=height - 6,
-        w=WIDTH,
+        '<div class="chart-ends" aria-hidden="true"><span>{left}</span><span>{right}</span></div>',
         left=left,
         right=right,
     )
+
+
+def _scale(text: str) -> Html:
+    """The words above a picture that say what its top stands for."""
+    return render('<div class="chart-scale" aria-hidden="true">{text}</div>', text=text)
 
 
 def _fired(deaths: Sequence[tuple[datetime, float]], now: datetime) -> str:
@@ -97,7 +115,7 @@ def switch_day(
     armed = armed_at if armed_at is not None and start <= armed_at <= now else None
     if not day_beats and not day_deaths and armed is None and deadline is None:
         return _empty("Nothing happened to this switch in the last 24 hours.")
-    height = 60 + AXIS_LABELS
+    height = 60
     middle = 30
 
     def stroke(kind: str, at: datetime) -> Html:
@@ -130,23 +148,21 @@ def switch_day(
         words.append(f"It {'fires' if deadline > now else 'was due'} {from_now(deadline, now)}.")
     ahead = "now" if end == now else from_now(end, now)
     return _figure(
-        ident,
-        height,
-        "Its last 24 hours",
-        " ".join(words),
-        join([*drawn, _ends(height, "24 h ago", ahead)]),
+        ident, height, "Its last 24 hours", " ".join(words), join(drawn), _ends("24 h ago", ahead)
     )
 
 
 def lateness_day(fires: Sequence[tuple[datetime, float]], now: datetime, ident: str) -> Html:
     """Each fire of the last 24 h as a dot: across by when it fired, up by how late it was
-    (the latest of the day at the top)."""
-    start = now - DAY
-    day = sorted((at, late) for at, late in fires if start <= at <= now)
+    (the latest of the day at the top); over the last hour, 6 hours or day, the shortest that
+    holds them all."""
+    day = sorted((at, late) for at, late in fires if now - DAY <= at <= now)
     if not day:
         return _empty("No switch fired in the last 24 hours.")
+    window = next(w for w in WINDOWS if day[0][0] >= now - w)
+    start = now - window
     top, base = 12, 120
-    height = base + AXIS_LABELS
+    height = base + 12
     worst = max(late for _, late in day)
 
     def y(late: float) -> float:
@@ -162,62 +178,65 @@ def lateness_day(fires: Sequence[tuple[datetime, float]], now: datetime, ident: 
     ]
     at, late = day[-1]
     many = "fire" if len(day) == 1 else "fires"
+    over = _window_words(window)
     description = (
-        f"{len(day)} {many} in the last 24 hours, latest {from_now(at, now)}, "
+        f"{len(day)} {many} in the last {over}, latest {from_now(at, now)}, "
         f"late by {late:.3f} s; at most {worst:.3f} s."
     )
-    axis = render(
-        '<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>'
-        '<text class="label" x="0" y="{t}">{worst}</text>',
-        w=WIDTH,
-        b=base,
-        t=top + 10,
-        worst=f"{worst:.3f} s late",
-    )
+    axis = render('<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>', w=WIDTH, b=base)
     return _figure(
         ident,
         height,
-        "How late switches fired, over the last 24 hours",
+        f"How late switches fired, over the last {over}",
         description,
-        join([axis, *dots, _ends(height, "24 h ago", "now")]),
+        join([axis, *dots]),
+        _ends(f"{_window_words(window, 'h')} ago", "now"),
+        _scale(f"up to {worst:.3f} s late"),
     )
+
+
+def _window_words(window: timedelta, unit: str = "hours") -> str:
+    hours = int(window.total_seconds() // 3600)
+    if unit == "h":
+        return f"{hours} h"
+    return "hour" if hours == 1 else f"{hours} hours"
 
 
 def request_ages(requests: Sequence[tuple[str, datetime]], now: datetime, ident: str) -> Html:
     """Each open request (its title and when it was asked) as a bar as long as it has
-    waited, the longest waiting first and longest drawn."""
+    waited, the longest waiting first and longest drawn; each bar's title and age above it,
+    as text of the page."""
     if not requests:
         return _empty("No request is open.")
     waited = sorted(((now - asked).total_seconds(), title) for title, asked in requests)[::-1]
     longest = waited[0][0]
     rows = []
-    for row, (seconds, title) in enumerate(waited):
-        top = row * (BAR + 2 * 10)
-        shown = title if len(title) <= LABEL_CHARACTERS else title[: LABEL_CHARACTERS - 1] + "…"
+    for seconds, title in waited:
         width = 0 if longest <= 0 else WIDTH * max(seconds, 0) / longest
         rows.append(
             render(
-                '<text class="label" x="0" y="{ty}">{title} · {age}</text>'
-                '<rect class="age" x="0" y="{by}" width="{w}" height="{h}"/>',
-                # The label's baseline stands below its 26 px capitals, so none is cut off.
-                ty=top + 24,
-                title=shown,
+                '<li><span class="bar-label">{title} · {age}</span>'
+                '<svg xmlns="http://www.w3.org/2000/svg" class="bar" viewBox="0 0 {w} {h}" '
+                'preserveAspectRatio="none" aria-hidden="true">'
+                '<rect class="age" x="0" y="0" width="{bw}" height="{h}"/></svg></li>',
+                title=title,
                 age=span(seconds),
-                by=top + 30,
-                w=f"{width:g}",
-                h=BAR - 14,
+                w=WIDTH,
+                h=BAR,
+                bw=f"{width:g}",
             )
         )
     many = "open request" if len(waited) == 1 else "open requests"
     description = (
         f"{len(waited)} {many}; longest waiting {span(longest)}, newest {span(waited[-1][0])}."
     )
-    return _figure(
-        ident,
-        len(waited) * (BAR + 20),
-        "Open requests by how long they have waited",
-        description,
-        join(rows),
+    return render(
+        '<figure class="bars" id="{i}-bars" aria-labelledby="{i}-desc">'
+        '<figcaption class="visually-hidden" id="{i}-desc">{desc}</figcaption>'
+        "<ol>{rows}</ol></figure>",
+        i=ident,
+        desc=description,
+        rows=join(rows),
     )
 
 
@@ -248,7 +267,7 @@ def progress_over_time(points: Sequence[tuple[datetime, float]], now: datetime, 
     start = points[0][0]
     end = max(now, points[-1][0] + timedelta(seconds=1))
     top, base = 12, 120
-    height = base + AXIS_LABELS
+    height = base + 12
 
     def y(percent: float) -> float:
         return base - (base - top) * min(max(percent, 0.0), 100.0) / 100
@@ -262,13 +281,7 @@ def progress_over_time(points: Sequence[tuple[datetime, float]], now: datetime, 
         render('<circle class="change" cx="{x}" cy="{y}" r="6"/>', x=f"{x:g}", y=f"{y(p):g}")
         for x, (_, p) in zip(xs, points, strict=True)
     ]
-    axis = render(
-        '<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>'
-        '<text class="label" x="0" y="{t}">100 %</text>',
-        w=WIDTH,
-        b=base,
-        t=top + 10,
-    )
+    axis = render('<line class="axis" x1="0" x2="{w}" y1="{b}" y2="{b}"/>', w=WIDTH, b=base)
     description = (
         f"{len(points) - 1} changes since {from_now(start, now)}: "
         f"from {points[0][1]:g} % to {points[-1][1]:g} %, "
@@ -279,12 +292,7 @@ def progress_over_time(points: Sequence[tuple[datetime, float]], now: datetime, 
         height,
         "Progress over time",
         description,
-        join(
-            [
-                axis,
-                render('<path class="trend" d="{d}"/>', d=" ".join(path)),
-                *dots,
-                _ends(height, from_now(start, now), "now"),
-            ]
-        ),
+        join([axis, render('<path class="trend" d="{d}"/>', d=" ".join(path)), *dots]),
+        _ends(from_now(start, now), "now"),
+        _scale("100 %"),
     )

@@ -136,6 +136,16 @@ def badge(state: str) -> Html:
     return render('<span class="badge state-{state}">{state}</span>', state=state)
 
 
+def switch_state(state: str) -> Html:
+    """A switch's state in the words the overview counts it by: a switch whose deadline passed
+    "fired" (and, where its actions marked it failed, says so)."""
+    if state == "failed":
+        return render('<span class="badge state-failed">fired</span> marked failed')
+    if state == "expired":
+        return Html('<span class="badge state-expired">fired</span>')
+    return badge(state)
+
+
 def table(
     caption: str,
     headers: Sequence[str],

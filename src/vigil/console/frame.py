@@ -54,13 +54,15 @@ def frame(
             if not operators or who.get("role") == "operator"
         )
         nav = render('<nav aria-label="Console"><ul>{items}</ul></nav>', items=items)
+        # An operator is said to be one; anyone else by what they are (a person, an agent).
+        standing = "operator" if who.get("role") == "operator" else who.get("kind")
         account = render(
-            '<div class="account"><span>{name} · {role} · {namespace}</span>'
+            '<div class="account"><span>{name} · {standing} · {namespace}</span>'
             '<form method="post" action="/console/sign-out">'
             '<input type="hidden" name="csrf" value="{csrf}">'
             '<button type="submit">Sign out</button></form></div>',
             name=who.get("name") or who.get("principal_id"),
-            role=who.get("role"),
+            standing=standing,
             namespace=who.get("namespace"),
             csrf=csrf,
         )

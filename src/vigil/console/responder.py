@@ -200,6 +200,7 @@ class Responder:
                 "name": principal.name,
                 "principal_id": principal.id,
                 "role": principal.role,
+                "kind": principal.kind,
                 "namespace": principal.namespace,
             }
         html = frame(

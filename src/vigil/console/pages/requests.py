@@ -188,10 +188,14 @@ def confirmation(
         return responder.not_found("Request", found, visit)
     outcome = form["outcome"]
     verb = VERBS[outcome]
-    if found["state"] != "open" or changed_since(found, integer(form.get("version"))):
+    if found["state"] != "open":
         return responder.changed(
-            f"version_conflict: this request is {found['state']} at version "
-            f"{found['version']}, not the version you read.",
+            f"This request is {found['state']} already: nothing was decided.", back, visit
+        )
+    if changed_since(found, integer(form.get("version"))):
+        return responder.changed(
+            f"This request changed since you read it (it is at version {found['version']} "
+            "now): nothing was decided. Read it again, then decide.",
             back,
             visit,
         )

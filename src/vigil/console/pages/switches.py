@@ -26,6 +26,7 @@ from vigil.console.components import (
     section,
     shown,
     span,
+    switch_state,
     table,
     verbatim,
     when,
@@ -92,8 +93,8 @@ def _listing(responder: Responder, visit: Visit, query: Mapping[str, str]) -> tu
             ("", "any"),
             ("armed", "armed"),
             ("disarmed", "disarmed"),
-            ("expired", "expired"),
-            ("failed", "failed"),
+            ("expired", "fired"),
+            ("failed", "fired, marked failed"),
         )
     )
     filters = render(
@@ -169,7 +170,7 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
         [
             facts(
                 [
-                    ("State", badge(packet["state"])),
+                    ("State", switch_state(packet["state"])),
                     (
                         "Fires",
                         countdown(packet["deadline"], now) if packet["state"] == "armed" else "—",
@@ -330,7 +331,7 @@ def switch_rows(
     return [
         [
             link("/console/switch", s["scope"], scope=s["scope"]),
-            badge(s["state"]),
+            switch_state(s["state"]),
             _fires(s, now, pauses),
             named(s["holder"], s["agent_id"], names),
             s["generation"],
