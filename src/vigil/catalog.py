@@ -109,6 +109,7 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "request_status",
             "set_blocking",
             "replace_request",
+            "withdraw_request",
             "redeem_approval",
             "report_execution",
         ),
@@ -215,7 +216,7 @@ TOOLSETS: tuple[Toolset, ...] = (
     ),
     Toolset(
         "conversations",
-        "Message agents and people: conversations and chats; edit or flag what you asked.",
+        "Message agents and people: conversations and chats; edit, flag or withdraw a request.",
         (
             "send",
             "start_chat",
@@ -223,6 +224,7 @@ TOOLSETS: tuple[Toolset, ...] = (
             "get_conversation",
             "set_blocking",
             "replace_request",
+            "withdraw_request",
         ),
     ),
     Toolset(

@@ -360,6 +360,10 @@ def _replace(world: World) -> dict[str, Any]:
     return keyed(world, "replace_request", {"id": asked["id"], "version": 1, "body": "v2"})
 
 
+def _withdraw(world: World) -> dict[str, Any]:
+    return {"id": _asked(world, kind="approval", action=DEPLOY, blocking=True)["id"]}
+
+
 def _approved(world: World) -> str:
     asked = _asked(world, kind="approval", action=DEPLOY)
     world.call("reply", "watcher", id=asked["id"], version=1, outcome="approved")
@@ -808,6 +812,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("set_blocking", "on a request to one agent", "worker", _set_blocking)
     ],
     "replace_request": [Scenario("replace_request", "a blocking approval", "worker", _replace)],
+    "withdraw_request": [Scenario("withdraw_request", "a blocking approval", "worker", _withdraw)],
     "redeem_approval": [Scenario("redeem_approval", "approved", "worker", _redeem)],
     "report_execution": [Scenario("report_execution", "succeeded", "worker", _report)],
     "heartbeat": [

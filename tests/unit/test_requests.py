@@ -722,3 +722,28 @@ def test_a_reply_to_a_requester_revoked_since_is_recorded_and_owes_it_nothing(
 
     assert decided["state"] == "denied"
     assert desk.call("get_request", "pat", id=asked["id"])["state"] == "denied"
+
+
+def test_the_requester_withdraws_its_open_request_once_and_nobody_decides_it(
+    desk: Desk,
+) -> None:
+    asked = desk.ask("ann", "bob")
+    other = desk.ask("cat", "bob")
+    withdrawn = desk.call("withdraw_request", "ann", id=asked["id"])
+    assert withdrawn == {"id": asked["id"], "state": "withdrawn", "version": 2}
+    # Again: as it stands, nothing more.
+    assert desk.call("withdraw_request", "ann", id=asked["id"]) == withdrawn
+    late = desk.refused("reply", "bob", id=asked["id"], version=1, outcome="answered")
+    assert late.code is ErrorCode.VERSION_CONFLICT
+    assert "withdrawn" in late.message
+    # Only its requester withdraws it: anyone else, its audience too, is told it does not exist.
+    for who in ("bob", "ann"):
+        refused = desk.refused("withdraw_request", who, id=other["id"])
+        assert refused.code is ErrorCode.NOT_FOUND, who
+    assert desk.get("cat", other["id"])["state"] == "open"
+    # A request decided already is a conflict naming its state.
+    desk.call("reply", "bob", id=other["id"], version=1, outcome="answered")
+    final = desk.refused("withdraw_request", "cat", id=other["id"])
+    assert final.code is ErrorCode.VERSION_CONFLICT
+    audited = desk.call("list_audit_events", "operator", target=asked["id"])["events"]
+    assert [(e["action"], e["actor"]) for e in audited] == [("withdraw_request", desk.ids["ann"])]

@@ -249,9 +249,9 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="rotate_secret",
         title="Rotate a secret",
         description=(
-            "Replace a principal's secret and invalidate the old one at once: your own, or as an "
-            "operator a worker's. A lost answer: retry with the old secret and the same "
-            f"idempotency key within {HANDOVER_SECONDS // 60} minutes."
+            "Replace a principal's secret, the old one invalid at once: yours, or as an "
+            "operator a worker's. Answer lost: retry with the old secret and the same "
+            "idempotency key within 10 minutes."
         ),
         input_model=RotateSecretInput,
         output_model=SecretIssued,
@@ -282,10 +282,7 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
     Tool(
         name="list_agents",
         title="List agents",
-        description=(
-            "List the agents of the caller's namespace with their mailbox addresses, in the "
-            "result's agents field."
-        ),
+        description=("Your namespace's agents and their mailbox addresses."),
         input_model=NoInput,
         output_model=AgentList,
         run=list_agents,

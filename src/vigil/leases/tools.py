@@ -160,10 +160,10 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         name="acquire_lease",
         title="Acquire a lease",
         description=(
-            "Take an exclusive lease on a resource for ttl_seconds. Its generation is a "
-            "fencing token to present with every action on the resource. Held by someone "
-            "else: version_conflict with held_until. Give a scope so that your dead-man "
-            "switch releases it if you die."
+            "Take an exclusive lease on a resource for ttl_seconds; its generation is the "
+            "fencing token to present with every action on it. Held by another: "
+            "version_conflict with held_until. Give a scope so your dead-man switch releases "
+            "it if you die."
         ),
         input_model=AcquireInput,
         output_model=LeaseResult,

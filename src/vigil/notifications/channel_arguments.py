@@ -106,7 +106,7 @@ Events = Annotated[
         min_length=1,
         max_length=len(EVENT_TYPES),
         json_schema_extra={"uniqueItems": True},
-        description="The event types this rule takes, each once.",
+        description="The event types it takes.",
     ),
     AfterValidator(_each_once),
 ]
@@ -132,7 +132,7 @@ class RuleInput(StrictInput):
     )
     escalate_to: ChannelId | None = Field(
         default=None,
-        description="The channel (of this namespace) an unacknowledged alert escalates to.",
+        description="Where an unacknowledged alert escalates: a channel here.",
     )
 
     @model_validator(mode="after")

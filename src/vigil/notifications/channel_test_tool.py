@@ -62,8 +62,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="test_channel",
         title="Send a test notification",
         description=(
-            "Send a channel.test event to a channel once, as a real event goes, and say what the "
-            "receiver answered. Works on a disabled channel too."
+            "Send one channel.test event to a channel as a real one goes (a disabled channel "
+            "too), and say what the receiver answered."
         ),
         input_model=TestChannelInput,
         output_model=ChannelTested,

@@ -140,7 +140,7 @@ class CreateChannelInput(StrictInput):
     name: Name
     kind: ChannelKind = Field(
         default="webhook",
-        description="webhook (signed JSON POSTs), slack (incoming webhook) or email.",
+        description="webhook: signed JSON POSTs.",
     )
     url: Url | None = None
     email: EmailAddress | None = None
@@ -316,8 +316,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="set_channel_state",
         title="Enable or disable a channel",
         description=(
-            "Disable a channel (it receives no events until enabled again) or enable it, "
-            "including one Vigil disabled because its receiver answered 410 Gone."
+            "Disable a channel (no events until enabled) or enable it, one Vigil disabled "
+            "after a 410 Gone too."
         ),
         input_model=SetChannelStateInput,
         output_model=ChannelResult,
@@ -328,8 +328,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="delete_channel",
         title="Delete a channel",
         description=(
-            "Delete a channel at the version given: it receives nothing more and its place in "
-            "the namespace's quota is freed."
+            "Delete a channel at its version: it receives nothing more, and its place in the "
+            "quota is freed."
         ),
         input_model=DeleteChannelInput,
         output_model=ChannelDeleted,

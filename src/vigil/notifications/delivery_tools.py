@@ -125,7 +125,7 @@ def replay_delivery(ctx: NotificationContext, args: ReplayDeliveryInput) -> Deli
 class AcknowledgeAlertInput(StrictInput):
     event_id: str = Field(
         pattern=EVENT_ID_PATTERN,
-        description="The alert's id (its webhook-id), or the id of one of its repeats.",
+        description="The alert's id (webhook-id), or a repeat's.",
     )
 
 

@@ -51,8 +51,8 @@ ActionDocument = Annotated[
     WithJsonSchema(
         {
             **ACTION_BOUNDS.json_schema(),
-            "description": "The exact action an approval binds, a JSON object "
-            f"({ACTION_BOUNDS.describe()}), compared as canonical JSON.",
+            "description": "The exact action, a JSON object "
+            f"({ACTION_BOUNDS.describe()}), compared canonically.",
         }
     ),
 ]
@@ -83,8 +83,7 @@ SharedKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="A question asked again with this key, unchanged, gets its last answer "
-        "at once.",
+        description="The same question asked with this key gets its last answer at once.",
     ),
     normalised(128),
 ]
@@ -187,6 +186,10 @@ class RequestStatusInput(StrictInput):
     everyone: bool | None = Field(default=None, description="People: all of the namespace's.")
     state: RequestState | None = Field(default=None, description="Only requests in this state.")
     waiting: bool | None = Field(default=None, description="Only those awaiting your decision.")
+
+
+class WithdrawRequestInput(StrictInput):
+    id: RequestId
 
 
 class SetBlockingInput(StrictInput):

@@ -17,7 +17,8 @@ from vigil.conversations.tools import (
     sent,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Replay, Tool
+from vigil.kit.tooling import Output, Replay, Tool
+from vigil.requests import calls
 from vigil.requests.asking import Ask, Asking, Replace
 from vigil.requests.calls import RequestContext, presenter, requests_of
 from vigil.requests.inputs import (
@@ -30,9 +31,10 @@ from vigil.requests.inputs import (
     RequestStatusInput,
     SetBlockingInput,
     StartChatInput,
+    WithdrawRequestInput,
 )
 from vigil.requests.policy import Terms
-from vigil.requests.records import OUTCOMES, Request
+from vigil.requests.records import OUTCOMES, Request, RequestState
 from vigil.requests.service import Reply, StatusQuery
 from vigil.requests.views import (
     ExecutionView,
@@ -192,6 +194,18 @@ def set_blocking(ctx: RequestContext, args: SetBlockingInput) -> RequestView:
     )
 
 
+# -- withdraw_request -----------------------------------------------------------------------
+class Withdrawn(Output):
+    id: str
+    state: RequestState
+    version: int
+
+
+def withdraw_request(ctx: RequestContext, args: WithdrawRequestInput) -> Withdrawn:
+    withdrawn = calls.withdraw_request(ctx, args.id)
+    return Withdrawn(id=withdrawn.id, state=withdrawn.state, version=withdrawn.version)
+
+
 # -- replace_request ------------------------------------------------------------------------
 def replace_request(ctx: RequestContext, args: ReplaceRequestInput) -> ReplaceResult:
     now = ctx.clock.now()
@@ -299,6 +313,14 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         input_model=SetBlockingInput,
         output_model=RequestView,
         run=set_blocking,
+    ),
+    Tool(
+        name="withdraw_request",
+        title="Withdraw a request",
+        description="Withdraw your own open request: nobody decides it any more.",
+        input_model=WithdrawRequestInput,
+        output_model=Withdrawn,
+        run=withdraw_request,
     ),
     Tool(
         name="replace_request",

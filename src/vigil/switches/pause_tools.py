@@ -52,14 +52,14 @@ PauseReason = Annotated[
         min_length=1,
         max_length=200,
         pattern=PRINTABLE,
-        description="Why, for the people watching: one line, up to 200 characters.",
+        description="Why, for the people watching; one line.",
     ),
 ]
 
 
 class PauseSwitchesInput(StrictInput):
     scope_prefix: ScopePrefix = Field(
-        description="Pause every switch whose scope begins with this text (job-1 covers job-10)."
+        description="Every switch whose scope begins with this (job-1 covers job-10)."
     )
     until: Moment | None = Field(
         default=None,

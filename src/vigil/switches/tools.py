@@ -94,8 +94,8 @@ class BeatInput(StrictInput):
     on_expiry: list[Action] | None = Field(
         default=None,
         description=(
-            "What runs, once, if the next beat is late: release_leases (leases taken with "
-            "this scope), mark_failed, queue_alert. Left out: kept (new switch: mark_failed)."
+            "What runs once if the next beat is late: release_leases (this scope's leases), "
+            "mark_failed, queue_alert. Left out: kept (new switch: mark_failed)."
         ),
     )
     notify_address: AddressField | None = Field(
