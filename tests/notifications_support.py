@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vigil.mailboxes.events import DeliveryDeadLettered
-from vigil.notifications.events import EVENT_TYPES, Event, EventType, make_event
+from vigil.notifications.events import EVENT_TYPES, Event, NoticeType, make_event
+from vigil.notifications.records import FOLLOWS
 from vigil.requests.events import RequestData
 from vigil.requests.records import Request
 from vigil.sessions.events import SessionStale
@@ -90,7 +91,7 @@ def dead_letter() -> DeliveryDeadLettered:
     )
 
 
-def sample(event_type: EventType, console_base: str | None = CONSOLE) -> Event:
+def sample(event_type: NoticeType, console_base: str | None = CONSOLE) -> Event:
     request = approval()
     data: SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
     match event_type:
@@ -102,6 +103,8 @@ def sample(event_type: EventType, console_base: str | None = CONSOLE) -> Event:
             data = RequestData.of(request.replied(PERSON, "approved", None, 1, T0))
         case "request.expired":
             data = RequestData.of(request.expired(request.expires_at))
+        case "request.withdrawn":
+            data = RequestData.of(request.withdrawn(request.requester, T0))
         case "session.stale":
             data = SessionStale.of(session())
         case "delivery.dead_lettered":
@@ -127,4 +130,6 @@ def opened(request: Request) -> Event:
 
 
 def samples(console_base: str | None = CONSOLE) -> list[Event]:
-    return [sample(event_type, console_base) for event_type in EVENT_TYPES]
+    """One of each event a channel may receive: those its rules choose, and those that follow."""
+    kinds: list[NoticeType] = [*EVENT_TYPES, *FOLLOWS]  # type: ignore[list-item]
+    return [sample(event_type, console_base) for event_type in kinds]

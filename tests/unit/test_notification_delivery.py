@@ -570,6 +570,28 @@ def test_an_answered_request_is_told_with_who_answered(
     assert (answered["data"]["outcome"], answered["data"]["answered_by"]) == ("answered", person)
 
 
+def test_whoever_was_told_a_request_opened_is_told_it_was_withdrawn(
+    world: Notifying, receiver: Receiver
+) -> None:
+    """The Slack message or email that asks a person to decide is followed by one that says
+    nobody needs to: to every channel that took its opening, and to no other."""
+    _, secret = world.channel(receiver.url, ["request.opened"])
+    world.channel(receiver.url, ["switch.fired", "request.answered"])
+    _, asker = world.tenant.register(name="asker")
+    person, _ = world.tenant.register(kind="person", name="pat")
+    asked = world.call(
+        "ask", asker, target={"kind": "person", "id": person}, body="Deploy?", kind="approval"
+    )
+    world.call("withdraw_request", asker, id=asked["id"])
+    world.call("withdraw_request", asker, id=asked["id"])  # again: told once
+    world.advance(1)
+    # Two posts in all, both signed by the channel that took the opening.
+    opened, withdrawn = receiver.verified(secret)
+    assert (opened["type"], withdrawn["type"]) == ("request.opened", "request.withdrawn")
+    assert withdrawn["data"]["request_id"] == asked["id"]
+    assert withdrawn["data"]["state"] == "withdrawn"
+
+
 # -- test_channel -------------------------------------------------------------------------------
 def test_test_channel_sends_one_signed_test_event_and_never_retries_it(
     world: Notifying, receiver: Receiver

@@ -194,6 +194,15 @@ def test_a_decided_request_only_links_to_its_page() -> None:
     assert "*Answered by*\nper_bbbbbbbbbbbbbbbb" in shown(message)
 
 
+def test_a_withdrawn_request_says_so_and_offers_nothing_to_decide() -> None:
+    """The message that follows the one asking: its title says withdrawn, and an interactive
+    channel offers no decision on it, only the request's page."""
+    message = slack_message(sample("request.withdrawn"), CONSOLE, interactive=True)
+    assert message["blocks"][0]["text"]["text"].startswith("Approval withdrawn: ")
+    assert [b["action_id"] for b in buttons(message)] == ["open"]
+    assert "*State*\nwithdrawn" in shown(message)
+
+
 def test_a_session_links_to_its_page_and_a_dead_letter_to_none() -> None:
     [button] = buttons(slack_message(sample("session.stale"), CONSOLE))
     assert button["url"] == f"{CONSOLE}/console/session?id=ses+%3C1%3E+%26+more"

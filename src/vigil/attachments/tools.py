@@ -11,7 +11,6 @@ from pydantic import Field
 from vigil.attachments.blobs import Blobs
 from vigil.attachments.records import (
     BASE64_PATTERN,
-    DRAFT_SECONDS,
     MAX_BASE64_CHARS,
     MAX_FILE_BYTES,
     MAX_INLINE_BYTES,

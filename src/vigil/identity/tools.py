@@ -12,7 +12,6 @@ from vigil.identity.calls import Call
 from vigil.identity.records import Principal, Status
 from vigil.identity.store import IdentityPorts
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.idempotency import HANDOVER_SECONDS
 from vigil.kit.names import PRINTABLE, normalised
 from vigil.kit.principals import PRINCIPAL_ID_PATTERN, Kind, Role
 from vigil.kit.text import SEARCHABLE

@@ -117,6 +117,11 @@ class RequestExpiredEvent(EventEnvelope):
     data: RequestData
 
 
+class RequestWithdrawnEvent(EventEnvelope):
+    type: Literal["request.withdrawn"]
+    data: RequestData
+
+
 class SessionStaleEvent(EventEnvelope):
     type: Literal["session.stale"]
     data: SessionStale
@@ -148,6 +153,7 @@ Event = Annotated[
     | RequestExpiringEvent
     | RequestAnsweredEvent
     | RequestExpiredEvent
+    | RequestWithdrawnEvent
     | SessionStaleEvent
     | DeliveryDeadLetteredEvent
     | DeliveryWaitingEvent
@@ -161,6 +167,7 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "request.expiring": RequestExpiringEvent,
     "request.answered": RequestAnsweredEvent,
     "request.expired": RequestExpiredEvent,
+    "request.withdrawn": RequestWithdrawnEvent,
     "session.stale": SessionStaleEvent,
     "delivery.dead_lettered": DeliveryDeadLetteredEvent,
     "delivery.waiting": DeliveryWaitingEvent,

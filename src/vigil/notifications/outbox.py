@@ -32,7 +32,13 @@ from vigil.kit.publish import Published
 from vigil.kit.uow import Write
 from vigil.notifications.events import Event, NoticeType, make_event
 from vigil.notifications.feeds import AGENT_EVENTS, delivery_key
-from vigil.notifications.records import ALERTS, EVENT_TYPES, ChannelDelivery, Notification
+from vigil.notifications.records import (
+    ALERTS,
+    EVENT_TYPES,
+    FOLLOWS,
+    ChannelDelivery,
+    Notification,
+)
 from vigil.notifications.store import OutboxPorts
 
 
@@ -116,7 +122,7 @@ class Outbox:
         namespace = event.namespace
         channels = (
             read_once(("channels", namespace), lambda: self.store.list_channels(namespace))
-            if event.type in EVENT_TYPES
+            if event.type in EVENT_TYPES or event.type in FOLLOWS
             else []
         )
         wanting = [c for c in channels if c.wants(event.type, event.scope)]

@@ -32,11 +32,15 @@ EventType = Literal[
     "delivery.dead_lettered",
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
+# What follows an event to wherever that event went, chosen by no rule of its own: whoever was
+# told a request opened (a Slack message, an email with its buttons) is told it was withdrawn.
+FollowingType = Literal["request.withdrawn"]
+FOLLOWS: dict[str, EventType] = {"request.withdrawn": "request.opened"}
 # What only the agent it concerns reads, as its own event: no channel's rule chooses it.
 AgentOnlyType = Literal["delivery.waiting", "instruction.posted"]
 # What a notification may be of: the events channels' rules choose, the test an operator sends a
 # channel, and the events only their agents read.
-NoticeType = EventType | Literal["channel.test"] | AgentOnlyType
+NoticeType = EventType | FollowingType | Literal["channel.test"] | AgentOnlyType
 
 # A namespace keeps at most this many channels, each at most this many rules.
 MAX_CHANNELS = 50
@@ -68,7 +72,7 @@ class Rule(Record):
     escalate_to: str | None = None
 
     def matches(self, event_type: str, scope: str | None) -> bool:
-        if event_type not in self.events:
+        if FOLLOWS.get(event_type, event_type) not in self.events:
             return False
         if self.scope_prefix == "":
             return True

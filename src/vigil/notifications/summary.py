@@ -178,6 +178,7 @@ def _request_title(event_type: str, data: RequestData) -> str:
         "request.expiring": "expiring soon",
         "request.answered": data.outcome or "answered",  # "Approval denied", "Task completed"
         "request.expired": "expired",
+        "request.withdrawn": "withdrawn",
     }[event_type]
     first_line = data.body.strip().splitlines()[0] if data.body.strip() else ""
     return f"{kind} {what}" + (f": {cut(first_line, TITLE_EXCERPT)}" if first_line else "")

@@ -48,7 +48,7 @@ from vigil.requests.store import EVERYONE, RequestPorts
 
 TIMER_KIND = "request"
 RequestEventType = Literal[
-    "request.opened", "request.expiring", "request.answered", "request.expired"
+    "request.opened", "request.expiring", "request.answered", "request.expired", "request.withdrawn"
 ]
 # A request's channels are told it is expiring this long before it expires (or a fifth of its
 # lifetime before, when that is shorter); none for a request of less than EXPIRING_FROM.
@@ -429,6 +429,7 @@ class Requests:
                 *self.closing(request),
                 self.store.save_request(withdrawn),
                 self.audit.add_audit_event(event),
+                *self.notice("request.withdrawn", withdrawn),
                 result=result,
             )
             return result

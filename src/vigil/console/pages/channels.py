@@ -36,7 +36,7 @@ HERE = f"{PREFIX}/channels"
 EVENT_FIELD = "event:"
 EVENT_WORDS = {
     "switch.fired": "a dead-man switch fired",
-    "request.opened": "a request was asked",
+    "request.opened": "a request was asked (and, when it is, withdrawn)",
     "request.expiring": "a request is about to expire",
     "request.answered": "a request was answered or decided",
     "request.expired": "a request expired unanswered",
