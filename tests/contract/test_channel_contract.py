@@ -240,6 +240,25 @@ def test_an_account_is_linked_to_whoever_linked_it_first(store: Store, clock: Ma
     assert store.linked_account("globex", "slack", "T0ACME/U0PAT") is None
 
 
+def test_an_account_is_unlinked_only_from_whom_it_is_linked_to(
+    store: Store, clock: ManualClock
+) -> None:
+    UnitOfWork(store).commit(store.link_account(account_link(clock, OPERATOR)))
+    other = "per_bbbbbbbbbbbbbbbb"
+    with pytest.raises(ConditionFailed):
+        UnitOfWork(store).commit(store.unlink_account("acme", "slack", "T0ACME/U0PAT", other))
+    with pytest.raises(ConditionFailed):
+        UnitOfWork(store).commit(store.unlink_account("globex", "slack", "T0ACME/U0PAT", OPERATOR))
+    assert store.linked_account("acme", "slack", "T0ACME/U0PAT") == OPERATOR
+    UnitOfWork(store).commit(store.unlink_account("acme", "slack", "T0ACME/U0PAT", OPERATOR))
+    assert store.linked_account("acme", "slack", "T0ACME/U0PAT") is None
+    with pytest.raises(ConditionFailed):
+        UnitOfWork(store).commit(store.unlink_account("acme", "slack", "T0ACME/U0PAT", OPERATOR))
+    # Free again: the next person to link it keeps it.
+    UnitOfWork(store).commit(store.link_account(account_link(clock, other)))
+    assert store.linked_account("acme", "slack", "T0ACME/U0PAT") == other
+
+
 def test_a_slack_response_is_kept_once(store: Store, clock: ManualClock) -> None:
     owed = SlackResponse(
         namespace="acme",

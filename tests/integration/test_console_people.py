@@ -120,3 +120,53 @@ def test_the_audit_trail_names_who_did_what_and_filters(world: World) -> None:
     assert len(about) == 1
     assert "register" in about[0]
     assert "No change matches." in page(operator, "/console/audit", actor=agent)
+
+
+def test_an_operator_unlinks_a_departed_persons_slack_user_after_seeing_whose_it_is(
+    world: World,
+) -> None:
+    from vigil.kit.uow import UnitOfWork
+    from vigil.notifications.records import AccountLink
+
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Gone")
+    link = AccountLink(
+        namespace="acme",
+        surface="slack",
+        account="T0ACME/U0PAT",
+        principal_id=pat,
+        linked_at=world.clock.now(),
+    )
+    UnitOfWork(world.app.store).commit(world.app.store.link_account(link))
+    operator = signed_in(world, world.tenant.operator_secret)
+    csrf = field_of(operator.get("/console/people"), "csrf")
+    asked = operator.post("/console/people/unlink", {"csrf": csrf, "account": "slack:T0ACME/U0PAT"})
+    shown = asked.body.decode()
+    assert asked.status == 200
+    assert "Pat Gone" in shown
+    assert "Yes, unlink" in shown
+    assert world.app.store.linked_account("acme", "slack", "T0ACME/U0PAT") == pat
+    # Someone else's form cannot end it: only an operator's.
+    person = signed_in(world, pat_secret)
+    form = {
+        "csrf": field_of(person.get("/console"), "csrf"),
+        "account": "slack:T0ACME/U0PAT",
+        "principal_id": pat,
+        "confirm": "yes",
+    }
+    assert person.post("/console/people/unlink", form).status == 403
+    # Bound to whom the operator was shown: another person's id changes nothing.
+    form["csrf"] = csrf
+    stale = operator.post("/console/people/unlink", {**form, "principal_id": "per_" + "b" * 16})
+    assert stale.status == 409
+    done = operator.post("/console/people/unlink", form)
+    assert done.status == 200
+    assert "no longer decides as Pat Gone" in done.body.decode()
+    assert world.app.store.linked_account("acme", "slack", "T0ACME/U0PAT") is None
+    events = world.call("list_audit_events", target="slack:T0ACME/U0PAT")["events"]
+    assert [(e["action"], e["actor"]) for e in events] == [
+        ("unlink_account", world.tenant.operator.id)
+    ]
+    gone = operator.post("/console/people/unlink", {"csrf": csrf, "account": "slack:T0ACME/U0PAT"})
+    assert gone.status == 404
+    bad = operator.post("/console/people/unlink", {"csrf": csrf, "account": "U0PAT"})
+    assert bad.status == 400

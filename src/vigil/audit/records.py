@@ -45,6 +45,7 @@ AuditAction = Literal[
     "withdraw_request",
     "reply",
     "link_account",
+    "unlink_account",
     "redrive",
     "grant_access",
     "revoke_grant",

@@ -79,6 +79,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/link": links.bind,
     grants.REVOKE: grants.revoke,
     people.ADD: people.add,
+    links.UNLINK: links.unlink,
     dead_letters.SEND_BACK: dead_letters.send_back,
 }
 

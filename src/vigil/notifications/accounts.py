@@ -56,7 +56,7 @@ def opened_link(keys: Keys, token: str, now: datetime) -> tuple[str, AccountSurf
 def link_account(store: AccountPorts, link: AccountLink) -> str:
     """Links the account to ``link.principal_id``, audited in the same commit (the account
     then decides as that person); the principal it is linked to now: that one, or whoever
-    linked it first (a link is never undone or moved)."""
+    linked it first (a link is never moved; an operator may end it, ``unlink_account``)."""
     event = AuditEvent.of(
         link.namespace,
         link.principal_id,
@@ -72,6 +72,38 @@ def link_account(store: AccountPorts, link: AccountLink) -> str:
         UnitOfWork(store).commit(store.link_account(link), store.add_audit_event(event))
     except ConditionFailed:
         linked = store.linked_account(link.namespace, link.surface, link.account)
-        assert linked is not None  # a link is never deleted
+        if linked is None:  # unlinked meanwhile: this link may be the next
+            return link_account(store, link)
         return linked
     return link.principal_id
+
+
+def unlink_account(
+    store: AccountPorts,
+    namespace: str,
+    surface: AccountSurface,
+    account: str,
+    principal_id: str,
+    by: str,
+    now: datetime,
+) -> bool:
+    """An operator's power: ends the account's link to ``principal_id`` (whom the operator
+    was shown), audited in the same commit, so that the account decides as nobody until a
+    person links it again; False, changing nothing, if it is not linked to that principal."""
+    event = AuditEvent.of(
+        namespace,
+        by,
+        "unlink_account",
+        "account",
+        f"{surface}:{account}"[:200],
+        None,
+        None,
+        now,
+        via="console",
+    )
+    try:
+        unlinked = store.unlink_account(namespace, surface, account, principal_id)
+        UnitOfWork(store).commit(unlinked, store.add_audit_event(event))
+    except ConditionFailed:
+        return False
+    return True

@@ -268,6 +268,17 @@ class DynamoChannels(DynamoBase, ChannelStore, FeedStore):
         item = self._get(key["pk"]["S"], key["sk"]["S"])
         return AccountLink.model_validate_json(item["doc"]["S"]).principal_id if item else None
 
+    def unlink_account(
+        self, namespace: str, surface: AccountSurface, account: str, principal_id: str
+    ) -> DynamoWrite:
+        delete = {
+            "TableName": self.table,
+            "Key": _account_key(namespace, surface, account),
+            "ConditionExpression": "contains(doc, :linked)",
+            "ExpressionAttributeValues": {":linked": attr_s(f'"principal_id":"{principal_id}"')},
+        }
+        return DynamoWrite([{"Delete": delete}])
+
     def add_slack_response(self, response: SlackResponse) -> bool:
         ends = response.created_at + RESPONSE_URL_LIFETIME
         item = {

@@ -213,6 +213,21 @@ class MemoryChannels(MemoryBase, ChannelStore, FeedStore):
             found = self.accounts.get((namespace, surface, account))
             return found.principal_id if found else None
 
+    def unlink_account(
+        self, namespace: str, surface: AccountSurface, account: str, principal_id: str
+    ) -> MemoryWrite:
+        key = (namespace, surface, account)
+
+        def check() -> None:
+            found = self.accounts.get(key)
+            if found is None or found.principal_id != principal_id:
+                raise ConditionFailed(account)
+
+        def apply() -> None:
+            del self.accounts[key]
+
+        return MemoryWrite(check, apply, (item_bytes(key),))
+
     def add_slack_response(self, response: SlackResponse) -> bool:
         key = (response.namespace, response.id)
         with self._lock:

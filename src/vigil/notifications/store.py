@@ -95,6 +95,13 @@ class ChannelStore(ABC):
         """The principal the account is linked to, if any."""
 
     @abstractmethod
+    def unlink_account(
+        self, namespace: str, surface: AccountSurface, account: str, principal_id: str
+    ) -> Write:
+        """Ends the account's link; fails (ConditionFailed) unless it is linked to
+        ``principal_id`` (an operator unlinks what they were shown)."""
+
+    @abstractmethod
     def add_slack_response(self, response: SlackResponse) -> bool:
         """Keeps ``response`` while its response_url works (then it is deleted, TTL), so that a
         replayed interaction finds it; False, changing nothing, if its id is taken."""

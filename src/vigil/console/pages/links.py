@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vigil.console.components import problem
-from vigil.console.html import render
+from vigil.console.html import Html, render
 from vigil.console.responder import PREFIX, Responder, Visit
 from vigil.kit.http import HttpRequest, HttpResponse
-from vigil.notifications.accounts import link_account, opened_link
+from vigil.notifications.accounts import link_account, opened_link, unlink_account
 from vigil.notifications.records import AccountLink, AccountSurface
 
 _NAMED = {"slack": "Slack user", "email": "email address"}
@@ -88,3 +88,90 @@ def bind(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRes
         account=account,
     )
     return responder.page("Linked", body, visit)
+
+
+# -- an operator ending a link --------------------------------------------------------------
+PEOPLE = f"{PREFIX}/people"
+UNLINK = f"{PEOPLE}/unlink"
+
+
+def unlink_form(csrf: str) -> Html:
+    """The operator's form that ends an account's link (a departed person's Slack user or
+    address), naming the account as the audit trail does: ``slack:<team>/<user>`` or
+    ``email:<address>``. Its first answer shows whom it is linked to and asks again."""
+    return render(
+        '<section aria-labelledby="unlink-title" id="unlink"><h2 id="unlink-title">Unlink an '
+        "account</h2><p>A Slack user or an email address decides as the person who linked it. "
+        "To end that (someone left), name it as the Audit page does.</p>"
+        '<form method="post" action="{action}" class="post">'
+        '<input type="hidden" name="csrf" value="{csrf}">'
+        '<label for="unlink-account">Account</label>'
+        '<input id="unlink-account" name="account" required maxlength="300" '
+        'placeholder="slack:T0123/U0456 or email:dana@example.com">'
+        '<button type="submit">Unlink…</button></form></section>',
+        action=UNLINK,
+        csrf=csrf,
+    )
+
+
+def unlink(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    """Ends a link, an operator's power: the first post shows whom the account is linked to
+    and asks again; only the confirmation, bound to that person, ends it (audited)."""
+    title = "Unlink an account"
+    if visit.principal.role != "operator":
+        return responder.refused(403, "Only operators unlink accounts.", visit)
+    surface, _, account = form.get("account", "").strip().partition(":")
+    if surface not in _NAMED or not account:
+        why = "Name the account as slack:<team>/<user> or email:<address>."
+        return responder.page(title, problem(why), visit, status=400)
+    namespace = visit.principal.namespace
+    store = responder.app.store
+    linked = store.linked_account(namespace, surface, account)  # type: ignore[arg-type]
+    if linked is None:
+        why = f"No one is linked to the {_NAMED[surface]} {account}."
+        return responder.page(title, problem(why), visit, status=404)
+    person = store.get_principal(namespace, linked)
+    name = person.name if person is not None else linked
+    if form.get("confirm") != "yes":
+        body = render(
+            "<p>The {what} <code>{account}</code> decides as <strong>{name}</strong> "
+            '<span class="id">{id}</span>. Unlink it? It then decides nothing until a person '
+            "links it again.</p>"
+            '<form method="post" action="{action}" class="post">'
+            '<input type="hidden" name="csrf" value="{csrf}">'
+            '<input type="hidden" name="account" value="{named}">'
+            '<input type="hidden" name="principal_id" value="{id}">'
+            '<input type="hidden" name="confirm" value="yes">'
+            '<div class="decision"><button type="submit" class="deny">Yes, unlink</button>'
+            '<a href="{back}">Cancel</a></div></form>',
+            what=_NAMED[surface],
+            account=account,
+            name=name,
+            id=linked,
+            action=UNLINK,
+            csrf=visit.csrf,
+            named=f"{surface}:{account}",
+            back=PEOPLE,
+        )
+        return responder.page(f"Unlink {account}?", body, visit, here=PEOPLE)
+    ended = unlink_account(
+        store,
+        namespace,
+        surface,  # type: ignore[arg-type]
+        account,
+        form.get("principal_id", ""),
+        visit.principal.id,
+        responder.now(),
+    )
+    if not ended:
+        why = "It changed meanwhile: it is no longer linked to whom you were shown."
+        return responder.changed(why, PEOPLE, visit)
+    said = render(
+        "<p>The {what} <code>{account}</code> no longer decides as {name}.</p>"
+        '<p><a href="{back}">Back to people and agents</a></p>',
+        what=_NAMED[surface],
+        account=account,
+        name=name,
+        back=PEOPLE,
+    )
+    return responder.page("Unlinked", said, visit, here=PEOPLE)

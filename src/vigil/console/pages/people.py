@@ -9,6 +9,7 @@ from typing import Any
 
 from vigil.console.components import badge, ident, next_page, shown, table, views
 from vigil.console.html import Html, join, render
+from vigil.console.pages.links import unlink_form
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
 from vigil.errors import VigilError
 from vigil.kit.http import HttpRequest, HttpResponse
@@ -38,7 +39,9 @@ def people(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
             more = next_page(HERE, {"kind": kind, "cursor": page["next_cursor"]})
         return join([listing, more])
 
-    form = add_form(kind, {}, None, visit.csrf) if responder.may(visit, "register") else Html("")
+    form = Html("")
+    if responder.may(visit, "register"):
+        form = join([add_form(kind, {}, None, visit.csrf), unlink_form(visit.csrf)])
     lead = views(HERE, "Which principals", KINDS, kind, "kind")
     return responder.live_page(
         request, "People and agents", HERE, shown(found, draw), form, visit, lead=lead
