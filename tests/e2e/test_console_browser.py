@@ -31,11 +31,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from vigil.kit.uow import UnitOfWork
+from vigil.notifications.records import AccountLink
+from vigil.stores.dynamo import DynamoStore
 
 pytestmark = pytest.mark.e2e
 
@@ -727,6 +733,26 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     audited(page, f"tour-added-{width}")
     page.goto(f"{base}/console/audit?target_kind=principal")
     expect(page.locator("#audit")).to_contain_text(f"tour-agent-{width}")
+    # An operator unlinks a departed person's Slack user: told whose it is, and asked again.
+    gone = rest(state, state["operator_secret"], "register", kind="person", name=f"Gone {width}")
+    account = f"T0TOUR/U{width}"
+    store = DynamoStore(boto3.client("dynamodb"), os.environ["TABLE_NAME"])
+    link = AccountLink(
+        namespace=state["namespace"],
+        surface="slack",
+        account=account,
+        principal_id=gone["principal"]["id"],
+        linked_at=datetime.now(UTC),
+    )
+    UnitOfWork(store).commit(store.link_account(link))
+    page.goto(f"{base}/console/people")
+    page.get_by_role("textbox", name="Account").fill(f"slack:{account}")
+    page.get_by_role("button", name="Unlink…").click()
+    expect(page.locator("main")).to_contain_text(f"Gone {width}")
+    audited(page, f"tour-unlink-{width}")
+    page.get_by_role("button", name="Yes, unlink").click()
+    expect(page.locator("main")).to_contain_text("no longer decides as")
+    assert store.linked_account(state["namespace"], "slack", account) is None
 
     # The pages that ask before a decision or a pause is made.
     page.goto(f"{base}/console/request?id={asked['id']}")
