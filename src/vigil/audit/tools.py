@@ -111,22 +111,24 @@ def list_audit_events(ctx: AuditContext, args: ListAuditEventsInput) -> AuditPag
     bound = {"n": namespace, "p": args.actor, "t": args.target, "tk": args.target_kind}
     before = cursor_position(args.cursor, "audit", str, **bound) if args.cursor else None
 
+    # Each batch reads one event more than it hands out, so that a page that ends where the
+    # trail ends says so without a read of its own.
+    read: dict[str, object] = {}
+
     def fetch(position: str | None, size: int) -> list[AuditEvent]:
-        return ctx.store.audit_events(namespace, position, size)
+        found = ctx.store.audit_events(namespace, position, size + 1)
+        batch = found[:size]
+        read.update(last=batch[-1].position if batch else None, more=len(found) > size)
+        return batch
 
     budget = SCAN_BUDGET if args.actor or args.target or args.target_kind else args.limit
     page, last = scan_page(fetch, lambda e: e.position, args.keeps, before, args.limit, budget)
-    if last is not None and len(page) == args.limit and not _more(ctx, namespace, last):
+    if last is not None and last == read["last"] and not read["more"]:
         last = None
     return AuditPage(
         events=[AuditEventView.of(event) for event in page],
         next_cursor=None if last is None else encode_cursor("audit", a=last, **bound),
     )
-
-
-def _more(ctx: AuditContext, namespace: str, after: str) -> bool:
-    """Whether the trail goes on after ``after``: a full page says no more of it."""
-    return bool(ctx.store.audit_events(namespace, after, 1))
 
 
 TOOLS: tuple[Tool[AuditContext], ...] = (

@@ -17,7 +17,7 @@ from vigil.conversations.tools import (
     sent,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Output, Replay, Tool
+from vigil.kit.tooling import Replay, Tool
 from vigil.requests import calls
 from vigil.requests.asking import Ask, Asking, Replace
 from vigil.requests.calls import RequestContext, presenter, requests_of
@@ -34,7 +34,7 @@ from vigil.requests.inputs import (
     WithdrawRequestInput,
 )
 from vigil.requests.policy import Terms
-from vigil.requests.records import OUTCOMES, Request, RequestState
+from vigil.requests.records import OUTCOMES, Request
 from vigil.requests.service import Reply, StatusQuery
 from vigil.requests.views import (
     ExecutionView,
@@ -42,6 +42,7 @@ from vigil.requests.views import (
     RequestDetail,
     RequestStatusResult,
     RequestView,
+    Withdrawn,
     detail,
     execution_view,
     view,
@@ -195,12 +196,6 @@ def set_blocking(ctx: RequestContext, args: SetBlockingInput) -> RequestView:
 
 
 # -- withdraw_request -----------------------------------------------------------------------
-class Withdrawn(Output):
-    id: str
-    state: RequestState
-    version: int
-
-
 def withdraw_request(ctx: RequestContext, args: WithdrawRequestInput) -> Withdrawn:
     withdrawn = calls.withdraw_request(ctx, args.id)
     return Withdrawn(id=withdrawn.id, state=withdrawn.state, version=withdrawn.version)

@@ -112,6 +112,12 @@ class RequestStatusResult(Output):
     )
 
 
+class Withdrawn(Output):
+    id: str
+    state: RequestState
+    version: int
+
+
 class ReplaceResult(Output):
     previous: RequestView = Field(description="The original, now replaced: it needs no answer.")
     replacement: RequestView = Field(description="The new request, open, at version 1.")

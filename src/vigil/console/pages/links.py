@@ -18,6 +18,7 @@ from vigil.notifications.accounts import link_account, opened_link, unlink_accou
 from vigil.notifications.records import AccountLink, AccountSurface
 
 _NAMED = {"slack": "Slack user", "email": "email address"}
+_SURFACES: dict[str, AccountSurface] = {"slack": "slack", "email": "email"}
 _TITLE = "Link your account"
 
 
@@ -120,13 +121,14 @@ def unlink(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpR
     title = "Unlink an account"
     if visit.principal.role != "operator":
         return responder.refused(403, "Only operators unlink accounts.", visit)
-    surface, _, account = form.get("account", "").strip().partition(":")
-    if surface not in _NAMED or not account:
+    named, _, account = form.get("account", "").strip().partition(":")
+    surface = _SURFACES.get(named)
+    if surface is None or not account:
         why = "Name the account as slack:<team>/<user> or email:<address>."
         return responder.page(title, problem(why), visit, status=400)
     namespace = visit.principal.namespace
     store = responder.app.store
-    linked = store.linked_account(namespace, surface, account)  # type: ignore[arg-type]
+    linked = store.linked_account(namespace, surface, account)
     if linked is None:
         why = f"No one is linked to the {_NAMED[surface]} {account}."
         return responder.page(title, problem(why), visit, status=404)
@@ -157,7 +159,7 @@ def unlink(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpR
     ended = unlink_account(
         store,
         namespace,
-        surface,  # type: ignore[arg-type]
+        surface,
         account,
         form.get("principal_id", ""),
         visit.principal.id,

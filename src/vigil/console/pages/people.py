@@ -11,7 +11,7 @@ from vigil.console.components import badge, ident, next_page, shown, table, view
 from vigil.console.html import Html, join, render
 from vigil.console.pages.links import unlink_form
 from vigil.console.responder import PREFIX, Responder, Visit, idempotency_key
-from vigil.errors import VigilError
+from vigil.errors import HTTP_STATUS, VigilError
 from vigil.kit.http import HttpRequest, HttpResponse
 from vigil.kit.snippets import claude_code_command, mcp_config
 
@@ -100,7 +100,8 @@ def add(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResp
         if not responder.may(visit, "register"):
             return responder.not_done(done, HERE, visit)
         body = add_form(kind, form, done.message, visit.csrf)
-        return responder.page("People and agents", body, visit, here=HERE, status=400)
+        status = HTTP_STATUS[done.code]
+        return responder.page("People and agents", body, visit, here=HERE, status=status)
     return responder.page(
         f"{done['principal']['name']} added", issued(done, visit), visit, here=HERE
     )
