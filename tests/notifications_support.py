@@ -7,13 +7,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vigil.mailboxes.events import DeliveryDeadLettered
-from vigil.notifications.events import EVENT_TYPES, Event, NoticeType, make_event
+from vigil.notifications.events import (
+    EVENT_TYPES,
+    AlertAcknowledged,
+    Event,
+    NoticeType,
+    event_id,
+    make_event,
+)
 from vigil.notifications.records import FOLLOWS
 from vigil.requests.events import RequestData
 from vigil.requests.records import Request
 from vigil.sessions.events import SessionStale
 from vigil.sessions.records import Session
-from vigil.switches.events import SwitchFired
+from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
 from vigil.switches.records import Death, HeldLease, Release
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -93,10 +100,40 @@ def dead_letter() -> DeliveryDeadLettered:
 
 def sample(event_type: NoticeType, console_base: str | None = CONSOLE) -> Event:
     request = approval()
-    data: SwitchFired | RequestData | SessionStale | DeliveryDeadLettered
+    data: (
+        SwitchFired
+        | SwitchRecovered
+        | SwitchFlapping
+        | SwitchSettled
+        | RequestData
+        | SessionStale
+        | DeliveryDeadLettered
+        | AlertAcknowledged
+    )
     match event_type:
         case "switch.fired":
             data = SwitchFired.of(death())
+        case "switch.recovered":
+            ended = death().recovery(T0 + timedelta(minutes=42, seconds=7), PERSON)
+            data = SwitchRecovered.of(ended, fired_id(ended.scope, ended.generation))
+        case "switch.flapping":
+            data = SwitchFlapping.of(death(), 3, 3600)
+        case "switch.settled":
+            flapping = SwitchFlapping.of(death(), 3, 3600)
+            data = SwitchSettled(
+                scope=flapping.scope,
+                flapping_since=flapping.fired_at,
+                settled_at=T0 + timedelta(hours=2),
+                flapping_event_id=event_id(NAMESPACE, "switch.flapping", *flapping.identity()),
+            )
+        case "alert.acknowledged":
+            data = AlertAcknowledged(
+                alert_id=fired_id(death().scope, death().generation),
+                alert_type="switch.fired",
+                scope=death().scope,
+                acknowledged_by=PERSON,
+                acknowledged_at=T0 + timedelta(minutes=3),
+            )
         case "request.opened" | "request.expiring":
             data = RequestData.of(request)
         case "request.answered":
@@ -118,6 +155,11 @@ def sample(event_type: NoticeType, console_base: str | None = CONSOLE) -> Event:
     )
 
 
+def fired_id(scope: str, generation: int) -> str:
+    """The id of the switch.fired event of ``scope``'s death of ``generation``."""
+    return event_id(NAMESPACE, "switch.fired", scope, str(generation))
+
+
 def opened(request: Request) -> Event:
     """The request.opened event of ``request``."""
     return make_event(
@@ -130,6 +172,7 @@ def opened(request: Request) -> Event:
 
 
 def samples(console_base: str | None = CONSOLE) -> list[Event]:
-    """One of each event a channel may receive: those its rules choose, and those that follow."""
-    kinds: list[NoticeType] = [*EVENT_TYPES, *FOLLOWS]  # type: ignore[list-item]
+    """One of each event a channel may receive: those its rules choose, those that follow, and
+    an alert's acknowledgement (for on-call services)."""
+    kinds: list[NoticeType] = [*EVENT_TYPES, *FOLLOWS, "alert.acknowledged"]  # type: ignore[list-item]
     return [sample(event_type, console_base) for event_type in kinds]

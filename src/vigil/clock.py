@@ -33,6 +33,22 @@ class ManualClock:
             return self._now
 
 
+def span(seconds: float) -> str:
+    """A length of time as people read it, in its two largest units: 3 s, 2 min 5 s,
+    1 h 4 min, 2 d 3 h."""
+    whole = int(abs(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
+
+
 def to_ms(moment: datetime) -> datetime:
     """Truncated to the millisecond: what the table stores, so stored and computed times compare
     equal."""

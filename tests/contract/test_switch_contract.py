@@ -73,6 +73,19 @@ def pause_of(
     ).model_copy(update=changes)
 
 
+def test_a_flapping_switch_keeps_its_deaths_and_since_when_it_flaps(
+    store: Store, clock: ManualClock
+) -> None:
+    now = to_ms(clock.now())
+    flaps = [now - timedelta(minutes=20, milliseconds=5), now - timedelta(minutes=1)]
+    s = switch(clock, flaps=flaps, flapping_since=flaps[-1])
+    store.commit([store.save_switch(s, None)])
+    assert store.get_switch("acme", "job#1") == s
+    settled = s.changed(flapping_since=None, flaps=[])
+    store.commit([store.save_switch(settled, s.version)])
+    assert store.get_switch("acme", "job#1") == settled
+
+
 def test_put_get_round_trip_and_version_condition(store: Store, clock: ManualClock) -> None:
     s = switch(clock)
     store.commit([store.save_switch(s, None)])

@@ -357,9 +357,11 @@ def _envelopes(
     alerts = set()
     for (_, sk), view in views.items():
         if sk.startswith("DEATH#"):
-            alert = view["doc"]["done"].get("queue_alert") or {}
-            if "envelope_id" in alert:
-                alerts.add(alert["envelope_id"])
+            done = view["doc"]["done"]
+            alert = done.get("queue_alert") or {}
+            # And the recovery envelope that follows the alert once the switch beats again.
+            recovery = (done.get("recovered") or {}).get("envelope") or {}
+            alerts |= {e["envelope_id"] for e in (alert, recovery) if "envelope_id" in e}
     expected = set(world.sent) | alerts | set(message_envelopes(views.values()))
     acked = set(world.acked)
     problems = [f"envelope {e} acknowledged more than once" for e in world.twice_acknowledged()]

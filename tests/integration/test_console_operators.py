@@ -165,6 +165,28 @@ def test_an_email_channel_needs_no_url_and_shows_no_secret(world: World) -> None
     assert (channel["kind"], channel["target"]) == ("email", "oncall@example.com")
 
 
+def test_a_pagerduty_channel_takes_its_routing_key_and_never_shows_it(world: World) -> None:
+    ops = operator(world)
+    key = "R0123456789abcdef0123456789ABCDE"
+    form = create_form(ops, kind="pagerduty", url="", routing_key=key)
+    created = ops.post("/console/channels/create", form)
+    assert created.status == 200
+    (channel,) = channels(world)
+    assert (channel["kind"], channel["target"]) == ("pagerduty", "https://events.pagerduty.com")
+    assert key not in created.body.decode()
+    assert key not in page(ops, "/console/channel", id=channel["id"])
+
+
+def test_a_refused_teams_channel_does_not_write_its_url_back(world: World) -> None:
+    ops = operator(world)
+    url = "https://example.com/workflows/1/triggers/manual/paths/invoke?sig=secretsig"
+    refused = ops.post("/console/channels/create", create_form(ops, kind="teams", url=url))
+    assert refused.status == 400
+    assert "Workflows" in text(refused)
+    assert "secretsig" not in refused.body.decode()
+    assert channels(world) == []
+
+
 @pytest.mark.parametrize(
     ("fields", "said"),
     [

@@ -155,8 +155,10 @@ def test_a_successor_rearms_a_crowded_scope_in_a_bounded_number_of_steps(
     assert death is not None
     assert death.pending() == []
     check_all_released_once(world, world.store, count)
-    alerts = [a for a in inbox(world, watcher) if a["payload"]["generation"] == 1]
-    assert len(alerts) == 1  # (the successor, beating no more, has died since: its own alert)
+    told = [a["payload"]["event"] for a in inbox(world, watcher) if a["payload"]["generation"] == 1]
+    # The death, then its end, each once, after every batch was released (the successor,
+    # beating no more, has died since: its own alert).
+    assert told == ["switch_fired", "switch_recovered"]
 
 
 def test_the_fake_refuses_what_dynamodb_and_sqs_refuse(clock: ManualClock) -> None:

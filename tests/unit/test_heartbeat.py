@@ -146,7 +146,13 @@ def test_a_late_beat_learns_of_its_death_and_arms_a_new_generation(
     assert result["death"]["marked_failed"] is True
     # The death stays on record for a successor.
     assert world.call("resume_packet", scope="job-1")["death"]["generation"] == 1
-    assert len(alerts(world, watcher)) == 1
+    # The watcher was told of the death, then of its end: two seconds down, by this beat.
+    fired, recovered = (delivery["payload"] for delivery in alerts(world, watcher))
+    assert fired["event"] == "switch_fired"
+    assert recovered["event"] == "switch_recovered"
+    assert recovered["generation"] == 1
+    assert recovered["downtime_seconds"] == 2
+    assert recovered["recovered_by"] == agent[0]
 
 
 def test_a_beat_after_the_deadline_but_before_the_alarm_records_the_death_itself(
@@ -158,7 +164,8 @@ def test_a_beat_after_the_deadline_but_before_the_alarm_records_the_death_itself
     assert result["death"]["generation"] == 1
     assert result["death"]["completed"] == ["release_leases", "mark_failed", "queue_alert"]
     world.run_alarms()  # the old alarm arrives late: nothing more happens
-    assert len(alerts(world, watcher)) == 1
+    told = [delivery["payload"]["event"] for delivery in alerts(world, watcher)]
+    assert told == ["switch_fired", "switch_recovered"]
     assert world.store.get_switch("acme", "job-1").generation == 2  # type: ignore[union-attr]
 
 

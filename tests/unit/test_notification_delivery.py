@@ -817,12 +817,16 @@ def test_an_answered_request_stops_its_repeats(world: Notifying, receiver: Recei
 def test_a_switch_armed_again_stops_the_repeats_of_its_death(
     world: Notifying, receiver: Receiver
 ) -> None:
-    world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=5)
+    _, signing = world.channel(receiver.url, ["switch.fired"], repeat_every_minutes=5)
     secret = arm_and_die(world)
     world.advance(11)
     world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=86400)
     world.advance(3600)
-    assert len(receiver.received) == 1
+    # Told of the death, then of its end (the channel's rule takes switch.fired), no repeat.
+    fired, recovered = receiver.verified(signing)
+    assert [fired["type"], recovered["type"]] == ["switch.fired", "switch.recovered"]
+    assert recovered["data"]["fired_event_id"] == fired["id"]
+    assert recovered["data"]["downtime_seconds"] == 1  # down since its deadline, 10 s in
 
 
 def test_a_request_escalates_to_the_channel_it_names_after_its_time_unless_decided(

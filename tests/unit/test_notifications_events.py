@@ -40,8 +40,10 @@ def committed(event_type: str) -> dict[str, object]:
 def test_the_committed_schemas_are_the_generated_ones() -> None:
     generated = event_schemas()
     agents_own = ["delivery.waiting", "instruction.posted"]
-    following = ["request.withdrawn"]
-    assert sorted(generated) == sorted([*EVENT_TYPES, "channel.test", *agents_own, *following])
+    following = ["request.withdrawn", "switch.recovered", "switch.flapping", "switch.settled"]
+    on_call = ["alert.acknowledged"]
+    expected = [*EVENT_TYPES, "channel.test", *agents_own, *following, *on_call]
+    assert sorted(generated) == sorted(expected)
     on_disk = sorted(path.name for path in DOCS.glob("*.schema.json"))
     assert on_disk == sorted(f"{t}.schema.json" for t in generated), f"regenerate: {REGENERATE}"
     for event_type, schema in generated.items():
@@ -153,6 +155,8 @@ def test_an_event_built_again_has_the_same_id_and_another_event_another_id() -> 
 def test_only_a_switch_event_has_a_scope() -> None:
     scopes = {event.type: event.scope for event in samples()}
     assert scopes.pop("switch.fired") == "deploy <prod> & co"
+    for switch_event in ("switch.recovered", "switch.flapping", "switch.settled"):
+        assert scopes.pop(switch_event) == "deploy <prod> & co"
     assert set(scopes.values()) == {None}
 
 

@@ -168,6 +168,7 @@ class SwitchMachine(RuleBasedStateMachine):
         self.death_deadline: dict[int, datetime] = {}  # the deadline each of them missed
         self.lease_of: dict[int, int] = {}  # switch generation -> generation of its lease
         self.alerts: dict[str, int] = {}  # envelope id handed out -> the generation it reports
+        self.recoveries: dict[str, int] = {}  # the same, of the envelopes telling a death ended
 
     # -- helpers ---------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -219,8 +220,12 @@ class SwitchMachine(RuleBasedStateMachine):
         assert death.actions == list(ACTION_ORDER)
         # Recorded in order, each once: what is done is always a prefix of the order, which
         # mark_failed begins (the firing's own write records it). The channels are notified
-        # last, once the actions are done.
+        # last, once the actions are done; and told of its end after that, once a beat armed the
+        # switch again (and only then).
+        rearmed = g < self.generation
+        assert (death.recovered_at is not None) == rearmed
         steps = ["mark_failed", *(a for a in ACTION_ORDER if a != "mark_failed"), "notify"]
+        steps += ["recovered"] if rearmed else []
         assert list(death.done) == steps[: len(death.done)]
         if finished:
             assert list(death.done) == steps
@@ -249,19 +254,29 @@ class SwitchMachine(RuleBasedStateMachine):
                 g = delivery["payload"]["generation"]
                 assert (delivery["sender"], delivery["kind"]) == ("vigil", "alert")
                 assert delivery["id"] not in self.alerts, "an alert was handed out twice"
+                if delivery["payload"]["event"] == "switch_recovered":
+                    assert g not in self.recoveries.values(), "two recoveries for one death"
+                    assert g in self.alerts.values(), "a recovery before its death's alert"
+                    assert g < self.generation, "a recovery of a switch not armed again"
+                    self.recoveries[delivery["id"]] = g
+                    self.acknowledge(delivery)
+                    continue
                 assert g not in self.alerts.values(), "two alerts for one death"
                 assert g in self.recorded(), "an alert without a death"
                 assert delivery["payload"]["scope"] == SCOPE
                 assert delivery["payload"]["released_first"] == self.released_lease(g)
                 self.alerts[delivery["id"]] = g
-                acknowledged = self.world.call(
-                    "acknowledge",
-                    self.supervisor_secret,
-                    id=delivery["id"],
-                    generation=delivery["generation"],
-                )
-                assert acknowledged["received"] is True
+                self.acknowledge(delivery)
         raise AssertionError("the supervisor's mailbox never emptied")
+
+    def acknowledge(self, delivery: dict[str, Any]) -> None:
+        acknowledged = self.world.call(
+            "acknowledge",
+            self.supervisor_secret,
+            id=delivery["id"],
+            generation=delivery["generation"],
+        )
+        assert acknowledged["received"] is True
 
     # -- rules -----------------------------------------------------------------------------
     @initialize(window=st.integers(2, 60), ttl=st.integers(1, 600))
@@ -406,6 +421,9 @@ class SwitchMachine(RuleBasedStateMachine):
         self.check_all_finished()
         self.drain_alerts()
         assert sorted(self.alerts.values()) == self.deaths  # one alert per death
+        # One recovery per death that a beat ended: every death but the last, if it was last.
+        ended = [g for g in self.deaths if g < self.generation]
+        assert sorted(self.recoveries.values()) == ended
         assert self.queued_alerts() == 0
         released = {(RESOURCE, self.lease_of[g]) for g in self.deaths}
         assert len(released) == len(self.deaths)  # each death held a lease of its own

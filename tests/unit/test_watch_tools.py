@@ -45,6 +45,7 @@ def test_list_switches_shows_each_state_and_filters(world: World, clock: ManualC
         "armed_at": "2026-01-01T00:00:00Z",
         "beats": 2,
         "on_expiry": ["mark_failed"],
+        "flapping_since": None,
     }
     states = {s["scope"]: (s["state"], s["deadline"]) for s in page["switches"]}
     assert states["job-failed"] == ("failed", None)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from vigil.clock import span as span
 from vigil.console.html import Html, esc, join, render
 from vigil.kit.canonical import shown_json
 
@@ -33,21 +34,6 @@ def when(value: str | None) -> Html:
     return render(
         '<time datetime="{iso}">{text}</time>', iso=value, text=at.strftime(READABLE_TIME)
     )
-
-
-def span(seconds: float) -> str:
-    """3 s, 2 min 5 s, 1 h 4 min, 2 d 3 h."""
-    whole = int(abs(seconds))
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min {secs} s"
-    return f"{secs} s"
 
 
 def countdown(deadline: str | None, now: datetime) -> Html:

@@ -154,7 +154,7 @@ class JsonBounds:
         """A value inside a container at ``level``. Its title names the shape by the levels
         still open below it, so that a published schema writes each level once and refers
         to it (kit/tooling.py), instead of repeating it for items and for properties alike."""
-        return {"title": f"json_depth_{max(self.max_depth - level + 1, 0)}", **self._value(level)}
+        return {"title": f"json{max(self.max_depth - level + 1, 0)}", **self._value(level)}
 
     def _value(self, level: int) -> dict[str, Any]:
         """A value held at ``level``: a scalar, or a container while the depth allows one.

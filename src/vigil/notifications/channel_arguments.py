@@ -3,6 +3,7 @@ Slack's URL, an email address), its rules, and the id and version that name one.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -19,6 +20,14 @@ MAX_URL = 2000
 MAX_EMAIL = 254  # RFC 5321's limit on a path, so on an address
 MAX_LOCAL_PART = 64
 SLACK_PREFIX = "https://hooks.slack.com/"
+# Where each receiver's webhooks are: a Teams Workflows URL (Power Automate's current hosts, or
+# Logic Apps' older ones), a Discord webhook's, PagerDuty's Events API host for each region.
+TEAMS_HOST_SUFFIXES = (".powerplatform.com", ".logic.azure.com")
+DISCORD_HOSTS = frozenset(
+    {"discord.com", "discordapp.com", "ptb.discord.com", "canary.discord.com"}
+)
+DISCORD_PATH = r"^/api/(?:v[0-9]+/)?webhooks/[0-9]+/[A-Za-z0-9_-]+$"
+PAGERDUTY_HOSTS = frozenset({"events.pagerduty.com", "events.eu.pagerduty.com"})
 
 # A host name: dot-separated labels of letters, digits and inner hyphens (an international
 # name in its xn-- form).
@@ -44,6 +53,28 @@ def _local_part_fits(address: str) -> str:
     if len(address.rsplit("@", 1)[0]) > MAX_LOCAL_PART:
         raise ValueError(f"the part before @ is at most {MAX_LOCAL_PART} characters")
     return address
+
+
+def receiver_problem(kind: str, url: str) -> str | None:
+    """Why ``url`` is not a webhook of a ``kind`` receiver (Slack, Teams, Discord, PagerDuty);
+    None if it is one, or the kind has no fixed receiver."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    https = parts.scheme == "https"
+    match kind:
+        case "slack":
+            if not url.startswith(SLACK_PREFIX) or url == SLACK_PREFIX:
+                return f"a Slack channel's url is an incoming webhook's, {SLACK_PREFIX}…"
+        case "teams":
+            if not https or not host.endswith(TEAMS_HOST_SUFFIXES) or "sig=" not in parts.query:
+                return "a Teams channel's url is a Workflows webhook's, with its sig"
+        case "discord":
+            if not https or host not in DISCORD_HOSTS or not re.match(DISCORD_PATH, parts.path):
+                return "a Discord channel's url is a webhook's, https://discord.com/api/webhooks/…"
+        case "pagerduty":
+            if not https or host not in PAGERDUTY_HOSTS or parts.path not in ("", "/v2/enqueue"):
+                return "a PagerDuty channel's url is its region's Events API host"
+    return None
 
 
 def _each_once(events: list[EventType]) -> list[EventType]:
@@ -79,9 +110,16 @@ Url = Annotated[
         min_length=len("https://x"),
         max_length=MAX_URL,
         pattern=URL_PATTERN,
-        description=f"A webhook's URL, or a Slack incoming webhook's ({SLACK_PREFIX}...).",
+        description="The webhook's URL (Slack's, Teams Workflows', Discord's); pagerduty: EU host.",
     ),
     AfterValidator(_port_in_range),
+]
+RoutingKey = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9]{32}$",
+        description="pagerduty: an Events API v2 integration's routing key.",
+    ),
 ]
 SlackSigningSecret = Annotated[
     str,

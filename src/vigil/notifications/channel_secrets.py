@@ -27,7 +27,8 @@ def _sealing_key(keys: Keys) -> str:
 
 
 def seal_part(keys: Keys, namespace: str, channel_id: str, what: str, text: str) -> Sealed:
-    """``text``, the channel's part ``what`` ("secret" or "url"), sealed for that channel."""
+    """``text``, the channel's part ``what`` ("secret", "url" or "key"), sealed for that
+    channel."""
     return seal(_sealing_key(keys), text, seal_context(namespace, channel_id, what))
 
 
@@ -46,11 +47,17 @@ def open_secrets(channel: Channel, keys: Keys, now: datetime) -> list[str]:
 
 
 def open_target(channel: Channel, keys: Keys) -> str:
-    """Where ``channel``'s deliveries go: the webhook's URL, the Slack webhook's URL (opened),
-    or the email address."""
-    if channel.sealed_target is not None:
+    """Where ``channel``'s deliveries go: the webhook's URL; a Slack, Teams or Discord
+    webhook's URL (opened); the email address; PagerDuty's host for the account's region."""
+    if channel.sealed_target is not None and channel.kind != "pagerduty":
         return _open(keys, channel, "url", channel.sealed_target)
     return channel.target
+
+
+def open_key(channel: Channel, keys: Keys) -> str:
+    """A PagerDuty channel's routing key (its integration's), opened."""
+    assert channel.sealed_target is not None
+    return _open(keys, channel, "key", channel.sealed_target)
 
 
 def _subscription_context(namespace: str, principal: str, subscription_id: str) -> str:

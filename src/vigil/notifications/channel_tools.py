@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -13,14 +14,15 @@ from vigil.errors import invalid
 from vigil.kit.tooling import OPERATORS, IdempotencyKey, Output, StrictInput, Tool
 from vigil.notifications import service
 from vigil.notifications.channel_arguments import (
-    SLACK_PREFIX,
     ChannelId,
     EmailAddress,
     Name,
+    RoutingKey,
     RuleInput,
     SlackSigningSecret,
     Url,
     Version,
+    receiver_problem,
 )
 from vigil.notifications.context import NotificationContext
 from vigil.notifications.records import (
@@ -68,7 +70,8 @@ class ChannelView(Output):
     name: str
     kind: ChannelKind
     target: str = Field(
-        description="A webhook's URL, an email address, or a Slack webhook's host only."
+        description="A webhook's URL or an email address; Slack's, Teams', Discord's, "
+        "PagerDuty's host only."
     )
     rules: list[RuleView]
     state: ChannelState
@@ -145,6 +148,7 @@ class CreateChannelInput(StrictInput):
     url: Url | None = None
     email: EmailAddress | None = None
     slack_signing_secret: SlackSigningSecret | None = None
+    routing_key: RoutingKey | None = None
     rules: list[RuleInput] = Field(
         min_length=1,
         max_length=MAX_RULES,
@@ -157,21 +161,34 @@ class CreateChannelInput(StrictInput):
         if self.kind == "email":
             if self.email is None or self.url is not None:
                 raise ValueError("an email channel takes email, and no url")
-        elif self.url is None or self.email is not None:
-            raise ValueError(f"a {self.kind} channel takes url, and no email")
-        elif self.kind == "slack" and (
-            not self.url.startswith(SLACK_PREFIX) or self.url == SLACK_PREFIX
-        ):
-            raise ValueError(f"a Slack channel's url is an incoming webhook's, {SLACK_PREFIX}…")
+        elif self.email is not None:
+            raise ValueError(f"a {self.kind} channel takes no email")
+        elif self.kind == "pagerduty":
+            if self.routing_key is None:
+                raise ValueError("a pagerduty channel takes routing_key")
+        elif self.url is None:
+            raise ValueError(f"a {self.kind} channel takes url")
+        problem = None if self.url is None else receiver_problem(self.kind, self.url)
+        if problem is not None:
+            raise ValueError(problem)
         if self.slack_signing_secret is not None and self.kind != "slack":
             raise ValueError("only a slack channel takes slack_signing_secret")
+        if self.routing_key is not None and self.kind != "pagerduty":
+            raise ValueError("only a pagerduty channel takes routing_key")
         return self
 
     @property
     def target(self) -> str:
-        target = self.email if self.kind == "email" else self.url
-        assert target is not None  # the validator above
-        return target
+        """Where its deliveries go: the URL, the address, or PagerDuty's host (the US region's
+        unless the url names the EU's)."""
+        if self.kind == "email":
+            assert self.email is not None  # the validator above
+            return self.email
+        if self.kind == "pagerduty":
+            host = urlsplit(self.url).hostname if self.url else None
+            return f"https://{host or 'events.pagerduty.com'}"
+        assert self.url is not None  # the validator above
+        return self.url
 
 
 def create_channel(ctx: NotificationContext, args: CreateChannelInput) -> ChannelIssued:
@@ -183,7 +200,9 @@ def create_channel(ctx: NotificationContext, args: CreateChannelInput) -> Channe
             problems=[{"field": "url", "problem": problem}],
         )
     rules = [r.rule() for r in args.rules]
-    new = service.NewChannel(args.name, args.kind, args.target, rules, args.slack_signing_secret)
+    new = service.NewChannel(
+        args.name, args.kind, args.target, rules, args.slack_signing_secret, args.routing_key
+    )
     return service.create(
         new,
         caller=ctx.caller,
@@ -278,9 +297,9 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="create_channel",
         title="Create a notification channel",
         description=(
-            "Send your namespace's events (switch fired, request opened, session stale...) to"
-            " a signed webhook, a Slack incoming webhook or an email address, chosen by "
-            "rules. A webhook's signing secret is shown only here."
+            "Send your namespace's events (switch fired, request opened, session stale...), "
+            "chosen by rules, to a signed webhook, Slack, Teams, Discord, PagerDuty or email. "
+            "A webhook's signing secret is shown only here."
         ),
         input_model=CreateChannelInput,
         output_model=ChannelIssued,

@@ -270,7 +270,8 @@ class NotificationDeliverer:
             state=concluded.state,
         )
         if outcome.kind == "gone":
-            self._disable(uow, namespace, claimed.channel_id, "the receiver answered 410 Gone")
+            status = "410 Gone" if outcome.status == 410 else f"{outcome.status}: gone"
+            self._disable(uow, namespace, claimed.channel_id, f"the receiver answered {status}")
 
     def _disable(self, uow: UnitOfWork, namespace: str, channel_id: str, reason: str) -> None:
         """Disables the channel, read again on a lost race; audited as Vigil's own change."""

@@ -137,7 +137,12 @@ class AlertAcknowledged(Output):
 
 def acknowledge_alert(ctx: NotificationContext, args: AcknowledgeAlertInput) -> AlertAcknowledged:
     notification, ack = service.acknowledge(
-        args.event_id, caller=ctx.caller, now=ctx.clock.now(), store=ctx.store, uow=ctx.uow
+        args.event_id,
+        caller=ctx.caller,
+        now=ctx.clock.now(),
+        store=ctx.store,
+        uow=ctx.uow,
+        alarms=ctx.alarms,
     )
     return AlertAcknowledged(
         event_id=notification.event_id, acknowledged_by=ack.by, acknowledged_at=ack.at

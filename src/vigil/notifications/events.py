@@ -26,7 +26,7 @@ from vigil.notifications.records import EventType as EventType
 from vigil.notifications.records import NoticeType as NoticeType
 from vigil.requests.events import RequestData
 from vigil.sessions.events import InstructionPosted, SessionStale
-from vigil.switches.events import SwitchFired
+from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
 
 # -- data of each type --------------------------------------------------------------------------
 
@@ -42,6 +42,20 @@ class ChannelTest(EventData):
     def identity(self) -> tuple[str, ...]:
         # Every test is an event of its own: receivers must not deduplicate one against another.
         return (self.channel_id, self.test_id)
+
+
+class AlertAcknowledged(EventData):
+    """A person acknowledged an alert: sent to the on-call services the alert went to, so that
+    the incident they opened for it is acknowledged there too."""
+
+    alert_id: str = Field(pattern=EVENT_ID_PATTERN, description="The id of the alert.")
+    alert_type: Literal["switch.fired", "switch.flapping", "request.opened"]
+    scope: str | None = Field(description="The switch's scope, for a switch's alert.")
+    acknowledged_by: str = Field(description="Principal id of who acknowledged it.")
+    acknowledged_at: AwareDatetime
+
+    def identity(self) -> tuple[str, ...]:
+        return (self.alert_id,)
 
 
 # -- the envelope -------------------------------------------------------------------------------
@@ -97,6 +111,21 @@ class SwitchFiredEvent(EventEnvelope):
     data: SwitchFired
 
 
+class SwitchRecoveredEvent(EventEnvelope):
+    type: Literal["switch.recovered"]
+    data: SwitchRecovered
+
+
+class SwitchFlappingEvent(EventEnvelope):
+    type: Literal["switch.flapping"]
+    data: SwitchFlapping
+
+
+class SwitchSettledEvent(EventEnvelope):
+    type: Literal["switch.settled"]
+    data: SwitchSettled
+
+
 class RequestOpenedEvent(EventEnvelope):
     type: Literal["request.opened"]
     data: RequestData
@@ -147,8 +176,16 @@ class ChannelTestEvent(EventEnvelope):
     data: ChannelTest
 
 
+class AlertAcknowledgedEvent(EventEnvelope):
+    type: Literal["alert.acknowledged"]
+    data: AlertAcknowledged
+
+
 Event = Annotated[
     SwitchFiredEvent
+    | SwitchRecoveredEvent
+    | SwitchFlappingEvent
+    | SwitchSettledEvent
     | RequestOpenedEvent
     | RequestExpiringEvent
     | RequestAnsweredEvent
@@ -158,11 +195,15 @@ Event = Annotated[
     | DeliveryDeadLetteredEvent
     | DeliveryWaitingEvent
     | InstructionPostedEvent
-    | ChannelTestEvent,
+    | ChannelTestEvent
+    | AlertAcknowledgedEvent,
     Field(discriminator="type"),
 ]
 EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "switch.fired": SwitchFiredEvent,
+    "switch.recovered": SwitchRecoveredEvent,
+    "switch.flapping": SwitchFlappingEvent,
+    "switch.settled": SwitchSettledEvent,
     "request.opened": RequestOpenedEvent,
     "request.expiring": RequestExpiringEvent,
     "request.answered": RequestAnsweredEvent,
@@ -173,7 +214,12 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "delivery.waiting": DeliveryWaitingEvent,
     "instruction.posted": InstructionPostedEvent,
     "channel.test": ChannelTestEvent,
+    "alert.acknowledged": AlertAcknowledgedEvent,
 }
+
+
+# The events about a switch: their scope is what a rule's scope_prefix matches.
+SWITCH_EVENTS = (SwitchFired, SwitchRecovered, SwitchFlapping, SwitchSettled)
 
 
 @cache
@@ -188,7 +234,7 @@ def console_link(console_base: str | None, data: EventData) -> str | None:
     if console_base is None:
         return None
     match data:
-        case SwitchFired():
+        case SwitchFired() | SwitchRecovered() | SwitchFlapping() | SwitchSettled():
             path, query = "/console/switch", {"scope": data.scope}
         case RequestData():
             path, query = "/console/request", {"id": data.request_id}
@@ -214,7 +260,7 @@ def make_event(
         "id": event_id(namespace, event_type, *data.identity()),
         "namespace": namespace,
         "occurred_at": occurred_at,
-        "scope": data.scope if isinstance(data, SwitchFired) else None,
+        "scope": data.scope if isinstance(data, SWITCH_EVENTS) else None,
         "console_url": console_link(console_base, data),
         "data": data,
     }

@@ -33,6 +33,7 @@ AgentEventName = Literal[
     "request.expired",
     "instruction.posted",
     "switch.fired",
+    "switch.recovered",
 ]
 AGENT_EVENTS: tuple[AgentEventName, ...] = get_args(AgentEventName)
 

@@ -39,7 +39,7 @@ from vigil.notifications.records import (
     ChannelDelivery,
     Notification,
 )
-from vigil.notifications.store import OutboxPorts
+from vigil.notifications.store import ChannelStore, OutboxPorts
 
 
 def timer_key(event_id: str, channel_id: str) -> str:
@@ -180,12 +180,19 @@ class Outbox:
     def publish_to(self, event: Event, routed: list[str]) -> list[Write]:
         """The write of ``event``'s notification to the channels (or subscriptions) ``routed``,
         their first attempts armed; nothing for none."""
-        if not routed:
-            return []
-        now = to_ms(self.clock.now())
-        for cid in routed:
-            self.alarms.arm(attempt_timer(event.namespace, event.id, cid, 1, now), now)
-        return [self.store.add_notification(_notification(event, routed, now))]
+        return sent_to(self.store, self.alarms, event, routed, to_ms(self.clock.now()))
+
+
+def sent_to(
+    store: ChannelStore, alarms: Alarms, event: Event, routed: list[str], now: datetime
+) -> list[Write]:
+    """The write of ``event``'s notification to the channels (or subscriptions) ``routed``, due
+    ``now``, their first attempts armed first; nothing for none."""
+    if not routed:
+        return []
+    for cid in routed:
+        alarms.arm(attempt_timer(event.namespace, event.id, cid, 1, now), now)
+    return [store.add_notification(_notification(event, routed, now))]
 
 
 def _notification(event: Event, routed: list[str], now: datetime) -> Notification:

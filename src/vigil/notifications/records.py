@@ -1,11 +1,13 @@
 """Channels: where a namespace's events go, and which of them.
 
-A channel is a webhook, a Slack incoming webhook or an email address, with the rules that pick
+A channel is a webhook, a Slack incoming webhook, a Microsoft Teams Workflows webhook, a Discord
+webhook, a PagerDuty Events API v2 integration or an email address, with the rules that pick
 the events it receives (by type, and by scope prefix). A webhook's signing secrets (Standard
 Webhooks ``whsec_`` secrets) are kept sealed under the deployment's service key: the service
 must be able to sign with them, so they cannot be kept as digests like the principals'
-secrets, and a reader of the table learns nothing from them. A Slack webhook's URL is a
-credential too (its path is the token), and is kept sealed the same way.
+secrets, and a reader of the table learns nothing from them. A Slack, Teams or Discord
+webhook's URL is a credential too (its path or query is the token), and so is a PagerDuty
+routing key: each is kept sealed the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from vigil.kit.principals import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.kit.sealing import Sealed
 
-ChannelKind = Literal["webhook", "slack", "email"]
+ChannelKind = Literal["webhook", "slack", "email", "pagerduty", "teams", "discord"]
+# The kinds whose receivers track an alert as an incident: told when a person acknowledges it.
+ON_CALL: frozenset[str] = frozenset({"pagerduty"})
 ChannelState = Literal["enabled", "disabled"]
 EventType = Literal[
     "switch.fired",
@@ -33,14 +37,26 @@ EventType = Literal[
 ]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 # What follows an event to wherever that event went, chosen by no rule of its own: whoever was
-# told a request opened (a Slack message, an email with its buttons) is told it was withdrawn.
-FollowingType = Literal["request.withdrawn"]
-FOLLOWS: dict[str, EventType] = {"request.withdrawn": "request.opened"}
+# told a request opened (a Slack message, an email with its buttons) is told it was withdrawn,
+# and whoever is told of a switch's deaths is told it recovered, or flaps, or settled.
+FollowingType = Literal[
+    "request.withdrawn", "switch.recovered", "switch.flapping", "switch.settled"
+]
+FOLLOWS: dict[str, EventType] = {
+    "request.withdrawn": "request.opened",
+    "switch.recovered": "switch.fired",
+    # A flapping switch is told once, where its deaths would be, and once more as it settles.
+    "switch.flapping": "switch.fired",
+    "switch.settled": "switch.fired",
+}
 # What only the agent it concerns reads, as its own event: no channel's rule chooses it.
 AgentOnlyType = Literal["delivery.waiting", "instruction.posted"]
 # What a notification may be of: the events channels' rules choose, the test an operator sends a
-# channel, and the events only their agents read.
-NoticeType = EventType | FollowingType | Literal["channel.test"] | AgentOnlyType
+# channel, a person's acknowledgement of an alert (sent to the on-call services the alert went
+# to, which track it too), and the events only their agents read.
+NoticeType = (
+    EventType | FollowingType | Literal["channel.test", "alert.acknowledged"] | AgentOnlyType
+)
 
 # A namespace keeps at most this many channels, each at most this many rules.
 MAX_CHANNELS = 50
@@ -54,7 +70,7 @@ MAX_SIGNING_SECRETS = 3
 
 
 # The events that are alerts: a person is reminded of them until one acknowledges them.
-ALERTS: frozenset[str] = frozenset({"switch.fired", "request.opened"})
+ALERTS: frozenset[str] = frozenset({"switch.fired", "switch.flapping", "request.opened"})
 # An alert is repeated at most this many times on one channel.
 MAX_REPEATS = 100
 
@@ -92,8 +108,9 @@ class Channel(Versioned):
     id: str
     name: str
     kind: ChannelKind
-    # The webhook's URL, or the email address; a Slack URL is sealed, as a credential, and
-    # shown only as its host.
+    # The webhook's URL, the email address, or PagerDuty's host for the account's region. A
+    # Slack, Teams or Discord URL is sealed, as a credential (its path or query is the token),
+    # and shown only as its host; so is a PagerDuty routing key, kept here too.
     target: str
     sealed_target: Sealed | None = None
     rules: list[Rule]
@@ -134,6 +151,10 @@ class Channel(Versioned):
             created_at=at,
             updated_at=at,
         )
+
+    @property
+    def on_call(self) -> bool:
+        return self.kind in ON_CALL
 
     def wants(self, event_type: str, scope: str | None) -> bool:
         return self.state == "enabled" and any(r.matches(event_type, scope) for r in self.rules)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from vigil.clock import Clock
@@ -28,6 +28,12 @@ _SES_TRANSIENT = frozenset(
 
 
 Post = Callable[..., "SendResult"]
+
+
+def _json(body: Any) -> bytes:
+    """A message's body as sent: compact JSON, all ASCII (the formats measure their limits
+    so)."""
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _https_post(*args: Any, **kwargs: Any) -> SendResult:
@@ -57,7 +63,7 @@ class Sender:
         channel's address is linked to, if any, whom its decision links are made for."""
         # The formats and the HTTP client are loaded by the first send, not with the module:
         # the API function builds its Sender at init, and few of its calls send.
-        from vigil.notifications.channel_secrets import open_secrets, open_target
+        from vigil.notifications.channel_secrets import open_key, open_secrets, open_target
         from vigil.notifications.events import console_link
         from vigil.notifications.slack import slack_message
         from vigil.notifications.webhooks import webhook_request
@@ -68,23 +74,44 @@ class Sender:
         )
         if channel.kind == "email":
             return self._email(channel, event, recipient)
-        if channel.kind == "webhook":
-            body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
-        else:
-            # A Slack channel given its app's signing secret can be answered: its buttons act.
-            interactive = bool(channel.secrets)
-            body = json.dumps(
-                slack_message(event, self.console_base, interactive=interactive)
-            ).encode()
-            headers = {"content-type": "application/json"}
-        return self.post(
-            open_target(channel, self.keys),
+        url = open_target(channel, self.keys)
+        headers = {"content-type": "application/json"}
+        match channel.kind:
+            case "webhook":
+                body, headers = webhook_request(event, open_secrets(channel, self.keys, now), now)
+            case "slack":
+                # A Slack channel given its app's signing secret can be answered: its buttons
+                # act.
+                interactive = bool(channel.secrets)
+                body = _json(slack_message(event, self.console_base, interactive=interactive))
+            case "pagerduty":
+                from vigil.notifications.pagerduty import pagerduty_message
+
+                routing_key = open_key(channel, self.keys)
+                message = pagerduty_message(event, routing_key, self.console_base)
+                url, body = channel.target + message.path, _json(message.body)
+            case "teams":
+                from vigil.notifications.teams import teams_message
+
+                body = _json(teams_message(event, self.console_base))
+            case "discord":
+                from vigil.notifications.discord import discord_message
+
+                # A webhook no app owns sends its link buttons only when the URL asks for them.
+                url += ("&" if "?" in url else "?") + "with_components=true"
+                body = _json(discord_message(event, self.console_base))
+        result = self.post(
+            url,
             body,
             headers,
             timeout_seconds=self.timeout_seconds,
             allow_private=self.allow_private,
             clock=self.clock,
         )
+        if channel.kind == "discord" and result.status == 404:
+            # Discord's answer for a webhook deleted (code 10015): gone, as a 410 is.
+            return replace(result, kind="gone")
+        return result
 
     def to_subscriber(self, subscription: Subscription, event_id: str, body: bytes) -> SendResult:
         """One attempt to deliver ``body``, an event of the subscriber's, to its webhook

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from vigil.alarms.timers import Alarms
 from vigil.audit.records import AuditAction, AuditEvent
 from vigil.clock import to_ms
 from vigil.errors import (
@@ -84,6 +85,8 @@ class NewChannel:
     rules: list[Rule]
     # A Slack app's: it signs the interactions with the channel's buttons.
     slack_signing_secret: str | None = None
+    # A PagerDuty Events API v2 integration's: what its events are sent with.
+    routing_key: str | None = None
 
 
 def create(
@@ -118,10 +121,14 @@ def create(
             signing_secret or new.slack_signing_secret or "",
         )
     target, sealed_target = new.target, None
-    if new.kind == "slack":
-        # The path of a Slack webhook's URL is its credential: only the host stays readable.
+    if new.kind in ("slack", "teams", "discord"):
+        # The path (or query) of such a webhook's URL is its credential: only the host stays
+        # readable.
         sealed_target = seal_part(keys, caller.namespace, channel_id, "url", target)
         target = urlsplit(target).hostname or ""
+    elif new.kind == "pagerduty":
+        assert new.routing_key is not None  # the tool's input requires it
+        sealed_target = seal_part(keys, caller.namespace, channel_id, "key", new.routing_key)
     channel = Channel.created(
         caller.namespace,
         new.name,
@@ -258,10 +265,18 @@ def to_test(
 
 
 def acknowledge(
-    event_id: str, *, caller: Caller, now: datetime, store: ChannelPorts, uow: UnitOfWork
+    event_id: str,
+    *,
+    caller: Caller,
+    now: datetime,
+    store: ChannelPorts,
+    uow: UnitOfWork,
+    alarms: Alarms,
 ) -> tuple[Notification, Acknowledgement]:
     """The caller, a person or an operator, acknowledges the alert ``event_id`` (or the alert
-    a repeat of that id repeats); the first acknowledgement stands, and is returned again."""
+    a repeat of that id repeats); the first acknowledgement stands, and is returned again. The
+    on-call services the alert went to (or escalates to) are told in the same commit, so that
+    their incident is acknowledged too."""
     if kind_of(caller.principal_id) != "person" and not caller.is_operator:
         raise forbidden("a person or an operator acknowledges alerts")
     found = store.get_notification(caller.namespace, event_id)
@@ -271,8 +286,9 @@ def acknowledge(
         raise not_found("alert")
     if found.acknowledged is None:
         ack = Acknowledgement(by=caller.principal_id, at=to_ms(now))
+        told = _tell_on_call(found, ack, store, alarms)
         try:
-            uow.commit(store.acknowledge(caller.namespace, found.event_id, ack))
+            uow.commit(store.acknowledge(caller.namespace, found.event_id, ack), *told)
         except ConditionFailed:
             pass  # acknowledged meanwhile: that one stands
         else:
@@ -281,6 +297,44 @@ def acknowledge(
     assert found is not None
     assert found.acknowledged is not None
     return found, found.acknowledged
+
+
+def _tell_on_call(
+    alert: Notification, ack: Acknowledgement, store: ChannelPorts, alarms: Alarms
+) -> list[Write]:
+    """The alert.acknowledged notice of ``alert``, to the enabled on-call channels that it was
+    sent to or that their rules escalate it to; nothing if there are none."""
+    if alert.event_type not in ("switch.fired", "switch.flapping", "request.opened"):
+        return []
+    # Loaded by the first acknowledgement: the API function's other calls need none of it.
+    from vigil.notifications.events import AlertAcknowledged, make_event
+    from vigil.notifications.outbox import sent_to
+
+    channels = {c.id: c for c in store.list_channels(alert.namespace)}
+    reached = [cid for cid in alert.deliveries if cid in channels]
+    escalated = [r.escalate_to for cid in reached for r in channels[cid].rules if r.escalate_to]
+    on_call = [
+        cid
+        for cid in dict.fromkeys([*reached, *escalated])
+        if (c := channels.get(cid)) is not None and c.on_call and c.state == "enabled"
+    ]
+    if not on_call:
+        return []
+    scope = alert.event.get("scope")
+    event = make_event(
+        "alert.acknowledged",
+        AlertAcknowledged(
+            alert_id=alert.event_id,
+            alert_type=alert.event_type,
+            scope=scope if isinstance(scope, str) else None,
+            acknowledged_by=ack.by,
+            acknowledged_at=ack.at,
+        ),
+        namespace=alert.namespace,
+        occurred_at=ack.at,
+        console_base=None,
+    )
+    return sent_to(store, alarms, event, on_call, ack.at)
 
 
 def channel(channel_id: str, *, caller: Caller, store: ChannelPorts) -> Channel:

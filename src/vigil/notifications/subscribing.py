@@ -39,7 +39,7 @@ from vigil.notifications.webhooks import is_secret
 from vigil.quotas.records import Quotas
 from vigil.requests.events import RequestData
 from vigil.sessions.events import InstructionPosted
-from vigil.switches.events import SwitchFired
+from vigil.switches.events import SwitchFired, SwitchRecovered
 
 # At most this many events read by one poll (one BatchGetItem).
 MAX_PAGE = 100
@@ -61,6 +61,7 @@ EVENT_TYPES: dict[AgentEventName, tuple[str, type[BaseModel]]] = {
         InstructionPosted,
     ),
     "switch.fired": ("A switch whose alerts go to your mailbox fired.", SwitchFired),
+    "switch.recovered": ("A switch whose death you were alerted of beats again.", SwitchRecovered),
 }
 
 

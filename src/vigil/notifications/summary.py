@@ -9,13 +9,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from vigil.clock import span
 from vigil.kit.canonical import ShownJson, shown_json
 from vigil.kit.events import cut
 from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
-from vigil.notifications.events import ChannelTest, Event, console_link
+from vigil.notifications.events import AlertAcknowledged, ChannelTest, Event, console_link
 from vigil.requests.events import RequestData
 from vigil.sessions.events import InstructionPosted, SessionStale
-from vigil.switches.events import SwitchFired
+from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
 
 TITLE_EXCERPT = 80
 _KINDS = {"question": "Question", "approval": "Approval", "task": "Task"}
@@ -72,6 +73,72 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
                 action=None,
                 footer=footer,
                 links=(Link("open", "Open the switch", url),) if url else (),
+            )
+        case SwitchRecovered():
+            return Summary(
+                title=f"Switch recovered: {data.scope}",
+                fields=(
+                    ("Scope", data.scope),
+                    ("Down for", span(data.downtime_seconds)),
+                    ("Down since", when(data.deadline)),
+                    ("Fired at", when(data.fired_at)),
+                    ("Recovered at", when(data.recovered_at)),
+                    ("Beaten by", data.recovered_by),
+                    ("Generation that died", str(data.generation)),
+                ),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the switch", url),) if url else (),
+            )
+        case SwitchFlapping():
+            return Summary(
+                title=f"Switch flapping: {data.scope}",
+                fields=(
+                    ("Scope", data.scope),
+                    ("Deaths", f"{data.deaths} in {span(data.window_seconds)}"),
+                    ("Latest fired at", when(data.fired_at)),
+                    ("Holder", data.holder),
+                    ("Agent", data.agent_id or "(none given)"),
+                ),
+                text=(
+                    "Its deaths and recoveries are recorded but not told from now on, until it "
+                    f"goes {span(data.window_seconds)} without dying."
+                ),
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the switch", url),) if url else (),
+            )
+        case SwitchSettled():
+            return Summary(
+                title=f"Switch settled: {data.scope}",
+                fields=(
+                    ("Scope", data.scope),
+                    ("Flapping since", when(data.flapping_since)),
+                    ("Settled at", when(data.settled_at)),
+                ),
+                text="Its deaths are told again.",
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the switch", url),) if url else (),
+            )
+        case AlertAcknowledged():
+            what = {
+                "switch.fired": "switch fired",
+                "switch.flapping": "switch flapping",
+                "request.opened": "request opened",
+            }[data.alert_type]
+            return Summary(
+                title=f"Alert acknowledged: {what}" + (f": {data.scope}" if data.scope else ""),
+                fields=(
+                    ("Alert", data.alert_id),
+                    ("Acknowledged by", data.acknowledged_by),
+                    ("Acknowledged at", when(data.acknowledged_at)),
+                ),
+                text=None,
+                action=None,
+                footer=footer,
+                links=(),
             )
         case RequestData():
             return Summary(

@@ -197,6 +197,8 @@ def switches_table(
         else:
             deadline = relative(switch["deadline"], now)
             state = Text(_ARMED_AS.get(shown, shown), style=_STATE_STYLE[shown])
+        if switch.get("flapping_since"):
+            state.append(" flapping")  # its deaths are not told until it settles
         _add(
             table,
             _id(switch["scope"]),
@@ -217,7 +219,7 @@ def deaths_table(
         return _none("deaths")
     table = _table(
         "Deaths",
-        ("scope", "fired", "late", "held by", "done", "released"),
+        ("scope", "fired", "late", "down for", "held by", "done", "released"),
         ids=("scope",),
     )
     for death in deaths:
@@ -230,6 +232,8 @@ def deaths_table(
             _id(death["scope"]),
             relative(death["fired_at"], now),
             _lateness(death["lateness_seconds"]),
+            # Until a beat arms it again, it is down still.
+            "still" if death.get("downtime_seconds") is None else span(death["downtime_seconds"]),
             _who(death["holder"], names, death["agent_id"]),
             done,
             "-" if released is None else str(released),

@@ -10,6 +10,7 @@ outgrows its limit, however many leases the holder had.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from vigil.alarms.timers import Alarms
@@ -21,7 +22,14 @@ from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
 from vigil.mailboxes.records import SYSTEM_SENDER, Envelope, envelope_id_for
 from vigil.mailboxes.service import Tell, deliver
-from vigil.switches.records import RELEASE_BATCH, Death, HeldLease, Step
+from vigil.switches.records import (
+    FLAP_DEATHS,
+    FLAP_WINDOW,
+    RELEASE_BATCH,
+    Death,
+    HeldLease,
+    Step,
+)
 from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import continuation
 
@@ -68,6 +76,10 @@ class DeathActions:
             return self._release_batch(death, uow)
         if action == "notify":
             return self._notify(death, uow)
+        if action == "recovered":
+            recovered, writes = self.recovered(death)
+            uow.commit(*writes, self.store.save_death(recovered, death.version))
+            return recovered
         if action == "mark_failed":
             # Done in the firing's write (Switch.death); a death stored before that runs it here.
             return self._record(uow, death, action, {"failed_at": iso(death.fired_at)})
@@ -92,15 +104,53 @@ class DeathActions:
         (with what the actions did), to commit with it."""
         # Loaded by the first death, not with the alarm function: most of its timers find
         # nothing to tell.
-        from vigil.switches.events import SwitchFired
+        from vigil.switches.events import SwitchFired, SwitchFlapping
 
-        published = self.publish(
-            "switch.fired",
-            SwitchFired.of(death),
-            namespace=death.namespace,
-            occurred_at=death.fired_at,
-        )
+        if death.flapping == "ongoing":
+            # Its switch flaps: told once, when it began; this death is recorded, not told.
+            return death.recorded("notify", {"quiet": "flapping"}), []
+        if death.flapping == "began":
+            window = int(FLAP_WINDOW.total_seconds())
+            published = self.publish(
+                "switch.flapping",
+                SwitchFlapping.of(death, FLAP_DEATHS, window),
+                namespace=death.namespace,
+                occurred_at=death.fired_at,
+            )
+        else:
+            published = self.publish(
+                "switch.fired",
+                SwitchFired.of(death),
+                namespace=death.namespace,
+                occurred_at=death.fired_at,
+            )
         return death.recorded("notify", {"event_id": published.event_id}), published.writes
+
+    def recovered(self, death: Death) -> tuple[Death, list[Write]]:
+        """``death``, whose switch was beaten again, with its recovered step recorded, and the
+        writes of its switch.recovered event, to commit with it. The event goes wherever the
+        switch.fired went (its channels, and the feed of the agent alerted); an alert queued to
+        a mailbox is followed there by a recovery envelope, sent first (its id is derived from
+        the death, so a run again sends nothing new)."""
+        from vigil.switches.events import SwitchRecovered
+
+        outcome: dict[str, Any] = {}
+        at = death.recovered_at or death.fired_at
+        if "envelope_id" in death.done.get("queue_alert", {}):
+            outcome["envelope"] = self._deliver(death, _recovery_payload(death), "recovered", at)
+        writes: list[Write] = []
+        told = death.done.get("notify", {})
+        if "event_id" in told and death.flapping is None:
+            # (A flapping switch's recoveries are not told: that it settles is.)
+            published = self.publish(
+                "switch.recovered",
+                SwitchRecovered.of(death, told["event_id"]),
+                namespace=death.namespace,
+                occurred_at=at,
+            )
+            outcome["event_id"] = published.event_id
+            writes = published.writes
+        return death.recorded("recovered", outcome), writes
 
     def _release_batch(self, death: Death, uow: UnitOfWork) -> Death:
         """Releases the next batch of the holder's leases of the scope, and records them as a
@@ -145,36 +195,45 @@ class DeathActions:
         }
 
     def _alert(self, death: Death) -> dict[str, Any]:
-        assert death.notify_address is not None
         release_outcome = death.done.get("release_leases")
         released = death.release
+        payload = {
+            "event": "switch_fired",
+            "scope": death.scope,
+            "generation": death.generation,
+            "agent_id": death.agent_id,
+            "holder": death.holder,
+            "deadline": iso(death.deadline),
+            "fired_at": iso(death.fired_at),
+            "lateness_seconds": death.lateness_seconds,
+            # Counts and the first few names keep the alert small whatever was held; the
+            # whole list is in resume_packet, a page at a time.
+            "released_count": released.released if release_outcome else None,
+            "released_first": (
+                [held.model_dump() for held in released.first] if release_outcome else None
+            ),
+            "released_pages": released.pages if release_outcome else None,
+            "blind_spot": release_outcome["blind_spot"] if release_outcome else None,
+        }
+        return self._deliver(death, payload, "", death.fired_at)
+
+    def _deliver(
+        self, death: Death, payload: dict[str, Any], what: str, sent_at: datetime
+    ) -> dict[str, Any]:
+        """Delivers an alert envelope of ``death`` (``what`` tells it from the death's other
+        envelopes) to its notify address, and says what came of it."""
+        assert death.notify_address is not None
+        about = f"{death.namespace}/{death.scope}/{death.generation}"
         envelope = Envelope(
             # Derived from the death, so a resend after a crash is the same envelope, which the
             # mailbox hands out once.
-            id=envelope_id_for(f"{death.namespace}/{death.scope}/{death.generation}"),
+            id=envelope_id_for(f"{about}/{what}" if what else about),
             namespace=death.namespace,
             address=death.notify_address,
             sender=SYSTEM_SENDER,
             kind="alert",
-            payload={
-                "event": "switch_fired",
-                "scope": death.scope,
-                "generation": death.generation,
-                "agent_id": death.agent_id,
-                "holder": death.holder,
-                "deadline": iso(death.deadline),
-                "fired_at": iso(death.fired_at),
-                "lateness_seconds": death.lateness_seconds,
-                # Counts and the first few names keep the alert small whatever was held; the
-                # whole list is in resume_packet, a page at a time.
-                "released_count": released.released if release_outcome else None,
-                "released_first": (
-                    [held.model_dump() for held in released.first] if release_outcome else None
-                ),
-                "released_pages": released.pages if release_outcome else None,
-                "blind_spot": release_outcome["blind_spot"] if release_outcome else None,
-            },
-            sent_at=death.fired_at,
+            payload=payload,
+            sent_at=sent_at,
         )
         try:
             deliver(
@@ -191,3 +250,19 @@ class DeathActions:
                 raise
             return {"undeliverable": "the notify address is no longer registered"}
         return {"envelope_id": envelope.id, "address": death.notify_address}
+
+
+def _recovery_payload(death: Death) -> dict[str, Any]:
+    """What a recovery envelope says: the death it ends, and the downtime."""
+    assert death.recovered_at is not None
+    return {
+        "event": "switch_recovered",
+        "scope": death.scope,
+        "generation": death.generation,
+        "agent_id": death.agent_id,
+        "deadline": iso(death.deadline),
+        "fired_at": iso(death.fired_at),
+        "recovered_at": iso(death.recovered_at),
+        "downtime_seconds": death.downtime_seconds,
+        "recovered_by": death.recovered_by,
+    }

@@ -34,7 +34,7 @@ DEATH_INDEX = "gsi1"
 SWEEP_INDEX = "gsi2"
 # BatchGetItem's most keys a request.
 _BATCH_GET_KEYS = 100
-_TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due"}
+_TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due", "flapping_since"}
 _NUMBERS = {"generation", "expect_within_seconds", "beats", "version", "follows_death"}
 
 
@@ -131,6 +131,8 @@ def _value(name: str, value: Any) -> dict[str, Any]:
         return attr_s(",".join(value))
     if name == "recent":
         return {"M": {str(slot): attr_n(minute) for slot, minute in value.items()}}
+    if name == "flaps":
+        return attr_s(",".join(str(epoch_ms(moment)) for moment in value))
     return attr_s(value)
 
 
@@ -141,7 +143,7 @@ def _sweep_value(namespace: str, scope: str) -> dict[str, str]:
 def _switch_item(switch: Switch) -> dict[str, Any]:
     item = _switch_key(switch.namespace, switch.scope)
     for name, value in switch.model_dump().items():
-        if value is not None:
+        if value is not None and value != []:
             item[name] = _value(name, value)
     if switch.state == "armed":
         # The same value for as long as the switch is armed, and no projected attribute: a
@@ -154,7 +156,7 @@ def _switch(item: dict[str, Any]) -> Switch:
     fields: dict[str, Any] = {}
     for name in Switch.model_fields:
         if name not in item:
-            fields[name] = {} if name == "recent" else None
+            fields[name] = {"recent": {}, "flaps": []}.get(name)
         elif name in _TIMES:
             fields[name] = from_ms(item[name])
         elif name in _NUMBERS:
@@ -163,6 +165,8 @@ def _switch(item: dict[str, Any]) -> Switch:
             fields[name] = [a for a in item[name]["S"].split(",") if a]
         elif name == "recent":
             fields[name] = {int(slot): int(n["N"]) for slot, n in item[name]["M"].items()}
+        elif name == "flaps":
+            fields[name] = [from_ms(attr_n(int(ms))) for ms in item[name]["S"].split(",") if ms]
         else:
             fields[name] = item[name]["S"]
     return Switch.model_validate(fields)

@@ -28,6 +28,7 @@ from vigil.clock import Clock, iso, to_ms
 from vigil.errors import forbidden, not_found
 from vigil.identity.records import Caller
 from vigil.kit.batch import offer, read_once, take
+from vigil.kit.events import event_id
 from vigil.kit.publish import Publish
 from vigil.kit.retry import retry_on_conflict
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
@@ -188,9 +189,25 @@ class SwitchEngine(Generic[S]):
             return updated, self.repeated_death(updated)
 
         armed = Switch.armed_after(switch, death, beat, namespace, scope, me)
+        recovery: list[Write] = []
+        if switch is not None and switch.state == "fired" and death is not None:
+            death, recovery = self._recovery(death, now, me)
         self.alarms.arm(timer_for(armed, armed.deadline), now)
-        self._save(uow, armed, switch.version if switch is not None else None, armed=1)
+        self._save(uow, armed, switch.version if switch is not None else None, *recovery, armed=1)
         return armed, death
+
+    def _recovery(self, death: Death, now: datetime, by: str) -> tuple[Death, list[Write]]:
+        """``death`` ended by ``by``'s beat at ``now``, and the writes that record it, to commit
+        with the switch armed again. Its recovered step is done in that commit when nothing
+        else of the death is left; else it waits for the rest, which the death's continuation
+        alarm (armed when its steps were last run) goes on with."""
+        if death.recovered_at is not None:
+            return death, []
+        ended = death.recovery(to_ms(now), by)
+        writes: list[Write] = []
+        if ended.pending() == ["recovered"]:
+            ended, writes = self.deaths.recovered(ended)
+        return ended, [*writes, self.store.save_death(ended, death.version)]
 
     def _save(
         self,
@@ -337,13 +354,41 @@ class SwitchEngine(Generic[S]):
                 # Beats moved the deadline: arm the next alarm, then record it. Arming first
                 # means a crash leaves a duplicate alarm at worst, never none.
                 self.alarms.arm(timer.model_copy(update={"due_at": switch.deadline}), now)
-                self.store.move_alarm(
-                    switch.alarm_moved(switch.deadline), previous_due=timer.due_at
-                )
+                moved = switch.alarm_moved(switch.deadline)
+                if self.store.move_alarm(moved, previous_due=timer.due_at) and moved.settled(now):
+                    self._settle(uow, moved.changed(), now)
             return
         death = self.store.get_death(timer.namespace, timer.key, timer.generation)
         if death is not None and death.pending():
             self.deaths.finish(death, ALARM_STEPS, uow=uow)
+
+    def _settle(self, uow: UnitOfWork, switch: Switch, now: datetime) -> None:
+        """``switch``, flapping, went a whole FLAP_WINDOW without dying: it is flapping no
+        more, and whoever was told it flaps is told, in the same commit. A beat in between
+        moves its version, and the next alarm settles it instead."""
+        from vigil.switches.events import SwitchFlapping, SwitchSettled
+
+        assert switch.flapping_since is not None
+        since = switch.flapping_since
+        published = self.publish(
+            "switch.settled",
+            SwitchSettled(
+                scope=switch.scope,
+                flapping_since=since,
+                settled_at=to_ms(now),
+                flapping_event_id=event_id(
+                    switch.namespace, "switch.flapping", *SwitchFlapping.about(switch.scope, since)
+                ),
+            ),
+            namespace=switch.namespace,
+            occurred_at=to_ms(now),
+        )
+        settled = switch.changed(flapping_since=None)
+        try:
+            uow.commit(self.store.save_switch(settled, switch.version), *published.writes)
+        except ConditionFailed:
+            return
+        log_event(log, "switch settled", namespace=switch.namespace, scope=switch.scope)
 
     def _hold(self, switch: Switch, reprieve: Reprieve, timer: Timer, now: datetime) -> None:
         """Keeps ``switch`` from firing: its alarm comes back at ``reprieve.until`` (armed

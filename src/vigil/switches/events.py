@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import AwareDatetime, Field
 
 from vigil.kit.events import EventData
@@ -69,3 +71,93 @@ class SwitchFired(EventData):
 def _owner(address: str | None) -> str | None:
     parsed = None if address is None else parse_address(address)
     return None if parsed is None else parsed[0]
+
+
+class SwitchRecovered(EventData):
+    """A switch that had fired was beaten again: the death it ends, and how long it was down.
+    It goes wherever its switch.fired went."""
+
+    scope: str
+    generation: int = Field(description="The generation that died.")
+    holder: str = Field(description="Principal id of who had armed the generation that died.")
+    agent_id: str | None = Field(description="The label the dead generation's last beat gave.")
+    deadline: AwareDatetime = Field(description="The deadline that was missed: down since then.")
+    fired_at: AwareDatetime
+    recovered_at: AwareDatetime = Field(description="When the beat that armed it again came.")
+    downtime_seconds: float = Field(description="recovered_at minus deadline, in seconds.")
+    recovered_by: str = Field(description="Principal id of who beat it again.")
+    fired_event_id: str = Field(description="The id of the switch.fired event this ends.")
+    # The agent alerted of the death, who reads its end as its own event too; not sent.
+    watcher: str | None = Field(default=None, exclude=True)
+
+    def identity(self) -> tuple[str, ...]:
+        return (self.scope, str(self.generation))
+
+    @classmethod
+    def of(cls, death: Death, fired_event_id: str) -> SwitchRecovered:
+        assert death.recovered_at is not None
+        assert death.recovered_by is not None
+        downtime = death.downtime_seconds
+        assert downtime is not None
+        return cls(
+            scope=death.scope,
+            generation=death.generation,
+            holder=death.holder,
+            agent_id=death.agent_id,
+            deadline=death.deadline,
+            fired_at=death.fired_at,
+            recovered_at=death.recovered_at,
+            downtime_seconds=downtime,
+            recovered_by=death.recovered_by,
+            fired_event_id=fired_event_id,
+            watcher=_owner(death.notify_address),
+        )
+
+    def readers(self) -> tuple[str, ...]:
+        return () if self.watcher is None else (self.watcher,)
+
+
+class SwitchFlapping(EventData):
+    """A switch died again and again: told once, in place of this death's switch.fired. Its
+    deaths and recoveries are not told until it settles (switch.settled)."""
+
+    scope: str
+    generation: int = Field(description="The generation whose death made it flap.")
+    holder: str
+    agent_id: str | None
+    fired_at: AwareDatetime = Field(description="When that death fired: flapping since then.")
+    deaths: int = Field(description="Its deaths within window_seconds, this one included.")
+    window_seconds: int = Field(description="How far back deaths are counted.")
+
+    @classmethod
+    def of(cls, death: Death, deaths: int, window_seconds: int) -> SwitchFlapping:
+        return cls(
+            scope=death.scope,
+            generation=death.generation,
+            holder=death.holder,
+            agent_id=death.agent_id,
+            fired_at=death.fired_at,
+            deaths=deaths,
+            window_seconds=window_seconds,
+        )
+
+    def identity(self) -> tuple[str, ...]:
+        return self.about(self.scope, self.fired_at)
+
+    @staticmethod
+    def about(scope: str, since: datetime) -> tuple[str, ...]:
+        """What makes a flapping of ``scope`` since ``since`` the one it is: a switch.settled
+        names it so, from the switch that keeps ``since``."""
+        return (scope, since.isoformat())
+
+
+class SwitchSettled(EventData):
+    """A flapping switch went a whole window without dying: its deaths are told again."""
+
+    scope: str
+    flapping_since: AwareDatetime
+    settled_at: AwareDatetime
+    flapping_event_id: str = Field(description="The id of the switch.flapping event this ends.")
+
+    def identity(self) -> tuple[str, ...]:
+        return (self.scope, self.flapping_since.isoformat())

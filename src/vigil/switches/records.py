@@ -32,8 +32,9 @@ from vigil.leases.records import Lease
 Action = Literal["release_leases", "mark_failed", "queue_alert"]
 # The alert is last so that it can say what was released.
 ACTION_ORDER: tuple[Action, ...] = ("release_leases", "mark_failed", "queue_alert")
-# A death's steps: its actions, then the notification of the channels whose rules want it.
-Step = Literal["release_leases", "mark_failed", "queue_alert", "notify"]
+# A death's steps: its actions, then the notification of the channels whose rules want it, then,
+# once its switch is beaten again, the news of its recovery to whoever was told of the death.
+Step = Literal["release_leases", "mark_failed", "queue_alert", "notify", "recovered"]
 SwitchState = Literal["armed", "disarmed", "fired"]
 # What callers are told: a fired switch is "failed" when its death marked the work failed.
 PublicState = Literal["armed", "disarmed", "failed", "expired"]
@@ -68,6 +69,13 @@ PAUSE_RETAIN = timedelta(days=1)
 # that keep the item under the 1 KB of one write unit.
 BEAT_SLOT_MINUTES = 30
 BEAT_SLOTS = 48
+# A switch that dies FLAP_DEATHS times within FLAP_WINDOW is flapping: the death that makes it
+# so is told as one alert (switch.flapping), and the deaths and recoveries after it are
+# recorded but not told, until a whole FLAP_WINDOW passes without a death: then it has
+# settled (switch.settled), and its next death is told as any death is.
+FLAP_DEATHS = 3
+FLAP_WINDOW = timedelta(hours=1)
+Flapping = Literal["began", "ongoing"]
 
 
 def with_beat(recent: Mapping[int, int], at: datetime) -> dict[int, int]:
@@ -114,6 +122,11 @@ class Switch(Versioned):
     follows_death: int | None = None
     # The latest beat of each half hour (with_beat), across generations.
     recent: dict[int, int] = Field(default_factory=dict)
+    # When it died lately, across generations: at most FLAP_DEATHS - 1, within FLAP_WINDOW of
+    # the beat that armed this generation.
+    flaps: list[datetime] = Field(default_factory=list)
+    # Since when it is flapping (the death that made it so), until it settles.
+    flapping_since: datetime | None = None
 
     @classmethod
     def armed_after(
@@ -125,7 +138,18 @@ class Switch(Versioned):
         scope: str,
         holder: str,
     ) -> Switch:
-        """A new generation, armed by ``holder``'s beat: after nothing, a disarm or a death."""
+        """A new generation, armed by ``holder``'s beat: after nothing, a disarm or a death.
+        It keeps the deaths of the last FLAP_WINDOW, and whether they make it flap."""
+        flaps = previous.flaps if previous is not None else []
+        flapping_since = previous.flapping_since if previous is not None else None
+        if death is not None:
+            flaps = [*flaps, death.fired_at]
+            flapping_since = {
+                None: None,
+                "began": death.fired_at,
+                "ongoing": flapping_since,
+            }[death.flapping]
+        since = beat.at - FLAP_WINDOW
         return cls(
             namespace=namespace,
             scope=scope,
@@ -138,7 +162,26 @@ class Switch(Versioned):
             version=previous.version + 1 if previous is not None else 1,
             follows_death=death.generation if death is not None else None,
             recent=with_beat(previous.recent if previous is not None else {}, beat.at),
+            flaps=[moment for moment in flaps if moment > since][-(FLAP_DEATHS - 1) :],
+            flapping_since=flapping_since,
             **beat.first_terms(),
+        )
+
+    def flapping(self, now: datetime) -> Flapping | None:
+        """Whether a death at ``now`` finds this switch flapping: one that makes it so
+        (``began``), one while it is (``ongoing``); None if its deaths are few enough (a switch
+        that was flapping has settled when a whole FLAP_WINDOW passed without one)."""
+        dead_lately = [moment for moment in self.flaps if moment > now - FLAP_WINDOW]
+        if self.flapping_since is not None and dead_lately:
+            return "ongoing"
+        if len(dead_lately) + 1 >= FLAP_DEATHS:
+            return "began"
+        return None
+
+    def settled(self, now: datetime) -> bool:
+        """Whether this switch, flapping, has gone a whole FLAP_WINDOW without a death."""
+        return self.flapping_since is not None and all(
+            moment <= now - FLAP_WINDOW for moment in self.flaps
         )
 
     def beaten(self, beat: Beat, alarm_due: datetime) -> Switch:
@@ -223,6 +266,7 @@ class Switch(Versioned):
             notify_address=self.notify_address if "queue_alert" in self.on_expiry else None,
             done=done,
             notify=True,
+            flapping=self.flapping(now),
             version=1,
         )
 
@@ -410,6 +454,11 @@ class Death(Versioned):
     done: dict[str, dict[str, Any]]  # step -> its recorded outcome
     # Whether the channels are notified, last (deaths recorded before channels existed were not).
     notify: bool = False
+    # When the switch was beaten again, and by whom: the end of this death's downtime.
+    recovered_at: datetime | None = None
+    recovered_by: str | None = None
+    # Whether this death made its switch flap, or came while it did (Switch.flapping).
+    flapping: Flapping | None = None
 
     @property
     def lateness_seconds(self) -> float:
@@ -419,7 +468,20 @@ class Death(Versioned):
         steps: list[Step] = [action for action in self.actions if action not in self.done]
         if self.notify and "notify" not in self.done:
             steps.append("notify")
+        if self.recovered_at is not None and "recovered" not in self.done:
+            steps.append("recovered")
         return steps
+
+    @property
+    def downtime_seconds(self) -> float | None:
+        """From the deadline missed to the beat that armed the switch again; None until then."""
+        if self.recovered_at is None:
+            return None
+        return round((self.recovered_at - self.deadline).total_seconds(), 3)
+
+    def recovery(self, at: datetime, by: str) -> Death:
+        """This death ended by ``by``'s beat at ``at``: its switch is armed again."""
+        return self.changed(recovered_at=at, recovered_by=by)
 
     @property
     def position(self) -> str:

@@ -219,6 +219,12 @@ class DeathView(Output):
         default=None,
         description="The switch.fired event's id, for acknowledge_alert.",
     )
+    recovered_at: datetime | None = Field(
+        default=None, description="When a beat armed the switch again; null until then."
+    )
+    downtime_seconds: float | None = Field(
+        default=None, description="recovered_at minus deadline; null until recovered."
+    )
 
     @classmethod
     def of(cls, death: Death) -> DeathView:
@@ -242,6 +248,8 @@ class DeathView(Output):
             alert_envelope_id=alert.get("envelope_id") if alert else None,
             alert_address=alert.get("address") if alert else None,
             alert_id=(death.done.get("notify") or {}).get("event_id"),
+            recovered_at=death.recovered_at,
+            downtime_seconds=death.downtime_seconds,
         )
 
 

@@ -41,6 +41,10 @@ class SwitchView(Output):
     armed_at: datetime = Field(description="When this generation was armed.")
     beats: int = Field(description="Beats of this generation.")
     on_expiry: list[Action] = Field(description="What runs (or ran) when the switch fires.")
+    flapping_since: datetime | None = Field(
+        default=None,
+        description="Since when it flaps: its deaths are not told until it settles; or null.",
+    )
 
     @classmethod
     def of(cls, switch: Switch) -> SwitchView:
@@ -56,6 +60,7 @@ class SwitchView(Output):
             armed_at=switch.armed_at,
             beats=switch.beats,
             on_expiry=switch.on_expiry,
+            flapping_since=switch.flapping_since,
         )
 
 

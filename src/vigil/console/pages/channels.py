@@ -35,7 +35,7 @@ HERE = f"{PREFIX}/channels"
 # once): ``event:switch.fired`` and so on.
 EVENT_FIELD = "event:"
 EVENT_WORDS = {
-    "switch.fired": "a dead-man switch fired",
+    "switch.fired": "a dead-man switch fired (and, when it beats again, recovered)",
     "request.opened": "a request was asked (and, when it is, withdrawn)",
     "request.expiring": "a request is about to expire",
     "request.answered": "a request was answered or decided",
@@ -46,8 +46,13 @@ EVENT_WORDS = {
 KINDS = (
     ("webhook", "Webhook (signed JSON POSTs)"),
     ("slack", "Slack incoming webhook"),
+    ("teams", "Microsoft Teams (Workflows webhook)"),
+    ("discord", "Discord webhook"),
+    ("pagerduty", "PagerDuty (Events API v2)"),
     ("email", "Email"),
 )
+# The kinds whose URL is their credential: never written back into a form the tool refused.
+SECRET_URLS = frozenset({"slack", "teams", "discord"})
 # What the creation form holds when the page is opened.
 CREATE_DEFAULTS = {"kind": "webhook", f"{EVENT_FIELD}switch.fired": "yes"}
 
@@ -219,8 +224,9 @@ def _create_section(
     key: str,
 ) -> Html:
     """The form that creates a channel, for those who may, holding ``values`` under the
-    idempotency key ``key``; a refusal is said above it. A Slack webhook's URL is its
-    credential, so it is not written back into a form the tool refused."""
+    idempotency key ``key``; a refusal is said above it. A Slack, Teams or Discord webhook's URL
+    is its credential, and so is a PagerDuty routing key: neither is written back into a form
+    the tool refused."""
     if not responder.may(visit, "create_channel"):
         return Html("")
     kinds = join(
@@ -255,8 +261,12 @@ def _create_section(
             '<input id="channel-name" name="name" value="{name}" required>'
             '<label for="channel-kind">Kind</label>'
             '<select id="channel-kind" name="kind">{kinds}</select>'
-            "<label for=\"channel-url\">URL (a webhook's, or a Slack incoming webhook's)</label>"
+            '<label for="channel-url">URL (the webhook\'s; for PagerDuty, only to use its EU '
+            "region: https://events.eu.pagerduty.com)</label>"
             '<input id="channel-url" name="url" type="url" value="{url}">'
+            '<label for="channel-key">Routing key (a PagerDuty channel\'s: its Events API v2 '
+            "integration's)</label>"
+            '<input id="channel-key" name="routing_key" type="password" autocomplete="off">'
             '<label for="channel-email">Address (an email channel\'s)</label>'
             '<input id="channel-email" name="email" type="email" value="{email}">'
             "<fieldset><legend>Events it receives</legend>{events}</fieldset>"
@@ -270,7 +280,7 @@ def _create_section(
             key=key,
             name=values.get("name", ""),
             kinds=kinds,
-            url=values.get("url", "") if values.get("kind") != "slack" else "",
+            url=values.get("url", "") if values.get("kind") not in SECRET_URLS else "",
             email=values.get("email", ""),
             events=events,
             prefix=values.get("scope_prefix", ""),
@@ -293,7 +303,7 @@ def create_arguments(form: Mapping[str, str]) -> dict[str, Any]:
         "rules": [rule],
         "idempotency_key": form.get("idempotency_key") or None,
     }
-    for target in ("url", "email"):
+    for target in ("url", "email", "routing_key"):
         if form.get(target):
             arguments[target] = form[target]
     return arguments

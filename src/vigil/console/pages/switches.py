@@ -331,7 +331,9 @@ def switch_rows(
     return [
         [
             link("/console/switch", s["scope"], scope=s["scope"]),
-            switch_state(s["state"]),
+            join([switch_state(s["state"]), badge("flapping")], " ")
+            if s.get("flapping_since")
+            else switch_state(s["state"]),
             _fires(s, now, pauses),
             named(s["holder"], s["agent_id"], names),
             s["generation"],
@@ -417,6 +419,7 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
                     ]
                 ),
             ),
+            ("Down for", _downtime(death, now)),
             (
                 "What it did",
                 render("<ul>{items}</ul>", items=join(render("<li>{s}</li>", s=s) for s in said))
@@ -425,6 +428,24 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
             ),
         ]
     )
+
+
+def _downtime(death: Mapping[str, Any], now: datetime) -> Html:
+    """How long the switch was down: from the deadline it missed to the beat that armed it
+    again; or since that deadline, while nothing has."""
+    if death.get("recovered_at") is None:
+        return render("{d}, and counting: not beaten since", d=span(_since(death, now)))
+    return join(
+        [
+            Html(span(death["downtime_seconds"])),
+            Html(": beaten again "),
+            relative(death["recovered_at"], now),
+        ]
+    )
+
+
+def _since(death: Mapping[str, Any], now: datetime) -> float:
+    return (now - datetime.fromisoformat(death["deadline"])).total_seconds()
 
 
 def _released(death: Mapping[str, Any]) -> Html:
