@@ -459,3 +459,34 @@ def test_a_grace_is_granted_once_and_never_over_a_beat(store: Store, clock: Manu
     late = other.graced(other.deadline + timedelta(seconds=300))
     assert store.grant_grace(late, missed=other.deadline, previous_due=other.alarm_due) is False
     assert store.get_switch("acme", "job#2") == beaten
+
+
+def test_a_switchs_dependants_are_listed_in_scope_order_and_counted_past_the_page(
+    store: Store,
+) -> None:
+    store.commit([store.add_dependant("acme", "host", f"job-{n:02d}") for n in range(7)])
+    store.commit([store.add_dependant("acme", "host", "job-03")])  # again: still one
+    store.commit([store.add_dependant("acme", "other-host", "job-99")])
+    assert store.dependants("acme", "host", 3) == (["job-00", "job-01", "job-02"], 7)
+    assert store.dependants("acme", "host", 50) == ([f"job-{n:02d}" for n in range(7)], 7)
+    store.commit([store.remove_dependant("acme", "host", "job-00")])
+    store.commit([store.remove_dependant("acme", "host", "job-00")])  # gone already: nothing
+    assert store.dependants("acme", "host", 2) == (["job-01", "job-02"], 6)
+    assert store.dependants("other", "host", 2) == ([], 0)
+
+
+def test_a_dependency_check_fails_once_the_chain_changed(store: Store, clock: ManualClock) -> None:
+    """Checks go with the change they guard (here, a dependant's row), never alone."""
+    parent = switch(clock, scope="host")
+    store.commit([store.save_switch(parent, None)])
+    check = store.depends_on_is("acme", "host", parent)
+    nothing = store.depends_on_is("acme", "absent", None)
+    store.commit([check, nothing, store.add_dependant("acme", "host", "job")])  # as read: holds
+    store.commit([store.save_switch(parent.changed(depends_on="rack-1"), parent.version)])
+    with pytest.raises(ConditionFailed):
+        store.commit([check, store.add_dependant("acme", "host", "job-2")])
+    store.commit([store.save_switch(switch(clock, scope="absent"), None)])
+    with pytest.raises(ConditionFailed):
+        store.commit([nothing, store.add_dependant("acme", "absent", "job-3")])
+    assert store.dependants("acme", "host", 5) == (["job"], 1)
+    assert store.dependants("acme", "absent", 5) == ([], 0)

@@ -527,3 +527,65 @@ def test_a_slack_channel_cannot_point_at_a_local_receiver(
             assert receiver.attempts_at("/slack") == []
 
     anyio.run(scenario)
+
+
+def test_a_host_and_its_fifty_jobs_die_and_one_alert_names_the_fifty(
+    state: dict[str, Any], receiver: WebhookReceiver
+) -> None:
+    """On the local runtime (DynamoDB Local, the timer queue's real alarms): a host and 50 jobs
+    that depend on it, beaten in one batch, stop together. Their 51 deaths are recorded; the
+    channel gets one alert, the host's, naming the 50, and then 51 recoveries."""
+    prefix = f"fleet-{uuid.uuid4().hex[:6]}/"
+    host, jobs = f"{prefix}host", [f"{prefix}job-{n:02d}" for n in range(50)]
+    path = _path("fleet")
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await open_session(stack, state["mcp_url"], state["operator_secret"])
+            _, secret = await _register(operator, "fleet-host")
+            agent = await open_session(stack, state["mcp_url"], secret)
+            rules: list[dict[str, Any]] = [{"events": ["switch.fired"], "scope_prefix": prefix}]
+            channel = await _webhook(operator, receiver, path, rules)
+            beats = [{"scope": host, "expect_within_seconds": 3}] + [
+                {"scope": job, "expect_within_seconds": 3, "depends_on": host} for job in jobs
+            ]
+            armed = await agent.call("heartbeat_batch", beats=beats)
+            assert armed["failed"] == 0
+
+            [alert] = await _arrival(receiver, path, "switch.fired")
+            _valid(alert)
+            assert alert.body["scope"] == host
+            assert alert.body["data"]["dependants_count"] == 50
+            assert alert.body["data"]["dependants"] == jobs
+
+            async def all_dead() -> tuple[bool, dict[str, Any]]:
+                page = await operator.call("list_switches", scope_prefix=prefix)
+                listed = page["switches"]
+                if page["next_cursor"]:
+                    more = await operator.call(
+                        "list_switches", scope_prefix=prefix, cursor=page["next_cursor"]
+                    )
+                    listed += more["switches"]
+                states = [s["state"] for s in listed]
+                return states.count("failed") == 51, {"states": states}
+
+            await _poll(all_dead, DELIVERY_DEADLINE_SECONDS)
+            await anyio.sleep(MAX_LATENESS_SECONDS)
+            assert len(receiver.events(path, "switch.fired")) == 1  # none told apart
+
+            again = await agent.call(
+                "heartbeat_batch", beats=[{**b, "expect_within_seconds": 600} for b in beats]
+            )
+            assert again["failed"] == 0
+
+            async def recovered() -> tuple[bool, dict[str, Any]]:
+                found = receiver.events(path, "switch.recovered")
+                return len(found) == 51, {"recovered": len(found)}
+
+            await _poll(recovered, DELIVERY_DEADLINE_SECONDS)
+            for event in receiver.events(path, "switch.recovered"):
+                _valid(event)
+            await agent.call("heartbeat_batch", beats=[{**b, "disarm": True} for b in beats])
+            await operator.call("delete_channel", id=channel["id"], version=channel["version"])
+
+    anyio.run(scenario)

@@ -446,6 +446,26 @@ def _late(world: World) -> dict[str, Any]:
     return arguments
 
 
+def _depending(world: World) -> dict[str, Any]:
+    """A job's beat that names, for the first time, the host it runs on, itself on a rack:
+    the chain is checked and the host's dependants row written."""
+    rack, host = world.unique("rack"), world.unique("host")
+    world.call("heartbeat", "worker", **_beat(world, rack))
+    world.call("heartbeat", "worker", **_beat(world, host, depends_on=rack))
+    return {**_armed(world), "depends_on": host}
+
+
+def _late_dependant(world: World) -> dict[str, Any]:
+    """A job's late beat, its host dead too: the job's death waits for the host to be judged,
+    or is folded into its alert."""
+    host = world.unique("host")
+    world.call("heartbeat", "worker", **_beat(world, host))
+    arguments = _beat(world, world.unique("job"), depends_on=host)
+    world.call("heartbeat", "worker", **arguments)
+    world.clock.advance(301)
+    return arguments
+
+
 def _disarm(world: World) -> dict[str, Any]:
     arguments = _armed(world)
     return {"scope": arguments["scope"], "expect_within_seconds": 300, "disarm": True}
@@ -820,6 +840,10 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("heartbeat", "first beat, Scheduler", "worker", _arm_long, A_RETRIED_BEAT),
         Scenario("heartbeat", "steady beat", "worker", _steady, A_RETRIED_BEAT),
         Scenario("heartbeat", "late beat runs the expiry", "worker", _late, A_RETRIED_BEAT),
+        Scenario("heartbeat", "names the host it depends on", "worker", _depending, A_RETRIED_BEAT),
+        Scenario(
+            "heartbeat", "late beat of a dead host's job", "worker", _late_dependant, A_RETRIED_BEAT
+        ),
         Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
     ],
     "heartbeat_batch": [

@@ -46,6 +46,7 @@ def test_list_switches_shows_each_state_and_filters(world: World, clock: ManualC
         "beats": 2,
         "on_expiry": ["mark_failed"],
         "flapping_since": None,
+        "depends_on": None,
     }
     states = {s["scope"]: (s["state"], s["deadline"]) for s in page["switches"]}
     assert states["job-failed"] == ("failed", None)

@@ -66,8 +66,10 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
     footer = f"Vigil · namespace {event.namespace} · {event.type} · {event.id}"
     match data:
         case SwitchFired():
+            more = data.dependants_count
             return Summary(
-                title=f"Switch fired: {data.scope}",
+                title=f"Switch fired: {data.scope}"
+                + (f", and {more} {'dependant' if more == 1 else 'dependants'}" if more else ""),
                 fields=_switch_fields(data),
                 text=None,
                 action=None,
@@ -233,6 +235,17 @@ def _switch_fields(data: SwitchFired) -> tuple[tuple[str, str], ...]:
                 f"{data.released_count} lease(s)"
                 + (f": {named}" if named else "")
                 + (f" and {more} more" if more > 0 else ""),
+            )
+        )
+    if data.dependants_count:
+        named = ", ".join(data.dependants)
+        unnamed = data.dependants_count - len(data.dependants)
+        fields.append(
+            (
+                "Dependants",
+                f"{data.dependants_count}: {named}"
+                + (f" and {unnamed} more" if unnamed > 0 else "")
+                + " (their deaths while it is down are told here, not apart)",
             )
         )
     return tuple(fields)

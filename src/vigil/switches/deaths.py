@@ -9,14 +9,16 @@ outgrows its limit, however many leases the holder had.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from vigil.alarms.timers import Alarms
 from vigil.clock import Clock, iso
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.batch import read_once
+from vigil.kit.events import event_id
 from vigil.kit.publish import Publish
 from vigil.kit.uow import ConditionFailed, UnitOfWork, Write
 from vigil.mailboxes.queues import MailboxQueues
@@ -25,10 +27,14 @@ from vigil.mailboxes.service import Tell, deliver
 from vigil.switches.records import (
     FLAP_DEATHS,
     FLAP_WINDOW,
+    MAX_DEPENDENCY_DEPTH,
+    MAX_DEPENDENCY_HOLD,
+    NAMED_DEPENDANTS,
     RELEASE_BATCH,
     Death,
     HeldLease,
     Step,
+    Switch,
 )
 from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import continuation
@@ -60,6 +66,10 @@ class DeathActions:
                 return death
             try:
                 death = self._step(pending[0], death, uow)
+            except Held as held:
+                # Told once what it depends on is judged: the alarm comes back then.
+                self.alarms.arm(continuation(death, held.until), self.clock.now())
+                return death
             except ConditionFailed:
                 fresh = self.store.get_death(death.namespace, death.scope, death.generation)
                 assert fresh is not None
@@ -106,6 +116,11 @@ class DeathActions:
         # nothing to tell.
         from vigil.switches.events import SwitchFired, SwitchFlapping
 
+        folded = self._folded_into(death) if death.depends_on is not None else None
+        if folded is not None:
+            # What it depends on is dead: told in that one's alert, not apart (nor as a flap).
+            outcome = {"folded_into": {"scope": folded.scope, "generation": folded.generation}}
+            return death.recorded("notify", outcome).model_copy(update={"flapping": None}), []
         if death.flapping == "ongoing":
             # Its switch flaps: told once, when it began; this death is recorded, not told.
             return death.recorded("notify", {"quiet": "flapping"}), []
@@ -118,13 +133,50 @@ class DeathActions:
                 occurred_at=death.fired_at,
             )
         else:
+            dependants = self.store.dependants(death.namespace, death.scope, NAMED_DEPENDANTS)
             published = self.publish(
                 "switch.fired",
-                SwitchFired.of(death),
+                SwitchFired.of(death, *dependants),
                 namespace=death.namespace,
                 occurred_at=death.fired_at,
             )
         return death.recorded("notify", {"event_id": published.event_id}), published.writes
+
+    def _folded_into(self, death: Death) -> Switch | None:
+        """The switch whose alert ``death`` is told in: the highest of the switches it
+        depends on (up the chain) that is dead. None: it is told apart. Held until one of them
+        is judged when one, not beaten since this death, has its deadline near (within
+        MAX_DEPENDENCY_HOLD of the death): a host and its jobs stop together, and the jobs'
+        deadlines may come first."""
+        namespace, now = death.namespace, self.clock.now()
+        dead: Switch | None = None
+        wait_until: datetime | None = None
+        above = death.depends_on
+        for _ in range(MAX_DEPENDENCY_DEPTH):
+            if above is None:
+                break
+            # Read once for a batch of timers (vigil.kit.batch): a burst of a host's jobs
+            # reads the host once a batch.
+            read = functools.partial(self.store.get_switch, namespace, above)
+            found = read_once(("depended on", namespace, above), read)
+            if found is None:
+                break
+            if found.state == "fired":
+                dead = found
+            elif (
+                found.state == "armed"
+                and found.last_beat_at <= death.fired_at
+                and found.deadline <= death.fired_at + MAX_DEPENDENCY_HOLD
+                and now < death.fired_at + MAX_DEPENDENCY_HOLD
+            ):
+                until = min(
+                    max(found.deadline, now) + JUDGED_WITHIN, death.fired_at + MAX_DEPENDENCY_HOLD
+                )
+                wait_until = until if wait_until is None else min(wait_until, until)
+            above = found.depends_on
+        if dead is None and wait_until is not None:
+            raise Held(wait_until)
+        return dead
 
     def recovered(self, death: Death) -> tuple[Death, list[Write]]:
         """``death``, whose switch was beaten again, with its recovered step recorded, and the
@@ -140,11 +192,15 @@ class DeathActions:
             outcome["envelope"] = self._deliver(death, _recovery_payload(death), "recovered", at)
         writes: list[Write] = []
         told = death.done.get("notify", {})
-        if "event_id" in told and death.flapping is None:
-            # (A flapping switch's recoveries are not told: that it settles is.)
+        if ("event_id" in told or "folded_into" in told) and death.flapping is None:
+            # (A flapping switch's recoveries are not told: that it settles is. A dependant's
+            # are, though its death was told in another's alert.)
+            fired_id = told.get("event_id") or event_id(
+                death.namespace, "switch.fired", death.scope, str(death.generation)
+            )
             published = self.publish(
                 "switch.recovered",
-                SwitchRecovered.of(death, told["event_id"]),
+                SwitchRecovered.of(death, fired_id),
                 namespace=death.namespace,
                 occurred_at=at,
             )
@@ -250,6 +306,19 @@ class DeathActions:
                 raise
             return {"undeliverable": "the notify address is no longer registered"}
         return {"envelope_id": envelope.id, "address": death.notify_address}
+
+
+class Held(Exception):
+    """A death's notify step waits until ``until`` for what it depends on to be judged."""
+
+    def __init__(self, until: datetime) -> None:
+        super().__init__(until)
+        self.until = until
+
+
+# A switch is judged (fired, or beaten again) this long after its deadline at most: its alarm
+# comes within the lateness goal (2 s at p99).
+JUDGED_WITHIN = timedelta(seconds=5)
 
 
 def _recovery_payload(death: Death) -> dict[str, Any]:

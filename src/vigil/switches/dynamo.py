@@ -48,6 +48,15 @@ def _switch_key(namespace: str, scope: str) -> dict[str, Any]:
     return {"pk": _scope_pk(namespace, scope), "sk": attr_s("SWITCH")}
 
 
+# A switch's dependants, one row each in its scope's partition: written when a beat names or
+# changes its depends_on, read by its death's alert.
+DEPENDANT = "DEPENDANT#"
+
+
+def _dependant_key(namespace: str, parent: str, dependant: str) -> dict[str, Any]:
+    return {"pk": _scope_pk(namespace, parent), "sk": attr_s(DEPENDANT + dependant)}
+
+
 def _death_key(namespace: str, scope: str, generation: int) -> dict[str, Any]:
     return {"pk": _scope_pk(namespace, scope), "sk": attr_s(f"DEATH#{generation:012d}")}
 
@@ -187,6 +196,8 @@ class DynamoSwitches(DynamoBase, SwitchStore):
         # A notify address the beat names is checked (a registered mailbox) on the slow path:
         # the fast one takes only the one the switch has.
         notify_address = changes.pop("notify_address", None)
+        # So is a dependency the beat names: the fast path takes only the one it has.
+        depends_on = changes.pop("depends_on", None)
         now = beat.at
         names = {
             "#st": "state",
@@ -223,6 +234,10 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             names["#notify"] = "notify_address"
             condition += " AND #notify = :notify"
             values[":notify"] = attr_s(notify_address)
+        if depends_on is not None:
+            names["#dep"] = "depends_on"
+            condition += " AND #dep = :dep"
+            values[":dep"] = attr_s(depends_on)
         try:
             response = self._call(
                 self.client.update_item,
@@ -373,6 +388,54 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             Key={"pk": item["pk"], "sk": item["sk"]},
             ConditionExpression="attribute_exists(pk) AND attribute_not_exists(doc)",
         )
+
+    # -- dependencies --------------------------------------------------------------------
+    def depends_on_is(self, namespace: str, scope: str, found: Switch | None) -> DynamoWrite:
+        check: dict[str, Any] = {"TableName": self.table, "Key": _switch_key(namespace, scope)}
+        if found is None:
+            check["ConditionExpression"] = "attribute_not_exists(pk)"
+        elif found.depends_on is None:
+            check["ConditionExpression"] = "attribute_exists(pk) AND attribute_not_exists(#dep)"
+            check["ExpressionAttributeNames"] = {"#dep": "depends_on"}
+        else:
+            check["ConditionExpression"] = "#dep = :dep"
+            check["ExpressionAttributeNames"] = {"#dep": "depends_on"}
+            check["ExpressionAttributeValues"] = {":dep": attr_s(found.depends_on)}
+        return DynamoWrite([{"ConditionCheck": check}])
+
+    def add_dependant(self, namespace: str, parent: str, dependant: str) -> DynamoWrite:
+        return self._put(_dependant_key(namespace, parent, dependant))
+
+    def remove_dependant(self, namespace: str, parent: str, dependant: str) -> DynamoWrite:
+        key = _dependant_key(namespace, parent, dependant)
+        return DynamoWrite([{"Delete": {"TableName": self.table, "Key": key}}])
+
+    def dependants(self, namespace: str, parent: str, limit: int) -> tuple[list[str], int]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {
+                ":pk": _scope_pk(namespace, parent),
+                ":prefix": attr_s(DEPENDANT),
+            },
+            "ConsistentRead": True,
+        }
+        first = self._call(self.client.query, **request, Limit=limit).get("Items", [])
+        named = [item["sk"]["S"].removeprefix(DEPENDANT) for item in first]
+        if len(first) < limit:
+            return named, len(named)
+        count, start = 0, None
+        while True:  # keys only: a count of a few thousand is a page or two
+            page = self._call(
+                self.client.query,
+                **request,
+                Select="COUNT",
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            count += page["Count"]
+            start = page.get("LastEvaluatedKey")
+            if start is None:
+                return named, count
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> DynamoWrite:
         return DynamoWrite(

@@ -25,7 +25,7 @@ from typing import Generic, NamedTuple, TypeVar
 from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, iso, to_ms
-from vigil.errors import forbidden, not_found
+from vigil.errors import VigilError, forbidden, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.batch import offer, read_once, take
 from vigil.kit.events import event_id
@@ -40,7 +40,15 @@ from vigil.observability import get_logger, log_event, metrics
 from vigil.progress.records import ProgressReport
 from vigil.quotas.records import Quotas
 from vigil.switches.deaths import DeathActions
-from vigil.switches.records import Beat, Death, PublicState, ReleasedPage, Reprieve, Switch
+from vigil.switches.records import (
+    MAX_DEPENDENCY_DEPTH,
+    Beat,
+    Death,
+    PublicState,
+    ReleasedPage,
+    Reprieve,
+    Switch,
+)
 from vigil.switches.store import SwitchPorts
 from vigil.switches.timers import TIMER_KIND, timer_for
 
@@ -58,6 +66,13 @@ ALARM_STEPS = 50
 HELD_PAGE = 50
 
 S = TypeVar("S", bound=SwitchPorts)
+
+
+def _dependency_refused(problem: str) -> VigilError:
+    return invalid(
+        "the arguments do not match the tool's input schema",
+        problems=[{"field": "depends_on", "problem": problem}],
+    )
 
 
 class Resumption(NamedTuple):
@@ -185,16 +200,49 @@ class SwitchEngine(Generic[S]):
                 self.alarms.arm(timer_for(switch, beat.deadline), now)
                 alarm_due = beat.deadline
             updated = switch.beaten(beat, alarm_due)
-            self._save(uow, updated, switch.version)
+            dependency = self._dependency(switch, updated)
+            self._save(uow, updated, switch.version, *dependency)
             return updated, self.repeated_death(updated)
 
         armed = Switch.armed_after(switch, death, beat, namespace, scope, me)
-        recovery: list[Write] = []
+        also = self._dependency(switch, armed)
         if switch is not None and switch.state == "fired" and death is not None:
             death, recovery = self._recovery(death, now, me)
+            also += recovery
         self.alarms.arm(timer_for(armed, armed.deadline), now)
-        self._save(uow, armed, switch.version if switch is not None else None, *recovery, armed=1)
+        self._save(uow, armed, switch.version if switch is not None else None, *also, armed=1)
         return armed, death
+
+    def _dependency(self, before: Switch | None, after: Switch) -> list[Write]:
+        """The writes of ``after``'s dependency, when it is not ``before``'s: the dependants'
+        rows moved, and a check of each switch up the new chain, as read, so that a
+        concurrent change of the chain fails this commit. A chain that comes back to
+        ``after`` (a cycle) or goes more than MAX_DEPENDENCY_DEPTH switches up is refused."""
+        old = before.depends_on if before is not None else None
+        new = after.depends_on
+        if old == new:
+            return []
+        namespace, scope = after.namespace, after.scope
+        writes: list[Write] = []
+        if old is not None:
+            writes.append(self.store.remove_dependant(namespace, old, scope))
+        if new is None:
+            return writes
+        chain = [scope]
+        above: str | None = new
+        while above is not None:
+            if above in chain:
+                path = " -> ".join([*chain, above])
+                raise _dependency_refused(f"it would make a cycle: {path}")
+            if len(chain) > MAX_DEPENDENCY_DEPTH:
+                raise _dependency_refused(
+                    f"a chain is at most {MAX_DEPENDENCY_DEPTH} switches above the one naming it"
+                )
+            found = self.store.get_switch(namespace, above)
+            writes.append(self.store.depends_on_is(namespace, above, found))
+            chain.append(above)
+            above = found.depends_on if found is not None else None
+        return [*writes, self.store.add_dependant(namespace, new, scope)]
 
     def _recovery(self, death: Death, now: datetime, by: str) -> tuple[Death, list[Write]]:
         """``death`` ended by ``by``'s beat at ``now``, and the writes that record it, to commit
@@ -290,9 +338,10 @@ class SwitchEngine(Generic[S]):
         death (ours or one that another caller recorded), or None if a beat or a disarm won."""
         death = switch.death(to_ms(now), missed)
         also: list[Write] = []
-        if death.pending() == ["notify"]:
-            # Nothing to do but tell (no leases to release, no alert to queue): the event is
-            # written with the firing itself, one write where it would be two.
+        if death.pending() == ["notify"] and death.depends_on is None:
+            # Nothing to do but tell (no leases to release, no alert to queue, nothing it depends
+            # on to ask): the event is written with the firing itself, one write where it would
+            # be two.
             death, also = self.deaths.told(death)
         try:
             self.store.fire_switch(switch, death, now, *also)

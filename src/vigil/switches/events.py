@@ -36,12 +36,24 @@ class SwitchFired(EventData):
     released_pages: int | None = Field(
         description="How many pages of released leases resume_packet returns; null as above."
     )
+    dependants_count: int = Field(
+        default=0,
+        description=(
+            "How many switches depend on this one: their deaths while it is dead are told "
+            "here, not apart."
+        ),
+    )
+    dependants: list[str] = Field(
+        default_factory=list, description="The scopes of the first 50 of them, in scope order."
+    )
     # The agent whose mailbox its alert goes to: who may read it as its own event. Not sent:
     # the channels' contract (docs/events) is what it was.
     watcher: str | None = Field(default=None, exclude=True)
 
     @classmethod
-    def of(cls, death: Death) -> SwitchFired:
+    def of(
+        cls, death: Death, dependants: list[str] | None = None, dependants_count: int = 0
+    ) -> SwitchFired:
         chosen = "release_leases" in death.actions
         return cls(
             scope=death.scope,
@@ -58,6 +70,8 @@ class SwitchFired(EventData):
                 for held in (death.release.first if chosen else [])
             ],
             released_pages=death.release.pages if chosen else None,
+            dependants_count=dependants_count,
+            dependants=dependants or [],
             watcher=_owner(death.notify_address),
         )
 

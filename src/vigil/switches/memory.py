@@ -25,6 +25,8 @@ class MemorySwitches(MemoryBase, SwitchStore):
         self.death_index: dict[tuple[str, str], tuple[str, int]] = {}
         # A namespace's pauses, one per prefix, as in its pause partition on DynamoDB.
         self.pause_rows: dict[tuple[str, str], Pause] = {}
+        # (namespace, parent scope, dependant scope): the switches that depend on another.
+        self.dependant_rows: dict[tuple[str, str, str], bool] = {}
         super().__init__()
 
     def get_switch(self, namespace: str, scope: str) -> Switch | None:
@@ -44,6 +46,7 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 or current.state != "armed"
                 or current.holder != holder
                 or beat.notify_address not in (None, current.notify_address)
+                or beat.depends_on not in (None, current.depends_on)
                 or current.deadline <= beat.at
                 or current.alarm_due > beat.deadline
             ):
@@ -100,6 +103,36 @@ class MemorySwitches(MemoryBase, SwitchStore):
             ]
         more = len(armed) > limit
         return ArmedPage(alarms, json.dumps(page[-1]) if more else None)
+
+    # -- dependencies --------------------------------------------------------------------
+    def depends_on_is(self, namespace: str, scope: str, found: Switch | None) -> MemoryWrite:
+        def check() -> None:
+            current = self.switches.get((namespace, scope))
+            if (current is None) != (found is None):
+                raise ConditionFailed(scope)
+            if current is not None and found is not None and current.depends_on != found.depends_on:
+                raise ConditionFailed(scope)
+
+        return MemoryWrite(check, lambda: None, (item_bytes(scope),))
+
+    def add_dependant(self, namespace: str, parent: str, dependant: str) -> MemoryWrite:
+        key = (namespace, parent, dependant)
+        return MemoryWrite(
+            lambda: None, lambda: self.dependant_rows.__setitem__(key, True), (item_bytes(key),)
+        )
+
+    def remove_dependant(self, namespace: str, parent: str, dependant: str) -> MemoryWrite:
+        key = (namespace, parent, dependant)
+
+        def apply() -> None:
+            self.dependant_rows.pop(key, None)
+
+        return MemoryWrite(lambda: None, apply, (item_bytes(key),))
+
+    def dependants(self, namespace: str, parent: str, limit: int) -> tuple[list[str], int]:
+        with self._lock:
+            found = sorted(d for (n, p, d) in self.dependant_rows if (n, p) == (namespace, parent))
+        return found[:limit], len(found)
 
     def require_holder(self, namespace: str, scope: str, holder: str) -> MemoryWrite:
         def check() -> None:

@@ -59,6 +59,15 @@ HOLD_CHECK_MIN_SECONDS = 60
 HOLD_CHECK_MAX_SECONDS = 900
 # A pause lasts at most as long as the longest window.
 MAX_PAUSE_SECONDS = MAX_WINDOW_SECONDS
+# A chain of dependencies (a switch, what it depends on, what that depends on...) is at most
+# this many switches above the one that names it: a death walks it, and a change checks it.
+MAX_DEPENDENCY_DEPTH = 4
+# A dependant that dies while what it depends on has not yet been judged (armed, not beaten
+# since, its deadline at most this far after the death) waits for that deadline before it is
+# told: if its parent dies too, it is told in its parent's alert instead.
+MAX_DEPENDENCY_HOLD = timedelta(minutes=15)
+# How many dependants a switch's alert names (it counts them all).
+NAMED_DEPENDANTS = 50
 # The pauses in force at once in a namespace: the expiry path reads them all, so they stay few.
 MAX_PAUSES = 100
 # How long an ended pause is kept: long enough for every switch it held to see it end (within a
@@ -127,6 +136,9 @@ class Switch(Versioned):
     flaps: list[datetime] = Field(default_factory=list)
     # Since when it is flapping (the death that made it so), until it settles.
     flapping_since: datetime | None = None
+    # The scope of the switch this one depends on (its host, its orchestrator): while that one
+    # is dead, this one's deaths are told in its alert instead of apart.
+    depends_on: str | None = None
 
     @classmethod
     def armed_after(
@@ -267,6 +279,7 @@ class Switch(Versioned):
             done=done,
             notify=True,
             flapping=self.flapping(now),
+            depends_on=self.depends_on,
             version=1,
         )
 
@@ -372,13 +385,14 @@ DEFAULT_ACTIONS: tuple[Action, ...] = ("mark_failed",)
 class Beat(Record):
     """What one heartbeat asks for: the next deadline and the terms of the switch. A term it
     leaves out (None) stays as the armed switch has it; a switch armed anew by it takes the
-    defaults: DEFAULT_ACTIONS, no notify_address, no agent_id."""
+    defaults: DEFAULT_ACTIONS, no notify_address, no agent_id, no depends_on."""
 
     at: datetime
     expect_within_seconds: int
     on_expiry: list[Action] | None
     notify_address: str | None
     agent_id: str | None
+    depends_on: str | None = None
 
     @property
     def deadline(self) -> datetime:
@@ -397,11 +411,18 @@ class Beat(Record):
             given["notify_address"] = self.notify_address
         if self.agent_id is not None:
             given["agent_id"] = self.agent_id
+        if self.depends_on is not None:
+            given["depends_on"] = self.depends_on
         return given
 
     def first_terms(self) -> dict[str, Any]:
         """The attributes of a switch this beat arms anew: its own, or the defaults."""
-        defaults = {"on_expiry": list(DEFAULT_ACTIONS), "notify_address": None, "agent_id": None}
+        defaults = {
+            "on_expiry": list(DEFAULT_ACTIONS),
+            "notify_address": None,
+            "agent_id": None,
+            "depends_on": None,
+        }
         return defaults | self.changes()
 
 
@@ -459,6 +480,8 @@ class Death(Versioned):
     recovered_by: str | None = None
     # Whether this death made its switch flap, or came while it did (Switch.flapping).
     flapping: Flapping | None = None
+    # The switch its switch depended on when it fired.
+    depends_on: str | None = None
 
     @property
     def lateness_seconds(self) -> float:

@@ -144,6 +144,26 @@ class SwitchStore(ScopeHolders, ABC):
         self, namespace: str, scope: str, generation: int, number: int
     ) -> ReleasedPage | None: ...
 
+    # -- dependencies ------------------------------------------------------------------------
+    @abstractmethod
+    def depends_on_is(self, namespace: str, scope: str, found: Switch | None) -> Write:
+        """A check, written with a change of dependency, that the switch of ``scope`` depends
+        on what ``found`` (as read; None: no switch) says it does: a concurrent change of the
+        chain fails the commit, so no two changes can close a cycle between them."""
+
+    @abstractmethod
+    def add_dependant(self, namespace: str, parent: str, dependant: str) -> Write:
+        """Records that the switch of ``dependant`` depends on the one of ``parent``."""
+
+    @abstractmethod
+    def remove_dependant(self, namespace: str, parent: str, dependant: str) -> Write:
+        """Forgets that record, if there is one."""
+
+    @abstractmethod
+    def dependants(self, namespace: str, parent: str, limit: int) -> tuple[list[str], int]:
+        """The first ``limit`` scopes (in scope order) of the switches that depend on the one
+        of ``parent``, and how many there are."""
+
 
 class SwitchPorts(
     Committer,

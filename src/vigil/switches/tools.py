@@ -106,6 +106,13 @@ class BeatInput(StrictInput):
         default=None,
         description="A label for the beating instance, carried in the alert (e.g. worker-3).",
     )
+    depends_on: Scope | None = Field(
+        default=None,
+        description=(
+            "The scope of the switch this runs on (its host): while that is dead, its alert "
+            "tells this one's deaths. Left out: kept."
+        ),
+    )
     disarm: bool = Field(default=False, description="Stop the switch instead of beating it.")
 
     @field_validator("on_expiry")
@@ -117,6 +124,8 @@ class BeatInput(StrictInput):
     def _consistent(self) -> BeatInput:
         if "queue_alert" in (self.on_expiry or ()) and self.notify_address is None:
             raise ValueError("queue_alert needs a notify_address")
+        if self.depends_on is not None and self.depends_on == self.scope:
+            raise ValueError("a switch cannot depend on itself")
         return self
 
     def beat(self, at: datetime) -> Beat:
@@ -127,6 +136,7 @@ class BeatInput(StrictInput):
             on_expiry=self.on_expiry,
             notify_address=self.notify_address,
             agent_id=self.agent_id,
+            depends_on=self.depends_on,
         )
 
 
@@ -219,6 +229,10 @@ class DeathView(Output):
         default=None,
         description="The switch.fired event's id, for acknowledge_alert.",
     )
+    folded_into: str | None = Field(
+        default=None,
+        description="The scope whose alert told of this death (it depended on it); or null.",
+    )
     recovered_at: datetime | None = Field(
         default=None, description="When a beat armed the switch again; null until then."
     )
@@ -248,6 +262,7 @@ class DeathView(Output):
             alert_envelope_id=alert.get("envelope_id") if alert else None,
             alert_address=alert.get("address") if alert else None,
             alert_id=(death.done.get("notify") or {}).get("event_id"),
+            folded_into=((death.done.get("notify") or {}).get("folded_into") or {}).get("scope"),
             recovered_at=death.recovered_at,
             downtime_seconds=death.downtime_seconds,
         )
@@ -262,6 +277,7 @@ class HeartbeatResult(Output):
     on_expiry: list[Action]
     notify_address: str | None
     agent_id: str | None
+    depends_on: str | None = None
     beats: int
     death: DeathView | None = Field(
         description="Set when the switch had fired before this beat: that death's facts."
@@ -309,6 +325,7 @@ class ResumePacket(Output):
     expect_within_seconds: int
     on_expiry: list[Action]
     notify_address: str | None
+    depends_on: str | None = None
     death: DeathView | None = Field(description="The most recent observed death of this scope.")
     released_leases: list[HeldLease] | None = Field(
         description="Page released_page of the leases the death released."
@@ -406,6 +423,7 @@ def _result(switch: Switch, death: Death | None) -> HeartbeatResult:
         on_expiry=switch.on_expiry,
         notify_address=switch.notify_address,
         agent_id=switch.agent_id,
+        depends_on=switch.depends_on,
         beats=switch.beats,
         death=DeathView.of(death) if death is not None else None,
     )
@@ -436,6 +454,7 @@ def resume_packet(ctx: SwitchContext, args: ResumePacketInput) -> ResumePacket:
         expect_within_seconds=switch.expect_within_seconds,
         on_expiry=switch.on_expiry,
         notify_address=switch.notify_address,
+        depends_on=switch.depends_on,
         death=DeathView.of(death) if death is not None else None,
         released_leases=found.released.leases if found.released is not None else None,
         held_leases=[

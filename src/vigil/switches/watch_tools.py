@@ -45,6 +45,7 @@ class SwitchView(Output):
         default=None,
         description="Since when it flaps: its deaths are not told until it settles; or null.",
     )
+    depends_on: str | None = Field(default=None, description="The scope it depends on.")
 
     @classmethod
     def of(cls, switch: Switch) -> SwitchView:
@@ -61,6 +62,7 @@ class SwitchView(Output):
             beats=switch.beats,
             on_expiry=switch.on_expiry,
             flapping_since=switch.flapping_since,
+            depends_on=switch.depends_on,
         )
 
 

@@ -182,6 +182,12 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                     ("Last beat", relative(packet["last_beat_at"], now)),
                     ("Window", span(packet["expect_within_seconds"])),
                     ("On expiry", actions_in_words(packet["on_expiry"])),
+                    (
+                        "Depends on",
+                        link("/console/switch", packet["depends_on"], scope=packet["depends_on"])
+                        if packet.get("depends_on")
+                        else "Nothing",
+                    ),
                 ]
             ),
             section("Its last 24 hours", "day", _day(packet, history, now)),
@@ -402,6 +408,14 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
         said.append(_alerted(death["alert_address"], names))
     if death["alert_id"]:
         said.append(render("The namespace's channels were told (alert {a}).", a=death["alert_id"]))
+    if death.get("folded_into"):
+        parent = death["folded_into"]
+        said.append(
+            render(
+                "It was told in the alert of {p}, which it depends on and which was dead.",
+                p=link("/console/switch", parent, scope=parent),
+            )
+        )
     pending = [action for action in death["actions"] if action not in done]
     if pending:
         said.append(render("Still to do: {a}.", a=actions_in_words(pending)))
