@@ -184,3 +184,30 @@ def test_deaths_fold_into_the_highest_dead_switch_of_their_chain(world: World, a
     worker = world.store.get_death("acme", "worker", 1)
     assert worker is not None
     assert worker.done["notify"]["folded_into"]["scope"] == "host"
+
+
+def test_a_host_that_died_before_its_job_last_beat_does_not_swallow_the_jobs_death(
+    world: World, agent: str
+) -> None:
+    beat(world, agent, "host", window=10)
+    beat(world, agent, "job", window=600, depends_on="host")
+    world.advance(15)  # the host dies and stays dead
+    for _ in range(3):  # the job goes on without it, then stops
+        world.advance(200)
+        beat(world, agent, "job", window=600, depends_on="host")
+    world.advance(601)
+    assert [(e["type"], e["scope"]) for e in told(world)] == [
+        ("switch.fired", "host"),
+        ("switch.fired", "job"),
+    ]
+
+
+def test_a_job_does_not_wait_on_a_paused_host_over_and_over(world: World, agent: str) -> None:
+    beat(world, agent, "host", window=60)
+    beat(world, agent, "job", window=5, depends_on="host")
+    world.call("pause_switches", scope_prefix="host", until_next_beat=True)
+    world.advance(120)  # the host is past its deadline, held; the job died at 5 s
+    [alert] = told(world)
+    assert alert["scope"] == "job"
+    job_alarms = [t for t in world.delivered if t.key == "job"]
+    assert len(job_alarms) <= 3  # its own alarm, one wait for the host's deadline, no spinning

@@ -90,3 +90,33 @@ def test_pagerduty_gets_one_incident_for_the_flapping_resolved_as_it_settles(
     assert actions[0][1] == actions[1][1] != actions[2][1] == actions[3][1]
     assert actions[4][1] == actions[5][1]
     assert "flapping" in json.dumps(sent[4]["payload"]["summary"]).lower()
+
+
+def test_a_flapping_that_ended_unseen_is_said_settled_before_the_next_death(
+    world: Notifying,
+) -> None:
+    hook = Receiver(world.clock)
+    try:
+        _, signing = world.channel(hook.url, ["switch.fired"])
+        _, secret = world.tenant.register(name="worker")
+        world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=WINDOW)
+        for _ in range(FLAP_DEATHS):
+            die_and_recover(world, secret)
+        # A long window, never beaten again: no alarm comes in the hour without a death.
+        world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=7200)
+        world.advance(7201)
+        assert told(world, hook, signing)[-3:] == [
+            "switch.flapping",
+            "switch.settled",
+            "switch.fired",
+        ]
+        death = world.store.latest_death("acme", SCOPE)
+        assert death is not None
+        assert death.flapping == "ended"
+        # Armed again, it flaps no more: its next deaths are told.
+        world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=WINDOW)
+        switch = world.store.get_switch("acme", SCOPE)
+        assert switch is not None
+        assert switch.flapping_since is None
+    finally:
+        hook.close()

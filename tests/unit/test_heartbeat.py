@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -146,7 +147,9 @@ def test_a_late_beat_learns_of_its_death_and_arms_a_new_generation(
     assert result["death"]["marked_failed"] is True
     # The death stays on record for a successor.
     assert world.call("resume_packet", scope="job-1")["death"]["generation"] == 1
-    # The watcher was told of the death, then of its end: two seconds down, by this beat.
+    # The watcher was told of the death, then (by the death's alarm, after the beat's commit)
+    # of its end: two seconds down, by this beat.
+    world.run_alarms()
     fired, recovered = (delivery["payload"] for delivery in alerts(world, watcher))
     assert fired["event"] == "switch_fired"
     assert recovered["event"] == "switch_recovered"
@@ -413,3 +416,21 @@ def test_a_beat_that_names_no_terms_keeps_the_switchs_and_says_them(
         None,
         None,
     )
+
+
+def test_a_beat_refused_after_reading_the_death_sends_no_recovery_envelope(
+    world: World, agent: tuple[str, str], watcher: tuple[str, str]
+) -> None:
+    """The recovery envelope leaves only once the recovery is committed: a beat refused by the
+    armed-switch quota sends none, and the death stays unended."""
+    full_switch(world, agent, watcher, window=3)
+    world.advance(5)
+    world.app.quotas = dataclasses.replace(world.app.quotas, armed_switches=0)
+    with pytest.raises(VigilError):
+        full_switch(world, agent, watcher, window=3)
+    world.run_alarms()
+    told = [delivery["payload"]["event"] for delivery in alerts(world, watcher)]
+    assert told == ["switch_fired"]
+    death = world.store.get_death("acme", "job-1", 1)
+    assert death is not None
+    assert death.recovered_at is None

@@ -51,6 +51,7 @@ class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    body: bytes = b"ok"
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Receiver:
                     answer = receiver.script.pop(0) if receiver.script else Answer()
                 if answer.delay:
                     time.sleep(answer.delay)
-                reply = b"ok"
+                reply = answer.body
                 head = f"HTTP/1.1 {answer.status} X\r\ncontent-length: {len(reply)}\r\n"
                 head += "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items())
                 with contextlib.suppress(OSError):  # the sender stopped waiting

@@ -117,6 +117,8 @@ def test_a_url_that_is_not_the_receivers_is_refused_and_nothing_is_created(
     world: Notifying,
 ) -> None:
     assert "Workflows" in refused(world, kind="teams", url="https://example.com/hook?sig=x")
+    assert "Discord" in refused(world, kind="webhook", url=DISCORD_URL)  # never kept readable
+    assert "Teams" in refused(world, kind="webhook", url=TEAMS_URL)
     assert "Teams" in refused(
         world, kind="teams", url="https://evil.logic.azure.com.example.com/x?sig=x"
     )
@@ -259,7 +261,8 @@ def test_a_deleted_discord_webhook_disables_its_channel(
     world: Notifying, receiver: Receiver
 ) -> None:
     discord = create(world, "discord", ["switch.fired"], url=DISCORD_URL)
-    receiver.script = [Answer(404)]  # Discord's answer for a webhook deleted (code 10015)
+    # Discord's answer for a webhook deleted (code 10015).
+    receiver.script = [Answer(404, body=b'{"message": "Unknown Webhook", "code": 10015}')]
     arm_and_die(world)
     world.advance(11)
     [listed] = world.call("list_channels")["channels"]
@@ -284,3 +287,36 @@ def test_test_channel_reaches_each_kind_and_pagerduty_pages_nobody(
     assert change["payload"]["summary"].startswith("Test notification")
     assert "Test notification" in json.dumps(card)
     assert "Test notification" in embed["embeds"][0]["title"]
+
+
+def test_a_resolve_never_overtakes_its_trigger(world: Notifying, receiver: Receiver) -> None:
+    """The trigger is answered 429 and retried after its backoff; the switch is beaten again
+    meanwhile: the resolve waits for the trigger, uncounted, then follows it."""
+    create(world, "pagerduty", ["switch.fired"], routing_key=ROUTING_KEY)
+    receiver.script = [Answer(429)]
+    secret = arm_and_die(world)
+    world.advance(11)
+    world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=600)
+    world.advance(60)
+    actions = [body["event_action"] for body in bodies(receiver)]
+    assert actions == ["trigger", "trigger", "resolve"]
+
+
+def test_an_incident_opened_by_escalation_is_resolved_by_the_recovery(
+    world: Notifying, receiver: Receiver
+) -> None:
+    first = Receiver(world.clock)
+    try:
+        # PagerDuty's own rules take nothing of switches: it is only escalated to.
+        pager = create(world, "pagerduty", ["request.expired"], routing_key=ROUTING_KEY)
+        escalation = {"escalate_after_minutes": 5, "escalate_to": pager["id"]}
+        world.channel(first.url, ["switch.fired"], **escalation)
+        secret = arm_and_die(world)
+        world.advance(11 + 5 * 60)
+        world.call("heartbeat", secret, scope=SCOPE, expect_within_seconds=600)
+        world.advance(1)
+        trigger, resolve = bodies(receiver)
+        assert (trigger["event_action"], resolve["event_action"]) == ("trigger", "resolve")
+        assert resolve["dedup_key"] == trigger["dedup_key"]
+    finally:
+        first.close()

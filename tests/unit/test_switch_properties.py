@@ -228,6 +228,11 @@ class SwitchMachine(RuleBasedStateMachine):
         steps += ["recovered"] if rearmed else []
         assert list(death.done) == steps[: len(death.done)]
         if finished:
+            # A recovery that owes the mailbox an envelope is told by the death's alarm, after
+            # the beat that ended it: finished once that alarm has run, driven until then.
+            driven = any(t.kind == "switch" and t.generation == g for t in self.world.alarms.armed)
+            if rearmed and driven and "recovered" not in death.done:
+                steps = steps[:-1]
             assert list(death.done) == steps
         if "release_leases" in death.done:
             assert [held.model_dump() for held in death.release.first] == self.released_lease(g)

@@ -119,6 +119,7 @@ def test_a_write_landing_after_the_firing_learns_of_the_death(world: World, oper
         assert result["state"] == "failed"  # a disarm cannot undo a death
     else:
         assert (result["state"], result["generation"]) == ("armed", 2)
+    world.run_alarms()  # the recovery envelope, sent by the death's alarm after the beat
     told = [alert["payload"]["event"] for alert in alerts(world, watcher_secret)]
     # The death was told once; a beat that armed the switch again told of its end too.
     assert told == ["switch_fired"] + (["switch_recovered"] if operation == "beat" else [])

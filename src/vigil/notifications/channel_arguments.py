@@ -62,6 +62,13 @@ def receiver_problem(kind: str, url: str) -> str | None:
     host = (parts.hostname or "").lower()
     https = parts.scheme == "https"
     match kind:
+        case "webhook":
+            # A chat or on-call service's URL carries its credential, which only its own kind
+            # keeps sealed: not a signed webhook's, kept readable.
+            if url.startswith(SLACK_PREFIX) or host.endswith(TEAMS_HOST_SUFFIXES):
+                return "that is a Slack or Teams webhook: create it with that kind"
+            if host in DISCORD_HOSTS or host in PAGERDUTY_HOSTS:
+                return "that is a Discord or PagerDuty URL: create it with that kind"
         case "slack":
             if not url.startswith(SLACK_PREFIX) or url == SLACK_PREFIX:
                 return f"a Slack channel's url is an incoming webhook's, {SLACK_PREFIX}…"

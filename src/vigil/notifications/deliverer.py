@@ -36,12 +36,13 @@ from vigil.audit.records import AuditEvent
 from vigil.clock import Clock, to_ms
 from vigil.kit.uow import ConditionFailed, UnitOfWork
 from vigil.mailboxes.records import SYSTEM_SENDER
-from vigil.notifications.events import parse_event
+from vigil.notifications.events import followed_id, parse_event
 from vigil.notifications.feeds import FeedEntry, position, subscription_of
 from vigil.notifications.outbound import SendResult
 from vigil.notifications.outbox import Outbox, attempt_timer
 from vigil.notifications.records import (
     ATTEMPT_LIMIT,
+    FOLLOWS,
     MAX_REPEATS,
     AttemptOutcome,
     ChannelDelivery,
@@ -57,6 +58,10 @@ log = get_logger("vigil.notifications")
 
 # A timer that finds no notification waits for its commit this many times, 1, 2, 4, 8 and 16 s.
 COMMIT_WAITS = 5
+# The notices that follow another to wherever it went, each sent to a channel only after it;
+# and how long one waits, past the other's next attempt, before it looks again.
+FOLLOWING = frozenset({*FOLLOWS, "alert.acknowledged"})
+FOLLOW_UP_WAIT = timedelta(seconds=5)
 
 
 def jitter(event_id: str, channel_id: str, attempt: int) -> float:
@@ -109,6 +114,12 @@ class NotificationDeliverer:
         if delivery.next_at > now:
             self.alarms.arm(timer.model_copy(update={"due_at": delivery.next_at}), now)
             return
+        behind = self._behind(notification, channel_id, now)
+        if behind is not None:
+            # What it follows has not reached this channel yet: a resolve must not overtake
+            # its trigger, nor a recovery its death. The attempt waits, uncounted.
+            self.alarms.arm(timer.model_copy(update={"due_at": behind}), now)
+            return
         claimed = delivery.claimed(now)
         try:
             uow.commit(
@@ -151,6 +162,20 @@ class NotificationDeliverer:
         )
         body = json.dumps(entry.occurrence(position(reader, seq))).encode()
         return self.sender.to_subscriber(subscription, notification.event_id, body)
+
+    def _behind(
+        self, notification: Notification, channel_id: str, now: datetime
+    ) -> datetime | None:
+        """When to look again, if ``notification`` follows a notice (events.followed_id) whose
+        delivery to ``channel_id`` is still on its way; None if it may go now."""
+        if notification.event_type not in FOLLOWING:
+            return None
+        followed = followed_id(parse_event(json.dumps(notification.event)))
+        ahead = self.store.get_notification(notification.namespace, followed or "")
+        delivery = ahead.deliveries.get(channel_id) if ahead is not None else None
+        if delivery is None or delivery.state not in ("pending", "sending"):
+            return None
+        return max(delivery.next_at, now) + FOLLOW_UP_WAIT
 
     def on_reminder(self, uow: UnitOfWork, timer: Timer) -> None:
         """An alert's repeat (number ``timer.generation``) or escalation, unless a person has

@@ -267,6 +267,24 @@ def make_event(
     return _events().validate_python(envelope)
 
 
+def followed_id(event: Event) -> str | None:
+    """The id of the notice ``event`` follows to wherever it went (records.FOLLOWS), if it is
+    one that follows: a recovery its death's alert (or, for a death told in another's alert,
+    that one), a settling its flapping's, a withdrawal its request's opening, an
+    acknowledgement its alert. None for the others."""
+    data = event.data
+    match data:
+        case SwitchRecovered():
+            return data.told_in or data.fired_event_id
+        case SwitchSettled():
+            return data.flapping_event_id
+        case AlertAcknowledged():
+            return data.alert_id
+        case RequestData() if event.type == "request.withdrawn":
+            return event_id(event.namespace, "request.opened", *data.identity())
+    return None
+
+
 def parse_event(raw: str | bytes) -> Event:
     """An event from its JSON, as a webhook carries it (pydantic's ValidationError if not)."""
     return _events().validate_json(raw)

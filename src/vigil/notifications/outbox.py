@@ -27,15 +27,16 @@ from vigil.alarms import kinds
 from vigil.alarms.timers import Alarms, Timer
 from vigil.clock import Clock, to_ms
 from vigil.kit.batch import in_a_batch, read_once
-from vigil.kit.events import EventData
+from vigil.kit.events import EventData, event_id
 from vigil.kit.publish import Published
 from vigil.kit.uow import Write
-from vigil.notifications.events import Event, NoticeType, make_event
+from vigil.notifications.events import Event, NoticeType, followed_id, make_event
 from vigil.notifications.feeds import AGENT_EVENTS, delivery_key
 from vigil.notifications.records import (
     ALERTS,
     EVENT_TYPES,
     FOLLOWS,
+    Channel,
     ChannelDelivery,
     Notification,
 )
@@ -125,7 +126,11 @@ class Outbox:
             if event.type in EVENT_TYPES or event.type in FOLLOWS
             else []
         )
-        wanting = [c for c in channels if c.wants(event.type, event.scope)]
+        followed = followed_id(event) if event.type in FOLLOWS else None
+        if followed is not None:
+            wanting = self._where_it_went(namespace, followed, channels)
+        else:
+            wanting = [c for c in channels if c.wants(event.type, event.scope)]
         now = to_ms(self.clock.now())
         appends, subscribed = self._to_readers(event, now)
         for channel in wanting:
@@ -147,6 +152,27 @@ class Outbox:
         if not routed and event.type in ALERTS:
             return [self.store.add_notification(_notification(event, [], now)), *appends]
         return [*self.publish_to(event, routed), *appends]
+
+    def _where_it_went(
+        self, namespace: str, followed: str, channels: list[Channel]
+    ) -> list[Channel]:
+        """The enabled channels the notice ``followed`` was sent to, and those its escalation
+        was: where what follows it goes (records.FOLLOWS). None if it was never written."""
+        notification = self.store.get_notification(namespace, followed)
+        if notification is None:
+            return []
+        by_id = {c.id: c for c in channels}
+        reached = [cid for cid in notification.deliveries if cid in by_id]
+        for cid in list(reached):
+            escalation = self.store.get_notification(
+                namespace, event_id(followed, "escalation", cid, "1")
+            )
+            reached += list(escalation.deliveries) if escalation is not None else []
+        return [
+            by_id[cid]
+            for cid in dict.fromkeys(reached)
+            if cid in by_id and by_id[cid].state == "enabled"
+        ]
 
     def _to_readers(self, event: Event, now: datetime) -> tuple[list[Write], list[str]]:
         """The appends of ``event`` to the feeds of its readers that somebody listens to, and

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from vigil.clock import Clock
 from vigil.kit.keys import Keys
@@ -34,6 +35,13 @@ def _json(body: Any) -> bytes:
     """A message's body as sent: compact JSON, all ASCII (the formats measure their limits
     so)."""
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _with_query(url: str, parameter: str) -> str:
+    """``url`` with ``parameter`` added to its query (before any fragment)."""
+    parts = urlsplit(url)
+    query = f"{parts.query}&{parameter}" if parts.query else parameter
+    return urlunsplit(parts._replace(query=query))
 
 
 def _https_post(*args: Any, **kwargs: Any) -> SendResult:
@@ -98,7 +106,7 @@ class Sender:
                 from vigil.notifications.discord import discord_message
 
                 # A webhook no app owns sends its link buttons only when the URL asks for them.
-                url += ("&" if "?" in url else "?") + "with_components=true"
+                url = _with_query(url, "with_components=true")
                 body = _json(discord_message(event, self.console_base))
         result = self.post(
             url,
@@ -108,8 +116,9 @@ class Sender:
             allow_private=self.allow_private,
             clock=self.clock,
         )
-        if channel.kind == "discord" and result.status == 404:
-            # Discord's answer for a webhook deleted (code 10015): gone, as a 410 is.
+        if channel.kind == "discord" and result.status == 404 and "10015" in result.reason:
+            # Discord's answer for a webhook deleted (code 10015, "Unknown Webhook"): gone, as
+            # a 410 is. Another 404 (a thread deleted, 10003) is the message's, not the hook's.
             return replace(result, kind="gone")
         return result
 

@@ -116,11 +116,18 @@ class DeathActions:
         # nothing to tell.
         from vigil.switches.events import SwitchFired, SwitchFlapping
 
+        # Asked first: waiting for what it depends on (Held) must leave nothing published.
         folded = self._folded_into(death) if death.depends_on is not None else None
+        settled: list[Write] = []
+        if death.flapping == "ended":
+            # Its flapping ended unsaid (no alarm came in the hour without a death): said now,
+            # before this death's news, which is told as any death's is.
+            settled = self._settled(death)
         if folded is not None:
             # What it depends on is dead: told in that one's alert, not apart (nor as a flap).
             outcome = {"folded_into": {"scope": folded.scope, "generation": folded.generation}}
-            return death.recorded("notify", outcome).model_copy(update={"flapping": None}), []
+            quiet = "ended" if death.flapping == "ended" else None
+            return death.recorded("notify", outcome).model_copy(update={"flapping": quiet}), settled
         if death.flapping == "ongoing":
             # Its switch flaps: told once, when it began; this death is recorded, not told.
             return death.recorded("notify", {"quiet": "flapping"}), []
@@ -140,7 +147,26 @@ class DeathActions:
                 namespace=death.namespace,
                 occurred_at=death.fired_at,
             )
-        return death.recorded("notify", {"event_id": published.event_id}), published.writes
+        notified = death.recorded("notify", {"event_id": published.event_id})
+        return notified, [*settled, *published.writes]
+
+    def _settled(self, death: Death) -> list[Write]:
+        from vigil.switches.events import SwitchFlapping, SwitchSettled
+
+        assert death.flapping_since is not None
+        since = death.flapping_since
+        flapping_id = event_id(
+            death.namespace, "switch.flapping", *SwitchFlapping.about(death.scope, since)
+        )
+        data = SwitchSettled(
+            scope=death.scope,
+            flapping_since=since,
+            settled_at=death.fired_at,
+            flapping_event_id=flapping_id,
+        )
+        return self.publish(
+            "switch.settled", data, namespace=death.namespace, occurred_at=death.fired_at
+        ).writes
 
     def _folded_into(self, death: Death) -> Switch | None:
         """The switch whose alert ``death`` is told in: the highest of the switches it
@@ -152,7 +178,9 @@ class DeathActions:
         dead: Switch | None = None
         wait_until: datetime | None = None
         above = death.depends_on
-        for _ in range(MAX_DEPENDENCY_DEPTH):
+        # A chain is checked MAX_DEPENDENCY_DEPTH up as it is named; one made longer from its
+        # middle (a parent given to a switch that has dependants) is walked up to twice that.
+        for _ in range(2 * MAX_DEPENDENCY_DEPTH):
             if above is None:
                 break
             # Read once for a batch of timers (vigil.kit.batch): a burst of a host's jobs
@@ -162,16 +190,19 @@ class DeathActions:
             if found is None:
                 break
             if found.state == "fired":
-                dead = found
+                # Only a death that came after this switch's last beat explains this one: a
+                # host that died long before its job last beat is not why the job died.
+                if death.last_beat_at is None or found.deadline >= death.last_beat_at:
+                    dead = found
             elif (
                 found.state == "armed"
                 and found.last_beat_at <= death.fired_at
                 and found.deadline <= death.fired_at + MAX_DEPENDENCY_HOLD
-                and now < death.fired_at + MAX_DEPENDENCY_HOLD
+                and found.deadline + JUDGED_WITHIN > now
             ):
-                until = min(
-                    max(found.deadline, now) + JUDGED_WITHIN, death.fired_at + MAX_DEPENDENCY_HOLD
-                )
+                # Not judged yet, and due soon: wait for it. One overdue by more than its alarm
+                # takes (held by a pause, say) is not waited for again.
+                until = found.deadline + JUDGED_WITHIN
                 wait_until = until if wait_until is None else min(wait_until, until)
             above = found.depends_on
         if dead is None and wait_until is not None:
@@ -192,15 +223,23 @@ class DeathActions:
             outcome["envelope"] = self._deliver(death, _recovery_payload(death), "recovered", at)
         writes: list[Write] = []
         told = death.done.get("notify", {})
-        if ("event_id" in told or "folded_into" in told) and death.flapping is None:
+        if ("event_id" in told or "folded_into" in told) and death.flapping in (None, "ended"):
             # (A flapping switch's recoveries are not told: that it settles is. A dependant's
             # are, though its death was told in another's alert.)
             fired_id = told.get("event_id") or event_id(
                 death.namespace, "switch.fired", death.scope, str(death.generation)
             )
+            folded = told.get("folded_into")
+            told_in = (
+                event_id(
+                    death.namespace, "switch.fired", folded["scope"], str(folded["generation"])
+                )
+                if folded
+                else None
+            )
             published = self.publish(
                 "switch.recovered",
-                SwitchRecovered.of(death, fired_id),
+                SwitchRecovered.of(death, fired_id, told_in),
                 namespace=death.namespace,
                 occurred_at=at,
             )

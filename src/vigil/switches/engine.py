@@ -50,7 +50,7 @@ from vigil.switches.records import (
     Switch,
 )
 from vigil.switches.store import SwitchPorts
-from vigil.switches.timers import TIMER_KIND, timer_for
+from vigil.switches.timers import TIMER_KIND, continuation, timer_for
 
 log = get_logger("vigil.switches")
 
@@ -247,14 +247,20 @@ class SwitchEngine(Generic[S]):
     def _recovery(self, death: Death, now: datetime, by: str) -> tuple[Death, list[Write]]:
         """``death`` ended by ``by``'s beat at ``now``, and the writes that record it, to commit
         with the switch armed again. Its recovered step is done in that commit when nothing
-        else of the death is left; else it waits for the rest, which the death's continuation
-        alarm (armed when its steps were last run) goes on with."""
+        else of the death is left and it owes no mailbox an envelope; else the death's
+        continuation alarm goes on with it, after the rest."""
         if death.recovered_at is not None:
             return death, []
         ended = death.recovery(to_ms(now), by)
         writes: list[Write] = []
-        if ended.pending() == ["recovered"]:
+        alerted = "envelope_id" in ended.done.get("queue_alert", {})
+        if ended.pending() == ["recovered"] and not alerted:
             ended, writes = self.deaths.recovered(ended)
+        else:
+            # The rest, and a recovery envelope (sent to a mailbox, outside any commit, so never
+            # before the commit that records the recovery), go on in the death's alarm: armed
+            # first, as every alarm is; if this commit fails, it finds nothing to do.
+            self.alarms.arm(continuation(ended, now), now)
         return ended, [*writes, self.store.save_death(ended, death.version)]
 
     def _save(

@@ -101,14 +101,16 @@ class SwitchRecovered(EventData):
     downtime_seconds: float = Field(description="recovered_at minus deadline, in seconds.")
     recovered_by: str = Field(description="Principal id of who beat it again.")
     fired_event_id: str = Field(description="The id of the switch.fired event this ends.")
-    # The agent alerted of the death, who reads its end as its own event too; not sent.
+    # The agent alerted of the death, who reads its end as its own event too; and, for a death
+    # told in another switch's alert, that alert's id, where its end goes. Neither is sent.
     watcher: str | None = Field(default=None, exclude=True)
+    told_in: str | None = Field(default=None, exclude=True)
 
     def identity(self) -> tuple[str, ...]:
         return (self.scope, str(self.generation))
 
     @classmethod
-    def of(cls, death: Death, fired_event_id: str) -> SwitchRecovered:
+    def of(cls, death: Death, fired_event_id: str, told_in: str | None = None) -> SwitchRecovered:
         assert death.recovered_at is not None
         assert death.recovered_by is not None
         downtime = death.downtime_seconds
@@ -125,6 +127,7 @@ class SwitchRecovered(EventData):
             recovered_by=death.recovered_by,
             fired_event_id=fired_event_id,
             watcher=_owner(death.notify_address),
+            told_in=told_in,
         )
 
     def readers(self) -> tuple[str, ...]:

@@ -84,7 +84,7 @@ BEAT_SLOTS = 48
 # settled (switch.settled), and its next death is told as any death is.
 FLAP_DEATHS = 3
 FLAP_WINDOW = timedelta(hours=1)
-Flapping = Literal["began", "ongoing"]
+Flapping = Literal["began", "ongoing", "ended"]
 
 
 def with_beat(recent: Mapping[int, int], at: datetime) -> dict[int, int]:
@@ -156,11 +156,10 @@ class Switch(Versioned):
         flapping_since = previous.flapping_since if previous is not None else None
         if death is not None:
             flaps = [*flaps, death.fired_at]
-            flapping_since = {
-                None: None,
-                "began": death.fired_at,
-                "ongoing": flapping_since,
-            }[death.flapping]
+            if death.flapping == "began":
+                flapping_since = death.fired_at
+            elif death.flapping == "ended":
+                flapping_since = None  # that death told it settled, before its own news
         since = beat.at - FLAP_WINDOW
         return cls(
             namespace=namespace,
@@ -181,11 +180,12 @@ class Switch(Versioned):
 
     def flapping(self, now: datetime) -> Flapping | None:
         """Whether a death at ``now`` finds this switch flapping: one that makes it so
-        (``began``), one while it is (``ongoing``); None if its deaths are few enough (a switch
-        that was flapping has settled when a whole FLAP_WINDOW passed without one)."""
+        (``began``), one while it is (``ongoing``), the first after it settled unsaid (``ended``:
+        a whole FLAP_WINDOW passed without a death, and no alarm came to say so); None if its
+        deaths are few enough."""
         dead_lately = [moment for moment in self.flaps if moment > now - FLAP_WINDOW]
-        if self.flapping_since is not None and dead_lately:
-            return "ongoing"
+        if self.flapping_since is not None:
+            return "ongoing" if dead_lately else "ended"
         if len(dead_lately) + 1 >= FLAP_DEATHS:
             return "began"
         return None
@@ -280,6 +280,8 @@ class Switch(Versioned):
             notify=True,
             flapping=self.flapping(now),
             depends_on=self.depends_on,
+            last_beat_at=self.last_beat_at,
+            flapping_since=self.flapping_since,
             version=1,
         )
 
@@ -480,8 +482,11 @@ class Death(Versioned):
     recovered_by: str | None = None
     # Whether this death made its switch flap, or came while it did (Switch.flapping).
     flapping: Flapping | None = None
-    # The switch its switch depended on when it fired.
+    # The switch its switch depended on when it fired, and that switch's last beat.
     depends_on: str | None = None
+    last_beat_at: datetime | None = None
+    # Since when its switch flapped, for a death that found the flapping over (``ended``).
+    flapping_since: datetime | None = None
 
     @property
     def lateness_seconds(self) -> float:
