@@ -211,3 +211,19 @@ def test_a_job_does_not_wait_on_a_paused_host_over_and_over(world: World, agent:
     assert alert["scope"] == "job"
     job_alarms = [t for t in world.delivered if t.key == "job"]
     assert len(job_alarms) <= 3  # its own alarm, one wait for the host's deadline, no spinning
+
+
+def test_a_disarmed_dependant_is_no_longer_named_and_counts_again_once_armed(
+    world: World, agent: str
+) -> None:
+    beat(world, agent, "host", window=10)
+    beat(world, agent, "job-a", window=600, depends_on="host")
+    beat(world, agent, "job-b", window=600, depends_on="host")
+    world.call("heartbeat", agent, scope="job-b", expect_within_seconds=600, disarm=True)
+    assert world.store.dependants("acme", "host", 10) == (["job-a"], 1)
+    beat(world, agent, "job-b", window=600, depends_on="host")  # armed anew, on the host again
+    assert world.store.dependants("acme", "host", 10) == (["job-a", "job-b"], 2)
+    world.call("heartbeat", agent, scope="job-b", expect_within_seconds=600, disarm=True)
+    world.advance(11)
+    [alert] = told(world)
+    assert (alert["data"]["dependants_count"], alert["data"]["dependants"]) == (1, ["job-a"])

@@ -187,6 +187,9 @@ class SwitchEngine(Generic[S]):
                         now,
                     )
                     audit.append(self.store.add_audit_event(event))
+                if switch.depends_on is not None:
+                    # Its work is done: no longer one of its host's dependants.
+                    audit.append(self.store.remove_dependant(namespace, switch.depends_on, scope))
                 self._save(uow, disarmed, switch.version, *audit, armed=-1)
                 switch = disarmed
             return switch, death
@@ -218,7 +221,9 @@ class SwitchEngine(Generic[S]):
         rows moved, and a check of each switch up the new chain, as read, so that a
         concurrent change of the chain fails this commit. A chain that comes back to
         ``after`` (a cycle) or goes more than MAX_DEPENDENCY_DEPTH switches up is refused."""
-        old = before.depends_on if before is not None else None
+        # A disarmed switch's row was removed with the disarm.
+        listed = before is not None and before.state != "disarmed"
+        old = before.depends_on if listed and before is not None else None
         new = after.depends_on
         if old == new:
             return []
