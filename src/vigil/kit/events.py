@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,6 +18,28 @@ EVENT_ID_PATTERN = r"^evt_[a-z2-7]{26}$"
 def cut(text: str, limit: int) -> str:
     """``text`` if it has at most ``limit`` characters, else its first ``limit - 1`` and "…"."""
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def cut_escaped(
+    text: str,
+    limit: int,
+    escape: Callable[[str], str],
+    measure: Callable[[str], int] = len,
+) -> str:
+    """``text`` escaped by ``escape``, in at most ``limit`` (as ``measure`` counts): cut with
+    "…" between two characters' escapes, never inside one."""
+    escaped = escape(text)
+    if measure(escaped) <= limit:
+        return escaped
+    kept: list[str] = []
+    room = limit - measure(ELLIPSIS)
+    for char in text:
+        piece = escape(char)
+        room -= measure(piece)
+        if room < 0:
+            break
+        kept.append(piece)
+    return "".join(kept) + ELLIPSIS
 
 
 def event_id(*parts: str) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from vigil.kit.events import ELLIPSIS
+from vigil.kit.events import ELLIPSIS, cut_escaped
 from vigil.notifications.events import Event
 from vigil.notifications.summary import summarise
 
@@ -86,20 +86,9 @@ def escape(text: str) -> str:
 
 
 def fit(text: str, limit: int) -> str:
-    """``text`` escaped, in at most ``limit`` characters: cut with "…", never inside an
-    escape."""
-    escaped = escape(text)
-    if length(escaped) <= limit:
-        return escaped
-    kept: list[str] = []
-    room = limit - length(ELLIPSIS)
-    for char in text:
-        piece = escape(char)
-        room -= length(piece)
-        if room < 0:
-            break
-        kept.append(piece)
-    return "".join(kept) + ELLIPSIS
+    """``text`` escaped, in at most ``limit`` characters as Discord counts them: cut with "…",
+    never inside an escape."""
+    return cut_escaped(text, limit, escape, length)
 
 
 def _plain(text: str, limit: int) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vigil.kit.events import ELLIPSIS
+from vigil.kit.events import cut_escaped
 from vigil.notifications.events import Event
 from vigil.notifications.summary import summarise
 from vigil.requests.events import RequestData
@@ -50,18 +50,7 @@ def escape(text: str) -> str:
 def fit(text: str, limit: int) -> str:
     """``text`` escaped, in at most ``limit`` characters: cut with "…", never inside an
     entity."""
-    escaped = escape(text)
-    if len(escaped) <= limit:
-        return escaped
-    kept: list[str] = []
-    size = 0
-    for char in text:
-        piece = _ESCAPES.get(char, char)
-        if size + len(piece) > limit - len(ELLIPSIS):
-            break
-        kept.append(piece)
-        size += len(piece)
-    return "".join(kept) + ELLIPSIS
+    return cut_escaped(text, limit, escape)
 
 
 def _mrkdwn(text: str) -> dict[str, Any]:
