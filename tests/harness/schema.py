@@ -22,6 +22,19 @@ from vigil.kit.tooling import Tool
 
 JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 _ANNOTATIONS = ("title", "description", "default", "examples")
+# Keywords that constrain only values of some types (JSON Schema 2020-12, validation): a node
+# without ``type`` that has one of them still admits every type, and each keyword bounds its own.
+_TYPE_SPECIFIC = frozenset(
+    {
+        *("maxLength", "minLength", "pattern", "format"),
+        *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+        *("properties", "patternProperties", "additionalProperties", "propertyNames"),
+        *("required", "maxProperties", "minProperties", "dependentRequired"),
+        *("items", "prefixItems", "contains", "maxItems", "minItems", "uniqueItems"),
+    }
+)
+# Every JSON type once, for a node that names none (an integer is a number).
+_ANY_TYPE = ("string", "number", "boolean", "null", "object", "array")
 
 Path = tuple[str | int, ...]
 Override = Callable[[Path, dict[str, Any]], "st.SearchStrategy[Any] | None"]
@@ -64,8 +77,11 @@ _BRANCHES: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
 
 def branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The alternatives a schema allows, flattened: each branch of an ``anyOf``/``oneOf``, and
-    one branch per type of a ``type`` list (keeping the keywords that apply to it). The same
-    list for the same schema object, so caches keyed by identity hold."""
+    one branch per type of a ``type`` list (keeping the keywords that apply to it). A node with
+    no ``type`` admits every type: where it bounds some of them (a maxLength, properties,
+    items), it is one branch per JSON type, as if its ``type`` listed them all; with no such
+    keyword it is one branch of any value. The same list for the same schema object, so caches
+    keyed by identity hold."""
     cached = _BRANCHES.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
@@ -78,8 +94,15 @@ def branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
         declared = schema.get("type")
         if isinstance(declared, list):
             found = [{**schema, "type": kind} for kind in declared]
+        elif _any_type(schema) and _TYPE_SPECIFIC & schema.keys():
+            found = [{**schema, "type": kind} for kind in _ANY_TYPE]
     _BRANCHES[id(schema)] = (schema, found)
     return found
+
+
+def _any_type(schema: dict[str, Any]) -> bool:
+    """Whether nothing in ``schema`` limits the JSON types of its values."""
+    return not {"type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref"} & schema.keys()
 
 
 def _type_of_value(value: Any) -> str:
@@ -107,9 +130,8 @@ def types_of(schema: dict[str, Any]) -> set[str]:
         elif "type" in branch:
             declared = branch["type"]
             found |= {declared} if isinstance(declared, str) else set(declared)
-        elif "properties" in branch or "patternProperties" in branch:
-            found.add("object")
         else:
+            # No type named: any JSON value (keywords such as properties only bound objects).
             return set(JSON_TYPES)
     if "number" in found:
         found.add("integer")

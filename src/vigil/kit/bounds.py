@@ -159,11 +159,12 @@ class JsonBounds:
     def _value(self, level: int) -> dict[str, Any]:
         """A value held at ``level``: a scalar, or a container while the depth allows one.
         Each keyword applies only to the types it is about (maxLength to strings, and so on),
-        so one node describes every kind of value without branching."""
+        so one node describes every kind of value without branching. Where every type is
+        allowed the node names none (no ``type`` keyword admits any JSON type); the deepest
+        level names the scalars, which is how it refuses a container."""
         if level > self.max_depth:
             return {"type": _SCALARS, "maxLength": self.max_string}
         return {
-            "type": [*_SCALARS, "object", "array"],
             "maxLength": self.max_string,
             **self._object(level),
             "items": self._nested(level + 1),
