@@ -62,27 +62,37 @@ build: $(SAM_VENV)/.installed ## sam build (no Docker needed)
 clean: ## remove every installed tool and build output
 	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .tools .aws-sam .vigil .pytest_cache .mypy_cache .ruff_cache test-output
 
-# The Lambda functions' lock first, hashes checked, so that the tests and the local runtime run
-# the very versions the build ships; then the project and its tools, around them.
-$(VENV)/.installed: pyproject.toml requirements/lambda.lock
+# The Lambda functions' locks first, hashes checked, so that the tests and the local runtime run
+# the very versions the build ships; then the project and its tools, around them. The source-only
+# ones are built as the build builds them: with the locked backend, not an unchecked one.
+$(VENV)/.installed: pyproject.toml requirements/lambda.lock requirements/lambda-source.lock requirements/lambda-build.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r requirements/lambda.lock
+	$(BIN)/pip install --quiet --require-hashes --only-binary=:all: -r requirements/lambda-build.lock
+	$(BIN)/pip install --quiet --require-hashes --no-deps --no-build-isolation --no-binary=:all: \
+		-r requirements/lambda-source.lock
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-# requirements/lambda.lock from requirements/lambda.txt: every version pinned, every file hashed.
-lock: ## lock the Lambda functions' dependencies again (after a change to requirements/lambda.txt)
+# requirements/<name>.lock from requirements/<name>.txt for each name of LOCKS: every version
+# pinned, every file hashed. lambda: the wheels the functions ship; lambda-source: what they ship
+# that PyPI has as source alone (the build makes its wheels); lambda-build: what makes those.
+LOCKS ?= lambda lambda-source lambda-build
+lock: ## lock the Lambda functions' dependencies again (after a change to requirements/*.txt; LOCKS=lambda for one)
 	rm -rf .tools/pip-tools
 	$(PYTHON) -m venv .tools/pip-tools
 	.tools/pip-tools/bin/pip install --quiet pip-tools
-	# Seeded with the lock as it is, so that only what requirements/lambda.txt changed moves.
-	cp requirements/lambda.lock .tools/lambda.lock
-	.tools/pip-tools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
-		--no-header --no-emit-index-url --no-emit-find-links --output-file .tools/lambda.lock \
-		requirements/lambda.txt
-	sed -n '1,/^$$/p' requirements/lambda.lock | cat - .tools/lambda.lock > .tools/lambda.lock.new
-	mv .tools/lambda.lock.new requirements/lambda.lock
+	# Each seeded with its lock as it is, so that only what its requirements/<name>.txt changed
+	# moves; the lock's own heading (up to its first blank line) is kept.
+	for name in $(LOCKS); do \
+		cp requirements/$$name.lock .tools/$$name.lock && \
+		.tools/pip-tools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+			--no-header --no-emit-index-url --no-emit-find-links --output-file .tools/$$name.lock \
+			requirements/$$name.txt && \
+		sed -n '1,/^$$/p' requirements/$$name.lock | cat - .tools/$$name.lock > .tools/$$name.lock.new && \
+		mv .tools/$$name.lock.new requirements/$$name.lock || exit 1; \
+	done
 
 # The SAM CLI pins boto3 exactly, so it lives apart from the project's own environment.
 $(SAM_VENV)/.installed:
@@ -124,7 +134,8 @@ $(NODE_TOOLS)/.installed: tests/e2e/package.json tests/e2e/package-lock.json
 # `sam build` runs `make build-<LogicalId>` with ARTIFACTS_DIR set. Each
 # function ships the vigil package, its thin entry point as app.py, and the
 # runtime requirements as wheels for the Lambda platform, so no Docker is
-# needed (boto3 comes with the runtime).
+# needed (boto3 comes with the runtime): PyPI's wheels, and for the pure-Python
+# requirements PyPI has as source alone, wheels made here from their sdists.
 
 PYTHON ?= python3
 LAMBDA_PYTHON_VERSION := 3.13
@@ -151,6 +162,21 @@ define lambda_artifact
 	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --platform $(LAMBDA_PLATFORM) \
 		--implementation cp --python-version $(LAMBDA_PYTHON_VERSION) --only-binary=:all: \
 		--target "$(ARTIFACTS_DIR)" --require-hashes -r requirements/lambda.lock
+	# What PyPI has as source alone (requirements/lambda-source.lock, pure Python): its wheels
+	# made from the hashed sdists in a scratch environment, with the build backend of
+	# requirements/lambda-build.lock installed there, hashes checked (pip's build isolation would
+	# fetch one unchecked); then installed like the others, with nothing downloaded, for the
+	# Lambda platform, so that a wheel made for this machine's alone is refused.
+	scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	$(PYTHON) -m venv "$$scratch/venv" && \
+	"$$scratch/venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+		--only-binary=:all: -r requirements/lambda-build.lock && \
+	"$$scratch/venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --require-hashes \
+		--no-deps --no-build-isolation --no-binary=:all: --wheel-dir "$$scratch/wheels" \
+		-r requirements/lambda-source.lock && \
+	$(PYTHON) -m pip install --quiet --no-compile --no-warn-conflicts --no-deps --no-index \
+		--platform $(LAMBDA_PLATFORM) --implementation cp --python-version $(LAMBDA_PYTHON_VERSION) \
+		--only-binary=:all: --target "$(ARTIFACTS_DIR)" "$$scratch"/wheels/*.whl
 	# Swagger UI's package ships every build of it with source maps (11 MB); the API page
 	# serves two of its files (SWAGGER_UI_FILES in src/vigil/transports/docs.py), the rest stays out.
 	find "$(ARTIFACTS_DIR)/swagger_ui_bundle/vendor" -type f ! -name swagger-ui-bundle.js ! -name swagger-ui.css -delete

@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -1055,6 +1056,20 @@ def test_makefile_builds_every_function(sam: dict[str, Any], tmp_path: Path) -> 
             assert (REPO / source).exists(), f"build-{logical_id} copies missing {source}"
         # What ships is the lock, every file's hash checked.
         assert "--require-hashes -r requirements/lambda.lock" in result.stdout
+        # And the source-only lock: its wheels made from its hashed sdists, by the locked
+        # backend (never one that pip's build isolation would fetch unchecked), installed for
+        # the Lambda platform with nothing downloaded.
+        assert re.search(
+            r"pip install .*--require-hashes .*-r requirements/lambda-build\.lock", result.stdout
+        )
+        assert re.search(
+            r"pip wheel .*--require-hashes .*--no-build-isolation .*--no-binary=:all: .*"
+            r"-r requirements/lambda-source\.lock",
+            result.stdout,
+        )
+        assert re.search(
+            r"pip install .*--no-deps --no-index .*--platform manylinux2014_aarch64 ", result.stdout
+        )
         # Bytecode for the runtime's Python, never checked against the sources' mtimes.
         assert re.search(
             r"python3\.13 -m compileall .*--invalidation-mode unchecked-hash", result.stdout
@@ -1164,20 +1179,48 @@ def test_a_custom_domain_needs_its_certificate_and_no_edge(cfn: dict[str, Any]) 
 
 def test_the_build_ships_exactly_the_locked_versions(tmp_path: Path) -> None:
     """A real artifact build (the make target `sam build` runs, wheels for the Lambda
-    platform from PyPI, every hash checked): its distributions are the lock's, no more."""
-    from tests.unit.test_lock import locked
+    platform from PyPI and wheels made from PyPI's sdists, every hash checked): its
+    distributions are the locks', no more."""
+    from tests.unit.test_lock import shipped
 
     artifact = tmp_path / "AlarmFunction"
     result = run(["make", "build-AlarmFunction", f"ARTIFACTS_DIR={artifact}"], cwd=REPO)
     assert result.returncode == 0, result.stderr
-    shipped = {}
+    found = {}
     for info in artifact.glob("*.dist-info"):
         name, version = info.name.removesuffix(".dist-info").rsplit("-", 1)
-        shipped[re.sub(r"[-_.]+", "-", name).lower()] = version
-    assert shipped == locked()
+        found[re.sub(r"[-_.]+", "-", name).lower()] = version
+    assert found == shipped()
     assert (artifact / "vigil" / "entrypoints" / "alarm.py").exists()
     for laptop_only in ("local", "infra", "people"):
         assert not (artifact / "vigil" / laptop_only).exists(), laptop_only
+    # OnCalendar text is read on Lambda: oncalendar, which PyPI has as source alone, ships as
+    # a pure-Python wheel made from its sdist, and reads a calendar from the artifact alone
+    # (-I -S: neither this environment's packages nor the user's).
+    wheel = artifact / f"oncalendar-{shipped()['oncalendar']}.dist-info" / "WHEEL"
+    assert "Tag: py3-none-any" in wheel.read_text()
+    assert not [path for path in (artifact / "oncalendar").rglob("*") if path.suffix == ".so"]
+    reads = run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from datetime import datetime\n"
+            "from zoneinfo import ZoneInfo\n"
+            "import oncalendar\n"
+            "start = datetime(2026, 1, 2, 3, tzinfo=ZoneInfo('Europe/Berlin'))\n"
+            "slots = oncalendar.OnCalendar('Mon..Fri 02:00', start)\n"
+            "print(oncalendar.__file__)\n"
+            "print(next(slots).isoformat(), next(slots).isoformat())",
+            str(artifact),
+        ]
+    )
+    assert reads.returncode == 0, reads.stderr
+    where, slots = reads.stdout.splitlines()
+    assert Path(where).is_relative_to(artifact)
+    assert slots == "2026-01-05T02:00:00+01:00 2026-01-06T02:00:00+01:00"
 
 
 def test_the_api_artifact_ships_the_swagger_ui_files_the_page_serves_and_no_others(
