@@ -20,7 +20,13 @@ from vigil.requests.events import RequestData
 from vigil.requests.records import Request
 from vigil.sessions.events import SessionStale
 from vigil.sessions.records import Session
-from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
+from vigil.switches.events import (
+    SwitchFired,
+    SwitchFlapping,
+    SwitchRanShort,
+    SwitchRecovered,
+    SwitchSettled,
+)
 from vigil.switches.records import Death, HeldLease, Release
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -105,6 +111,7 @@ def sample(event_type: NoticeType, console_base: str | None = CONSOLE) -> Event:
         | SwitchRecovered
         | SwitchFlapping
         | SwitchSettled
+        | SwitchRanShort
         | RequestData
         | SessionStale
         | DeliveryDeadLettered
@@ -125,6 +132,17 @@ def sample(event_type: NoticeType, console_base: str | None = CONSOLE) -> Event:
                 flapping_since=flapping.fired_at,
                 settled_at=T0 + timedelta(hours=2),
                 flapping_event_id=event_id(NAMESPACE, "switch.flapping", *flapping.identity()),
+            )
+        case "switch.ran_short":
+            data = SwitchRanShort(
+                scope=death().scope,
+                generation=3,
+                holder=REQUESTER,
+                agent_id="worker-3",
+                started_at=T0,
+                finished_at=T0 + timedelta(seconds=4),
+                run_seconds=4,
+                min_run_seconds=300,
             )
         case "alert.acknowledged":
             data = AlertAcknowledged(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from vigil.kit.uow import ConditionFailed
 from vigil.store import Store
 from vigil.stores.backfill import backfill_indexes
 from vigil.stores.dynamo import DynamoStore
+from vigil.switches.calendars import Calendar
 from vigil.switches.dynamo import DEATH_INDEX, DEATH_SHARDS
 from vigil.switches.records import Beat, Death, HeldLease, Pause, Switch
 from vigil.switches.store import SWEEP_SHARDS, ArmedAlarm, sweep_shard
@@ -84,6 +86,43 @@ def test_a_flapping_switch_keeps_its_deaths_and_since_when_it_flaps(
     settled = s.changed(flapping_since=None, flaps=[])
     store.commit([store.save_switch(settled, s.version)])
     assert store.get_switch("acme", "job#1") == settled
+
+
+def test_the_fast_beat_sets_and_clears_a_calendar_and_a_run(
+    store: Store, clock: ManualClock
+) -> None:
+    s = switch(clock)
+    store.commit([store.save_switch(s, None)])
+    now = to_ms(clock.advance(10))
+    nightly = Calendar.parse("30 2 * * *", "Europe/Berlin", 900, now=now)
+    terms: dict[str, Any] = {"on_expiry": None, "notify_address": None, "agent_id": None}
+
+    def beat(**more: Any) -> Switch | None:
+        at = to_ms(clock.advance(1))
+        return store.beat_switch("acme", "job#1", s.holder, Beat(at=at, **terms, **more))
+
+    # A start beat keeps no calendar of its own: its deadline is its run's.
+    started = beat(expect_within_seconds=3600, phase="start", min_run_seconds=600)
+    assert started is not None
+    assert started.run_started_at == started.last_beat_at
+    assert started.short_before == started.last_beat_at + timedelta(seconds=600)
+    # A finish before the floor is refused by the fast path (the slow path tells it).
+    assert beat(expect_within_seconds=900, phase="finish", calendar=nightly) is None
+    clock.advance(600)
+    finished = beat(expect_within_seconds=900, phase="finish", calendar=nightly)
+    assert finished is not None
+    assert (finished.calendar, finished.run_started_at, finished.short_before) == (
+        nightly,
+        None,
+        None,
+    )
+    assert finished.deadline == nightly.due_after(finished.last_beat_at)
+    assert store.get_switch("acme", "job#1") == finished
+    # A beat without a schedule clears it: a window switch again.
+    window = beat(expect_within_seconds=30)
+    assert window is not None
+    assert window.calendar is None
+    assert store.get_switch("acme", "job#1") == window
 
 
 def test_put_get_round_trip_and_version_condition(store: Store, clock: ManualClock) -> None:

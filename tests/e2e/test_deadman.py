@@ -175,3 +175,41 @@ def test_a_switch_beaten_in_time_never_fires_and_disarms(state: dict[str, Any]) 
             assert (packet["state"], packet["death"]) == ("disarmed", None)
 
     anyio.run(scenario)
+
+
+def test_a_calendar_switch_fires_at_its_first_missed_slot(state: dict[str, Any]) -> None:
+    """OnCalendar text every minute, with a minute's grace: beaten once, the switch is due at
+    the next minute's turn plus the grace, and fires then, through the real alarms."""
+    url, operator_secret = state["mcp_url"], state["operator_secret"]
+    scope = f"calendar-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as stack:
+            operator = await open_session(stack, url, operator_secret)
+            _, secret = await _register(operator, "calendar-job")
+            worker = await open_session(stack, url, secret)
+            armed = await worker.call(
+                "heartbeat",
+                scope=scope,
+                expect_within_seconds=60,
+                schedule="*-*-* *:*:00",
+                time_zone="Asia/Kathmandu",
+            )
+            deadline = _when(armed["deadline"])
+            # The next slot is the minute's turn after the beat (whatever the zone's offset).
+            assert deadline.second == 0
+            assert deadline.microsecond == 0
+            assert 60 < (deadline - datetime.now(deadline.tzinfo)).total_seconds() <= 121
+            packet = await worker.call("resume_packet", scope=scope)
+            assert packet["schedule"] == ("OnCalendar *-*-* *:*:00 in Asia/Kathmandu, within 1 min")
+
+            async def dead() -> tuple[bool, dict[str, Any]]:
+                packet = await worker.call("resume_packet", scope=scope)
+                return packet["death"] is not None, packet
+
+            wait = (deadline - datetime.now(deadline.tzinfo)).total_seconds()
+            death = (await _poll(dead, wait + DEATH_DEADLINE_SECONDS))["death"]
+            assert _when(death["deadline"]) == deadline
+            assert 0 <= death["lateness_seconds"] < MAX_LATENESS_SECONDS
+
+    anyio.run(scenario)

@@ -466,6 +466,22 @@ def _late_dependant(world: World) -> dict[str, Any]:
     return arguments
 
 
+def _short_run(world: World) -> dict[str, Any]:
+    """A run's finish before the floor its start set, on a calendar: told as switch.ran_short
+    with the beat that arms the next slot."""
+    scope = world.unique("backup")
+    start = {"scope": scope, "expect_within_seconds": HOUR, "phase": "start"}
+    world.call("heartbeat", "worker", **start, min_run_seconds=600)
+    world.clock.advance(30)
+    return {
+        "scope": scope,
+        "expect_within_seconds": 900,
+        "phase": "finish",
+        "schedule": "0 2 * * 1-5",
+        "time_zone": "Europe/Berlin",
+    }
+
+
 def _disarm(world: World) -> dict[str, Any]:
     arguments = _armed(world)
     return {"scope": arguments["scope"], "expect_within_seconds": 300, "disarm": True}
@@ -844,6 +860,7 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario(
             "heartbeat", "late beat of a dead host's job", "worker", _late_dependant, A_RETRIED_BEAT
         ),
+        Scenario("heartbeat", "run finished too soon", "worker", _short_run, A_RETRIED_BEAT),
         Scenario("heartbeat", "disarm", "worker", _disarm, A_RETRIED_BEAT),
     ],
     "heartbeat_batch": [

@@ -240,10 +240,16 @@ class Scenario:
                 between()
             for tool in self.tools:
                 for actor in self.actors:
-                    self._succeed(tool, actor)
+                    self._succeed(tool, actor, each_optional=index > 0)
 
-    def _succeed(self, tool: Tool, actor: Actor) -> None:
-        succeeded_in: set[Stage] = set()
+    def _succeed(self, tool: Tool, actor: Actor, each_optional: bool = False) -> None:
+        """Calls ``tool`` as ``actor`` until each stage succeeds once. The "one optional" stage
+        is for a tool that no other stage made succeed, and stops at its first success; with
+        ``each_optional`` (the passes after the first, once the first has made what every tool
+        needs), it is also for a tool whose optional properties no stage made succeed together
+        (some exclude each other), and makes each succeed alone."""
+        # The stages that succeeded; for "one optional" with each_optional, each property.
+        succeeded: set[tuple[Stage, frozenset[str]]] = set()
         others = [a.principal_id for a in self.actors if a is not actor]
         used: dict[str, set[Any]] = {}
         for success in self.successes:
@@ -254,19 +260,24 @@ class Scenario:
         for stage, arguments in attempts(
             tool, self.pool, actor, self.avoid(tool), self.limit, others, used
         ):
-            if stage in succeeded_in:
+            each = stage == "one optional" and each_optional
+            mark = (stage, frozenset(arguments) if each else frozenset())
+            stages = {done for done, _ in succeeded}
+            if mark in succeeded:
                 continue
-            if stage == "all but one" and "complete" in succeeded_in:
+            if stage == "all but one" and "complete" in stages:
                 continue
-            if stage == "one optional" and succeeded_in:
-                break  # only for a tool that the other stages could not make succeed
+            if stage == "one optional" and stages & {"complete", "all but one"}:
+                break
+            if stage == "one optional" and not each_optional and stages:
+                break
             outcome = self.call(tool.name, arguments, actor)
             if outcome.ok:
                 assert outcome.result is not None
                 self.successes.append(Success(tool.name, actor.label, arguments, outcome.result))
                 self.pool.harvest(arguments, actor.label)
                 self.pool.harvest(outcome.result, actor.label)
-                succeeded_in.add(stage)
+                succeeded.add(mark)
 
 
 @dataclass

@@ -40,7 +40,13 @@ def committed(event_type: str) -> dict[str, object]:
 def test_the_committed_schemas_are_the_generated_ones() -> None:
     generated = event_schemas()
     agents_own = ["delivery.waiting", "instruction.posted"]
-    following = ["request.withdrawn", "switch.recovered", "switch.flapping", "switch.settled"]
+    following = [
+        "request.withdrawn",
+        "switch.recovered",
+        "switch.flapping",
+        "switch.settled",
+        "switch.ran_short",
+    ]
     on_call = ["alert.acknowledged"]
     expected = [*EVENT_TYPES, "channel.test", *agents_own, *following, *on_call]
     assert sorted(generated) == sorted(expected)
@@ -155,7 +161,12 @@ def test_an_event_built_again_has_the_same_id_and_another_event_another_id() -> 
 def test_only_a_switch_event_has_a_scope() -> None:
     scopes = {event.type: event.scope for event in samples()}
     assert scopes.pop("switch.fired") == "deploy <prod> & co"
-    for switch_event in ("switch.recovered", "switch.flapping", "switch.settled"):
+    for switch_event in (
+        "switch.recovered",
+        "switch.flapping",
+        "switch.settled",
+        "switch.ran_short",
+    ):
         assert scopes.pop(switch_event) == "deploy <prod> & co"
     assert set(scopes.values()) == {None}
 

@@ -47,6 +47,8 @@ def test_list_switches_shows_each_state_and_filters(world: World, clock: ManualC
         "on_expiry": ["mark_failed"],
         "flapping_since": None,
         "depends_on": None,
+        "schedule": None,
+        "run_started_at": None,
     }
     states = {s["scope"]: (s["state"], s["deadline"]) for s in page["switches"]}
     assert states["job-failed"] == ("failed", None)

@@ -54,6 +54,7 @@ RED, AMBER, GREEN, GREY = 0xCF222E, 0xBF8700, 0x1A7F37, 0x6E7781
 COLOURS = {
     "switch.fired": RED,
     "switch.flapping": RED,
+    "switch.ran_short": AMBER,
     "delivery.dead_lettered": RED,
     "request.opened": AMBER,
     "request.expiring": AMBER,

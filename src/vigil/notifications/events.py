@@ -26,7 +26,13 @@ from vigil.notifications.records import EventType as EventType
 from vigil.notifications.records import NoticeType as NoticeType
 from vigil.requests.events import RequestData
 from vigil.sessions.events import InstructionPosted, SessionStale
-from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
+from vigil.switches.events import (
+    SwitchFired,
+    SwitchFlapping,
+    SwitchRanShort,
+    SwitchRecovered,
+    SwitchSettled,
+)
 
 # -- data of each type --------------------------------------------------------------------------
 
@@ -126,6 +132,11 @@ class SwitchSettledEvent(EventEnvelope):
     data: SwitchSettled
 
 
+class SwitchRanShortEvent(EventEnvelope):
+    type: Literal["switch.ran_short"]
+    data: SwitchRanShort
+
+
 class RequestOpenedEvent(EventEnvelope):
     type: Literal["request.opened"]
     data: RequestData
@@ -186,6 +197,7 @@ Event = Annotated[
     | SwitchRecoveredEvent
     | SwitchFlappingEvent
     | SwitchSettledEvent
+    | SwitchRanShortEvent
     | RequestOpenedEvent
     | RequestExpiringEvent
     | RequestAnsweredEvent
@@ -204,6 +216,7 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
     "switch.recovered": SwitchRecoveredEvent,
     "switch.flapping": SwitchFlappingEvent,
     "switch.settled": SwitchSettledEvent,
+    "switch.ran_short": SwitchRanShortEvent,
     "request.opened": RequestOpenedEvent,
     "request.expiring": RequestExpiringEvent,
     "request.answered": RequestAnsweredEvent,
@@ -219,7 +232,7 @@ EVENT_MODELS: dict[NoticeType, type[EventEnvelope]] = {
 
 
 # The events about a switch: their scope is what a rule's scope_prefix matches.
-SWITCH_EVENTS = (SwitchFired, SwitchRecovered, SwitchFlapping, SwitchSettled)
+SWITCH_EVENTS = (SwitchFired, SwitchRecovered, SwitchFlapping, SwitchSettled, SwitchRanShort)
 
 
 @cache
@@ -234,7 +247,13 @@ def console_link(console_base: str | None, data: EventData) -> str | None:
     if console_base is None:
         return None
     match data:
-        case SwitchFired() | SwitchRecovered() | SwitchFlapping() | SwitchSettled():
+        case (
+            SwitchFired()
+            | SwitchRecovered()
+            | SwitchFlapping()
+            | SwitchSettled()
+            | SwitchRanShort()
+        ):
             path, query = "/console/switch", {"scope": data.scope}
         case RequestData():
             path, query = "/console/request", {"id": data.request_id}

@@ -40,7 +40,11 @@ EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
 # told a request opened (a Slack message, an email with its buttons) is told it was withdrawn,
 # and whoever is told of a switch's deaths is told it recovered, or flaps, or settled.
 FollowingType = Literal[
-    "request.withdrawn", "switch.recovered", "switch.flapping", "switch.settled"
+    "request.withdrawn",
+    "switch.recovered",
+    "switch.flapping",
+    "switch.settled",
+    "switch.ran_short",
 ]
 FOLLOWS: dict[str, EventType] = {
     "request.withdrawn": "request.opened",
@@ -48,6 +52,8 @@ FOLLOWS: dict[str, EventType] = {
     # A flapping switch is told once, where its deaths would be, and once more as it settles.
     "switch.flapping": "switch.fired",
     "switch.settled": "switch.fired",
+    # A run that finished too soon is told where its switch's deaths would be.
+    "switch.ran_short": "switch.fired",
 }
 # What only the agent it concerns reads, as its own event: no channel's rule chooses it.
 AgentOnlyType = Literal["delivery.waiting", "instruction.posted"]

@@ -16,7 +16,13 @@ from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.events import AlertAcknowledged, ChannelTest, Event, console_link
 from vigil.requests.events import RequestData
 from vigil.sessions.events import InstructionPosted, SessionStale
-from vigil.switches.events import SwitchFired, SwitchFlapping, SwitchRecovered, SwitchSettled
+from vigil.switches.events import (
+    SwitchFired,
+    SwitchFlapping,
+    SwitchRanShort,
+    SwitchRecovered,
+    SwitchSettled,
+)
 
 TITLE_EXCERPT = 80
 _KINDS = {"question": "Question", "approval": "Approval", "task": "Task"}
@@ -124,6 +130,23 @@ def _summarise(event: Event, console_base: str | None) -> Summary:
                 footer=footer,
                 links=(Link("open", "Open the switch", url),) if url else (),
             )
+        case SwitchRanShort():
+            return Summary(
+                title=f"Run too short: {data.scope}",
+                fields=(
+                    ("Scope", data.scope),
+                    ("Ran for", span(data.run_seconds)),
+                    ("Expected at least", span(data.min_run_seconds)),
+                    ("Started at", when(data.started_at)),
+                    ("Finished at", when(data.finished_at)),
+                    ("Holder", data.holder),
+                    ("Agent", data.agent_id or "(none given)"),
+                ),
+                text="It finished sooner than its start beat said it could: check its work.",
+                action=None,
+                footer=footer,
+                links=(Link("open", "Open the switch", url),) if url else (),
+            )
         case AlertAcknowledged():
             what = {
                 "switch.fired": "switch fired",
@@ -226,6 +249,8 @@ def _switch_fields(data: SwitchFired) -> tuple[tuple[str, str], ...]:
         ("Late by", f"{data.lateness_seconds:g} s"),
         ("Actions", ", ".join(data.actions) or "(none)"),
     ]
+    if data.run_started_at is not None:
+        fields.append(("Run started", f"{when(data.run_started_at)}, not finished in time"))
     if data.released_count is not None:
         named = ", ".join(f"{lease.resource} (gen {lease.generation})" for lease in data.released)
         more = data.released_count - len(data.released)

@@ -190,7 +190,9 @@ def switches_table(
     for switch in switches:
         shown = condition(switch, now, pauses)
         if shown == "fired":
-            deadline = f"missed {relative(_missed_deadline(switch), now)}"
+            # A calendar's slot missed is not its last beat plus its grace: vigil deaths says.
+            missed = None if switch.get("schedule") else _missed_deadline(switch)
+            deadline = "missed" if missed is None else f"missed {relative(missed, now)}"
             # Fired, as the summary counts it; and marked failed where its actions did so.
             fired = "fired (failed)" if switch["state"] == "failed" else "fired"
             state = Text(fired, style=_STATE_STYLE["fired"])
@@ -206,7 +208,7 @@ def switches_table(
             _who(switch["holder"], names, switch["agent_id"]),
             deadline,
             relative(switch["last_beat_at"], now),
-            span(switch["expect_within_seconds"]),
+            switch.get("schedule") or span(switch["expect_within_seconds"]),
             str(switch["generation"]),
         )
     return table

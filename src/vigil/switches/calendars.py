@@ -160,6 +160,12 @@ class Calendar(Record):
         """The deadline of ``slot``: the moment a switch that expects it fires without a beat."""
         return slot + timedelta(seconds=self.grace_seconds)
 
+    def due_after(self, moment: datetime) -> datetime:
+        """The deadline of a beat at ``moment``: its next slot's due time. A calendar with no
+        slot left (a date gone by) gives its grace after ``moment``."""
+        slot = self.next_slot(moment)
+        return self.due(slot if slot is not None else moment)
+
     def describe(self) -> str:
         """For people: cron 0 2 * * 1-5 in Europe/Berlin, within 15 min."""
         return (
@@ -247,9 +253,10 @@ def _check_systemd(text: str, fields: int) -> None:
 
 
 def _oncalendar() -> tuple[type[BaseIterator], type[OnCalendarError]]:
-    """The OnCalendar library's iterator and error, imported on first use. PyPI has no wheel
-    of it, and the Lambda artifact is built from wheels alone: where it is missing, OnCalendar
-    text is refused and cron text still works."""
+    """The OnCalendar library's iterator and error, imported on first use. PyPI has its source
+    alone; the Lambda artifact ships it all the same, as a wheel the build makes from the
+    locked sdist (requirements/lambda-source.txt). An install without it refuses OnCalendar
+    text, and cron text still works there."""
     try:
         from oncalendar import BaseIterator, OnCalendarError
     except ImportError:

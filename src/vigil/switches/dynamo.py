@@ -14,6 +14,7 @@ from typing import Any
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms, from_ms
 from vigil.kit.uow import ConditionFailed, Write
 from vigil.quotas.store import quota_count
+from vigil.switches.calendars import Calendar
 from vigil.switches.records import (
     PAUSE_RETAIN,
     Beat,
@@ -34,7 +35,15 @@ DEATH_INDEX = "gsi1"
 SWEEP_INDEX = "gsi2"
 # BatchGetItem's most keys a request.
 _BATCH_GET_KEYS = 100
-_TIMES = {"deadline", "armed_at", "last_beat_at", "alarm_due", "flapping_since"}
+_TIMES = {
+    "deadline",
+    "armed_at",
+    "last_beat_at",
+    "alarm_due",
+    "flapping_since",
+    "run_started_at",
+    "short_before",
+}
 _NUMBERS = {"generation", "expect_within_seconds", "beats", "version", "follows_death"}
 
 
@@ -142,6 +151,8 @@ def _value(name: str, value: Any) -> dict[str, Any]:
         return {"M": {str(slot): attr_n(minute) for slot, minute in value.items()}}
     if name == "flaps":
         return attr_s(",".join(str(epoch_ms(moment)) for moment in value))
+    if name == "calendar":
+        return attr_s(Calendar.model_validate(value).model_dump_json())
     return attr_s(value)
 
 
@@ -176,6 +187,8 @@ def _switch(item: dict[str, Any]) -> Switch:
             fields[name] = {int(slot): int(n["N"]) for slot, n in item[name]["M"].items()}
         elif name == "flaps":
             fields[name] = [from_ms(attr_n(int(ms))) for ms in item[name]["S"].split(",") if ms]
+        elif name == "calendar":
+            fields[name] = Calendar.model_validate_json(item[name]["S"])
         else:
             fields[name] = item[name]["S"]
     return Switch.model_validate(fields)
@@ -212,18 +225,22 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             ":one": attr_n(1),
             ":new_deadline": attr_n(epoch_ms(changes["deadline"])),
         }
-        # A beat sets the terms it names (Beat.changes: never a None) and keeps the rest.
-        sets = []
+        # A beat sets the terms it names and keeps the rest; it removes those it clears (its
+        # calendar, its run: Beat.changes gives them as None).
+        sets, removes = [], []
         for index, (name, value) in enumerate(changes.items()):
             names[f"#f{index}"] = name
-            sets.append(f"#f{index} = :v{index}")
-            values[f":v{index}"] = _value(name, value)
+            if value is None:
+                removes.append(f"#f{index}")
+            else:
+                sets.append(f"#f{index} = :v{index}")
+                values[f":v{index}"] = _value(name, value)
         # This beat's half hour of the day's beats (Switch.recent), set with no read.
         slot, minute = beat_slot(now)
         names["#recent"], names["#slot"] = "recent", str(slot)
         values[":minute"] = attr_n(minute)
         sets += ["#recent.#slot = :minute", "beats = beats + :one", "version = version + :one"]
-        update = "SET " + ", ".join(sets)
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         # A switch stored before it kept its beats has no map to set an entry of: its next
         # beat takes the slow path, which writes the whole item.
         condition = (
@@ -238,6 +255,15 @@ class DynamoSwitches(DynamoBase, SwitchStore):
             names["#dep"] = "depends_on"
             condition += " AND #dep = :dep"
             values[":dep"] = attr_s(depends_on)
+        if beat.phase == "finish":
+            # A run finished sooner than its floor is told: the slow path does that.
+            names["#short"] = "short_before"
+            condition += " AND (attribute_not_exists(#short) OR #short <= :now)"
+        elif beat.phase == "start":
+            # A start with no beat since the run's own may be a retry: the slow path keeps the
+            # run's start (Switch.beaten).
+            names["#run"], names["#last"] = "run_started_at", "last_beat_at"
+            condition += " AND (attribute_not_exists(#run) OR #run <> #last)"
         try:
             response = self._call(
                 self.client.update_item,

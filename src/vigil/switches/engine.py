@@ -204,7 +204,7 @@ class SwitchEngine(Generic[S]):
                 alarm_due = beat.deadline
             updated = switch.beaten(beat, alarm_due)
             dependency = self._dependency(switch, updated)
-            self._save(uow, updated, switch.version, *dependency)
+            self._save(uow, updated, switch.version, *dependency, *self._ran_short(switch, beat))
             return updated, self.repeated_death(updated)
 
         armed = Switch.armed_after(switch, death, beat, namespace, scope, me)
@@ -248,6 +248,27 @@ class SwitchEngine(Generic[S]):
             chain.append(above)
             above = found.depends_on if found is not None else None
         return [*writes, self.store.add_dependant(namespace, new, scope)]
+
+    def _ran_short(self, switch: Switch, beat: Beat) -> list[Write]:
+        """The switch.ran_short event of ``beat``, finishing ``switch``'s run before its
+        floor, to commit with the beat; nothing for any other beat. Its id is the run's, so a
+        retried commit tells it once."""
+        if not beat.ran_short(switch):
+            return []
+        from vigil.switches.events import SwitchRanShort
+
+        event = SwitchRanShort.of(switch, beat.at)
+        log_event(
+            log,
+            "run ran short",
+            namespace=switch.namespace,
+            scope=switch.scope,
+            run_seconds=event.run_seconds,
+        )
+        published = self.publish(
+            "switch.ran_short", event, namespace=switch.namespace, occurred_at=beat.at
+        )
+        return list(published.writes)
 
     def _recovery(self, death: Death, now: datetime, by: str) -> tuple[Death, list[Write]]:
         """``death`` ended by ``by``'s beat at ``now``, and the writes that record it, to commit

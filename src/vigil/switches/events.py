@@ -8,7 +8,7 @@ from pydantic import AwareDatetime, Field
 
 from vigil.kit.events import EventData
 from vigil.mailboxes.records import parse_address
-from vigil.switches.records import Action, Death
+from vigil.switches.records import Action, Death, Switch
 
 
 class ReleasedLease(EventData):
@@ -46,6 +46,10 @@ class SwitchFired(EventData):
     dependants: list[str] = Field(
         default_factory=list, description="The scopes of the first 50 of them, in scope order."
     )
+    run_started_at: AwareDatetime | None = Field(
+        default=None,
+        description="When the run it died in began (its start beat): it did not finish in time.",
+    )
     # The agent whose mailbox its alert goes to: who may read it as its own event. Not sent:
     # the channels' contract (docs/events) is what it was.
     watcher: str | None = Field(default=None, exclude=True)
@@ -72,6 +76,7 @@ class SwitchFired(EventData):
             released_pages=death.release.pages if chosen else None,
             dependants_count=dependants_count,
             dependants=dependants or [],
+            run_started_at=death.run_started_at,
             watcher=_owner(death.notify_address),
         )
 
@@ -178,3 +183,35 @@ class SwitchSettled(EventData):
 
     def identity(self) -> tuple[str, ...]:
         return (self.scope, self.flapping_since.isoformat())
+
+
+class SwitchRanShort(EventData):
+    """A run finished sooner than the floor its start beat set: the work may not have been
+    done. It goes where the switch's deaths would."""
+
+    scope: str
+    generation: int
+    holder: str
+    agent_id: str | None
+    started_at: AwareDatetime = Field(description="When the start beat came.")
+    finished_at: AwareDatetime = Field(description="When the finish beat came.")
+    run_seconds: float = Field(description="finished_at minus started_at, in seconds.")
+    min_run_seconds: float = Field(description="The floor the start beat set, in seconds.")
+
+    @classmethod
+    def of(cls, switch: Switch, finished_at: datetime) -> SwitchRanShort:
+        assert switch.run_started_at is not None
+        assert switch.short_before is not None
+        return cls(
+            scope=switch.scope,
+            generation=switch.generation,
+            holder=switch.holder,
+            agent_id=switch.agent_id,
+            started_at=switch.run_started_at,
+            finished_at=finished_at,
+            run_seconds=round((finished_at - switch.run_started_at).total_seconds(), 3),
+            min_run_seconds=round((switch.short_before - switch.run_started_at).total_seconds(), 3),
+        )
+
+    def identity(self) -> tuple[str, ...]:
+        return (self.scope, str(self.generation), self.started_at.isoformat())

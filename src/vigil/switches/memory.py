@@ -49,6 +49,8 @@ class MemorySwitches(MemoryBase, SwitchStore):
                 or beat.depends_on not in (None, current.depends_on)
                 or current.deadline <= beat.at
                 or current.alarm_due > beat.deadline
+                or beat.ran_short(current)
+                or (beat.phase == "start" and current.run_started_at == current.last_beat_at)
             ):
                 return None
             beaten = current.changed(

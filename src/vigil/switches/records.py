@@ -28,6 +28,7 @@ from vigil.clock import iso, to_ms
 from vigil.kit.principals import new_id
 from vigil.kit.records import Record, Versioned
 from vigil.leases.records import Lease
+from vigil.switches.calendars import Calendar
 
 Action = Literal["release_leases", "mark_failed", "queue_alert"]
 # The alert is last so that it can say what was released.
@@ -85,6 +86,13 @@ BEAT_SLOTS = 48
 FLAP_DEATHS = 3
 FLAP_WINDOW = timedelta(hours=1)
 Flapping = Literal["began", "ongoing", "ended"]
+# A calendar's beat this long before a slot is that slot's: a job's clock may run a little ahead
+# of ours, and its beat then comes a moment before the slot it ran for. Less than the shortest
+# spacing of slots (a minute), so that no slot is skipped for it.
+EARLY_BEAT = timedelta(seconds=30)
+# A beat may begin a run of the work (start: its finish is expected within the beat's window,
+# and, if it says so, no sooner than a floor) or end one (finish).
+Phase = Literal["start", "finish"]
 
 
 def with_beat(recent: Mapping[int, int], at: datetime) -> dict[int, int]:
@@ -139,6 +147,13 @@ class Switch(Versioned):
     # The scope of the switch this one depends on (its host, its orchestrator): while that one
     # is dead, this one's deaths are told in its alert instead of apart.
     depends_on: str | None = None
+    # When beats are expected, if on a schedule: the next slot's due time after each beat
+    # (Beat.deadline), instead of a window after it.
+    calendar: Calendar | None = None
+    # The start beat of a run not yet finished, and the moment before which its finish is
+    # told as too short (switch.ran_short), if the start beat set a floor.
+    run_started_at: datetime | None = None
+    short_before: datetime | None = None
 
     @classmethod
     def armed_after(
@@ -161,6 +176,9 @@ class Switch(Versioned):
             elif death.flapping == "ended":
                 flapping_since = None  # that death told it settled, before its own news
         since = beat.at - FLAP_WINDOW
+        terms = beat.first_terms()
+        if beat.phase == "start" and previous is not None:
+            terms["calendar"] = previous.calendar  # a run's start keeps the calendar
         return cls(
             namespace=namespace,
             scope=scope,
@@ -175,7 +193,7 @@ class Switch(Versioned):
             recent=with_beat(previous.recent if previous is not None else {}, beat.at),
             flaps=[moment for moment in flaps if moment > since][-(FLAP_DEATHS - 1) :],
             flapping_since=flapping_since,
-            **beat.first_terms(),
+            **terms,
         )
 
     def flapping(self, now: datetime) -> Flapping | None:
@@ -198,9 +216,14 @@ class Switch(Versioned):
 
     def beaten(self, beat: Beat, alarm_due: datetime) -> Switch:
         """A beat of this generation by its holder, on the slow path (the fast path is the
-        same change made by one conditional update)."""
+        same change made by one conditional update, and leaves a run's start again here)."""
+        changes = beat.changes()
+        if beat.phase == "start" and self.run_started_at == self.last_beat_at:
+            # A start again, with no beat since the run's start: a retried call, as likely as
+            # a new run. The run keeps its start, and its floor, so that its length is true.
+            changes |= {"run_started_at": self.run_started_at, "short_before": self.short_before}
         return self.changed(
-            **beat.changes(),
+            **changes,
             alarm_due=alarm_due,
             beats=self.beats + 1,
             recent=with_beat(self.recent, beat.at),
@@ -235,17 +258,26 @@ class Switch(Versioned):
 
     def grace_deadline(self, pauses: Iterable[Pause]) -> datetime | None:
         """The deadline this switch has once the pauses that held it past its own deadline
-        have ended: the last of their ends plus its window; None if no pause did."""
-        ends = [
-            end
+        have ended: the last of their ends plus its window; None if no pause did. On a
+        calendar, a pause that covered the slot (from its start to its end) excuses it, grace
+        and all, as the job's own scheduler may have been stopped too: the switch is then due
+        at the first slot after the pauses."""
+        calendar = self.calendar if self.run_started_at is None else None
+        # On a calendar, the slot that the deadline is of.
+        slot = self.deadline - timedelta(seconds=calendar.grace_seconds) if calendar else None
+        ended = [
+            (pause, end)
             for pause in pauses
-            if pause.reaches(self)
-            and (end := pause.ends_at) is not None
-            and end > self.deadline
-            and end > pause.paused_at
+            if pause.reaches(self) and (end := pause.ends_at) is not None and end > pause.paused_at
         ]
+        covered = [
+            end for pause, end in ended if slot is not None and pause.paused_at <= slot < end
+        ]
+        ends = covered + [end for _, end in ended if end > self.deadline]
         if not ends:
             return None
+        if calendar is not None and covered:
+            return calendar.due_after(max(ends))
         return max(ends) + timedelta(seconds=self.expect_within_seconds)
 
     def missed(self, pauses: Iterable[Pause]) -> datetime:
@@ -282,6 +314,7 @@ class Switch(Versioned):
             depends_on=self.depends_on,
             last_beat_at=self.last_beat_at,
             flapping_since=self.flapping_since,
+            run_started_at=self.run_started_at,
             version=1,
         )
 
@@ -387,7 +420,9 @@ DEFAULT_ACTIONS: tuple[Action, ...] = ("mark_failed",)
 class Beat(Record):
     """What one heartbeat asks for: the next deadline and the terms of the switch. A term it
     leaves out (None) stays as the armed switch has it; a switch armed anew by it takes the
-    defaults: DEFAULT_ACTIONS, no notify_address, no agent_id, no depends_on."""
+    defaults: DEFAULT_ACTIONS, no notify_address, no agent_id, no depends_on. Its calendar is
+    the rule of its own deadline, as its window is: a beat without one leaves none, but for a
+    run's start, whose deadline is its run's, and which keeps the calendar as it is."""
 
     at: datetime
     expect_within_seconds: int
@@ -395,18 +430,29 @@ class Beat(Record):
     notify_address: str | None
     agent_id: str | None
     depends_on: str | None = None
+    calendar: Calendar | None = None  # made by Calendar.parse at ``at``: it has a slot after
+    phase: Phase | None = None
+    min_run_seconds: int | None = None  # with phase start
 
     @property
     def deadline(self) -> datetime:
+        """A run's start is due to finish within the window; else the next slot of the
+        calendar is due (a beat up to EARLY_BEAT before a slot is that slot's), or, without
+        one, the window's end."""
+        if self.calendar is not None and self.phase != "start":
+            return self.calendar.due_after(self.at + EARLY_BEAT)
         return self.at + timedelta(seconds=self.expect_within_seconds)
 
     def changes(self) -> dict[str, Any]:
-        """The switch's attributes that this beat sets: those it names."""
+        """The switch's attributes that this beat sets: those it names, and its calendar and
+        run (a None there clears the attribute: the fast path removes it)."""
         given: dict[str, Any] = {
             "deadline": self.deadline,
             "expect_within_seconds": self.expect_within_seconds,
             "last_beat_at": self.at,
         }
+        if self.phase != "start":
+            given["calendar"] = self.calendar
         if self.on_expiry is not None:
             given["on_expiry"] = ordered(self.on_expiry)
         if self.notify_address is not None:
@@ -415,6 +461,13 @@ class Beat(Record):
             given["agent_id"] = self.agent_id
         if self.depends_on is not None:
             given["depends_on"] = self.depends_on
+        if self.phase == "start":
+            given["run_started_at"] = self.at
+            given["short_before"] = (
+                self.at + timedelta(seconds=self.min_run_seconds) if self.min_run_seconds else None
+            )
+        elif self.phase == "finish":
+            given["run_started_at"] = given["short_before"] = None
         return given
 
     def first_terms(self) -> dict[str, Any]:
@@ -424,8 +477,19 @@ class Beat(Record):
             "notify_address": None,
             "agent_id": None,
             "depends_on": None,
+            "calendar": None,
+            "run_started_at": None,
+            "short_before": None,
         }
         return defaults | self.changes()
+
+    def ran_short(self, switch: Switch) -> bool:
+        """Whether this beat finishes ``switch``'s run sooner than its start beat's floor."""
+        return (
+            self.phase == "finish"
+            and switch.short_before is not None
+            and self.at < switch.short_before
+        )
 
 
 class HeldLease(Record):
@@ -487,6 +551,8 @@ class Death(Versioned):
     last_beat_at: datetime | None = None
     # Since when its switch flapped, for a death that found the flapping over (``ended``).
     flapping_since: datetime | None = None
+    # When the run it died in began (its start beat): it did not finish in time.
+    run_started_at: datetime | None = None
 
     @property
     def lateness_seconds(self) -> float:

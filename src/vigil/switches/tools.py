@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from datetime import datetime
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, SkipValidation, field_validator, model_validator
 
@@ -26,6 +26,13 @@ from vigil.mailboxes.queues import MailboxQueues
 from vigil.observability import get_logger, log_event
 from vigil.progress.tools import ProgressSummary
 from vigil.quotas.records import Quotas
+from vigil.switches.calendars import (
+    MAX_EXPRESSION_CHARS,
+    MAX_GRACE_SECONDS,
+    MIN_GRACE_SECONDS,
+    Calendar,
+    CalendarError,
+)
 from vigil.switches.engine import HELD_PAGE, SwitchEngine
 from vigil.switches.records import (
     MAX_WINDOW_SECONDS,
@@ -113,6 +120,25 @@ class BeatInput(StrictInput):
             "tells this one's deaths. Left out: kept."
         ),
     )
+    schedule: str | None = Field(
+        default=None,
+        max_length=MAX_EXPRESSION_CHARS,
+        description=(
+            "Expect a beat per slot of this cron or OnCalendar text (0 2 * * 1-5), within "
+            "expect_within_seconds of it. Name it on every beat."
+        ),
+    )
+    time_zone: str | None = Field(
+        default=None, max_length=64, description="IANA zone of schedule; default UTC."
+    )
+    phase: Literal["start", "finish"] | None = Field(
+        default=None,
+        description=(
+            "start a run: finish it within expect_within_seconds, and not before "
+            "min_run_seconds, or it is told."
+        ),
+    )
+    min_run_seconds: int | None = Field(default=None, ge=1, le=MAX_WINDOW_SECONDS)
     disarm: bool = Field(default=False, description="Stop the switch instead of beating it.")
 
     @field_validator("on_expiry")
@@ -126,10 +152,41 @@ class BeatInput(StrictInput):
             raise ValueError("queue_alert needs a notify_address")
         if self.depends_on is not None and self.depends_on == self.scope:
             raise ValueError("a switch cannot depend on itself")
+        if self.time_zone is not None and self.schedule is None:
+            raise ValueError("time_zone is the zone of a schedule: give schedule too")
+        if self.min_run_seconds is not None and self.phase != "start":
+            raise ValueError("min_run_seconds is the floor of a run: give phase start too")
+        if self.min_run_seconds is not None and self.min_run_seconds >= self.expect_within_seconds:
+            raise ValueError("min_run_seconds must be less than expect_within_seconds")
+        if self.schedule is not None and self.phase == "start":
+            raise ValueError(
+                "a start beat is due to finish within its window: give schedule when it finishes"
+            )
+        if self.schedule is not None:
+            grace = self.expect_within_seconds
+            if not MIN_GRACE_SECONDS <= grace <= MAX_GRACE_SECONDS:
+                raise ValueError(
+                    "with a schedule, expect_within_seconds is the grace after each slot: "
+                    f"{MIN_GRACE_SECONDS} to {MAX_GRACE_SECONDS:,}"
+                )
         return self
 
     def beat(self, at: datetime) -> Beat:
-        """This beat, made at ``at``."""
+        """This beat, made at ``at``; invalid if its schedule cannot be read."""
+        calendar = None
+        if self.schedule is not None:
+            try:
+                zone = "UTC" if self.time_zone is None else self.time_zone
+                calendar = Calendar.parse(self.schedule, zone, self.expect_within_seconds, now=at)
+            except CalendarError as error:
+                problem = str(error)
+                field = "time_zone" if problem.startswith("unknown time zone") else "schedule"
+                if "has no slot" in problem:
+                    problem += "; after its last slot, disarm the switch"
+                raise invalid(
+                    "the arguments do not match the tool's input schema",
+                    problems=[{"field": field, "problem": problem}],
+                ) from None
         return Beat(
             at=at,
             expect_within_seconds=self.expect_within_seconds,
@@ -137,6 +194,9 @@ class BeatInput(StrictInput):
             notify_address=self.notify_address,
             agent_id=self.agent_id,
             depends_on=self.depends_on,
+            calendar=calendar,
+            phase=self.phase,
+            min_run_seconds=self.min_run_seconds,
         )
 
 
@@ -239,6 +299,9 @@ class DeathView(Output):
     downtime_seconds: float | None = Field(
         default=None, description="recovered_at minus deadline; null until recovered."
     )
+    run_started_at: datetime | None = Field(
+        default=None, description="When the run it died in began; or null."
+    )
 
     @classmethod
     def of(cls, death: Death) -> DeathView:
@@ -265,6 +328,7 @@ class DeathView(Output):
             folded_into=((death.done.get("notify") or {}).get("folded_into") or {}).get("scope"),
             recovered_at=death.recovered_at,
             downtime_seconds=death.downtime_seconds,
+            run_started_at=death.run_started_at,
         )
 
 
@@ -326,6 +390,12 @@ class ResumePacket(Output):
     on_expiry: list[Action]
     notify_address: str | None
     depends_on: str | None = None
+    schedule: str | None = Field(
+        default=None, description="Its calendar in words; null: a window after each beat."
+    )
+    run_started_at: datetime | None = Field(
+        default=None, description="When the run under way began (its start beat); or null."
+    )
     death: DeathView | None = Field(description="The most recent observed death of this scope.")
     released_leases: list[HeldLease] | None = Field(
         description="Page released_page of the leases the death released."
@@ -455,6 +525,8 @@ def resume_packet(ctx: SwitchContext, args: ResumePacketInput) -> ResumePacket:
         on_expiry=switch.on_expiry,
         notify_address=switch.notify_address,
         depends_on=switch.depends_on,
+        schedule=switch.calendar.describe() if switch.calendar is not None else None,
+        run_started_at=switch.run_started_at if switch.state == "armed" else None,
         death=DeathView.of(death) if death is not None else None,
         released_leases=found.released.leases if found.released is not None else None,
         held_leases=[

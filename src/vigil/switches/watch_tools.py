@@ -46,6 +46,12 @@ class SwitchView(Output):
         description="Since when it flaps: its deaths are not told until it settles; or null.",
     )
     depends_on: str | None = Field(default=None, description="The scope it depends on.")
+    schedule: str | None = Field(
+        default=None, description="Its calendar in words; null: a window after each beat."
+    )
+    run_started_at: datetime | None = Field(
+        default=None, description="When the run under way began (its start beat); or null."
+    )
 
     @classmethod
     def of(cls, switch: Switch) -> SwitchView:
@@ -63,6 +69,8 @@ class SwitchView(Output):
             on_expiry=switch.on_expiry,
             flapping_since=switch.flapping_since,
             depends_on=switch.depends_on,
+            schedule=switch.calendar.describe() if switch.calendar is not None else None,
+            run_started_at=switch.run_started_at if switch.state == "armed" else None,
         )
 
 

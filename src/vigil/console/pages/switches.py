@@ -180,7 +180,17 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                     ("Generation", packet["generation"]),
                     ("Armed", when(packet["armed_at"])),
                     ("Last beat", relative(packet["last_beat_at"], now)),
-                    ("Window", span(packet["expect_within_seconds"])),
+                    (
+                        ("Schedule", packet["schedule"])
+                        if packet.get("schedule")
+                        else ("Window", span(packet["expect_within_seconds"]))
+                    ),
+                    (
+                        "Run",
+                        render("started {t}", t=relative(packet["run_started_at"], now))
+                        if packet.get("run_started_at")
+                        else "None under way",
+                    ),
                     ("On expiry", actions_in_words(packet["on_expiry"])),
                     (
                         "Depends on",
@@ -424,6 +434,12 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
             ("Holder", named(death["holder"], death["agent_id"], names)),
             ("Generation", death["generation"]),
             ("Deadline", when(death["deadline"])),
+            (
+                "Run started",
+                join([when(death["run_started_at"]), ", not finished in time"])
+                if death.get("run_started_at")
+                else "No run under way",
+            ),
             (
                 "Fired",
                 join(
