@@ -624,6 +624,21 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         expect_within_seconds=900,
         agent_id="release-train-worker-7",
     )
+    # A job on a calendar, in the middle of a run.
+    nightly = f"tour-{width}/weekday-report"
+    for phase, terms in (
+        ("finish", {"schedule": "0 2 * * 1-5", "time_zone": "Europe/Berlin"}),
+        ("start", {}),
+    ):
+        rest(
+            state,
+            agent_secret,
+            "heartbeat",
+            scope=nightly,
+            expect_within_seconds=900,
+            phase=phase,
+            **terms,
+        )
     session = f"tour-session-{width}"
     rest(
         state,
@@ -679,6 +694,7 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     pages = {
         "switches": "/console/switches",
         "switch": f"/console/switch?scope={fired}",
+        "calendar-switch": f"/console/switch?scope={nightly}",
         "sessions": "/console/sessions",
         "session": f"/console/session?id={session}",
         "runs": f"/console/runs?scope={armed}",
@@ -724,6 +740,9 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
     assert broken == [], f"{width}: broken across lines: {broken}"
     page.goto(f"{base}/console/switch?scope={fired}")
     expect(page.locator("#day svg line.death")).to_have_count(1)
+    page.goto(f"{base}/console/switch?scope={nightly}")
+    expect(page.locator("main")).to_contain_text("cron 0 2 * * 1-5 in Europe/Berlin, within 15 min")
+    expect(page.locator("main")).to_contain_text("started")
 
     # An operator adds an agent: its secret, once, and what to paste to connect it.
     page.goto(f"{base}/console/people")

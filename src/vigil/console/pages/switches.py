@@ -185,11 +185,10 @@ def switch(responder: Responder, request: HttpRequest, visit: Visit) -> HttpResp
                         if packet.get("schedule")
                         else ("Window", span(packet["expect_within_seconds"]))
                     ),
-                    (
-                        "Run",
-                        render("started {t}", t=relative(packet["run_started_at"], now))
+                    *(
+                        [("Run", render("started {t}", t=relative(packet["run_started_at"], now)))]
                         if packet.get("run_started_at")
-                        else "None under way",
+                        else []
                     ),
                     ("On expiry", actions_in_words(packet["on_expiry"])),
                     (
@@ -434,11 +433,10 @@ def death_facts(death: Mapping[str, Any], now: datetime, names: Mapping[str, str
             ("Holder", named(death["holder"], death["agent_id"], names)),
             ("Generation", death["generation"]),
             ("Deadline", when(death["deadline"])),
-            (
-                "Run started",
-                join([when(death["run_started_at"]), ", not finished in time"])
+            *(
+                [("Run started", join([when(death["run_started_at"]), ", not finished in time"]))]
                 if death.get("run_started_at")
-                else "No run under way",
+                else []
             ),
             (
                 "Fired",
