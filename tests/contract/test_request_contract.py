@@ -9,11 +9,13 @@ from vigil.clock import ManualClock, to_ms
 from vigil.conversations.records import MAX_BODY_BYTES, MAX_PARTICIPANTS
 from vigil.kit.principals import new_id
 from vigil.kit.uow import ConditionFailed
+from vigil.requests.inputs import EDITABLE_NAME, MAX_EDITABLE
 from vigil.requests.policy import MAX_REASON
 from vigil.requests.records import (
     ACTION_BOUNDS,
     MAX_CHOICE,
     MAX_CHOICES,
+    MAX_EDITS,
     MAX_HISTORY,
     Change,
     Execution,
@@ -126,6 +128,42 @@ def test_a_request_with_every_vote_and_the_largest_answer_fits(
             "action": {"k": "\x01" * (ACTION_BOUNDS.max_bytes - 16)},
             "history": [vote] * MAX_HISTORY,
             "response": Response(outcome="denied", answer=answer, by=audience[0], at=vote.at),
+        }
+    )
+    store.commit([store.add_request(request)])
+    assert store.get_request("acme", request.id) == request
+
+
+def test_a_request_edited_as_often_as_it_may_be_still_fits(
+    store: Store, clock: ManualClock
+) -> None:
+    """The largest request with every vote (above), three of its votes edits of the action,
+    each keeping its members before and after at the most an action holds (8 KiB of JSON),
+    and the action as asked kept beside it."""
+    audience = [f"agt_{n:016d}" for n in range(MAX_PARTICIPANTS - 1)]
+    request = asked(clock, audience=audience)
+    # A character JSON writes six bytes long, as many as 8 KiB of JSON holds.
+    most = {"k": "\x01" * (ACTION_BOUNDS.max_bytes // 6 - 2)}
+    assert ACTION_BOUNDS.size(most) <= ACTION_BOUNDS.max_bytes
+    vote = Change(
+        kind="voted",
+        by=audience[0],
+        at=to_ms(clock.now()),
+        version=2,
+        via="console",
+        outcome="denied",
+        reason="\x01" * MAX_REASON,
+    )
+    edit = vote.model_copy(update={"outcome": "approved", "edits": most, "edited_from": most})
+    request = request.model_copy(
+        update={
+            "body": "\x01" * MAX_BODY_BYTES,
+            "choices": [f"{n:02d}" + "é" * (MAX_CHOICE - 2) for n in range(MAX_CHOICES)],
+            "action": most,
+            "asked_action": most,
+            "editable": ["k" * EDITABLE_NAME] * MAX_EDITABLE,
+            "history": [edit] * MAX_EDITS + [vote] * (MAX_HISTORY - MAX_EDITS),
+            "response": Response(outcome="denied", answer=vote.reason, by=audience[0], at=vote.at),
         }
     )
     store.commit([store.add_request(request)])

@@ -431,6 +431,59 @@ def test_approve_on_a_terminal_shows_the_exact_action_and_asks_first(cli: Cli) -
     assert rest(cli.base, agent, "get_request", id=asked["id"])["state"] == "approved"
 
 
+def test_approve_with_an_edit_shows_the_edited_action_and_the_agent_redeems_that(
+    cli: Cli,
+) -> None:
+    person_id, person = cli.register("person", "cli-editor")
+    _, agent = cli.register("agent", "cli-deployer")
+    asked = rest(
+        cli.base,
+        agent,
+        "ask",
+        target={"kind": "person", "id": person_id},
+        body="Deploy?",
+        kind="approval",
+        action=DEPLOY,
+        editable=["version"],
+    )
+    controller, terminal = pty.openpty()
+    process = cli.popen(
+        "approve",
+        asked["id"],
+        "--edit",
+        "version=1.2.2",
+        env=cli.as_(person),
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    try:
+        seen = _read_until(controller, b"[y/N]", time.monotonic() + DEADLINE_SECONDS)
+        os.write(controller, b"y\n")
+        code = process.wait(timeout=30)
+        seen += _drain(controller)
+    finally:
+        os.close(controller)
+    shown = seen.decode()
+    cli.printed.append(shown)
+    assert code == 0, shown
+    # The edit, in words, and the whole action approved, before anything is sent.
+    assert 'version: "1.2.3" → "1.2.2"' in shown
+    assert shown.index('"version": "1.2.2"') < shown.index("[y/N]")
+    assert f"{asked['id']} approved." in shown
+    edited = {**DEPLOY, "version": "1.2.2"}
+    refused = rest(cli.base, agent, "redeem_approval", id=asked["id"], action=DEPLOY)
+    assert refused["error"]["code"] == "invalid_argument"
+    assert (
+        rest(cli.base, agent, "redeem_approval", id=asked["id"], action=edited)["action"] == edited
+    )
+    # Its history says who changed what, from what, and through which surface.
+    change = rest(cli.base, agent, "get_request", id=asked["id"])["history"][-1]
+    assert (change["by"], change["via"]) == (person_id, "cli")
+    assert (change["edits"], change["edited_from"]) == ({"version": "1.2.2"}, {"version": "1.2.3"})
+
+
 def test_a_person_answers_a_question_and_writes_to_an_agent(cli: Cli) -> None:
     person_id, person = cli.register("person", "cli-answerer")
     agent_id, agent = cli.register("agent", "cli-questioner")

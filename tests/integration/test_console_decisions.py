@@ -247,3 +247,69 @@ def test_waiting_for_me_keeps_what_awaits_my_vote(world: World, voted: dict[str,
     sam = signed_in(world, voted["sam_secret"])
     assert voted["id"] in page(sam, "/console/requests", show="waiting")
     assert re.search(r'id="count-waiting">1</span> request waiting for you', page(sam, "/console"))
+
+
+def test_an_approver_edits_an_editable_member_and_confirms_the_action_shown(
+    world: World,
+) -> None:
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Doe")
+    _, ann_secret = world.tenant.register(name="ann")
+    pay = {"op": "pay", "vendor": "acme-hosting", "amount": 500}
+    request = world.call(
+        "ask",
+        ann_secret,
+        target={"kind": "person", "id": pat},
+        kind="approval",
+        body="May I pay?",
+        action=pay,
+        editable=["amount"],
+    )
+    browser = signed_in(world, pat_secret)
+    shown = browser.get("/console/request", id=request["id"])
+    # The editable member's field holds its value, as JSON; the others have none.
+    assert field_of(shown, "edit-amount") == "500"
+    assert 'name="edit-vendor"' not in shown.body.decode()
+    form = {**decision_form(browser, request["id"], "approved"), "edit-amount": "300"}
+    confirm = browser.post("/console/requests/reply", form)
+    body = confirm.body.decode()
+    # The confirmation shows the edit in words and the edited action, whole.
+    assert "Your edits: amount: 500 → 300" in body
+    assert html.escape('"amount": 300', quote=True) in body
+    assert world.call("get_request", ann_secret, id=request["id"])["state"] == "open"
+    decided = {**form, "confirm": "yes", "edits": html.unescape(field_of(confirm, "edits"))}
+    browser.post("/console/requests/reply", decided)
+    after = world.call("get_request", ann_secret, id=request["id"])
+    assert (after["state"], after["action"]) == ("approved", {**pay, "amount": 300})
+    change = after["history"][-1]
+    assert (change["via"], change["edits"], change["edited_from"]) == (
+        "console",
+        {"amount": 300},
+        {"amount": 500},
+    )
+    # Its page says who changed what.
+    page = browser.get("/console/request", id=request["id"]).body.decode()
+    assert "replied: approved with edits: amount: 500 → 300" in page
+    assert "Edited by Pat Doe" in page
+
+
+@pytest.mark.parametrize("typed", ["NaN", "1e400", "12345678901234567891"])
+def test_an_edit_no_reader_holds_exactly_is_refused_and_decides_nothing(
+    world: World, typed: str
+) -> None:
+    pat, pat_secret = world.tenant.register(kind="person", name="Pat Doe")
+    _, ann_secret = world.tenant.register(name="ann")
+    request = world.call(
+        "ask",
+        ann_secret,
+        target={"kind": "person", "id": pat},
+        kind="approval",
+        body="May I pay?",
+        action={"op": "pay", "amount": 500},
+        editable=["amount"],
+    )
+    browser = signed_in(world, pat_secret)
+    form = {**decision_form(browser, request["id"], "approved"), "edit-amount": typed}
+    confirm = browser.post("/console/requests/reply", form)
+    assert confirm.status in (200, 409), confirm.status
+    assert "nothing was decided" in confirm.body.decode()
+    assert world.call("get_request", ann_secret, id=request["id"])["state"] == "open"

@@ -43,6 +43,7 @@ class Scene:
         world: World,
         policy: dict[str, Any] | None = None,
         action: dict[str, Any] | None = None,
+        **asked: Any,
     ) -> None:
         self.world = world
         self.router = Router(world.app, frozenset())
@@ -69,6 +70,7 @@ class Scene:
             body="May I deploy?",
             action=action or ACTION,
             **({"policy": policy} if policy else {}),
+            **asked,
         )
         self.request_id = self.request["id"]
 
@@ -427,3 +429,28 @@ def test_a_click_on_an_action_slack_cannot_show_whole_decides_nothing(world: Wor
     scene.world.run_alarms()
     [note] = scene.posted_to(RESPONSE_URL)[before:]
     assert "longer than a Slack message shows whole" in note["text"]
+
+
+def test_a_click_on_a_message_whose_action_was_edited_since_decides_nothing(world: World) -> None:
+    """Lee edits the action in the console; Pat's click on the message that shows the action as
+    asked would approve what Pat was not shown: refused, and sent to the console."""
+    member = next(iter(ACTION))
+    scene = Scene(world, policy={"quorum": 2}, editable=[member])
+    link_user(scene, "U0PAT", scene.pat_secret)
+    asked = scene.state()
+    world.call(
+        "reply",
+        scene.lee_secret,
+        id=scene.request_id,
+        version=asked["version"],
+        outcome="approved",
+        edits={member: "edited"},
+    )
+    before = len(scene.posted_to(RESPONSE_URL))
+    response, _, _ = scene.click("U0PAT", "vigil.approve")
+    assert response.status == 200
+    after = scene.state()
+    assert (after["state"], after["version"]) == ("open", asked["version"] + 1)
+    scene.world.run_alarms()
+    [note] = scene.posted_to(RESPONSE_URL)[before:]
+    assert "changed the action since this message was sent" in note["text"]

@@ -98,6 +98,7 @@ def test_two_of_three_is_redeemable_only_at_the_second_approval(board: Board) ->
         "reason_on_deny": False,
         "escalate_after_seconds": None,
         "escalate_to": None,
+        "editable": None,
     }
 
 

@@ -24,6 +24,7 @@ ONE_DECIDES = {
     "reason_on_deny": False,
     "escalate_after_seconds": None,
     "escalate_to": None,
+    "editable": None,
 }
 
 

@@ -127,6 +127,13 @@ class JsonBounds:
             raise ValueError(problem)
         return document
 
+    def checked_whole(self, document: dict[str, Any]) -> dict[str, Any]:
+        """As ``checked``, and within the size too (a ValueError if not)."""
+        self.checked(document)
+        if self.size(document) > self.max_bytes:
+            raise ValueError(f"is larger than {self.max_bytes} bytes as compact UTF-8 JSON")
+        return document
+
     def checked_value(self, value: Any) -> Any:
         """As ``checked``, for any JSON value (an answer, a reported result), not only an
         object."""

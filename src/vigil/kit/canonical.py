@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,3 +108,27 @@ def _name(char: str) -> str:
     code = f"U+{ord(char):04X}"
     name = unicodedata.name(char, "") or f"({_UNNAMED.get(unicodedata.category(char), 'unnamed')})"
     return f"{code} {name}"
+
+
+# An edited value is shown up to this many characters; the whole action is shown beside it.
+EDIT_SHOWN = 200
+
+
+def edits_in_words(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What an edit of an action changed, member by member, as people read it:
+    amount: 500 → 300, or note: (none) → "net 30" for a member it added. The members of
+    ``after`` that ``before`` lacks or holds another value of (canonically)."""
+    return "; ".join(
+        f"{json.dumps(name, ensure_ascii=True)[1:-1]}: "
+        + ("(none)" if name not in before else _compact(before[name]))
+        + f" → {_compact(value)}"
+        for name, value in after.items()
+        if name not in before or canonical(before[name]) != canonical(value)
+    )
+
+
+def _compact(value: Any) -> str:
+    """A value in a line of text, every character not printable ASCII escaped (an invisible
+    or reordering one cannot hide in it), at most EDIT_SHOWN characters."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text if len(text) <= EDIT_SHOWN else text[: EDIT_SHOWN - 1] + "…"

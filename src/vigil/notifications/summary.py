@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from vigil.clock import span
-from vigil.kit.canonical import ShownJson, shown_json
+from vigil.kit.canonical import ShownJson, edits_in_words, shown_json
 from vigil.kit.events import cut
 from vigil.mailboxes.events import DeliveryDeadLettered, DeliveryWaiting
 from vigil.notifications.events import AlertAcknowledged, ChannelTest, Event, console_link
@@ -281,7 +281,9 @@ def _request_title(event_type: str, data: RequestData) -> str:
     what = {
         "request.opened": "opened",
         "request.expiring": "expiring soon",
-        "request.answered": data.outcome or "answered",  # "Approval denied", "Task completed"
+        # "Approval denied", "Task completed", "Approval approved with edits"
+        "request.answered": (data.outcome or "answered")
+        + (" with edits" if data.asked_action is not None and data.outcome == "approved" else ""),
         "request.expired": "expired",
         "request.withdrawn": "withdrawn",
     }[event_type]
@@ -303,6 +305,8 @@ def _request_fields(data: RequestData) -> tuple[tuple[str, str], ...]:
         fields.append(("Outcome", data.outcome))
     if data.answered_by is not None:
         fields.append(("Answered by", data.answered_by))
+    if data.asked_action is not None and data.action is not None:
+        fields.append(("Edited", edits_in_words(data.asked_action, data.action)))
     return tuple(fields)
 
 

@@ -68,17 +68,50 @@ def approve(args: argparse.Namespace, client: RestClient) -> Exit:
             "approve without asking",
         )
     request = client.call("get_request", {"id": args.id})
-    _not_voted(client, request)
+    edits = _edits(args.edit)
+    if not edits:
+        _not_voted(client, request)
     if not args.yes and request["state"] == "open" and request["kind"] == "approval":
+        from vigil.kit.canonical import edits_in_words, shown_json
         from vigil.people.render import request_text
 
         print(request_text(request, output.now(), names=output.names(client)), file=sys.stderr)
+        if edits:
+            # What is approved is what is shown: the action with the edits made, in full.
+            edited = {**(request["action"] or {}), **edits}
+            print(
+                f"\nYour edits: {edits_in_words(request['action'] or {}, edits)}\n"
+                f"The action you approve, exactly:\n{shown_json(edited).text}",
+                file=sys.stderr,
+            )
         sys.stderr.write("\nApprove? [y/N] ")
         sys.stderr.flush()
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             print("Not approved: nothing was sent.", file=sys.stderr)
             return Exit.REFUSED
-    return _reply(args, client, request, "approved", args.note)
+    return _reply(args, client, request, "approved", args.note, edits)
+
+
+def _edits(given: list[str]) -> dict[str, Any] | None:
+    """``--edit MEMBER=JSON`` options as reply's edits: each value JSON (read as the API
+    reads it), or else text; refused if the action's bounds refuse it."""
+    from vigil.errors import VigilError
+    from vigil.kit.http import json_body
+    from vigil.requests.records import ACTION_BOUNDS
+
+    edits: dict[str, Any] = {}
+    for option in given:
+        member, sep, text = option.partition("=")
+        if not sep or not member:
+            raise Failure(Exit.USAGE, f"--edit takes MEMBER=JSON, e.g. amount=300; not {option!r}")
+        try:
+            edits[member] = json_body(text.encode())
+        except VigilError:
+            edits[member] = text
+    problem = ACTION_BOUNDS.shape_problem(edits)
+    if problem is not None:
+        raise Failure(Exit.USAGE, f"--edit: {problem}")
+    return edits or None
 
 
 def deny(args: argparse.Namespace, client: RestClient) -> Exit:
@@ -127,13 +160,14 @@ def _reply(
     request: dict[str, Any],
     outcome: str,
     answer: str | None,
+    edits: dict[str, Any] | None = None,
 ) -> Exit:
     """``reply`` at the version just read: a change in between is a version_conflict, never
     a decision on something not seen."""
     from vigil.requests.views import VERBS, tally
 
     arguments = output.without_none(
-        id=request["id"], version=request["version"], outcome=outcome, answer=answer
+        id=request["id"], version=request["version"], outcome=outcome, answer=answer, edits=edits
     )
     try:
         replied = client.call("reply", arguments)

@@ -153,6 +153,14 @@ def add_commands(
         "--yes", action="store_true", help="do not show the action and ask first (needed off a TTY)"
     )
     approve_.add_argument("--note", metavar="TEXT", help="an answer to go with the approval")
+    approve_.add_argument(
+        "--edit",
+        metavar="MEMBER=JSON",
+        action="append",
+        default=[],
+        help="approve with this member of the action changed (one the asker made editable); "
+        "a value that is not JSON is taken as text",
+    )
     deny_ = command("deny", "deny an approval request", deny)
     deny_.add_argument("id", metavar="ID")
     deny_.add_argument("--note", metavar="TEXT", help="an answer to go with the denial")

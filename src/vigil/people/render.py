@@ -21,7 +21,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vigil.kit.canonical import shown_json
+from vigil.kit.canonical import edits_in_words, shown_json
 from vigil.kit.names import REFUSED_CATEGORIES
 from vigil.switches.records import expiring_soon, pause_reaches
 
@@ -373,6 +373,18 @@ def request_text(
             if shown.warning is not None:
                 lines += [f"Warning: {shown.warning}"]
             lines += [shown.text]
+        for change in request.get("history", ()):
+            if change.get("edits"):
+                who = known_as(change["by"], names) if change["by"] else "?"
+                said = edits_in_words(change["edited_from"] or {}, change["edits"])
+                lines += [f"Edited by {who} before approving: {said}"]
+        editable = (request.get("policy") or {}).get("editable")
+        if editable and request["state"] == "open":
+            lines += [
+                "You may change "
+                + ", ".join(editable)
+                + " before approving: vigil approve --edit MEMBER=JSON"
+            ]
     return "\n".join(lines)
 
 

@@ -55,6 +55,7 @@ class Ask:
     lifetime_seconds: int = DEFAULT_EXPIRES_SECONDS
     shared_key: str | None = None
     policy: Terms = field(default_factory=Terms)
+    editable: list[str] | None = None  # the action's members an approver may change
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class Asking:
                 shared_key=ask.shared_key,
                 policy=ask.policy.frozen(len(audience)),
                 via=caller.via,
+                editable=ask.editable,
             )
             reused = self._reuse(request, now)
             if reused is not None:
@@ -210,13 +212,16 @@ class Asking:
                 posting.message.id,
                 replace.body,
                 current.choices,
-                current.action,
+                # The action as its asker asked it: an approver's edit was a vote, and the
+                # votes end with the request they were cast on.
+                current.action if current.asked_action is None else current.asked_action,
                 now,
                 current.lifetime_seconds,
                 replaces=current.id,
                 blocking=current.blocking,
                 policy=current.policy,
                 via=caller.via,
+                editable=current.editable,
             )
             asked_with = self._message_of(current)
             files = [] if asked_with is None else asked_with.attachments

@@ -33,6 +33,11 @@ class RequestData(EventData):
     action: dict[str, Any] | None = Field(
         description="The exact action an approval binds, as it will be redeemed; else null."
     )
+    asked_action: dict[str, Any] | None = Field(
+        default=None,
+        description="The action as asked, if an approver edited it before approving: action "
+        "is the edited one.",
+    )
     expires_at: AwareDatetime
     outcome: Outcome | None = Field(description="How it was decided; null unless answered.")
     answered_by: str | None = Field(description="Principal id of who decided; null unless so.")
@@ -52,6 +57,7 @@ class RequestData(EventData):
             body=request.body,
             choices=request.choices,
             action=request.action,
+            asked_action=request.asked_action,
             expires_at=request.expires_at,
             outcome=outcome,
             answered_by=answered_by,

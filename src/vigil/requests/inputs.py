@@ -47,7 +47,7 @@ RequestId = Annotated[
 ]
 ActionDocument = Annotated[
     dict[str, Any],
-    AfterValidator(ACTION_BOUNDS.checked),
+    AfterValidator(ACTION_BOUNDS.checked_whole),
     WithJsonSchema(
         {
             **ACTION_BOUNDS.json_schema(),
@@ -128,6 +128,7 @@ class AskInput(StrictInput):
     conversation_id: ConversationId | None = Field(
         default=None, description="An existing conversation of yours to ask in; or target."
     )
+    editable: Editable | None = None
     expires_in_seconds: int = Field(
         default=DEFAULT_EXPIRES_SECONDS,
         ge=MIN_EXPIRES_SECONDS,
@@ -163,6 +164,8 @@ class AskInput(StrictInput):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
         if self.action is not None and self.kind != "approval":
             raise ValueError("action goes with kind approval")
+        if self.editable is not None and self.action is None:
+            raise ValueError("editable names members of action: give action too")
         check_mentions(self.body, self.mentions)
         return self
 
@@ -171,8 +174,43 @@ class GetRequestInput(StrictInput):
     id: RequestId
 
 
+# An approval's changes to its action: members the asker made editable, given new values.
+def _few_members(edits: dict[str, Any]) -> dict[str, Any]:
+    if len(edits) > ACTION_BOUNDS.max_keys:
+        raise ValueError(f"at most {ACTION_BOUNDS.max_keys} members")
+    return edits
+
+
+Edits = Annotated[
+    dict[str, Any],
+    AfterValidator(_few_members),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "maxProperties": ACTION_BOUNDS.max_keys,
+            # Any member's name, any JSON value: the edited action is checked whole.
+            "additionalProperties": True,
+            "description": "With approved: new values for members the asker made editable.",
+        }
+    ),
+]
+# A request keeps its editable members' names, and each edit their values before and after:
+# few and short, so that a request's item stays within DynamoDB's 400 KB.
+MAX_EDITABLE = 20
+EDITABLE_NAME = 100
+Editable = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=EDITABLE_NAME)]],
+    Field(
+        min_length=1,
+        max_length=MAX_EDITABLE,
+        description="Members of action an approver may change before approving.",
+    ),
+]
+
+
 class ReplyInput(StrictInput):
     answer: Answer = None
+    edits: Edits | None = None
     id: RequestId
     outcome: Outcome = Field(
         description="answered; approved or denied; completed, failed or rejected (a task)."

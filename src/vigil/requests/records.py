@@ -23,6 +23,8 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from pydantic import Field
+
 from vigil.errors import ErrorCode, VigilError, conflict, invalid
 from vigil.kit.bounds import JsonBounds
 from vigil.kit.canonical import canonical
@@ -74,6 +76,9 @@ MAX_CHOICE = 200
 # blocking flag, on a request one agent decides (so with no votes before the final change), may
 # be set or cleared until the history holds this many changes but one.
 MAX_HISTORY = 40
+# An approval's action is edited at most this many times (each edit sets the votes aside, and
+# keeps the members it changed and their values before it: at most 16 KiB a change).
+MAX_EDITS = 3
 ACTION_BOUNDS = JsonBounds(max_bytes=8 * 1024, max_depth=6, max_keys=50, max_string=2000)
 ANSWER_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_string=16 * 1024)
 RESULT_BOUNDS = JsonBounds(max_bytes=16 * 1024, max_depth=4, max_keys=50, max_string=16 * 1024)
@@ -114,6 +119,10 @@ class SharedAnswer(Record):
     response: Response
 
 
+def _unset(value: Any) -> bool:
+    return value is None
+
+
 class Change(Record):
     kind: ChangeKind
     by: str | None  # None for the timer's changes
@@ -122,6 +131,11 @@ class Change(Record):
     via: Surface | None = None  # where its call came from; None for the timer's
     outcome: Outcome | None = None  # a vote's, or a decision's
     reason: str | None = None  # a counted vote's answer; "timeout" for the timer's denial
+    # An approval's changes to the action (its members, given new values): from this change
+    # on, the action is the edited one, and only the votes from here count.
+    # (Left out of the stored record while unset: a request's item stays the size it was.)
+    edits: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    edited_from: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
 
 
 class Request(Versioned):
@@ -146,6 +160,11 @@ class Request(Versioned):
     shared_key: str | None = None  # the digest of the key its answer may be reused under
     policy: Policy = Policy()
     history: list[Change]
+    # The action's members an approver may change before approving (edit before approve).
+    editable: list[str] | None = Field(default=None, exclude_if=_unset)
+    # The action as it was asked, once an approver edited it: ``action`` is then the edited
+    # one, which is what redeem_approval must present.
+    asked_action: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
 
     @classmethod
     def asked(
@@ -167,6 +186,7 @@ class Request(Versioned):
         shared_key: str | None = None,
         policy: Policy | None = None,
         via: Surface | None = None,
+        editable: list[str] | None = None,
     ) -> Request:
         policy = policy or Policy()
         if not audience:
@@ -175,6 +195,10 @@ class Request(Versioned):
             raise invalid("an action is bound to an approval: ask with kind approval")
         if choices is not None and len(set(choices)) != len(choices):
             raise invalid("offer each choice once")
+        if editable is not None and action is None:
+            raise invalid("editable names members of an approval's action: give action too")
+        if editable is not None:
+            editable = list(dict.fromkeys(editable))
         if blocking and (len(audience) != 1 or kind_of(audience[0]) != "agent"):
             raise invalid("blocking is declared only on a request that one agent decides")
         policy.check(kind, len(audience), lifetime_seconds)
@@ -198,6 +222,7 @@ class Request(Versioned):
             shared_key=digest(shared_key.encode()) if shared_key and kind == "question" else None,
             policy=policy,
             history=[Change(kind="asked", by=requester, at=now, version=1, via=via)],
+            editable=editable or None,
             version=1,
         )
 
@@ -268,20 +293,41 @@ class Request(Versioned):
         if state != "open":
             raise conflict(f"the request is final: {state}", state=state)
 
-    def repeats(self, by: str, outcome: str, answer: Any, version: int) -> bool:
+    def repeats(
+        self,
+        by: str,
+        outcome: str,
+        answer: Any,
+        version: int,
+        edits: dict[str, Any] | None = None,
+    ) -> bool:
         """Whether a reply is the one that resolved this request, made again: same principal,
-        outcome, answer and version; or, while it is open, a vote ``by`` cast already, cast
-        again. It is answered with the request as it stands."""
+        outcome, answer, edits and version; or, while it is open, a vote ``by`` cast already,
+        cast again. It is answered with the request as it stands."""
         response = self.response
         if self.state == "open":
             vote = self.vote_of(by)
-            return vote is not None and vote.outcome == outcome and vote.reason == answer
+            return (
+                vote is not None
+                and (vote.outcome, vote.reason) == (outcome, answer)
+                and self._same_edits(vote, edits)
+            )
         return (
             response is not None
             and self.history[-1].kind == "replied"
+            and self._same_edits(self.history[-1], edits)
             and (response.by, response.outcome, response.answer) == (by, outcome, answer)
             and self.version == version + 1
         )
+
+    def _same_edits(self, change: Change, edits: dict[str, Any] | None) -> bool:
+        """Whether ``edits`` are those ``change`` made: the action holds their values now
+        (canonically), and the members the change edited are all among them (a change that
+        edited nothing: no edits, or edits that changed nothing)."""
+        holds = not _changed(self.action, {**(self.action or {}), **(edits or {})})
+        if change.edits is None:
+            return holds
+        return bool(edits) and set(change.edits) <= set(edits or ()) and holds
 
     def waits_for(self, principal_id: str, now: datetime) -> bool:
         """Whether the request is open and waits for ``principal_id``'s decision: of its
@@ -293,13 +339,61 @@ class Request(Versioned):
         )
 
     def vote_of(self, by: str) -> Change | None:
-        return next((c for c in self.history if c.kind == "voted" and c.by == by), None)
+        """``by``'s vote that stands, if any (live_votes)."""
+        return next((c for c in self.live_votes() if c.by == by), None)
+
+    def live_votes(self) -> list[Change]:
+        """The votes that count: every denial, whenever cast (an edit never undoes one), and
+        the approvals cast on the action as it stands (since its last edit, that edit's own
+        included): an approval of another action counts no more."""
+        votes = [c for c in self.history if c.kind == "voted"]
+        edited = [i for i, c in enumerate(votes) if c.edits is not None]
+        start = edited[-1] if edited else 0
+        return [c for i, c in enumerate(votes) if i >= start or c.outcome == "denied"]
 
     def stale(self, version: int) -> bool:
         """Whether what a reply at ``version`` decides on has changed since: votes cast since
-        change nothing of it."""
+        change nothing of it, but a vote that edited the action does."""
         since = [change for change in self.history if change.version > version]
-        return version > self.version or any(change.kind != "voted" for change in since)
+        return version > self.version or any(
+            change.kind != "voted" or change.edits is not None for change in since
+        )
+
+    def edited(self, by: str, edits: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The action with ``edits`` made to it by ``by``'s approval: only an approval's, only
+        of the members its asker made editable, within the action's bounds. None if the edits
+        change nothing."""
+        if not edits:
+            return None
+        if self.kind != "approval" or self.action is None:
+            raise invalid("edits change an approval's action: this request has none")
+        refused = sorted(set(edits) - set(self.editable or ()))
+        if refused:
+            allowed = ", ".join(self.editable or ()) or "none of its members"
+            raise invalid(
+                f"the asker lets an approver edit {allowed}; not {', '.join(refused)}",
+                editable=list(self.editable or ()),
+            )
+        problem = ACTION_BOUNDS.shape_problem(edits)
+        if problem is not None:
+            raise invalid(f"the edits are out of bounds: {problem}")
+        changed = _changed(self.action, {**self.action, **edits})
+        if not changed:
+            return None
+        if sum(c.edits is not None for c in self.history) >= MAX_EDITS:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"an action is edited at most {MAX_EDITS} times: approve it as it stands, "
+                "or deny it",
+                limit=MAX_EDITS,
+            )
+        action = {**self.action, **changed}
+        problem = ACTION_BOUNDS.shape_problem(action)
+        if problem is None and ACTION_BOUNDS.size(action) > ACTION_BOUNDS.max_bytes:
+            problem = f"the edited action is larger than {ACTION_BOUNDS.max_bytes} bytes"
+        if problem is not None:
+            raise invalid(f"the edited action is out of bounds: {problem}")
+        return action
 
     def replied(
         self,
@@ -310,6 +404,7 @@ class Request(Versioned):
         now: datetime,
         via: Surface | None = None,
         revoked: frozenset[str] = frozenset(),
+        edits: dict[str, Any] | None = None,
     ) -> Request:
         """The request with ``by``'s reply, which must be of its audience, at a version only
         votes have moved since, with an outcome of its kind (and an offered choice): a vote
@@ -337,12 +432,18 @@ class Request(Versioned):
         # response's answer, not kept twice.
         reason = self.policy.check_reason(outcome, answer) if self.kind == "approval" else None
         reason = reason if self.policy.counts_votes else None
+        if edits and outcome != "approved":
+            raise invalid("edits go with an approval: approve the edited action, or deny")
+        edited = self.edited(by, edits)
         earlier = self.vote_of(by)
-        if earlier is not None:
+        if earlier is not None and (edited is None or earlier.outcome == "denied"):
+            # An approver may approve an edit of its own (another action); a denial stands.
             raise conflict("you voted already: a vote is not changed", vote=earlier.outcome)
         decided: Outcome | Literal["open"] = outcome
         if self.kind == "approval":
-            cast = [(c.by, c.outcome) for c in self.history if c.kind == "voted"] + [(by, outcome)]
+            # An edit is a new action: the approvals of the old one count no more.
+            before = [c for c in self.live_votes() if edited is None or c.outcome == "denied"]
+            cast = [(c.by, c.outcome) for c in before] + [(by, outcome)]
             approvals = sum(o == "approved" and v not in revoked for v, o in cast)
             denials = sum(o == "denied" for _, o in cast)
             voters = {v for v, _ in cast}
@@ -351,6 +452,14 @@ class Request(Versioned):
             standing = len(self.audience) - len(revoked - voters)
             standing -= sum(o == "approved" and v in revoked for v, o in cast)
             decided = self.policy.tally(approvals, denials, standing)
+        if decided == "open" and len(self.history) >= MAX_HISTORY - 1:
+            # Room is kept for the final change. Only votes cast again after edits get here:
+            # without an edit, the policy's bounds keep the votes fewer.
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"a request keeps at most {MAX_HISTORY} changes: decide it as it stands",
+                limit=MAX_HISTORY,
+            )
         vote = Change(
             kind="voted" if decided == "open" else "replied",
             by=by,
@@ -359,11 +468,26 @@ class Request(Versioned):
             via=via,
             outcome=outcome,
             reason=reason,
+            edits=_changed(self.action, edited) if edited is not None else None,
+            # The members' values before, those the action had (one it lacked is left out).
+            edited_from=(
+                {
+                    name: (self.action or {})[name]
+                    for name in _changed(self.action, edited)
+                    if name in (self.action or {})
+                }
+                if edited is not None
+                else None
+            ),
         )
+        changed: dict[str, Any] = {}
+        if edited is not None:
+            asked = self.action if self.asked_action is None else self.asked_action
+            changed = {"action": edited, "asked_action": asked}
         if decided == "open":
-            return self._recorded(vote)
+            return self._recorded(vote, **changed)
         response = Response(outcome=decided, answer=answer, by=by, at=now, via=via)
-        return self._recorded(vote, state=decided, response=response)
+        return self._recorded(vote, state=decided, response=response, **changed)
 
     def expired(self, now: datetime) -> Request:
         """The request expired, or denied if its policy says so: only an open one past its
@@ -412,6 +536,17 @@ class Request(Versioned):
             raise VigilError(ErrorCode.FORBIDDEN, "only the requester withdraws its request")
         self.require_open(now)
         return self._changed("withdrawn", by, now, state="withdrawn")
+
+
+def _changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """The members of ``after`` that ``before`` lacks or holds another value of, compared
+    canonically (``true`` is not ``1``), with ``after``'s values."""
+    before, after = before or {}, after or {}
+    return {
+        name: after[name]
+        for name in sorted(after)
+        if name not in before or canonical(before[name]) != canonical(after[name])
+    }
 
 
 class Report(Record):

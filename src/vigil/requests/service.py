@@ -96,6 +96,7 @@ class Reply:
     version: int
     outcome: str
     answer: Any = None
+    edits: dict[str, Any] | None = None  # an approval's changes to the action's members
 
 
 class Requests:
@@ -192,7 +193,7 @@ class Requests:
             request = self.watched(caller, reply.request_id)
             now = to_ms(self.clock.now())
             by, outcome, answer = caller.principal_id, reply.outcome, reply.answer
-            if request.repeats(by, outcome, answer, reply.version):
+            if request.repeats(by, outcome, answer, reply.version, reply.edits):
                 # This very reply, retried after its answer was lost.
                 return request, present(request)
             if request.state == "open" and request.overdue(now):
@@ -200,7 +201,9 @@ class Requests:
                 # alarm has not come yet, and the reply is refused naming it.
                 self.respond(self._expired(uow, request, now))
             revoked = self._revoked_voters(request)
-            replied = request.replied(by, outcome, answer, reply.version, now, caller.via, revoked)
+            replied = request.replied(
+                by, outcome, answer, reply.version, now, caller.via, revoked, reply.edits
+            )
             writes = [self.store.save_request(replied), self._audited(request, replied, caller)]
             if replied.state != "open":
                 writes += [*self.closing(request), *self.notice("request.answered", replied)]
@@ -350,6 +353,12 @@ class Requests:
                 "state": request.state,
                 "version": request.version,
                 "response": request.response.model_dump(mode="json"),
+                # An approver edited the action before approving: the action to redeem.
+                **(
+                    {"action": request.action, "asked_action": request.asked_action}
+                    if request.asked_action is not None
+                    else {}
+                ),
             },
             sent_at=request.response.at,
         )

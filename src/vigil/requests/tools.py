@@ -118,6 +118,7 @@ def ask(ctx: RequestContext, args: AskInput) -> RequestView:
         lifetime_seconds=args.expires_in_seconds,
         shared_key=args.shared_key,
         policy=Terms() if args.policy is None else Terms(**args.policy.model_dump()),
+        editable=args.editable,
     )
     return _asking(ctx).ask(
         ctx.uow, command, lambda request, posting: view(request, ctx.clock.now())
@@ -166,6 +167,7 @@ def reply(ctx: RequestContext, args: ReplyInput) -> RequestView:
         version=args.version,
         outcome=args.outcome,
         answer=args.answer,
+        edits=args.edits,
     )
     return requests_of(ctx).reply(ctx.uow, command, presenter(ctx))
 

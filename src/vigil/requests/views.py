@@ -51,6 +51,17 @@ class ChangeView(Output):
     )
     outcome: Outcome | None = Field(default=None, description="A vote's or a reply's outcome.")
     reason: str | None = Field(default=None, description="A counted vote's reason: its answer.")
+    # Only on an edit: left out of every other change, as a completed call keeps it.
+    edits: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="An approval's edit of the action: members, new values.",
+    )
+    edited_from: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Those members' values before the edit.",
+    )
 
 
 class RequestView(Output):
@@ -68,6 +79,12 @@ class RequestView(Output):
     choices: list[str] | None
     action: dict[str, Any] | None = Field(
         description="The exact action an approval binds; without one it cannot be redeemed."
+    )
+    # Only once edited: left out otherwise, as a completed call keeps it.
+    asked_action: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The action as you asked it, if an approver edited it: action is new.",
     )
     blocking: bool
     asked_at: datetime
@@ -91,6 +108,7 @@ def view(request: Request, now: datetime) -> RequestView:
         body=request.body,
         choices=request.choices,
         action=request.action,
+        asked_action=request.asked_action,
         blocking=request.blocking,
         asked_at=request.asked_at,
         expires_at=request.expires_at,
@@ -157,6 +175,9 @@ class PolicyView(Output):
         description="When, after it was asked, its alert escalates if it is still open."
     )
     escalate_to: str | None = Field(description="The channel its alert escalates to.")
+    editable: list[str] | None = Field(
+        default=None, description="Members of the action an approver may change."
+    )
 
 
 class RequestDetail(RequestView):
@@ -169,7 +190,7 @@ class RequestDetail(RequestView):
 def detail(request: Request, execution: Execution | None, now: datetime) -> RequestDetail:
     return RequestDetail(
         **view(request, now).model_dump(),
-        policy=PolicyView(**request.policy.model_dump()),
+        policy=PolicyView(**request.policy.model_dump(), editable=request.editable),
         execution=None if execution is None else execution_view(execution),
     )
 
@@ -190,20 +211,34 @@ def execution_view(execution: Execution) -> ExecutionView:
 
 
 # -- what people read of a request's votes ---------------------------------------------------
+
+
 # These read a request as get_request returns it (JSON), for the console and the CLI alike.
 VERBS = {"approved": "approve", "denied": "deny"}
 
 
 def vote_of(request: Mapping[str, Any], principal_id: str) -> Mapping[str, Any] | None:
     """``principal_id``'s vote on a request that it left open, if they cast one."""
-    history = request["history"]
-    return next((c for c in history if c["kind"] == "voted" and c["by"] == principal_id), None)
+    return next((c for c in live_votes(request) if c["by"] == principal_id), None)
+
+
+def live_votes(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The votes that count (Request.live_votes): every denial, and the approvals since the
+    action's last edit."""
+    votes = [c for c in request["history"] if c["kind"] == "voted"]
+    edited = [i for i, c in enumerate(votes) if c.get("edits") is not None]
+    start = edited[-1] if edited else 0
+    return [c for i, c in enumerate(votes) if i >= start or c["outcome"] == "denied"]
 
 
 def tally(request: Mapping[str, Any]) -> str:
     """How far an approval's votes have come, e.g. "1 of 2 approvals" (with its denials, if
     any): ``request`` as get_request returns it, with its policy."""
-    votes = [c["outcome"] for c in request["history"] if c["kind"] in ("voted", "replied")]
+    history = [c for c in request["history"] if c["kind"] in ("voted", "replied")]
+    edited = [i for i, c in enumerate(history) if c.get("edits") is not None]
+    start = edited[-1] if edited else 0
+    # Every denial; the approvals of the action as it stands.
+    votes = [c["outcome"] for i, c in enumerate(history) if i >= start or c["outcome"] == "denied"]
     policy = request["policy"]
     quorum, denials = policy["quorum"], votes.count("denied")
     said = f"{votes.count('approved')} of {quorum} approval{'' if quorum == 1 else 's'}"

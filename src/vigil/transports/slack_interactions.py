@@ -46,6 +46,10 @@ MAX_BODY_BYTES = 512 * 1024
 RESPONSE_URL_PREFIX = "https://hooks.slack.com/"
 _PATH = re.compile(r"^/integrations/slack/([a-z0-9][a-z0-9-]{1,62})/(chn_[a-z2-7]{16})$")
 _NOT_AMONG = "You are not among those who may decide this request."
+EDITED = (
+    "An approver changed the action since this message was sent: decide in the console, which "
+    "shows it as it stands."
+)
 _REFUSED = HttpResponse(401, b"", {"cache-control": "no-store"})
 
 
@@ -186,6 +190,10 @@ class SlackInteractions:
                 f"You voted {VERBS[earlier['outcome']]} already; {tally(found)} so far. "
                 "A vote is not changed."
             )
+        if any(change.get("edits") is not None for change in found["history"]):
+            # The message shows the action as it was asked; an approver has changed it since.
+            # A click decides only what its message showed.
+            return False, EDITED
         if not shows_whole(found.get("action")):
             # A message that could not show the action whole offered no button; a click that
             # says otherwise (an old message, a crafted one) decides nothing either.

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from vigil.console.components import exact_action, problem
 from vigil.console.html import Html, join, render
-from vigil.console.pages.requests import answer_controls
+from vigil.console.pages.requests import answer_controls, edit_notes
 from vigil.console.responder import PREFIX, Responder, Visit, integer, read_form, reason
 from vigil.console.session import Signer
 from vigil.errors import HTTP_STATUS, ErrorCode, VigilError
@@ -156,7 +156,8 @@ def _shown(
     if found["action"] is not None:
         parts.append(
             render(
-                "<h2>The action an approval binds, exactly</h2>{action}",
+                "<h2>The action an approval binds, exactly</h2>{edits}{action}",
+                edits=edit_notes(found, {}),
                 action=exact_action(found["action"]),
             )
         )

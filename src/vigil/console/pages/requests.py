@@ -3,6 +3,7 @@ request with its history and the form that decides it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -28,7 +29,10 @@ from vigil.console.components import (
 )
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, integer
-from vigil.kit.http import HttpRequest, HttpResponse
+from vigil.errors import VigilError
+from vigil.kit.canonical import canonical, edits_in_words
+from vigil.kit.http import HttpRequest, HttpResponse, json_body
+from vigil.requests.records import ACTION_BOUNDS
 from vigil.requests.views import VERBS, tally, vote_of
 
 REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "You", "Expires")
@@ -115,7 +119,11 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
         parts.append(section("Its execution", "execution", execution(r["execution"], now, names)))
     if r["action"] is not None:
         parts.append(
-            section("The action an approval binds, exactly", "action", exact_action(r["action"]))
+            section(
+                "The action an approval binds, exactly",
+                "action",
+                join([edit_notes(r, names), exact_action(r["action"])]),
+            )
         )
     if r["choices"]:
         parts.append(
@@ -174,7 +182,35 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
     }
     if form.get("answer"):
         arguments["answer"] = form["answer"]
+    if outcome == "approved" and form.get("edits"):
+        # The edits the confirmation page showed, as it showed them (made from the fields).
+        try:
+            arguments["edits"] = json_body(form["edits"].encode())
+        except VigilError:
+            return responder.changed(
+                "The edits could not be read: nothing was decided.", back, visit
+            )
     return responder.act(visit, "reply", arguments, back)
+
+
+def edits_from(form: Mapping[str, str], request: Mapping[str, Any]) -> dict[str, Any]:
+    """The edits a person made in an approval's editable fields (``edit-<member>``): each
+    value JSON, or else text; only those that change the member."""
+    action, editable = request["action"] or {}, request["policy"].get("editable") or []
+    edits: dict[str, Any] = {}
+    for member in editable:
+        text = form.get(f"edit-{member}")
+        if text is None:
+            continue
+        try:
+            # Read as the API reads a body: a number no double holds exactly is refused.
+            value = json_body(text.encode())
+        except VigilError:
+            value = text
+        unreadable = ACTION_BOUNDS.shape_problem(value) is not None  # refused as it is shown
+        if unreadable or member not in action or canonical(action[member]) != canonical(value):
+            edits[member] = value
+    return edits
 
 
 def confirmation(
@@ -199,11 +235,25 @@ def confirmation(
             back,
             visit,
         )
+    edits = edits_from(form, found) if outcome == "approved" else {}
+    problem = ACTION_BOUNDS.shape_problem(edits) if edits else None
+    if problem is not None:
+        return responder.changed(
+            f"Those edits cannot be approved ({problem}): nothing was decided.", back, visit
+        )
+    approved = {**found["action"], **edits} if found["action"] is not None else None
     action = (
-        exact_action(found["action"])
-        if found["action"] is not None
+        exact_action(approved)
+        if approved is not None
         else Html('<p class="empty">It binds no action: this only says your decision.</p>')
     )
+    if edits:
+        # What is approved is what is shown: the edits in words, and the edited action whole.
+        action = render(
+            '<p class="edited">Your edits: {said}</p>{action}',
+            said=edits_in_words(found["action"], edits),
+            action=action,
+        )
     reason = Html("")
     if outcome == "denied" and found["policy"]["reason_on_deny"]:
         reason = Html(
@@ -224,7 +274,7 @@ def confirmation(
         '<input type="hidden" name="id" value="{id}">'
         '<input type="hidden" name="version" value="{version}">'
         '<input type="hidden" name="outcome" value="{outcome}">'
-        '<input type="hidden" name="confirm" value="yes">{reason}'
+        '<input type="hidden" name="confirm" value="yes">{reason}{edits}'
         '<div class="decision"><button type="submit" class="{kind}">Yes, {verb}</button>'
         '<a href="{back}">Cancel</a></div></form>',
         asked=found["body"],
@@ -235,6 +285,9 @@ def confirmation(
         version=form["version"],
         outcome=outcome,
         reason=reason,
+        edits=render('<input type="hidden" name="edits" value="{e}">', e=json.dumps(edits))
+        if edits
+        else Html(""),
         kind="approve" if outcome == "approved" else "deny",
         back=back,
     )
@@ -320,7 +373,10 @@ def changed_since(r: Mapping[str, Any], version: int | str) -> bool:
     meanwhile change nothing of it."""
     if isinstance(version, str) or version > r["version"]:
         return True
-    return any(c["version"] > version and c["kind"] != "voted" for c in r["history"])
+    return any(
+        c["version"] > version and (c["kind"] != "voted" or c.get("edits") is not None)
+        for c in r["history"]
+    )
 
 
 def conversation_title(responder: Responder, visit: Visit, conversation_id: str) -> str | None:
@@ -368,8 +424,11 @@ def history_rows(
 
 
 def change_said(change: Mapping[str, Any]) -> Html:
-    """A change, with a vote's or a decision's outcome and its reason."""
+    """A change, with a vote's or a decision's outcome, its edit of the action and its
+    reason."""
     said = change["kind"] + (f": {change['outcome']}" if change["outcome"] else "")
+    if change.get("edits"):
+        said += " with edits: " + edits_in_words(change["edited_from"] or {}, change["edits"])
     if change["reason"] is None:
         return render("{said}", said=said)
     return render(
@@ -460,12 +519,19 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
     )
     kind = request["kind"]
     if kind == "approval":
-        controls = Html(
-            '<div class="decision">'
-            '<button type="submit" name="outcome" value="approved" class="approve">Approve</button>'
-            '<button type="submit" name="outcome" value="denied" class="deny">Deny</button></div>'
-            '<p class="hint">You confirm on the next page, which shows the action again; '
-            "a denial can say why.</p>"
+        controls = join(
+            [
+                edit_fields(request),
+                Html(
+                    '<div class="decision">'
+                    '<button type="submit" name="outcome" value="approved" class="approve">'
+                    "Approve</button>"
+                    '<button type="submit" name="outcome" value="denied" class="deny">Deny'
+                    "</button></div>"
+                    '<p class="hint">You confirm on the next page, which shows the action '
+                    "again; a denial can say why.</p>"
+                ),
+            ]
         )
     else:
         controls = answer_controls(request)
@@ -474,6 +540,42 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
         "</form>",
         hidden=hidden,
         controls=controls,
+    )
+
+
+def edit_notes(r: Mapping[str, Any], names: Mapping[str, str]) -> Html:
+    """Who edited the action, and what they changed, above the action as it stands."""
+    return join(
+        render(
+            '<p class="edited">Edited by {who} before approving: {said}</p>',
+            who=named(c["by"], None, names),
+            said=edits_in_words(c["edited_from"] or {}, c["edits"]),
+        )
+        for c in r["history"]
+        if c.get("edits")
+    )
+
+
+def edit_fields(request: Mapping[str, Any]) -> Html:
+    """The members of an approval's action its asker let an approver change, each in a field
+    holding its value as JSON; nothing if there are none."""
+    editable = request.get("policy", {}).get("editable") or []
+    if not editable or request["action"] is None:
+        return Html("")
+    fields = join(
+        render(
+            '<label for="edit-{n}">{member} <small class="meta">(JSON)</small></label>'
+            '<input id="edit-{n}" name="edit-{member}" value="{value}" autocomplete="off">',
+            n=n,
+            member=member,
+            value=json.dumps(request["action"].get(member), ensure_ascii=False),
+        )
+        for n, member in enumerate(editable)
+    )
+    return render(
+        "<fieldset><legend>Change before approving (the asker allows it)</legend>{fields}"
+        "</fieldset>",
+        fields=fields,
     )
 
 
