@@ -16,7 +16,6 @@ import pty
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -40,13 +39,6 @@ def quickstart() -> list[tuple[str, str]]:
     start = readme.index("## Quickstart")
     end = readme.index("\n## ", start + 1)
     return BLOCK.findall(readme[start:end])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Shell:
@@ -98,10 +90,11 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def runtime(home: Path) -> Iterator[int]:
-    """What ``make local`` runs, in ``home``: its banner read to the end before any step."""
-    port = free_port()
+    """What ``make local`` runs, in ``home``, on any free port (``--port 0``: a port chosen
+    here could be taken by another test before the runtime binds it): its banner read to the
+    end before any step, and the port it names."""
     process = subprocess.Popen(
-        [str(home / ".venv/bin/vigil"), "local", "--port", str(port)],
+        [str(home / ".venv/bin/vigil"), "local", "--port", "0"],
         cwd=home,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -109,8 +102,12 @@ def runtime(home: Path) -> Iterator[int]:
     )
     assert process.stdout is not None
     try:
-        _read_until(process.stdout.fileno(), b"Press Ctrl+C to stop.", time.monotonic() + 300)
-        yield port
+        banner = _read_until(
+            process.stdout.fileno(), b"Press Ctrl+C to stop.", time.monotonic() + 300
+        ).decode()
+        found = re.search(r"MCP endpoint:\s+http://127\.0\.0\.1:(\d+)/mcp", banner)
+        assert found is not None, banner
+        yield int(found.group(1))
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
