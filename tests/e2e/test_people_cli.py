@@ -385,6 +385,30 @@ def test_a_voter_is_told_where_the_votes_stand_and_cannot_vote_twice(cli: Cli) -
     assert watcher_id not in rest(cli.base, agent, "get_request", id=request_id)["audience"]
 
 
+def _approve_on_terminal(cli: Cli, person: str, reply: str, *arguments: str) -> tuple[int, str]:
+    """``vigil approve`` with ``arguments`` as ``person`` on a terminal, answered ``reply``
+    when it asks: its exit code and all it printed."""
+    controller, terminal = pty.openpty()
+    process = cli.popen(
+        "approve",
+        *arguments,
+        env=cli.as_(person),
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    try:
+        seen = _read_until(controller, b"[y/N]", time.monotonic() + DEADLINE_SECONDS)
+        os.write(controller, reply.encode() + b"\n")
+        code = process.wait(timeout=30)
+        seen += _drain(controller)
+    finally:
+        os.close(controller)
+    cli.printed.append(seen.decode())
+    return code, seen.decode()
+
+
 def test_approve_on_a_terminal_shows_the_exact_action_and_asks_first(cli: Cli) -> None:
     person_id, person = cli.register("person", "cli-careful")
     _, agent = cli.register("agent", "cli-eager")
@@ -399,25 +423,7 @@ def test_approve_on_a_terminal_shows_the_exact_action_and_asks_first(cli: Cli) -
     )
 
     def on_terminal(reply: str) -> tuple[int, str]:
-        controller, terminal = pty.openpty()
-        process = cli.popen(
-            "approve",
-            asked["id"],
-            env=cli.as_(person),
-            stdin=terminal,
-            stdout=terminal,
-            stderr=terminal,
-        )
-        os.close(terminal)
-        try:
-            seen = _read_until(controller, b"[y/N]", time.monotonic() + DEADLINE_SECONDS)
-            os.write(controller, reply.encode() + b"\n")
-            code = process.wait(timeout=30)
-            seen += _drain(controller)
-        finally:
-            os.close(controller)
-        cli.printed.append(seen.decode())
-        return code, seen.decode()
+        return _approve_on_terminal(cli, person, reply, asked["id"])
 
     code, shown = on_terminal("n")
     assert code == 1
@@ -446,27 +452,7 @@ def test_approve_with_an_edit_shows_the_edited_action_and_the_agent_redeems_that
         action=DEPLOY,
         editable=["version"],
     )
-    controller, terminal = pty.openpty()
-    process = cli.popen(
-        "approve",
-        asked["id"],
-        "--edit",
-        "version=1.2.2",
-        env=cli.as_(person),
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-    )
-    os.close(terminal)
-    try:
-        seen = _read_until(controller, b"[y/N]", time.monotonic() + DEADLINE_SECONDS)
-        os.write(controller, b"y\n")
-        code = process.wait(timeout=30)
-        seen += _drain(controller)
-    finally:
-        os.close(controller)
-    shown = seen.decode()
-    cli.printed.append(shown)
+    code, shown = _approve_on_terminal(cli, person, "y", asked["id"], "--edit", "version=1.2.2")
     assert code == 0, shown
     # The edit, in words, and the whole action approved, before anything is sent.
     assert 'version: "1.2.3" → "1.2.2"' in shown

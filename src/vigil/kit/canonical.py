@@ -114,16 +114,25 @@ def _name(char: str) -> str:
 EDIT_SHOWN = 200
 
 
+def changed_members(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of ``after`` that ``before`` lacks or holds another value of, compared
+    canonically (``true`` is not ``1``), with ``after``'s values, in ``after``'s order."""
+    return {
+        name: value
+        for name, value in after.items()
+        if name not in before or canonical(before[name]) != canonical(value)
+    }
+
+
 def edits_in_words(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """What an edit of an action changed, member by member, as people read it:
-    amount: 500 → 300, or note: (none) → "net 30" for a member it added. The members of
-    ``after`` that ``before`` lacks or holds another value of (canonically)."""
+    amount: 500 → 300, or note: (none) → "net 30" for a member it added: the members
+    ``changed_members`` finds."""
     return "; ".join(
         f"{json.dumps(name, ensure_ascii=True)[1:-1]}: "
         + ("(none)" if name not in before else _compact(before[name]))
         + f" → {_compact(value)}"
-        for name, value in after.items()
-        if name not in before or canonical(before[name]) != canonical(value)
+        for name, value in changed_members(before, after).items()
     )
 
 

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from vigil.errors import ErrorCode, VigilError, conflict, invalid
 from vigil.kit.bounds import JsonBounds
-from vigil.kit.canonical import canonical
+from vigil.kit.canonical import canonical, changed_members
 from vigil.kit.principals import Surface, kind_of
 from vigil.kit.records import Record, Versioned
 from vigil.requests.policy import TIMEOUT_REASON, Policy
@@ -324,7 +324,7 @@ class Request(Versioned):
         """Whether ``edits`` are those ``change`` made: the action holds their values now
         (canonically), and the members the change edited are all among them (a change that
         edited nothing: no edits, or edits that changed nothing)."""
-        holds = not _changed(self.action, {**(self.action or {}), **(edits or {})})
+        holds = not _edited_members(self.action, {**(self.action or {}), **(edits or {})})
         if change.edits is None:
             return holds
         return bool(edits) and set(change.edits) <= set(edits or ()) and holds
@@ -377,7 +377,7 @@ class Request(Versioned):
         problem = ACTION_BOUNDS.shape_problem(edits)
         if problem is not None:
             raise invalid(f"the edits are out of bounds: {problem}")
-        changed = _changed(self.action, {**self.action, **edits})
+        changed = _edited_members(self.action, {**self.action, **edits})
         if not changed:
             return None
         if sum(c.edits is not None for c in self.history) >= MAX_EDITS:
@@ -468,12 +468,12 @@ class Request(Versioned):
             via=via,
             outcome=outcome,
             reason=reason,
-            edits=_changed(self.action, edited) if edited is not None else None,
+            edits=_edited_members(self.action, edited) if edited is not None else None,
             # The members' values before, those the action had (one it lacked is left out).
             edited_from=(
                 {
                     name: (self.action or {})[name]
-                    for name in _changed(self.action, edited)
+                    for name in _edited_members(self.action, edited)
                     if name in (self.action or {})
                 }
                 if edited is not None
@@ -538,15 +538,9 @@ class Request(Versioned):
         return self._changed("withdrawn", by, now, state="withdrawn")
 
 
-def _changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
-    """The members of ``after`` that ``before`` lacks or holds another value of, compared
-    canonically (``true`` is not ``1``), with ``after``'s values."""
-    before, after = before or {}, after or {}
-    return {
-        name: after[name]
-        for name in sorted(after)
-        if name not in before or canonical(before[name]) != canonical(after[name])
-    }
+def _edited_members(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """``changed_members`` of an action, by name: as a change keeps them."""
+    return dict(sorted(changed_members(before or {}, after).items()))
 
 
 class Report(Record):

@@ -30,7 +30,7 @@ from vigil.console.components import (
 from vigil.console.html import Html, join, render
 from vigil.console.responder import PREFIX, Responder, Visit, integer
 from vigil.errors import VigilError
-from vigil.kit.canonical import canonical, edits_in_words
+from vigil.kit.canonical import changed_members, edits_in_words
 from vigil.kit.http import HttpRequest, HttpResponse, json_body
 from vigil.requests.records import ACTION_BOUNDS
 from vigil.requests.views import VERBS, tally, vote_of
@@ -207,8 +207,10 @@ def edits_from(form: Mapping[str, str], request: Mapping[str, Any]) -> dict[str,
             value = json_body(text.encode())
         except VigilError:
             value = text
-        unreadable = ACTION_BOUNDS.shape_problem(value) is not None  # refused as it is shown
-        if unreadable or member not in action or canonical(action[member]) != canonical(value):
+        # One no reader holds exactly is kept, to be refused as it is shown.
+        if ACTION_BOUNDS.shape_problem(value) is not None or changed_members(
+            action, {member: value}
+        ):
             edits[member] = value
     return edits
 
