@@ -3,7 +3,9 @@
 Each defect breaks the published schema (a wrong JSON type, a missing required property, an
 unknown one, a bound crossed by one, NaN or Infinity for a number, a string too long or
 malformed, a bad enum value, an array too long) except the ``semantic`` ones: strings that the
-schema accepts but that no server could have issued, such as a cursor of garbage base64. Every
+schema accepts but that no server could have issued, such as a cursor of garbage base64; and
+the ``unstated`` ones: a bound the server checks with the schema but does not publish, which is
+only the length of a free-form object's keys (``KEY_LENGTH``, kit/bounds.py). Every
 string invented here contains ``MARKER``, so a response that echoes one is caught (the names of
 unknown properties, which a refusal may name, are ``MARKER_...``).
 """
@@ -23,12 +25,15 @@ from tests.harness.schema import (
     Path,
     accepts_key,
     branches,
+    matches,
     properties,
     required,
     simplest,
     types_of,
+    undeclared,
     valid,
 )
+from vigil.kit.bounds import KEY_LENGTH
 
 MARKER = "zz-harness"
 HUGE = 1 << 20  # a 1 MiB string
@@ -72,6 +77,8 @@ class Mutation:
     label: str
     arguments: Any
     semantic: bool = False
+    # A bound checked on input like the schema's, that the published schema does not state.
+    unstated: bool = False
 
 
 def mutations(schema: dict[str, Any], arguments: dict[str, Any]) -> list[Mutation]:
@@ -135,12 +142,22 @@ def _object_defects(schema: dict[str, Any], root: Any, path: Path) -> Iterator[M
     yield from _size_defects(schema, root, path, value)
     for key, sub in properties(schema).items():
         yield from _value_defects(sub, root, (*path, key))
-    patterned = schema.get("patternProperties", {})
-    if patterned:
-        pattern, sub = next(iter(patterned.items()))
-        key = next((k for k in value if k not in properties(schema)), "k")
-        if accepts_key({"patternProperties": {pattern: {}}, "additionalProperties": False}, key):
-            yield from _value_defects(sub, root, (*path, key))
+    free = undeclared(schema)
+    if free is None:
+        return
+    pattern, sub = free
+    key = next((k for k in value if k not in properties(schema)), "k")
+    if pattern is None or matches(pattern, key):
+        yield from _value_defects(sub, root, (*path, key))
+    if pattern is None and len(value) < schema.get("maxProperties", len(value) + 1):
+        # Any name is let in, and the schema leaves its length to the server (every free-form
+        # object the catalog takes is bounded by kit/bounds.py).
+        long = f"{MARKER}_key".ljust(KEY_LENGTH + 1, "x")
+        yield Mutation(
+            f"{name}: a key of {len(long)} characters",
+            _put(root, (*path, long), simplest(sub)),
+            unstated=True,
+        )
 
 
 def _size_defects(
@@ -149,8 +166,8 @@ def _size_defects(
     most = schema.get("maxProperties")
     if most is None:
         return
-    patterned = schema.get("patternProperties", {})
-    filler = simplest(next(iter(patterned.values()))) if patterned else None
+    free = undeclared(schema)
+    filler = simplest(free[1]) if free else None
     crowded = dict(value)
     index = 0
     while len(crowded) <= most and index < most + 100:

@@ -162,6 +162,18 @@ def accepts_key(schema: dict[str, Any], key: str) -> bool:
     return schema.get("additionalProperties", True) is not False
 
 
+def undeclared(schema: dict[str, Any]) -> tuple[str | None, dict[str, Any]] | None:
+    """How an object schema takes properties it does not declare (a free-form object): the
+    first ``patternProperties`` pattern and its schema, or no pattern and the schema that
+    ``additionalProperties`` gives every name; None where it takes none."""
+    patterned = schema.get("patternProperties", {})
+    if patterned:
+        pattern, value = next(iter(patterned.items()))
+        return pattern, value
+    rest = schema.get("additionalProperties")
+    return (None, rest) if isinstance(rest, dict) else None
+
+
 def matches(pattern: str, text: str) -> bool:
     """Whether ``text`` matches ``pattern`` as JSON Schema reads it (ECMA 262: unanchored, and
     ``$`` matches only at the very end, never before a final newline as Python's does)."""
@@ -243,19 +255,21 @@ def strategy(
             {k: v for k, v in inner.items() if k in needed},
             optional={k: v for k, v in inner.items() if k not in needed},
         )
-        patterned = node.get("patternProperties", {})
-        if not patterned or complete:
+        free = undeclared(node)
+        if free is None or complete:
             return declared
-        # Free-form objects: a few keys matching the patterns, so nesting stays small.
-        pattern, value_schema = next(iter(patterned.items()))
-        undeclared = st.dictionaries(
-            _leaf({"type": "string", "pattern": pattern, "maxLength": 12}).filter(
+        # Free-form objects: a few short keys (matching the pattern, if there is one), so
+        # nesting stays small.
+        pattern, value_schema = free
+        keys = {"type": "string", "maxLength": 12}
+        extra = st.dictionaries(
+            _leaf(keys if pattern is None else {**keys, "pattern": pattern}).filter(
                 lambda key: key not in props
             ),
             strategy(value_schema, override=override, path=(*path, "*")),
             max_size=min(2, node.get("maxProperties", 2)),
         )
-        return st.tuples(declared, undeclared).map(lambda parts: {**parts[1], **parts[0]})
+        return st.tuples(declared, extra).map(lambda parts: {**parts[1], **parts[0]})
     if types_of(node) == {"array"}:
         items = node.get("items", {})
         choices = [v for b in branches(items) for v in b.get("enum", [])]

@@ -53,7 +53,7 @@ class ListAuditEventsInput(StrictInput):
     cursor: str | None = Field(
         default=None,
         max_length=512,
-        description="Opaque next_cursor from the previous page.",
+        description="next_cursor of the last page.",
     )
     limit: int = Field(default=50, ge=1, le=100)
     target: str | None = Field(
@@ -136,8 +136,8 @@ TOOLS: tuple[Tool[AuditContext], ...] = (
         name="list_audit_events",
         title="Read the audit trail",
         description=(
-            "Your namespace's audit trail, newest first: each change made with an operator's "
-            "power or by the deployer; who, what, when, versions before and after."
+            "The audit trail, newest first: each change made with an operator's power or by "
+            "the deployer; who, what, when, versions before and after."
         ),
         input_model=ListAuditEventsInput,
         output_model=AuditPage,

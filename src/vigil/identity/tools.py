@@ -40,16 +40,14 @@ Name = Annotated[
         min_length=1,
         max_length=100,
         pattern=PRINTABLE,
-        description="Display name, 1-100 printable characters.",
+        description="Display name.",
     ),
     normalised(100),
 ]
 PrincipalIdField = Annotated[
     str, Field(pattern=PRINCIPAL_ID_PATTERN, description="A principal id, e.g. agt_… or per_….")
 ]
-Version = Annotated[
-    int, Field(ge=1, description="The record's current version; a stale version conflicts.")
-]
+Version = Annotated[int, Field(ge=1, description="The current version; a stale one conflicts.")]
 
 
 class PrincipalView(Output):
@@ -198,17 +196,17 @@ def list_agents(ctx: IdentityContext, args: NoInput) -> AgentList:
 
 
 class ListDirectoryInput(StrictInput):
-    kind: Kind = Field(description="Which kind of principal to list.")
+    kind: Kind = Field(description="Which kind to list.")
     search: Annotated[str, Field(max_length=200), SEARCHABLE] | None = Field(
         default=None,
-        description="Case-insensitive text matched against names and ids.",
+        description="Text matched in names and ids, any case.",
     )
     cursor: str | None = Field(
         default=None,
         max_length=512,
-        description="Opaque next_cursor from the previous page of the same query.",
+        description="next_cursor of the last page; same query.",
     )
-    limit: int = Field(default=50, ge=1, le=100, description="Page size.")
+    limit: int = Field(default=50, ge=1, le=100)
 
 
 class DirectoryPage(Output):
@@ -236,8 +234,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="register",
         title="Register a principal",
         description=(
-            "Create a person, agent or service in your namespace with a secret shown only "
-            "here (Vigil keeps its hash). An agent's mailbox address is agent:<id>."
+            "Create a person, agent or service in your namespace; its secret is shown only "
+            "here. An agent's mailbox is agent:<id>."
         ),
         input_model=RegisterInput,
         output_model=SecretIssued,
@@ -248,9 +246,8 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="rotate_secret",
         title="Rotate a secret",
         description=(
-            "Replace a principal's secret, the old one invalid at once: yours, or as an "
-            "operator a worker's. Answer lost: retry with the old secret and the same "
-            "idempotency key within 10 minutes."
+            "Replace a secret, the old one dead at once: yours, or as an operator a "
+            "worker's. Answer lost: retry with the old secret and key within 10 minutes."
         ),
         input_model=RotateSecretInput,
         output_model=SecretIssued,
@@ -260,8 +257,7 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         name="revoke_principal",
         title="Revoke a principal",
         description=(
-            "Revoke a principal so its secret stops working: yourself, or as an operator a "
-            "worker of your namespace, never another operator."
+            "Revoke a principal so its secret stops working: yourself, or as an operator a worker."
         ),
         input_model=RevokeInput,
         output_model=PrincipalResult,
@@ -272,7 +268,7 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
     Tool(
         name="whoami",
         title="Who am I",
-        description="Describe the principal whose credential made this call: id, kind, role.",
+        description="The caller's id, kind and role.",
         input_model=NoInput,
         output_model=PrincipalResult,
         run=whoami,
@@ -292,7 +288,7 @@ TOOLS: tuple[Tool[IdentityContext], ...] = (
         title="Search the directory",
         description=(
             "Page through your namespace's people, agents or services, one kind at a time, "
-            "optionally matching a search text."
+            "optionally searched."
         ),
         input_model=ListDirectoryInput,
         output_model=DirectoryPage,

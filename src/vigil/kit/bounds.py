@@ -1,5 +1,5 @@
 """Bounds on a free-form JSON object a caller supplies (progress, a run's result): its size,
-depth, keys and strings, checked on input and published as a closed JSON Schema."""
+depth, keys and strings, checked on input and published as a bounded JSON Schema."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 from vigil.errors import ErrorCode, VigilError
 
 _SCALARS = ["string", "number", "boolean", "null"]
-# Property names are free text of at most this many characters. The pattern is how a closed
-# schema (additionalProperties: false) still admits free-form names.
+# Property names are free text of at most this many characters: checked on input, never
+# published (a pattern or propertyNames on every level would cost each listing its bytes, and
+# no caller writes a key that long), like the size.
 KEY_LENGTH = 2000
-_ANY_KEY = rf"^[\s\S]{{0,{KEY_LENGTH}}}$"
 
 
 # JSON text may escape a lone surrogate (\ud800), which no UTF-8 text can carry.
@@ -52,7 +52,8 @@ class JsonBounds:
 
     Depth counts containers: the document itself is level 1, an object or array inside it
     level 2, and so on. Strings count characters, property names at most ``KEY_LENGTH``; the
-    size counts the bytes of the compact UTF-8 serialization.
+    size counts the bytes of the compact UTF-8 serialization. The published schema states the
+    depth, the keys and the strings; the size and the length of a key are checked here alone.
     """
 
     max_bytes: int
@@ -143,19 +144,18 @@ class JsonBounds:
         return value
 
     def value_schema(self) -> dict[str, Any]:
-        """Any JSON value within the bounds, as a closed JSON Schema."""
+        """Any JSON value within the bounds, as a JSON Schema (all but the size and the length
+        of a key)."""
         return self._value(1)
 
     def json_schema(self) -> dict[str, Any]:
-        """The same bounds as a closed JSON Schema (all but the size, stated in descriptions)."""
+        """The same bounds for an object, as a JSON Schema (all but the size, stated in
+        descriptions, and the length of a key)."""
         return {"type": "object", **self._object(1)}
 
     def _object(self, level: int) -> dict[str, Any]:
-        return {
-            "maxProperties": self.max_keys,
-            "patternProperties": {_ANY_KEY: self._nested(level + 1)},
-            "additionalProperties": False,
-        }
+        # Any name, each value bounded: additionalProperties is a schema, never false.
+        return {"maxProperties": self.max_keys, "additionalProperties": self._nested(level + 1)}
 
     def _nested(self, level: int) -> dict[str, Any]:
         """A value inside a container at ``level``. Its title names the shape by the levels

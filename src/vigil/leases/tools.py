@@ -38,11 +38,11 @@ Resource = Annotated[
 ]
 Generation = Annotated[
     int,
-    Field(ge=1, description="The generation acquire_lease returned: the lease's fencing token."),
+    Field(ge=1, description="The fencing token acquire_lease returned."),
 ]
 TtlSeconds = Annotated[
     int,
-    Field(ge=1, le=86400, description="How long the lease lasts from now, 1 to 86,400 seconds."),
+    Field(ge=1, le=86400, description="The lease's length from now, in seconds."),
 ]
 
 
@@ -91,12 +91,12 @@ class AcquireInput(StrictInput):
     resource: Resource
     scope: Scope | None = Field(
         default=None,
-        description="A dead-man switch's scope that releases the lease if you die.",
+        description="A switch's scope whose death releases it.",
     )
     ttl_seconds: TtlSeconds = 60
     agent_id: AgentLabel | None = Field(
         default=None,
-        description="A label for the instance taking the lease, e.g. worker-3.",
+        description="A label for your instance, e.g. worker-3.",
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -161,9 +161,8 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         title="Acquire a lease",
         description=(
             "Take an exclusive lease on a resource for ttl_seconds; its generation is the "
-            "fencing token to present with every action on it. Held by another: "
-            "version_conflict with held_until. Give a scope so your dead-man switch releases "
-            "it if you die."
+            "fencing token for every action on it. Held by another: version_conflict with "
+            "held_until. With a scope, your dead-man switch's death releases it."
         ),
         input_model=AcquireInput,
         output_model=LeaseResult,
@@ -173,8 +172,8 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
         name="renew_lease",
         title="Renew a lease",
         description=(
-            "Extend a lease you hold to ttl_seconds from now, keeping its generation. "
-            "stale_generation means you lost it: stop what you were doing under it."
+            "Extend a lease you hold to ttl_seconds from now, same generation. "
+            "stale_generation: you lost it; stop what you did under it."
         ),
         input_model=RenewInput,
         output_model=LeaseResult,
@@ -183,9 +182,7 @@ TOOLS: tuple[Tool[LeaseContext], ...] = (
     Tool(
         name="release_lease",
         title="Release a lease",
-        description=(
-            "Give up a lease you hold at the given generation, so others can take it at once."
-        ),
+        description="Give up a lease you hold at that generation; others may take it at once.",
         input_model=ReleaseInput,
         output_model=LeaseResult,
         run=release_lease,

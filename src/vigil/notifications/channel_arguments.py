@@ -96,17 +96,11 @@ Name = Annotated[
         min_length=1,
         max_length=100,
         pattern=PRINTABLE,
-        description="What operators call the channel, 1-100 printable characters.",
+        description="What operators call the channel.",
     ),
     normalised(100),
 ]
-ChannelId = Annotated[
-    str,
-    Field(
-        pattern=id_pattern("chn"),
-        description="A channel's id.",
-    ),
-]
+ChannelId = Annotated[str, Field(pattern=id_pattern("chn"))]
 Version = Annotated[
     int,
     Field(ge=1, description="The channel's version; a stale one conflicts."),
@@ -161,13 +155,13 @@ class RuleInput(StrictInput):
     events: Events
     scope_prefix: ScopePrefix | None = Field(
         default=None,
-        description="Only events whose scope begins with this text.",
+        description="Only events whose scope begins with this.",
     )
     repeat_every_minutes: int | None = Field(
         default=None,
         ge=5,
         le=1440,
-        description="Repeat an alert every so many minutes until acknowledge_alert.",
+        description="Repeat an alert this often until acknowledge_alert.",
     )
     escalate_after_minutes: int | None = Field(
         default=None,
@@ -177,7 +171,7 @@ class RuleInput(StrictInput):
     )
     escalate_to: ChannelId | None = Field(
         default=None,
-        description="Where an unacknowledged alert escalates: a channel here.",
+        description="The channel an unacknowledged alert escalates to.",
     )
 
     @model_validator(mode="after")

@@ -62,8 +62,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="test_channel",
         title="Send a test notification",
         description=(
-            "Send one channel.test event to a channel as a real one goes (a disabled channel "
-            "too), and say what the receiver answered."
+            "Send a channel.test event as a real one goes (even if disabled); says what the "
+            "receiver answered."
         ),
         input_model=TestChannelInput,
         output_model=ChannelTested,

@@ -297,9 +297,9 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="create_channel",
         title="Create a notification channel",
         description=(
-            "Send your namespace's events (switch fired, request opened, session stale...), "
-            "chosen by rules, to a signed webhook, Slack, Teams, Discord, PagerDuty or email. "
-            "A webhook's signing secret is shown only here."
+            "Send events (switch fired, request opened, session stale...), chosen by rules, to "
+            "a signed webhook, Slack, Teams, Discord, PagerDuty or email. A webhook's signing "
+            "secret is shown only here."
         ),
         input_model=CreateChannelInput,
         output_model=ChannelIssued,
@@ -310,8 +310,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="list_channels",
         title="List notification channels",
         description=(
-            "Your namespace's channels: rules, state (and why disabled), version. Never a "
-            "secret: signing secrets only by their dates, a Slack webhook by its host."
+            "The channels: rules, state (and why disabled), version. No secret: signing "
+            "secrets by their dates, a Slack webhook by its host."
         ),
         input_model=ListChannelsInput,
         output_model=ChannelList,
@@ -323,8 +323,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="rotate_channel_secret",
         title="Rotate a webhook's signing secret",
         description=(
-            "A new signing secret for a webhook channel, shown only here. The old one goes on"
-            " signing for 24 hours (deliveries carry both signatures) while receivers switch."
+            "A new signing secret for a webhook channel, shown only here. The old one also "
+            "signs for 24 hours while receivers switch."
         ),
         input_model=RotateChannelSecretInput,
         output_model=ChannelIssued,
@@ -347,8 +347,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="delete_channel",
         title="Delete a channel",
         description=(
-            "Delete a channel at its version: it receives nothing more, and its place in the "
-            "quota is freed."
+            "Delete a channel at its version: it receives nothing more; its quota place is freed."
         ),
         input_model=DeleteChannelInput,
         output_model=ChannelDeleted,

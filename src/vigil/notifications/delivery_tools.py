@@ -28,7 +28,7 @@ class ListDeliveryFailuresInput(StrictInput):
     before: str | None = Field(
         default=None,
         max_length=200,
-        description="next_before of the previous page, for older failures.",
+        description="next_before of the last page.",
     )
     limit: int = Field(default=20, ge=1, le=MAX_FAILURES_PAGE)
 
@@ -167,8 +167,8 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         name="replay_delivery",
         title="Deliver a failed event again",
         description=(
-            "Deliver a failed event again: now, then with the usual retries. It keeps its id "
-            "(webhook-id), so a receiver that got it deduplicates it. Audited."
+            "Deliver a failed event again, now, then with the usual retries; it keeps its id "
+            "(webhook-id), so receivers deduplicate. Audited."
         ),
         input_model=ReplayDeliveryInput,
         output_model=DeliveryReplayed,
@@ -180,8 +180,7 @@ TOOLS: tuple[Tool[NotificationContext], ...] = (
         title="Acknowledge an alert",
         description=(
             "Say a person has seen an alert (switch fired, request opened): its repeats stop "
-            "and it does not escalate. Takes the notification's id (webhook-id); again, it "
-            "changes nothing and says who did first."
+            "and it does not escalate. Again, it changes nothing and says who did first."
         ),
         input_model=AcknowledgeAlertInput,
         output_model=AlertAcknowledged,

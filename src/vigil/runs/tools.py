@@ -54,14 +54,14 @@ def _uuid_text(value: Any) -> UUID:
 RunId = Annotated[
     UUID,
     BeforeValidator(_uuid_text),
-    Field(description="The run's id, a UUID."),
+    Field(description="The run's id."),
 ]
 LeaseSeconds = Annotated[
     int,
     Field(
         ge=MIN_LEASE_SECONDS,
         le=MAX_LEASE_SECONDS,
-        description="How long the lease lasts from now, in seconds.",
+        description="The lease's length from now.",
     ),
 ]
 RESULT_LIMITS = RESULT_BOUNDS.describe()
@@ -108,9 +108,7 @@ def _presenter(now: datetime) -> Callable[[Run], RunResult]:
 
 # -- start --------------------------------------------------------------------------------
 class StartRunInput(StrictInput):
-    run_id: RunId | None = Field(
-        default=None, description="The id to give the run; a new UUID is chosen if omitted."
-    )
+    run_id: RunId | None = Field(default=None, description="Its id; a new UUID if omitted.")
     lease_duration_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
     idempotency_key: IdempotencyKey | None = None
 
@@ -199,7 +197,7 @@ class FinishRunInput(StrictInput):
     outcome: Outcome
     result: ResultDocument | None = Field(
         default=None,
-        description=f"A JSON object summing up the outcome ({RESULT_LIMITS}).",
+        description=f"A JSON object on the outcome ({RESULT_LIMITS}).",
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -230,8 +228,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="start_run",
         title="Start a run",
         description=(
-            "Create a run held by you at generation 1, under a lease. Keep the lease alive "
-            "with create_run_heartbeat and end the run with finish_run."
+            "Create a run you hold at generation 1, under a lease: renew it with "
+            "create_run_heartbeat, end the run with finish_run."
         ),
         input_model=StartRunInput,
         output_model=RunResult,
@@ -242,7 +240,7 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         title="Claim a run",
         description=(
             "Take over a run whose lease ran out, at the next generation, fencing off its "
-            "last holder. Held with a live lease: version_conflict with held_until."
+            "last holder. Lease live: version_conflict with held_until."
         ),
         input_model=ClaimRunInput,
         output_model=RunResult,
@@ -252,8 +250,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="create_run_heartbeat",
         title="Renew a run's lease",
         description=(
-            "Extend your lease on a run to lease_duration_seconds from now. stale_generation "
-            "means the run is no longer yours: stop working on it."
+            "Extend your lease on a run to lease_duration_seconds from now. "
+            "stale_generation: the run is no longer yours; stop."
         ),
         input_model=RunHeartbeatInput,
         output_model=RunHeartbeatResult,
@@ -264,8 +262,8 @@ TOOLS: tuple[Tool[RunContext], ...] = (
         name="finish_run",
         title="Finish a run",
         description=(
-            "Record a run's outcome and an optional result, and end its lease; only the "
-            "current generation's holder may. A finished run never changes."
+            "Record a run's outcome and an optional result, ending its lease; only the "
+            "current generation's holder may. It never changes after."
         ),
         input_model=FinishRunInput,
         output_model=RunResult,
@@ -274,7 +272,7 @@ TOOLS: tuple[Tool[RunContext], ...] = (
     Tool(
         name="get_run",
         title="Read a run",
-        description="A run of your namespace: its state, holder, generation and outcome.",
+        description="A run's state, holder, generation and outcome.",
         input_model=GetRunInput,
         output_model=RunResult,
         run=get_run,

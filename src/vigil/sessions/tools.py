@@ -81,27 +81,25 @@ class SessionHeartbeatInput(StrictInput):
     idempotency_field: ClassVar[str] = "idempotencyKey"
 
     sessionId: SessionId
-    status: SessionStatus | SkipJsonSchema[None] = _optional(
-        "active, waiting or blocked; active on the first beat if left out."
-    )
+    status: SessionStatus | SkipJsonSchema[None] = _optional("Left out on the first beat: active.")
     progressPercent: (
         Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | SkipJsonSchema[None]
-    ) = _optional("How far along the session is, 0 to 100.")
+    ) = _optional("How far along, in percent.")
     currentStep: (
         Annotated[str, Field(max_length=MAX_STEP_BYTES), text_within(MAX_STEP_BYTES)]
         | SkipJsonSchema[None]
-    ) = _optional(f"What the agent is doing now, up to {MAX_STEP_BYTES // 1024} KiB of UTF-8.")
+    ) = _optional(f"What you are doing now, up to {MAX_STEP_BYTES // 1024} KiB of UTF-8.")
     stepIndex: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = _optional(
-        "Position of the current step, not above stepCount; sent with it."
+        "The current step, not above stepCount; sent with it."
     )
     stepCount: Annotated[int, Field(ge=1, le=1000)] | SkipJsonSchema[None] = _optional(
-        "How many steps are planned; sent with stepIndex."
+        "Steps planned; sent with stepIndex."
     )
     acknowledgedInstructionIds: (
         Annotated[list[InstructionId], Field(max_length=MAX_ACKNOWLEDGMENTS)] | SkipJsonSchema[None]
-    ) = _optional("Ids of handed-out instructions you have dealt with: they never come back.")
+    ) = _optional("Instructions you have dealt with: they never come back.")
     instructionCursor: InstructionCursor | SkipJsonSchema[None] = _optional(
-        "The previous beat's nextInstructionCursor; omit it to start from the oldest."
+        "The last beat's nextInstructionCursor; omit to start from the oldest."
     )
     idempotencyKey: IdempotencyKey
 
@@ -245,9 +243,7 @@ class EndSessionInput(StrictInput):
     idempotency_field: ClassVar[str] = "idempotencyKey"
 
     sessionId: SessionId
-    outcome: SessionOutcome = Field(
-        description="How the work ended: completed, failed or cancelled."
-    )
+    outcome: SessionOutcome = Field(description="How the work ended.")
     idempotencyKey: IdempotencyKey | None = None
 
 
@@ -315,7 +311,7 @@ def _post_rebuilt(ctx: SessionContext, kept: dict[str, Any]) -> dict[str, Any]:
 # -- list_instructions --------------------------------------------------------------------
 class ListInstructionsInput(StrictInput):
     sessionId: SessionId
-    cursor: Cursor | None = Field(default=None, description="The nextCursor of the previous page.")
+    cursor: Cursor | None = Field(default=None, description="nextCursor of the last page.")
 
 
 class InstructionPage(Output):
@@ -350,7 +346,7 @@ class ListSessionsInput(StrictInput):
         default=False,
         description=f"Only sessions with no beat for more than {STALE_AFTER_SECONDS} seconds.",
     )
-    cursor: Cursor | None = Field(default=None, description="The nextCursor of the previous page.")
+    cursor: Cursor | None = Field(default=None, description="nextCursor of the last page.")
 
 
 class SessionPage(Output):
@@ -375,9 +371,9 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="session_heartbeat",
         title="Session heartbeat",
         description=(
-            "Report your session's status and progress to the people watching; fields left "
-            "out keep their last value. Each beat returns pending human instructions: do "
-            "them, then list their ids in acknowledgedInstructionIds or they come again. "
+            "Report your session's status and progress to people; fields left out keep their "
+            "last value. Each beat returns pending human instructions: do them, then list "
+            "their ids in acknowledgedInstructionIds or they come again. "
             f"Beat at least every {STALE_AFTER_SECONDS} s until end_session. "
             "Rules: docs/TOOLS.md#session_heartbeat."
         ),
@@ -390,8 +386,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="end_session",
         title="End a session",
         description=(
-            "Say that your session's work is over: completed, failed or cancelled. It is "
-            "never stale again and takes no more beats; for new work, beat a new sessionId."
+            "End your session: completed, failed or cancelled. It takes no more beats and is "
+            "never stale; for new work, beat a new sessionId."
         ),
         input_model=EndSessionInput,
         output_model=SessionEnded,
@@ -401,8 +397,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="post_instruction",
         title="Instruct a session",
         description=(
-            "Send an instruction to an agent's session; its session_heartbeat hands it out "
-            "until the agent acknowledges it."
+            "Instruct an agent's session: session_heartbeat hands it out until acknowledged."
         ),
         input_model=PostInstructionInput,
         output_model=InstructionView,
@@ -414,9 +409,7 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
     Tool(
         name="list_instructions",
         title="List a session's instructions",
-        description=(
-            "The instructions of a session, oldest first, each pending, delivered or acknowledged."
-        ),
+        description="A session's instructions, oldest first: pending, delivered or acknowledged.",
         input_model=ListInstructionsInput,
         output_model=InstructionPage,
         run=list_instructions,
@@ -426,8 +419,8 @@ TOOLS: tuple[Tool[SessionContext], ...] = (
         name="list_sessions",
         title="Watch sessions",
         description=(
-            "The sessions of your namespace with status, progress and last beat; stale ones "
-            f"have not beaten for {STALE_AFTER_SECONDS} s."
+            "Sessions with status, progress and last beat; stale: no beat for "
+            f"{STALE_AFTER_SECONDS} s."
         ),
         input_model=ListSessionsInput,
         output_model=SessionPage,

@@ -52,7 +52,7 @@ PauseReason = Annotated[
         min_length=1,
         max_length=200,
         pattern=PRINTABLE,
-        description="Why, for the people watching; one line.",
+        description="Why, in one line.",
     ),
 ]
 
@@ -67,7 +67,7 @@ class PauseSwitchesInput(StrictInput):
     )
     until_next_beat: bool = Field(
         default=False,
-        description="End the pause for each switch at its next beat; with until, first wins.",
+        description="End it for each switch at its next beat; with until, first wins.",
     )
     reason: PauseReason | None = None
     idempotency_key: IdempotencyKey | None = None
@@ -82,10 +82,10 @@ class PauseSwitchesInput(StrictInput):
 class ResumeSwitchesInput(StrictInput):
     id: PauseId | None = None
     scope_prefix: ScopePrefix | None = Field(
-        default=None, description="Instead of id: the scope prefix of the pause to end."
+        default=None, description="Instead of id: the pause's scope prefix."
     )
     version: int = Field(
-        ge=1, le=1_000_000_000, description="The pause's current version; a stale one conflicts."
+        ge=1, le=1_000_000_000, description="Its current version; a stale one conflicts."
     )
     idempotency_key: IdempotencyKey | None = None
 
@@ -154,7 +154,7 @@ def resume_switches(ctx: SwitchContext, args: ResumeSwitchesInput) -> PauseView:
 
 
 class ListPausesInput(StrictInput):
-    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    cursor: Cursor | None = Field(default=None, description="next_cursor of the last page.")
 
 
 class PausePage(Output):
@@ -180,9 +180,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="pause_switches",
         title="Pause dead-man switches",
         description=(
-            "For maintenance: pause the switches whose scope begins with scope_prefix, until "
-            "a time or their next beat. A paused switch neither fires nor alerts; beats still"
-            " work. Audited."
+            "Pause the switches whose scope begins with scope_prefix, until a time or their "
+            "next beat: they neither fire nor alert; beats still work. Audited."
         ),
         input_model=PauseSwitchesInput,
         output_model=PauseView,
@@ -193,8 +192,8 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="resume_switches",
         title="End a pause",
         description=(
-            "End a pause early, by its id or scope_prefix, at its current version; each switch it "
-            "held then has its own window from now. Audited."
+            "End a pause early, by id or scope_prefix, at its version; each switch it held "
+            "gets a full window from now. Audited."
         ),
         input_model=ResumeSwitchesInput,
         output_model=PauseView,
@@ -204,10 +203,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
     Tool(
         name="list_pauses",
         title="Paused switches",
-        description=(
-            "The pauses in force in your namespace, in scope prefix order, with who set them, "
-            "until when, and their version."
-        ),
+        description="The pauses in force, by scope prefix: who set them, until when, version.",
         input_model=ListPausesInput,
         output_model=PausePage,
         run=list_pauses,

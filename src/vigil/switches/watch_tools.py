@@ -17,10 +17,10 @@ from vigil.switches.watching import LIST_PAGE, deaths_page, switches_page
 class ListSwitchesInput(StrictInput):
     state: PublicState | None = Field(
         default=None,
-        description="Only switches in this state; failed ones fired with mark_failed.",
+        description="Only this state; failed: fired with mark_failed.",
     )
     scope_prefix: ScopePrefix | None = None
-    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    cursor: Cursor | None = Field(default=None, description="next_cursor of the last page.")
 
 
 class SwitchView(Output):
@@ -95,10 +95,8 @@ def list_switches(ctx: SwitchContext, args: ListSwitchesInput) -> SwitchPage:
 
 # -- list_deaths --------------------------------------------------------------------------
 class ListDeathsInput(StrictInput):
-    cursor: Cursor | None = Field(
-        default=None, description="The next_cursor of the previous (newer) page."
-    )
-    limit: int = Field(default=LIST_PAGE, ge=1, le=LIST_PAGE, description="Page size, 1-50.")
+    cursor: Cursor | None = Field(default=None, description="next_cursor of the last page.")
+    limit: int = Field(default=LIST_PAGE, ge=1, le=LIST_PAGE)
 
 
 class ListedDeath(DeathView):
@@ -131,8 +129,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="list_switches",
         title="Watch dead-man switches",
         description=(
-            "The dead-man switches of your namespace in scope order, with state, holder, deadline "
-            "and last beat; state and scope_prefix narrow it."
+            "Your namespace's dead-man switches in scope order: state, holder, deadline, last beat."
         ),
         input_model=ListSwitchesInput,
         output_model=SwitchPage,
@@ -145,8 +142,7 @@ TOOLS: tuple[Tool[SwitchContext], ...] = (
         name="list_deaths",
         title="Recent deaths",
         description=(
-            "The deaths of your namespace's dead-man switches, newest first, with how late each "
-            "fired and what its actions did."
+            "Dead-man switch deaths, newest first: how late each fired, what its actions did."
         ),
         input_model=ListDeathsInput,
         output_model=DeathPage,
