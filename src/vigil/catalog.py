@@ -112,6 +112,8 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "withdraw_request",
             "redeem_approval",
             "report_execution",
+            "list_standing_approvals",
+            "revoke_standing_approval",
         ),
     ),
     (
@@ -253,7 +255,8 @@ TOOLSETS: tuple[Toolset, ...] = (
     ),
     Toolset(
         "oversight",
-        "For people and operators: watch switches, deaths, sessions; instruct; acknowledge.",
+        "For people and operators: watch switches, deaths, sessions; instruct; acknowledge; "
+        "standing approvals.",
         (
             "post_instruction",
             "list_sessions",
@@ -261,6 +264,8 @@ TOOLSETS: tuple[Toolset, ...] = (
             "list_switches",
             "list_deaths",
             "list_pauses",
+            "list_standing_approvals",
+            "revoke_standing_approval",
         ),
     ),
     Toolset(

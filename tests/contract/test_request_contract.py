@@ -22,6 +22,7 @@ from vigil.requests.records import (
     Request,
     Response,
 )
+from vigil.requests.standing import StandingApproval, StandingTerms
 from vigil.requests.store import listing_position
 from vigil.requests.waits import WaitGraph
 from vigil.store import Store
@@ -216,3 +217,64 @@ def test_a_shared_answer_is_kept_under_its_key_and_replaced(
     store.commit([store.keep_shared_answer(second)])
     assert store.get_shared_answer("acme", first.key) == second
     assert store.get_shared_answer("globex", first.key) is None
+
+
+# -- standing approvals -------------------------------------------------------------------------
+def _standing(clock: ManualClock, asker: str, hours: float, **terms: object) -> StandingApproval:
+    return StandingApproval.granted(
+        "acme",
+        new_id("req"),
+        asker,
+        P,
+        {"op": "deploy", "ref": "release/1"},
+        StandingTerms(hours=hours, **terms),  # type: ignore[arg-type]
+        to_ms(clock.now()),
+    )
+
+
+def test_standing_approvals_answer_their_asker_or_any_until_they_end(
+    store: Store, clock: ManualClock
+) -> None:
+    mine = _standing(clock, A, 2)
+    anyones = _standing(clock, B, 1, any_asker=True)
+    others = _standing(clock, B, 3)
+    store.commit([store.add_standing(s) for s in (mine, anyones, others)])
+    with pytest.raises(ConditionFailed):
+        store.commit([store.add_standing(mine)])
+    assert store.get_standing("acme", mine.id) == mine
+    assert store.get_standing("globex", mine.id) is None
+    now = clock.now()
+    # Soonest to expire first: any agent's (1 h), then A's own (2 h); never B's own.
+    assert [s.id for s in store.standing_for("acme", A, now)] == [anyones.id, mine.id]
+    assert store.standing_for("globex", A, now) == []
+    clock.advance(3600)
+    assert [s.id for s in store.standing_for("acme", A, clock.now())] == [mine.id]
+
+    used = mine.used_on("req_x", clock.now())
+    store.commit([store.save_standing(used)])
+    with pytest.raises(ConditionFailed):  # a use or revocation made on the version before
+        store.commit([store.save_standing(mine.revoked(P, False, clock.now()))])
+    revoked = used.revoked(P, False, clock.now())
+    store.commit([store.save_standing(revoked)])
+    assert store.get_standing("acme", mine.id) == revoked
+    assert store.standing_for("acme", A, clock.now()) == []
+    listed = [s.id for _, s in store.list_standing("acme", None, 10)]
+    assert mine.id not in listed
+    assert others.id in listed
+
+
+def test_the_standing_listing_pages_in_order(store: Store, clock: ManualClock) -> None:
+    granted = [_standing(clock, A if i % 2 else B, 1 + i) for i in range(7)]
+    store.commit([store.add_standing(s) for s in granted])
+    seen: list[str] = []
+    after = None
+    while True:
+        page = store.list_standing("acme", after, 3)
+        seen += [s.id for _, s in page]
+        if len(page) < 3:
+            break
+        after = page[-1][0]
+    assert sorted(seen) == sorted(s.id for s in granted)
+    assert len(seen) == len(set(seen))
+    positions = [p for p, _ in store.list_standing("acme", None, 10)]
+    assert positions == sorted(positions)

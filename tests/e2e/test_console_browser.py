@@ -661,6 +661,27 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         action=DEPLOY,
         idempotency_key=f"tour-{width}",
     )
+    # A standing approval the operator granted with an approval, for its listing.
+    restart = rest(
+        state,
+        agent_secret,
+        "ask",
+        target={"kind": "person", "id": operator},
+        title=f"Restart checkout ({width})",
+        body="May I restart checkout?",
+        kind="approval",
+        action={"op": "restart", "service": "checkout", "replicas": 3},
+        idempotency_key=f"tour-restart-{width}",
+    )
+    rest(
+        state,
+        state["operator_secret"],
+        "reply",
+        id=restart["id"],
+        version=restart["version"],
+        outcome="approved",
+        standing={"hours": 8, "uses": 5, "free": {"replicas": {"min": 1, "max": 6}}},
+    )
     channel = rest(
         state,
         state["operator_secret"],
@@ -704,6 +725,7 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "people": "/console/people",
         "audit": "/console/audit",
         "request": f"/console/request?id={asked['id']}",
+        "standing": "/console/standing",
         "conversations": "/console/conversations",
         "conversation": f"/console/conversation?id={asked['conversation_id']}",
         "channels": "/console/channels",
@@ -775,8 +797,14 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
 
     # The pages that ask before a decision or a pause is made.
     page.goto(f"{base}/console/request?id={asked['id']}")
+    page.get_by_text("Also approve the same for a while").click()
+    page.locator("details.free summary", has_text="version").click()
+    page.get_by_label("Any version starting with").fill("1.2.")
+    page.get_by_label("Grant a standing approval with this approval").check()
+    audited(page, f"tour-request-standing-{width}")
     page.get_by_role("button", name="Approve").click()
     expect(page.locator("#confirm pre")).to_be_visible()
+    expect(page.locator("#standing-confirm")).to_contain_text('version text starting with "1.2."')
     audited(page, f"tour-request-confirm-{width}")
     page.goto(f"{base}/console/switches")
     page.get_by_label("Every switch whose scope begins with").fill(f"tour-{width}/")

@@ -351,6 +351,54 @@ def _reply(world: World) -> dict[str, Any]:
     return {"id": asked["id"], "version": 1, "outcome": "approved", "answer": "go"}
 
 
+def _asked_of_operator(world: World) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An open approval by the worker to the operator, a person, and its action: a deploy of a
+    ticket of its own, so that no standing approval granted before approves it; those are
+    revoked first, so that however many runs grant one, the worker's stay under their limit."""
+    for standing in world.call("list_standing_approvals", "operator", everyone=True)["standing"]:
+        world.call("revoke_standing_approval", "operator", id=standing["id"])
+    action = {**DEPLOY, "ticket": world.unique("ticket")}
+    asked = world.call(
+        "ask",
+        "worker",
+        target=target(world, "operator"),
+        body="may I?",
+        action=action,
+        reuse_direct=True,
+    )
+    world.learn(asked)
+    return asked, action
+
+
+STANDING = {"hours": 8, "uses": 5, "free": {"version": {"prefix": "1."}}}
+
+
+def _reply_standing(world: World) -> dict[str, Any]:
+    asked, _ = _asked_of_operator(world)
+    return {"id": asked["id"], "version": 1, "outcome": "approved", "standing": STANDING}
+
+
+def _granted(world: World) -> tuple[str, dict[str, Any]]:
+    """A standing approval the operator granted for the worker's deploys of 1.x of one ticket,
+    and the action it was granted on."""
+    asked, action = _asked_of_operator(world)
+    approved = world.call(
+        "reply", "operator", id=asked["id"], version=1, outcome="approved", standing=STANDING
+    )
+    world.learn(approved)
+    return str(approved["history"][-1]["standing"]), action
+
+
+def _ask_standing(world: World) -> dict[str, Any]:
+    _, action = _granted(world)
+    arguments = {"target": target(world, "operator"), "reuse_direct": True, "body": "again?"}
+    return keyed(world, "ask", {**arguments, "action": {**action, "version": "1.3"}})
+
+
+def _revoke_standing(world: World) -> dict[str, Any]:
+    return {"id": _granted(world)[0]}
+
+
 def _set_blocking(world: World) -> dict[str, Any]:
     return {"id": _asked(world)["id"], "blocking": True}
 
@@ -838,8 +886,18 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "ask": [
         Scenario("ask", "a question to an agent, a new direct conversation", "worker", _ask_new),
         Scenario("ask", "an approval into a chat of 3 agents, with a file", "worker", _ask_in_chat),
+        Scenario("ask", "an approval a standing approval approves", "worker", _ask_standing),
     ],
-    "reply": [Scenario("reply", "approve an approval", "watcher", _reply)],
+    "reply": [
+        Scenario("reply", "approve an approval", "watcher", _reply),
+        Scenario("reply", "approve, granting a standing approval", "operator", _reply_standing),
+    ],
+    "revoke_standing_approval": [
+        Scenario("revoke_standing_approval", "one granted", "operator", _revoke_standing)
+    ],
+    "list_standing_approvals": [
+        Scenario("list_standing_approvals", "one granted", "operator", lambda w: _granted(w) and {})
+    ],
     "request_status": [
         Scenario("request_status", "one open", "watcher", lambda w: _asked(w) and {})
     ],

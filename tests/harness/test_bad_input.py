@@ -139,6 +139,15 @@ def test_generated_arguments_never_crash_and_their_defects_are_refused(
     check()
 
 
+# Tools the scenario's two actors (an operator, who is a person, and a worker agent) cannot make
+# succeed, and why; the tests named cover what they do.
+UNREACHED = {
+    # A standing approval is a person's, granted approving an action another asked of them:
+    # tests/unit/test_standing_approvals.py, tests/faults/scenarios.py.
+    "revoke_standing_approval": "a person's approval of an action asked of them",
+}
+
+
 def test_the_catalog_was_exercised(home: Seeded) -> None:
     """Every tool succeeded at least once in the generic scenario, so the defects above are
     defects of arguments that work, and no schema-valid call came back unclean. A tool that
@@ -146,4 +155,6 @@ def test_the_catalog_was_exercised(home: Seeded) -> None:
     (or matches an identifier pattern), or a resource no tool makes."""
     assert not home.unclean, "\n".join(home.unclean[:20])
     made = {s.tool for s in home.scenario.successes}
-    assert set(TOOL_NAMES) <= made, f"never succeeded: {sorted(set(TOOL_NAMES) - made)}"
+    missing = set(TOOL_NAMES) - made - set(UNREACHED)
+    assert not missing, f"never succeeded: {sorted(missing)}"
+    assert not set(UNREACHED) & made, "reached now: take it off UNREACHED"

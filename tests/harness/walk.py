@@ -24,6 +24,8 @@ WALK: tuple[str, ...] = (
     "replace_request",
     "redeem_approval",
     "report_execution",
+    "list_standing_approvals",
+    "revoke_standing_approval",
     # After what decides and redeems a request: it ends one that is still open.
     "withdraw_request",
     "list_audit_events",

@@ -15,6 +15,7 @@ from tests.support import error_of
 from vigil.clock import ManualClock
 from vigil.errors import ErrorCode, VigilError
 from vigil.kit.principals import Surface
+from vigil.store import Store
 
 DEPLOY = {"op": "deploy", "service": "checkout"}
 
@@ -22,8 +23,8 @@ DEPLOY = {"op": "deploy", "service": "checkout"}
 class Board:
     """ann asks; bob, cat (agents) and pat (a person) decide, in one chat."""
 
-    def __init__(self, clock: ManualClock) -> None:
-        self.world = World(clock)
+    def __init__(self, clock: ManualClock, store: Store | None = None) -> None:
+        self.world = World(clock, store)
         self.clock = clock
         self.secrets: dict[str, str] = {"operator": self.world.tenant.operator_secret}
         self.ids: dict[str, str] = {}

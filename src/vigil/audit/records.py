@@ -24,7 +24,9 @@ from vigil.kit.records import Record
 # decides as them). An operator who sends a namespace's dead-lettered timers back from the
 # console is recorded too (redrive: the target, the dead-letter queue). Every OAuth grant a
 # person or agent gives a client, and its end, are recorded (grant_access, revoke_grant; a
-# grant that the server ended, a refresh token used twice, has no actor).
+# grant that the server ended, a refresh token used twice, has no actor). A person's standing
+# approval is recorded when granted and revoked (grant_standing, revoke_standing), and each vote
+# it casts as the person's reply, via "standing".
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -49,9 +51,20 @@ AuditAction = Literal[
     "redrive",
     "grant_access",
     "revoke_grant",
+    "grant_standing",
+    "revoke_standing",
 ]
 TargetKind = Literal[
-    "principal", "switch", "mailbox", "channel", "pause", "request", "account", "queue", "grant"
+    "principal",
+    "switch",
+    "mailbox",
+    "channel",
+    "pause",
+    "request",
+    "account",
+    "queue",
+    "grant",
+    "standing",
 ]
 
 

@@ -9,18 +9,20 @@ from typing import Any
 
 from vigil.console.html import Html, join, render
 
-# The console's pages, and whether only operators are led to them.
+# The console's pages, and whom they are led to: anyone signed in, people and operators
+# ("overseers"), or operators only.
 NAV = (
-    ("/console", "Overview", False),
-    ("/console/switches", "Switches", False),
-    ("/console/sessions", "Sessions", False),
-    ("/console/runs", "Runs and leases", False),
-    ("/console/requests", "Requests", False),
-    ("/console/conversations", "Conversations", False),
-    ("/console/channels", "Channels", False),
-    ("/console/people", "People", False),
-    ("/console/grants", "Sign-ins", False),
-    ("/console/audit", "Audit", True),
+    ("/console", "Overview", "anyone"),
+    ("/console/switches", "Switches", "anyone"),
+    ("/console/sessions", "Sessions", "anyone"),
+    ("/console/runs", "Runs and leases", "anyone"),
+    ("/console/requests", "Requests", "anyone"),
+    ("/console/standing", "Standing approvals", "overseers"),
+    ("/console/conversations", "Conversations", "anyone"),
+    ("/console/channels", "Channels", "anyone"),
+    ("/console/people", "People", "anyone"),
+    ("/console/grants", "Sign-ins", "anyone"),
+    ("/console/audit", "Audit", "operators"),
 )
 
 # How often a page's script fetches its live part again, in ms: a listing of the whole
@@ -50,8 +52,8 @@ def frame(
                 text=text,
                 current=Html(' aria-current="page"') if href == here else Html(""),
             )
-            for href, text, operators in NAV
-            if not operators or who.get("role") == "operator"
+            for href, text, whom in NAV
+            if _led(whom, who)
         )
         nav = render('<nav aria-label="Console"><ul>{items}</ul></nav>', items=items)
         # An operator is said to be one; anyone else by what they are (a person, an agent).
@@ -84,6 +86,14 @@ def frame(
         account=account,
         body=body,
     )
+
+
+def _led(whom: str, who: Mapping[str, Any]) -> bool:
+    """Whether the navigation leads ``who`` to a page meant for ``whom``."""
+    operator = who.get("role") == "operator"
+    if whom == "operators":
+        return operator
+    return whom == "anyone" or operator or who.get("kind") == "person"
 
 
 def live(body: Html, every_ms: int = REFRESH_MS) -> Html:

@@ -24,6 +24,7 @@ from vigil.console.pages import (
     requests,
     runs,
     sessions,
+    standing,
     switches,
 )
 from vigil.console.responder import PREFIX, Responder, Visit, read_form, redirect
@@ -47,6 +48,7 @@ PAGES: dict[str, Page] = {
     f"{PREFIX}/runs": runs.runs,
     f"{PREFIX}/requests": requests.requests,
     f"{PREFIX}/request": requests.request,
+    standing.HERE: standing.standing,
     f"{PREFIX}/conversations": conversations.conversations,
     f"{PREFIX}/conversation": conversations.conversation,
     f"{PREFIX}/attachment": conversations.attachment,
@@ -67,6 +69,7 @@ ACTIONS: dict[str, Action] = {
     f"{PREFIX}/sign-out": sign_out,
     f"{PREFIX}/sessions/instructions": sessions.post_instruction,
     f"{PREFIX}/requests/reply": requests.reply,
+    standing.REVOKE: standing.revoke,
     f"{PREFIX}/conversations/send": conversations.send,
     f"{PREFIX}/alerts/acknowledge": switches.acknowledge,
     f"{PREFIX}/switches/pause": switches.pause,

@@ -10,8 +10,9 @@ from typing import Literal
 Kind = Literal["person", "agent", "service"]
 Role = Literal["operator", "worker"]
 # The surface a call came through, as the transport knows it (the CLI says so in its
-# User-Agent): told beside a decision, never a source of authority.
-Surface = Literal["mcp", "rest", "console", "cli", "slack", "email"]
+# User-Agent): told beside a decision, never a source of authority. "standing": a vote that a
+# person's standing approval cast at ask time (vigil.requests.standing).
+Surface = Literal["mcp", "rest", "console", "cli", "slack", "email", "standing"]
 CLI_AGENT = "vigil-cli/"
 
 KIND_PREFIX: dict[Kind, str] = {"person": "per", "agent": "agt", "service": "svc"}

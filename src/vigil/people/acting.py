@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -67,15 +68,20 @@ def approve(args: argparse.Namespace, client: RestClient) -> Exit:
             "approve shows the action and asks first, which needs a terminal: pass --yes to "
             "approve without asking",
         )
-    request = client.call("get_request", {"id": args.id})
     edits = _edits(args.edit)
+    standing = _standing(args)
+    request = client.call("get_request", {"id": args.id})
     if not edits:
         _not_voted(client, request)
-    if not args.yes and request["state"] == "open" and request["kind"] == "approval":
+    deciding = request["state"] == "open" and request["kind"] == "approval"
+    if standing is not None and deciding:
+        _check_standing(request, edits, standing)
+    if not args.yes and deciding:
         from vigil.kit.canonical import edits_in_words, shown_json
-        from vigil.people.render import request_text
+        from vigil.people.render import request_text, standing_terms
 
-        print(request_text(request, output.now(), names=output.names(client)), file=sys.stderr)
+        names = output.names(client)
+        print(request_text(request, output.now(), names=names), file=sys.stderr)
         if edits:
             # What is approved is what is shown: the action with the edits made, in full.
             edited = {**(request["action"] or {}), **edits}
@@ -84,12 +90,147 @@ def approve(args: argparse.Namespace, client: RestClient) -> Exit:
                 f"The action you approve, exactly:\n{shown_json(edited).text}",
                 file=sys.stderr,
             )
+        if standing is not None:
+            # What it grants beyond this request, plainly, before anything is sent.
+            terms = standing_terms(*_terms_of(request, standing), names=names)
+            print(
+                f"\nAnd allow the same {terms}.\nA later ask of that shape is approved at "
+                "once, as by you, until it expires, is used up or revoked (vigil standing).",
+                file=sys.stderr,
+            )
         sys.stderr.write("\nApprove? [y/N] ")
         sys.stderr.flush()
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             print("Not approved: nothing was sent.", file=sys.stderr)
             return Exit.REFUSED
-    return _reply(args, client, request, "approved", args.note, edits)
+    return _reply(args, client, request, "approved", args.note, edits, standing)
+
+
+def _standing(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--standing-hours`` with ``--standing-uses``, ``--free`` and ``--any-asker`` as
+    reply's standing; None without ``--standing-hours``, which the others need."""
+    if args.standing_hours is None:
+        if args.free or args.standing_uses is not None or args.any_asker:
+            raise Failure(
+                Exit.USAGE,
+                "--free, --standing-uses and --any-asker go with --standing-hours H, "
+                "how long the standing approval lasts",
+            )
+        return None
+    free: dict[str, dict[str, Any]] = {}
+    for option in args.free:
+        member, sep, text = option.partition("=")
+        if not sep or not member or not text:
+            raise Failure(
+                Exit.USAGE, f"--free takes MEMBER=BOUND, e.g. amount=0..1000; not {option!r}"
+            )
+        if member in free:
+            raise Failure(Exit.USAGE, f"--free names {member!r} twice")
+        free[member] = _bound(member, text)
+    return output.without_none(
+        hours=args.standing_hours,
+        uses=args.standing_uses,
+        free=free or None,
+        any_asker=True if args.any_asker else None,
+    )
+
+
+def _bound(member: str, text: str) -> dict[str, Any]:
+    """``--free MEMBER=BOUND``'s bound: ``MIN..MAX`` (numbers, either side left out),
+    ``TEXT*`` (text starting with TEXT) or ``A,B,C`` (one of these values, each JSON, or
+    else text); refused, naming the option, if the service would not take it."""
+    from pydantic import ValidationError
+
+    from vigil.requests.standing_input import BoundInput
+
+    given = f"--free {member}={text}"
+    bound: dict[str, Any]
+    if text.endswith("*") and "," not in text:
+        bound = {"prefix": text[:-1]}
+        if not bound["prefix"]:
+            raise Failure(Exit.USAGE, f"{given}: a prefix is the text before the *, e.g. /tmp/*")
+    elif ".." in text and "," not in text:
+        low, _, high = text.partition("..")
+        bound = output.without_none(min=_number(low), max=_number(high))
+        if not bound or any(side.strip() and _number(side) is None for side in (low, high)):
+            raise Failure(
+                Exit.USAGE,
+                f"{given}: a range is MIN..MAX, numbers, either left out (0..1000, ..500, 10..)",
+            )
+    else:
+        values = [_value(item.strip()) for item in text.split(",")]
+        if any(value == "" for value in values):
+            raise Failure(Exit.USAGE, f"{given}: a list of values has an empty one")
+        if any(isinstance(value, dict | list) for value in values):
+            raise Failure(Exit.USAGE, f"{given}: each value is text, a number, true, false or null")
+        bound = {"one_of": values}
+    try:
+        BoundInput(**bound)
+    except ValidationError as refused:
+        problem = refused.errors()[0]["msg"].removeprefix("Value error, ")
+        raise Failure(Exit.USAGE, f"{given}: {problem}") from None
+    return bound
+
+
+def _number(text: str) -> float | None:
+    """A finite number written as JSON writes one, else None."""
+    value = _value(text.strip()) if text.strip() else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
+
+
+def _value(text: str) -> Any:
+    """A value as ``--edit`` reads one: JSON, or else text."""
+    from vigil.errors import VigilError
+    from vigil.kit.http import json_body
+
+    try:
+        return json_body(text.encode())
+    except VigilError:
+        return text
+
+
+def _terms_of(
+    request: dict[str, Any], standing: dict[str, Any]
+) -> tuple[float, int | None, str | None, dict[str, dict[str, Any]]]:
+    asker = None if standing.get("any_asker") else request["requester"]
+    return (
+        standing["hours"],
+        standing.get("uses"),
+        asker,
+        dict(sorted(standing.get("free", {}).items())),
+    )
+
+
+def _check_standing(
+    request: dict[str, Any], edits: dict[str, Any] | None, standing: dict[str, Any]
+) -> None:
+    """Refuses, before anything is shown or sent, a standing approval the service would refuse
+    with this approval: free members the approved action lacks, or whose approved value is
+    outside its bound."""
+    from vigil.errors import VigilError
+    from vigil.requests.standing import Bound, StandingApproval, StandingTerms
+
+    if request["action"] is None:
+        raise Failure(
+            Exit.USAGE,
+            f"{request['id']} binds no action: a standing approval stands for an action",
+        )
+    free = {name: Bound(**bound) for name, bound in standing.get("free", {}).items()}
+    terms = StandingTerms(hours=standing["hours"], uses=standing.get("uses"), free=free)
+    try:
+        StandingApproval.granted(
+            "",
+            request["id"],
+            request["requester"],
+            "",
+            {**request["action"], **(edits or {})},
+            terms,
+            output.now(),
+        )
+    except VigilError as refused:
+        raise Failure(Exit.USAGE, f"standing approval: {refused.message}") from None
 
 
 def _edits(given: list[str]) -> dict[str, Any] | None:
@@ -161,13 +302,19 @@ def _reply(
     outcome: str,
     answer: str | None,
     edits: dict[str, Any] | None = None,
+    standing: dict[str, Any] | None = None,
 ) -> Exit:
     """``reply`` at the version just read: a change in between is a version_conflict, never
     a decision on something not seen."""
     from vigil.requests.views import VERBS, tally
 
     arguments = output.without_none(
-        id=request["id"], version=request["version"], outcome=outcome, answer=answer, edits=edits
+        id=request["id"],
+        version=request["version"],
+        outcome=outcome,
+        answer=answer,
+        edits=edits,
+        standing=standing,
     )
     try:
         replied = client.call("reply", arguments)
@@ -184,6 +331,38 @@ def _reply(
         print(f"{replied['id']} open: you voted {VERBS[outcome]}; {tally(counted)}.")
     else:
         print(f"{replied['id']} {replied['state']}.")
+    if standing is not None and not args.json:
+        _granted(client, replied, standing)
+    return Exit.OK
+
+
+def _granted(client: RestClient, replied: dict[str, Any], standing: dict[str, Any]) -> None:
+    """The standing approval the approval granted: its id, to revoke it, and its terms."""
+    from vigil.people.render import standing_terms
+
+    granted = next(
+        (
+            change["standing"]
+            for change in reversed(replied["history"])
+            if change.get("standing") and change.get("via") != "standing"
+        ),
+        None,
+    )
+    if granted is None:
+        return
+    terms = standing_terms(*_terms_of(replied, standing), names=output.names(client))
+    print(
+        f"Standing approval {granted}: the same approved {terms}. "
+        f"To end it: vigil standing revoke {granted}"
+    )
+
+
+def revoke_standing(args: argparse.Namespace, client: RestClient) -> Exit:
+    revoked = client.call("revoke_standing_approval", {"id": args.id})
+    if args.json:
+        output.print_json(revoked)
+    else:
+        print(f"{revoked['id']} {revoked['state']}: it approves no ask from now on.")
     return Exit.OK
 
 

@@ -14,11 +14,21 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from vigil.people import output, profiles
-from vigil.people.acting import ack, add, answer, approve, deny, post, send
+from vigil.people.acting import ack, add, answer, approve, deny, post, revoke_standing, send
 from vigil.people.client import Exit, Failure, RestClient, rest_base
-from vigil.people.reading import audit, deaths, requests, sessions, status, switches, watch
+from vigil.people.reading import (
+    audit,
+    deaths,
+    requests,
+    sessions,
+    standing,
+    status,
+    switches,
+    watch,
+)
 
 LocalState = Callable[[Path | None], Mapping[str, str]]
 Handler = Callable[[argparse.Namespace, RestClient], Exit]
@@ -48,12 +58,16 @@ TARGET_KINDS = (
     "account",
     "queue",
     "grant",
+    "standing",
 )
+# Copies of a standing approval's limits (vigil/requests/standing.py), checked as they are.
+STANDING_MAX_HOURS = 30 * 24
+STANDING_MAX_USES = 1000
 
 EPILOG = """\
 The people's commands (status, watch, switches, deaths, sessions, post, requests, approve,
-deny, answer, ack, send, audit, add) call Vigil's REST mirror. Where, and with which secret:
---profile NAME (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where
+deny, answer, ack, send, standing, audit, add) call Vigil's REST mirror. Where, and with which
+secret: --profile NAME (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where
 VIGIL_ENDPOINT is the REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP
 URL ending in /mcp; else the local runtime's .vigil/local.json in this directory (--state-dir
 DIR for a runtime started with vigil local --state-dir DIR).
@@ -74,18 +88,7 @@ def add_commands(
 ) -> None:
     """Adds the people's commands to ``commands`` (the ``vigil`` parser's subparsers);
     ``local_state`` reads the local runtime's state file."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--profile", metavar="NAME", help="the profile to use (see vigil --help for the default)"
-    )
-    common.add_argument("--json", action="store_true", help="print the tools' results as JSON")
-    common.add_argument(
-        "--state-dir",
-        type=Path,
-        metavar="DIR",
-        help="the local runtime's state directory, as `vigil local --state-dir` was given it "
-        "(default: .vigil here)",
-    )
+    common = _common(None)
 
     def command(name: str, summary: str, handler: Handler) -> argparse.ArgumentParser:
         parser = commands.add_parser(name, help=summary, description=summary, parents=[common])
@@ -161,6 +164,34 @@ def add_commands(
         help="approve with this member of the action changed (one the asker made editable); "
         "a value that is not JSON is taken as text",
     )
+    approve_.add_argument(
+        "--standing-hours",
+        type=_hours,
+        metavar="H",
+        help="also grant a standing approval for H hours (up to 720): a later ask of the same "
+        "action by this agent is approved at once, as by you",
+    )
+    approve_.add_argument(
+        "--standing-uses",
+        type=_uses,
+        metavar="N",
+        help="with --standing-hours: at most N approvals (1-1000); default: until it expires",
+    )
+    approve_.add_argument(
+        "--free",
+        metavar="MEMBER=BOUND",
+        action="append",
+        default=[],
+        help="with --standing-hours: this member of the action may differ, within BOUND: "
+        "MIN..MAX, numbers, either left out (amount=0..1000, amount=..500); A,B,C, one of "
+        "these values, each JSON or else text (env=staging,dev); TEXT*, text starting with "
+        "TEXT (path=/tmp/*). The other members must be as approved",
+    )
+    approve_.add_argument(
+        "--any-asker",
+        action="store_true",
+        help="with --standing-hours: any agent of the namespace may ask, not only this one",
+    )
     deny_ = command("deny", "deny an approval request", deny)
     deny_.add_argument("id", metavar="ID")
     deny_.add_argument("--note", metavar="TEXT", help="an answer to go with the denial")
@@ -180,6 +211,26 @@ def add_commands(
         "to", metavar="TO", help="a principal id (per_…, agt_…, svc_…) or a conversation id"
     )
     send_.add_argument("text", metavar="TEXT")
+
+    standing_ = command(
+        "standing",
+        "your live standing approvals (vigil approve --standing-hours); "
+        "vigil standing revoke ID ends one",
+        standing,
+    )
+    standing_.add_argument(
+        "--everyone", action="store_true", help="operators: everyone's, not only yours"
+    )
+    paged(standing_)
+    standing_.usage = "vigil standing [options] | vigil standing revoke ID [options]"
+    standing_actions = standing_.add_subparsers(dest="standing_action", metavar="ACTION")
+    revoked = "revoke a standing approval you granted (operators: any): no ask uses it again"
+    # The common options may come before revoke too: those after it replace them, if given.
+    revoke_ = standing_actions.add_parser(
+        "revoke", help=revoked, description=revoked, parents=[_common(argparse.SUPPRESS)]
+    )
+    revoke_.add_argument("id", metavar="ID", help="its id, sta_…, as vigil standing lists it")
+    revoke_.set_defaults(run=_calling(revoke_standing, local_state))
 
     profile = commands.add_parser("profile", help="the profiles the people's commands use")
     actions = profile.add_subparsers(dest="action", required=True)
@@ -204,6 +255,51 @@ def _seconds(text: str) -> float:
         value = 0.0
     if not 0.1 <= value <= 3600:
         raise argparse.ArgumentTypeError("seconds from 0.1 to 3600")
+    return value
+
+
+def _common(default: Any) -> argparse.ArgumentParser:
+    """The options every people's command takes, each defaulting to its own default, or to
+    ``default`` where one is given (SUPPRESS: an option not given sets nothing)."""
+    own = {} if default is None else {"default": default}
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="the profile to use (see vigil --help for the default)",
+        **own,
+    )
+    common.add_argument(
+        "--json", action="store_true", help="print the tools' results as JSON", **own
+    )
+    common.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="the local runtime's state directory, as `vigil local --state-dir` was given it "
+        "(default: .vigil here)",
+        **own,
+    )
+    return common
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= STANDING_MAX_HOURS:
+        raise argparse.ArgumentTypeError(f"hours, more than 0 and at most {STANDING_MAX_HOURS}")
+    return value
+
+
+def _uses(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= STANDING_MAX_USES:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {STANDING_MAX_USES}")
     return value
 
 

@@ -235,3 +235,19 @@ def audit(args: argparse.Namespace, client: RestClient) -> Exit:
         lambda found, now, names: audit_table(found, now, names=names),
         "events",
     )
+
+
+def standing(args: argparse.Namespace, client: RestClient) -> Exit:
+    """Your live standing approvals (an operator's ``--everyone``: all of them), soonest to
+    expire first, with the agents and people in them by name."""
+    from vigil.people.render import standing_table
+
+    query: dict[str, Any] = {"everyone": True} if args.everyone else {}
+    result = output.listing(client, args, "list_standing_approvals", "standing", query)
+    return output.show_listing(
+        args,
+        client,
+        result,
+        lambda found, now, names: standing_table(found, now, names=names),
+        "standing",
+    )

@@ -374,6 +374,11 @@ def request_text(
                 lines += [f"Warning: {shown.warning}"]
             lines += [shown.text]
         for change in request.get("history", ()):
+            if change.get("via") == "standing" and change["by"]:
+                lines += [
+                    f"Approved at once by {known_as(change['by'], names)}'s standing approval "
+                    f"{printable(change.get('standing') or '?')}"
+                ]
             if change.get("edits"):
                 who = known_as(change["by"], names) if change["by"] else "?"
                 said = edits_in_words(change["edited_from"] or {}, change["edits"])
@@ -386,6 +391,64 @@ def request_text(
                 + " before approving: vigil approve --edit MEMBER=JSON"
             ]
     return "\n".join(lines)
+
+
+# -- standing approvals ---------------------------------------------------------------------
+def _plural(count: float, unit: str) -> str:
+    return f"{count:g} {unit}" + ("" if count == 1 else "s")
+
+
+def free_words(free: Mapping[str, Mapping[str, Any]]) -> str:
+    """A standing approval's free members and their bounds in words (amount a number from 0
+    to 1000; env one of "staging", "dev"), or "-" where every member is fixed."""
+    from vigil.requests.standing import Bound
+
+    return (
+        printable("; ".join(f"{name} {Bound(**bound).describe()}" for name, bound in free.items()))
+        or "-"
+    )
+
+
+def standing_terms(
+    hours: float,
+    uses: int | None,
+    asker: str | None,
+    free: Mapping[str, Mapping[str, Any]],
+    names: Mapping[str, str] = NO_NAMES,
+) -> str:
+    """What a standing approval stands for, in words: for 8 hours, at most 5 uses, for
+    deployer (agt_…) only: this action, with amount a number from 0 to 1000."""
+    times = "any number of uses" if uses is None else f"at most {_plural(uses, 'use')}"
+    whom = "for any agent" if asker is None else f"for {known_as(asker, names)} only"
+    shape = "exactly this action" if not free else f"this action, with {free_words(free)}"
+    return f"for {_plural(hours, 'hour')}, {times}, {whom}: {shape}"
+
+
+def standing_table(
+    standing: Sequence[dict[str, Any]], now: datetime, *, names: Mapping[str, str] = NO_NAMES
+) -> RenderableType:
+    """Standing approvals, each by its id (whole, to paste into vigil standing revoke): the
+    agent it answers and who granted it, by name, the action as approved with its free
+    members' bounds, its uses and when it expires."""
+    from vigil.kit.canonical import canonical
+
+    if not standing:
+        return _none("standing approvals")
+    columns = ("id", "asker", "granted by", "action", "free", "uses", "expires")
+    table = _table("Standing approvals", columns, ids=("id",), texts=("action",))
+    for each in standing:
+        uses = f"{each['used']} of {each['uses']}" if each["uses"] else f"{each['used']}, no limit"
+        _add(
+            table,
+            _id(each["id"]),
+            "any agent" if each["asker"] is None else _who(each["asker"], names),
+            _who(each["grantor"], names),
+            _line(canonical(each["action"]).decode()),
+            free_words(each["free"]),
+            uses,
+            relative(each["expires_at"], now),
+        )
+    return table
 
 
 # -- profiles -------------------------------------------------------------------------------

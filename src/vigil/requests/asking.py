@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from vigil.audit.records import AuditEvent
 from vigil.clock import to_ms
 from vigil.conversations.records import Mention, Message
 from vigil.conversations.service import Conversations, Post, Posting, claiming
@@ -127,11 +128,17 @@ class Asking:
                 editable=ask.editable,
             )
             reused = self._reuse(request, now)
+            request, standing = self._standing(request, now)
             if reused is not None:
                 request = reused
                 writes = [self.store.add_request(reused)]
+            elif request.state != "open":
+                # Approved at once by standing approvals: final, so no alarm nor quota place.
+                # Told as any decision is: a person's approval, through its standing one.
+                told = self.requests.notice("request.answered", request)
+                writes = [self.store.add_request(request), *standing, *told]
             else:
-                writes = self._opening(request, retried=bool(asked))
+                writes = [*self._opening(request, retried=bool(asked)), *standing]
             asked.append(request)
             posting = posting.carrying(message.model_copy(update={"request_id": request.id}))
             result = present(request, posting)
@@ -160,6 +167,49 @@ class Asking:
         # a crash in between leaves a stray alarm, never a request without one.
         self.requests.arm(request)
         return writes + self.requests.notice("request.opened", request)
+
+    def _standing(self, request: Request, now: datetime) -> tuple[Request, list[Write]]:
+        """``request`` with the votes its audience's standing approvals cast, if its action
+        has their shape and their grantors are still active; and the writes of those votes:
+        each standing approval used once (conditionally on the version read, so one revoked
+        meanwhile fails the commit, and the ask is tried again without it) and each vote
+        audited as its grantor's."""
+        if request.kind != "approval" or request.action is None:
+            return request, []
+        found = [
+            s
+            for s in self.store.standing_for(request.namespace, request.requester, now)
+            if s.grantor in request.audience and s.admits(request.requester, request.action)
+        ]
+        if not found:
+            return request, []
+        grantors = list(dict.fromkeys(s.grantor for s in found))
+        active = {
+            p.id
+            for p in self.store.get_principals(request.namespace, grantors)
+            if p.status == "active"
+        }
+        voted, _ = request.standing_voted(
+            [(s.grantor, s.id) for s in found if s.grantor in active], now
+        )
+        by_id = {s.id: s for s in found}
+        writes: list[Write] = []
+        for change in voted.history[len(request.history) :]:
+            standing = by_id[change.standing or ""]
+            writes.append(self.store.save_standing(standing.used_on(request.id, now)))
+            event = AuditEvent.of(
+                request.namespace,
+                change.by,
+                "reply",
+                "request",
+                request.id,
+                change.version - 1,
+                change.version,
+                now,
+                via="standing",
+            )
+            writes.append(self.requests.audit.add_audit_event(event))
+        return voted, writes
 
     def _reuse(self, request: Request, now: datetime) -> Request | None:
         """``request`` answered by the answer kept under its shared_key, if it may be reused:

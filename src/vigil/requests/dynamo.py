@@ -8,6 +8,12 @@
 | the namespace's listing| ``NS#<ns>#REQS#*``          | the same                            |
 | blocking edges         | ``NS#<ns>``                 | ``WAITS``                           |
 | a shared answer        | ``NS#<ns>``                 | ``SHARED#<digest of the key>``      |
+| a standing approval    | ``NS#<ns>#STA#<id>``        | ``STA``                             |
+
+A standing approval, while active, carries the index keys ``gsi1pk`` ``NS#<ns>#STANDING`` and
+``gsi1sk`` ``<asker, or *>#<expires at, epoch ms, 15 digits>#<id>``: an ask reads the range of
+its asker (and of ``*``) from now on, so no expired one is read; one revoked or used up is put
+without them, and leaves the index. Its ``ttl`` removes it a week after it expires.
 
 A request and its intent keep ``version`` and ``state`` at the top level for the conditions,
 the rest as a JSON document. The listing's places hold nothing but their key.
@@ -16,14 +22,33 @@ the rest as a JSON document. The listing's places hold nothing but their key.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s
+from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.standing import KEPT_AFTER, StandingApproval
 from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
 
 _EXCLUDE = {"version", "state"}
+# No agent's id sorts after this: the end of an asker's range in the standing index.
+_RANGE_END = "~"
+
+
+def _standing_pk(namespace: str) -> str:
+    return f"NS#{namespace}#STANDING"
+
+
+def _standing_key(namespace: str, standing_id: str) -> dict[str, Any]:
+    return {"pk": attr_s(f"NS#{namespace}#STA#{standing_id}"), "sk": attr_s("STA")}
+
+
+def _standing(item: dict[str, Any]) -> StandingApproval:
+    fields = json.loads(item["doc"]["S"])
+    fields["version"] = int(item["version"]["N"])
+    fields["state"] = item["state"]["S"]
+    return StandingApproval.model_validate(fields)
 
 
 def _key(namespace: str, request_id: str, sk: str) -> dict[str, Any]:
@@ -164,3 +189,88 @@ class DynamoRequests(DynamoBase, RequestStore):
             "doc": attr_s(answer.model_dump_json()),
         }
         return self._put(item)
+
+    # -- standing approvals ---------------------------------------------------------------------
+    def get_standing(self, namespace: str, standing_id: str) -> StandingApproval | None:
+        key = _standing_key(namespace, standing_id)
+        item = self._get(key["pk"]["S"], key["sk"]["S"])
+        return _standing(item) if item else None
+
+    def _standing_item(self, standing: StandingApproval) -> dict[str, Any]:
+        item = {
+            **_standing_key(standing.namespace, standing.id),
+            "version": attr_n(standing.version),
+            "state": attr_s(standing.state),
+            "doc": attr_s(standing.model_dump_json(exclude=_EXCLUDE)),
+            "ttl": attr_n(int((standing.expires_at + KEPT_AFTER).timestamp())),
+        }
+        if standing.state == "active":
+            asker = standing.asker or "*"
+            item["gsi1pk"] = attr_s(_standing_pk(standing.namespace))
+            item["gsi1sk"] = attr_s(f"{asker}#{epoch_ms(standing.expires_at):015d}#{standing.id}")
+        return item
+
+    def add_standing(self, standing: StandingApproval) -> DynamoWrite:
+        return self._put(self._standing_item(standing), "attribute_not_exists(pk)")
+
+    def save_standing(self, standing: StandingApproval) -> DynamoWrite:
+        return self._put(
+            self._standing_item(standing),
+            "version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(standing.version - 1)},
+        )
+
+    def _standing_keys(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for page in self._pages({"IndexName": "gsi1", **request}):
+            found += page.get("Items", [])
+        return found
+
+    def standing_for(self, namespace: str, asker: str, now: datetime) -> list[StandingApproval]:
+        keys: list[dict[str, Any]] = []
+        for who in (asker, "*"):
+            keys += self._standing_keys(
+                {
+                    "KeyConditionExpression": "gsi1pk = :pk AND gsi1sk BETWEEN :from AND :to",
+                    "ExpressionAttributeValues": {
+                        ":pk": attr_s(_standing_pk(namespace)),
+                        ":from": attr_s(f"{who}#{epoch_ms(now):015d}"),
+                        ":to": attr_s(f"{who}#{_RANGE_END}"),
+                    },
+                }
+            )
+        # The index is read eventually; the approvals themselves, consistently.
+        found = [
+            _standing(item)
+            for item in self._batch_get([{"pk": k["pk"], "sk": k["sk"]} for k in keys])
+        ]
+        return sorted((s for s in found if s.live(now)), key=lambda s: (s.expires_at, s.id))
+
+    def list_standing(
+        self, namespace: str, after: str | None, limit: int
+    ) -> list[tuple[str, StandingApproval]]:
+        request: dict[str, Any] = {
+            "IndexName": "gsi1",
+            "KeyConditionExpression": "gsi1pk = :pk",
+            "ExpressionAttributeValues": {":pk": attr_s(_standing_pk(namespace))},
+            "Limit": limit,
+        }
+        if after is not None:
+            position, standing_id = after, after.rsplit("#", 1)[-1]
+            request["ExclusiveStartKey"] = {
+                **_standing_key(namespace, standing_id),
+                "gsi1pk": attr_s(_standing_pk(namespace)),
+                "gsi1sk": attr_s(position),
+            }
+        keys: list[dict[str, Any]] = []
+        for page in self._pages({"TableName": self.table, **request}):
+            keys += page.get("Items", [])
+            if len(keys) >= limit:
+                break
+        keys = keys[:limit]
+        found = {
+            s.id: s
+            for s in map(_standing, self._batch_get([{"pk": k["pk"], "sk": k["sk"]} for k in keys]))
+        }
+        places = [(k["gsi1sk"]["S"], k["gsi1sk"]["S"].rsplit("#", 1)[-1]) for k in keys]
+        return [(place, found[i]) for place, i in places if i in found]

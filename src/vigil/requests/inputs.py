@@ -34,6 +34,7 @@ from vigil.requests.records import (
     RequestKind,
     RequestState,
 )
+from vigil.requests.standing_input import StandingInput
 
 MAX_TARGETS = 100
 
@@ -138,7 +139,8 @@ class AskInput(StrictInput):
     idempotency_key: IdempotencyKey | None = None
     kind: RequestKind = Field(
         default="question",
-        description="question (answered), approval (approved or denied) or task.",
+        description="question (answered), approval (approved or denied; with action, the "
+        "default) or task.",
     )
     mentions: Mentions | None = None
     policy: PolicyInput | None = Field(
@@ -162,6 +164,8 @@ class AskInput(StrictInput):
             raise ValueError("give either target or conversation_id, exactly one of the two")
         if self.conversation_id is not None and (self.title is not None or self.reuse_direct):
             raise ValueError("title and reuse_direct go with a target, not a conversation_id")
+        if self.action is not None and "kind" not in self.model_fields_set:
+            self.kind = "approval"  # an action is bound by an approval, and only by one
         if self.action is not None and self.kind != "approval":
             raise ValueError("action goes with kind approval")
         if self.editable is not None and self.action is None:
@@ -214,6 +218,9 @@ class ReplyInput(StrictInput):
     id: RequestId
     outcome: Outcome = Field(
         description="answered; approved or denied; completed, failed or rejected (a task)."
+    )
+    standing: StandingInput | None = Field(
+        default=None, description="People, with approved: approve the same again for a while."
     )
     version: Version
 
@@ -288,3 +295,12 @@ class StartChatInput(StrictInput):
     def _spans(self) -> StartChatInput:
         check_mentions(self.body, self.mentions)
         return self
+
+
+class ListStandingInput(StrictInput):
+    cursor: Cursor | None = Field(default=None, description="The next_cursor of the previous page.")
+    everyone: bool | None = Field(default=None, description="Operators: everyone's.")
+
+
+class RevokeStandingInput(StrictInput):
+    id: Annotated[str, Field(pattern=id_pattern("sta"))]

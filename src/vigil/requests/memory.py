@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.standing import StandingApproval
 from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
 
@@ -19,6 +22,7 @@ class MemoryRequests(MemoryBase, RequestStore):
         self.graphs: dict[str, WaitGraph] = {}
         self.executions: dict[_Key, Execution] = {}
         self.shared: dict[_Key, SharedAnswer] = {}
+        self.standing: dict[_Key, StandingApproval] = {}
         super().__init__()
 
     def get_request(self, namespace: str, request_id: str) -> Request | None:
@@ -98,3 +102,41 @@ class MemoryRequests(MemoryBase, RequestStore):
             self.shared[key] = answer.model_copy(deep=True)
 
         return MemoryWrite(lambda: None, apply, (item_bytes(key, answer),))
+
+    # -- standing approvals ---------------------------------------------------------------------
+    def get_standing(self, namespace: str, standing_id: str) -> StandingApproval | None:
+        with self._lock:
+            found = self.standing.get((namespace, standing_id))
+            return found.model_copy(deep=True) if found else None
+
+    def _active(self, namespace: str) -> list[tuple[str, StandingApproval]]:
+        """The namespace's active ones by their place, as the DynamoDB index keeps them."""
+        with self._lock:
+            found = [
+                s.model_copy(deep=True)
+                for (ns, _), s in self.standing.items()
+                if ns == namespace and s.state == "active"
+            ]
+        return sorted((_place(s), s) for s in found)
+
+    def standing_for(self, namespace: str, asker: str, now: datetime) -> list[StandingApproval]:
+        found = [s for _, s in self._active(namespace) if s.asker in (asker, None) and s.live(now)]
+        return sorted(found, key=lambda s: (s.expires_at, s.id))
+
+    def list_standing(
+        self, namespace: str, after: str | None, limit: int
+    ) -> list[tuple[str, StandingApproval]]:
+        return [(p, s) for p, s in self._active(namespace) if after is None or p > after][:limit]
+
+    def add_standing(self, standing: StandingApproval) -> MemoryWrite:
+        key = (standing.namespace, standing.id)
+        return self._versioned(self.standing, key, standing, None, deep=True)
+
+    def save_standing(self, standing: StandingApproval) -> MemoryWrite:
+        key = (standing.namespace, standing.id)
+        return self._versioned(self.standing, key, standing, standing.version - 1, deep=True)
+
+
+def _place(standing: StandingApproval) -> str:
+    expires = int(standing.expires_at.timestamp() * 1000)
+    return f"{standing.asker or '*'}#{expires:015d}#{standing.id}"

@@ -136,6 +136,9 @@ class Change(Record):
     # (Left out of the stored record while unset: a request's item stays the size it was.)
     edits: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
     edited_from: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    # The standing approval this approval granted; or, on a vote via "standing", the one
+    # that cast it (vigil.requests.standing).
+    standing: str | None = Field(default=None, exclude_if=_unset)
 
 
 class Request(Versioned):
@@ -488,6 +491,40 @@ class Request(Versioned):
             return self._recorded(vote, **changed)
         response = Response(outcome=decided, answer=answer, by=by, at=now, via=via)
         return self._recorded(vote, state=decided, response=response, **changed)
+
+    def standing_voted(
+        self, grants: list[tuple[str, str]], now: datetime
+    ) -> tuple[Request, list[str]]:
+        """This request just asked, with the votes its audience's standing approvals cast:
+        ``grants`` are (grantor, standing approval) pairs, each checked to admit its action and
+        its grantor active; one vote a grantor, until the votes decide it. Returns the request
+        and the standing approvals that voted."""
+        request, used = self, []
+        for grantor, standing in grants:
+            if request.state != "open" or grantor not in request.audience:
+                continue
+            if request.vote_of(grantor) is not None:
+                continue
+            cast = [c.outcome for c in request.live_votes()] + ["approved"]
+            decided = request.policy.tally(
+                cast.count("approved"), cast.count("denied"), len(request.audience)
+            )
+            vote = Change(
+                kind="voted" if decided == "open" else "replied",
+                by=grantor,
+                at=now,
+                version=request.version + 1,
+                via="standing",
+                outcome="approved",
+                standing=standing,
+            )
+            if decided == "open":
+                request = request._recorded(vote)
+            else:
+                response = Response(outcome=decided, by=grantor, at=now, via="standing")
+                request = request._recorded(vote, state=decided, response=response)
+            used.append(standing)
+        return request, used
 
     def expired(self, now: datetime) -> Request:
         """The request expired, or denied if its policy says so: only an open one past its

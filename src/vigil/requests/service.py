@@ -25,7 +25,7 @@ from vigil.alarms.timers import Alarms, Timer
 from vigil.audit.records import AuditEvent
 from vigil.audit.store import AuditStore
 from vigil.clock import Clock, to_ms
-from vigil.errors import ErrorCode, VigilError, not_found
+from vigil.errors import ErrorCode, VigilError, conflict, invalid, not_found
 from vigil.identity.records import Caller
 from vigil.kit.paging import scan_page
 from vigil.kit.principals import kind_of
@@ -44,6 +44,7 @@ from vigil.requests.records import (
     RequestState,
     request_id_of_execution,
 )
+from vigil.requests.standing import MAX_LIVE, StandingApproval, StandingTerms, standing_id
 from vigil.requests.store import EVERYONE, RequestPorts
 
 TIMER_KIND = "request"
@@ -59,6 +60,9 @@ ESCALATION = 1
 # A request_status page, and how many places one call examines at most.
 STATUS_PAGE = 50
 STATUS_SCAN = 200
+# A page of standing approvals, and how many one call examines at most.
+STANDING_PAGE = 50
+STANDING_SCAN = 500
 
 
 def response_envelope_id(request: Request) -> str:
@@ -97,6 +101,7 @@ class Reply:
     outcome: str
     answer: Any = None
     edits: dict[str, Any] | None = None  # an approval's changes to the action's members
+    standing: StandingTerms | None = None  # with an approval: a standing approval granted
 
 
 class Requests:
@@ -194,7 +199,10 @@ class Requests:
             now = to_ms(self.clock.now())
             by, outcome, answer = caller.principal_id, reply.outcome, reply.answer
             if request.repeats(by, outcome, answer, reply.version, reply.edits):
-                # This very reply, retried after its answer was lost.
+                # This very reply, retried after its answer was lost; with the standing
+                # approval it granted, if it asks for one.
+                if reply.standing is not None and not self._granted(request, by, reply.standing):
+                    raise conflict("you replied already, and granted no such standing approval")
                 return request, present(request)
             if request.state == "open" and request.overdue(now):
                 # The deadline passed before this reply: the expiry wins, recorded here if its
@@ -205,6 +213,10 @@ class Requests:
                 by, outcome, answer, reply.version, now, caller.via, revoked, reply.edits
             )
             writes = [self.store.save_request(replied), self._audited(request, replied, caller)]
+            if reply.standing is not None:
+                replied, granted = self._granting(request, replied, caller, reply.standing, now)
+                writes[0] = self.store.save_request(replied)
+                writes += granted
             if replied.state != "open":
                 writes += [*self.closing(request), *self.notice("request.answered", replied)]
             shared = replied.shared_answer()
@@ -217,6 +229,63 @@ class Requests:
         replied, result = retry_on_conflict(attempt, "the request")
         self.respond(replied)
         return result
+
+    def _granting(
+        self,
+        request: Request,
+        replied: Request,
+        caller: Caller,
+        terms: StandingTerms,
+        now: datetime,
+    ) -> tuple[Request, list[Write]]:
+        """The standing approval ``caller`` grants with its approval in ``replied``: what it
+        writes, and the request with the vote naming it. Only a person grants one, with an
+        approval of an action; at most MAX_LIVE stand for one asker (and as many for any)."""
+        if caller.kind != "person":
+            raise VigilError(ErrorCode.FORBIDDEN, "only a person grants a standing approval")
+        vote = replied.history[-1]
+        if request.kind != "approval" or replied.action is None or vote.outcome != "approved":
+            raise invalid("a standing approval goes with an approval of an action: approve it")
+        standing = StandingApproval.granted(
+            request.namespace,
+            request.id,
+            request.requester,
+            caller.principal_id,
+            replied.action,
+            terms,
+            now,
+        )
+        if self.store.get_standing(request.namespace, standing.id) is not None:
+            raise conflict("you granted a standing approval on this request already")
+        live = self.store.standing_for(request.namespace, request.requester, now)
+        if sum(s.asker == standing.asker for s in live) >= MAX_LIVE:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"at most {MAX_LIVE} standing approvals stand for one asker (and {MAX_LIVE} "
+                "for any agent): revoke one first",
+                limit=MAX_LIVE,
+            )
+        named = vote.model_copy(update={"standing": standing.id})
+        replied = replied.model_copy(update={"history": [*replied.history[:-1], named]})
+        event = AuditEvent.of(
+            request.namespace,
+            caller.principal_id,
+            "grant_standing",
+            "standing",
+            standing.id,
+            None,
+            standing.version,
+            now,
+            via=caller.via,
+        )
+        return replied, [self.store.add_standing(standing), self.audit.add_audit_event(event)]
+
+    def _granted(self, request: Request, by: str, terms: StandingTerms) -> bool:
+        """Whether ``by``'s reply on ``request`` granted a standing approval of ``terms``."""
+        granted = self.store.get_standing(
+            request.namespace, standing_id(request.namespace, request.id, by)
+        )
+        return granted is not None and granted.grants(terms)
 
     def _revoked_voters(self, request: Request) -> frozenset[str]:
         """The members of an approval's audience revoked since it was asked, where votes are
@@ -464,6 +533,70 @@ class Requests:
         if lifetime >= EXPIRING_FROM:
             lead = min(EXPIRING_LEAD, lifetime / 5)
             self.alarms.arm(timer.model_copy(update={"due_at": request.expires_at - lead}), now)
+
+    # -- standing approvals ----------------------------------------------------------------------
+    def standing(
+        self, caller: Caller, everyone: bool, after: str | None
+    ) -> tuple[list[StandingApproval], str | None]:
+        """A page of the namespace's live standing approvals: those the caller granted, or
+        (``everyone``, an operator's) all of them."""
+        if caller.kind != "person" and not caller.is_operator:
+            raise VigilError(ErrorCode.FORBIDDEN, "standing approvals are people's")
+        if everyone and not caller.is_operator:
+            raise VigilError(ErrorCode.FORBIDDEN, "only operators list everyone's (everyone)")
+        now = self.clock.now()
+        me = caller.principal_id
+
+        def keep(entry: tuple[str, StandingApproval]) -> bool:
+            standing = entry[1]
+            return standing.live(now) and (everyone or standing.grantor == me)
+
+        def fetch(position: str | None, size: int) -> list[tuple[str, StandingApproval]]:
+            return self.store.list_standing(caller.namespace, position, size)
+
+        kept, last = scan_page(fetch, lambda e: e[0], keep, after, STANDING_PAGE, STANDING_SCAN)
+        return [standing for _, standing in kept], last
+
+    def revoke_standing(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        standing_id: str,
+        present: Callable[[StandingApproval], R],
+    ) -> R:
+        """Revokes a standing approval: its grantor's, or any of the namespace's for an
+        operator; audited in the same commit. Revoking it again answers it as it stands. A
+        revocation racing an ask it would answer is one conditional write each on its
+        version: the ask either used it first, or finds it revoked."""
+
+        def attempt() -> R:
+            standing = self.store.get_standing(caller.namespace, standing_id)
+            if standing is None or not (
+                standing.grantor == caller.principal_id or caller.is_operator
+            ):
+                raise not_found("standing approval")
+            if standing.state == "revoked":
+                return present(standing)
+            now = to_ms(self.clock.now())
+            revoked = standing.revoked(caller.principal_id, caller.is_operator, now)
+            event = AuditEvent.of(
+                caller.namespace,
+                caller.principal_id,
+                "revoke_standing",
+                "standing",
+                standing.id,
+                standing.version,
+                revoked.version,
+                now,
+                via=caller.via,
+            )
+            result = present(revoked)
+            uow.commit(
+                self.store.save_standing(revoked), self.audit.add_audit_event(event), result=result
+            )
+            return result
+
+        return retry_on_conflict(attempt, "the standing approval")
 
     # -- executions -----------------------------------------------------------------------------
     def redeem(

@@ -4,12 +4,14 @@ kept; and what the requests' use cases reach."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime
 from typing import Protocol
 
 from vigil.conversations.store import ConversationPorts
 from vigil.kit.uow import Write
 from vigil.quotas.store import QuotaStore
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.standing import StandingApproval
 from vigil.requests.waits import WaitGraph
 
 # The listing of every request of a namespace, which its overseers read: kept as the listing
@@ -81,6 +83,29 @@ class RequestStore(ABC):
     @abstractmethod
     def keep_shared_answer(self, answer: SharedAnswer) -> Write:
         """Keeps ``answer`` under its key, replacing any answer kept before."""
+
+    @abstractmethod
+    def get_standing(self, namespace: str, standing_id: str) -> StandingApproval | None: ...
+
+    @abstractmethod
+    def standing_for(self, namespace: str, asker: str, now: datetime) -> list[StandingApproval]:
+        """The active standing approvals not expired at ``now`` that answer ``asker``: its
+        own and those for any agent, read consistently, soonest to expire first."""
+
+    @abstractmethod
+    def list_standing(
+        self, namespace: str, after: str | None, limit: int
+    ) -> list[tuple[str, StandingApproval]]:
+        """Up to ``limit`` of the namespace's active standing approvals, each with its position,
+        after ``after`` (a position) if given."""
+
+    @abstractmethod
+    def add_standing(self, standing: StandingApproval) -> Write:
+        """Creates ``standing``; the commit fails if it exists."""
+
+    @abstractmethod
+    def save_standing(self, standing: StandingApproval) -> Write:
+        """Replaces it if stored at version ``standing.version - 1``."""
 
 
 class EscalationChannels(Protocol):

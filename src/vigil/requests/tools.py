@@ -17,18 +17,20 @@ from vigil.conversations.tools import (
     sent,
 )
 from vigil.kit.cursor import cursor_position, encode_cursor
-from vigil.kit.tooling import Replay, Tool
+from vigil.kit.tooling import OPERATORS, PEOPLE, Replay, Tool
 from vigil.requests import calls
 from vigil.requests.asking import Ask, Asking, Replace
 from vigil.requests.calls import RequestContext, presenter, requests_of
 from vigil.requests.inputs import (
     AskInput,
     GetRequestInput,
+    ListStandingInput,
     RedeemApprovalInput,
     ReplaceRequestInput,
     ReplyInput,
     ReportExecutionInput,
     RequestStatusInput,
+    RevokeStandingInput,
     SetBlockingInput,
     StartChatInput,
     WithdrawRequestInput,
@@ -42,9 +44,12 @@ from vigil.requests.views import (
     RequestDetail,
     RequestStatusResult,
     RequestView,
+    StandingList,
+    StandingView,
     Withdrawn,
     detail,
     execution_view,
+    standing_view,
     view,
 )
 
@@ -126,9 +131,11 @@ def ask(ctx: RequestContext, args: AskInput) -> RequestView:
 
 
 def resume_ask(ctx: RequestContext, result: dict[str, Any]) -> None:
-    """A replay of ask first delivers what its message still owes."""
+    """A replay of ask first delivers what its message still owes, and the response of a
+    request answered at once (a shared answer, standing approvals), if it may not have gone."""
     asked = RequestView.model_validate(result)
     conversations(ctx).finish(ctx.caller.namespace, asked.conversation_id, asked.message_id)
+    requests_of(ctx).finish_reply(ctx.caller.namespace, asked.id)
 
 
 # -- start_chat -----------------------------------------------------------------------------
@@ -168,6 +175,7 @@ def reply(ctx: RequestContext, args: ReplyInput) -> RequestView:
         outcome=args.outcome,
         answer=args.answer,
         edits=args.edits,
+        standing=None if args.standing is None else args.standing.terms(),
     )
     return requests_of(ctx).reply(ctx.uow, command, presenter(ctx))
 
@@ -231,6 +239,27 @@ def resume_replace(ctx: RequestContext, result: dict[str, Any]) -> None:
     replacement = ReplaceResult.model_validate(result).replacement
     conversations(ctx).finish(
         ctx.caller.namespace, replacement.conversation_id, replacement.message_id
+    )
+
+
+# -- standing approvals ---------------------------------------------------------------------
+def list_standing_approvals(ctx: RequestContext, args: ListStandingInput) -> StandingList:
+    everyone = bool(args.everyone)
+    after = (
+        None if args.cursor is None else cursor_position(args.cursor, "standing", str, e=everyone)
+    )
+    found, last = requests_of(ctx).standing(ctx.caller, everyone, after)
+    now = ctx.clock.now()
+    return StandingList(
+        standing=[standing_view(s, now) for s in found],
+        next_cursor=None if last is None else encode_cursor("standing", a=last, e=everyone),
+    )
+
+
+def revoke_standing_approval(ctx: RequestContext, args: RevokeStandingInput) -> StandingView:
+    now = ctx.clock.now()
+    return requests_of(ctx).revoke_standing(
+        ctx.uow, ctx.caller, args.id, lambda standing: standing_view(standing, now)
     )
 
 
@@ -299,6 +328,29 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         output_model=RequestView,
         run=reply,
         resume=resume_reply,
+    ),
+    Tool(
+        name="list_standing_approvals",
+        title="List standing approvals",
+        description="Your live standing approvals (operators: everyone's, with everyone).",
+        input_model=ListStandingInput,
+        output_model=StandingList,
+        run=list_standing_approvals,
+        roles=OPERATORS,
+        kinds=PEOPLE,
+        read_only=True,
+    ),
+    Tool(
+        name="revoke_standing_approval",
+        title="Revoke a standing approval",
+        description=(
+            "Revoke a standing approval you granted (operators: any); no ask uses it again."
+        ),
+        input_model=RevokeStandingInput,
+        output_model=StandingView,
+        run=revoke_standing_approval,
+        roles=OPERATORS,
+        kinds=PEOPLE,
     ),
     Tool(
         name="set_blocking",

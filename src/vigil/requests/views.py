@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,7 @@ from vigil.requests.records import (
     RequestKind,
     RequestState,
 )
+from vigil.requests.standing import StandingApproval, StandingState
 
 
 class ResponseView(Output):
@@ -47,7 +48,8 @@ class ChangeView(Output):
     at: datetime
     version: int = Field(description="The request's version after the change.")
     via: Surface | None = Field(
-        default=None, description="mcp, rest, console, cli, slack or email; null for the timer."
+        default=None,
+        description="mcp, rest, console, cli, slack, email; standing: a standing approval's.",
     )
     outcome: Outcome | None = Field(default=None, description="A vote's or a reply's outcome.")
     reason: str | None = Field(default=None, description="A counted vote's reason: its answer.")
@@ -61,6 +63,11 @@ class ChangeView(Output):
         default=None,
         exclude_if=lambda value: value is None,
         description="Those members' values before the edit.",
+    )
+    standing: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The standing approval this approval granted, or (via standing) that cast it.",
     )
 
 
@@ -207,6 +214,47 @@ def execution_view(execution: Execution) -> ExecutionView:
         reported_by=execution.reported_by,
         reported_at=execution.reported_at,
         reports=[ReportView(**report.model_dump()) for report in execution.reports],
+    )
+
+
+class StandingView(Output):
+    id: str
+    grantor: str
+    asker: str | None = Field(description="The agent it answers; null: any agent.")
+    action: dict[str, Any] = Field(description="As approved; free members vary within bounds.")
+    free: dict[str, dict[str, Any]] = Field(description="Free members and their bounds.")
+    shape: str = Field(description="What it stands for, in words.")
+    granted_on: str = Field(description="The request it was granted with.")
+    granted_at: datetime
+    expires_at: datetime
+    uses: int | None = Field(description="Approvals it gives at most; null: until it expires.")
+    used: int
+    state: StandingState | Literal["expired"]
+
+
+def standing_view(standing: StandingApproval, now: datetime) -> StandingView:
+    return StandingView(
+        id=standing.id,
+        grantor=standing.grantor,
+        asker=standing.asker,
+        action=standing.action,
+        free={name: bound.model_dump() for name, bound in standing.free.items()},
+        shape=standing.describe(),
+        granted_on=standing.granted_on,
+        granted_at=standing.granted_at,
+        expires_at=standing.expires_at,
+        uses=standing.uses,
+        used=standing.used,
+        state=standing.state_at(now),
+    )
+
+
+class StandingList(Output):
+    standing: list[StandingView] = Field(
+        description="Live ones, by asker, soonest to expire first."
+    )
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page; null at the end."
     )
 
 

@@ -28,7 +28,8 @@ from vigil.console.components import (
     when,
 )
 from vigil.console.html import Html, join, render
-from vigil.console.responder import PREFIX, Responder, Visit, integer
+from vigil.console.pages import standing
+from vigil.console.responder import NOTHING, PREFIX, Responder, Visit, integer
 from vigil.errors import VigilError
 from vigil.kit.canonical import changed_members, edits_in_words
 from vigil.kit.http import HttpRequest, HttpResponse, json_body
@@ -152,15 +153,18 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
     vote = vote_of(r, me)
     if r["state"] == "open" and vote is not None:
         said = render(
-            '<p class="hint">You voted {outcome} (from {via}); {tally} so far. '
+            '<p class="hint">You voted {outcome} ({via}); {tally} so far. '
             "A vote is not changed.</p>",
             outcome=VERBS[vote["outcome"]],
-            via=vote["via"] or "",
+            via=from_where(vote["via"]),
             tally=tally(r),
         )
         decide = section("Your decision", "decide", said)
     elif r["state"] == "open" and me in r["audience"]:
-        decide = section("Your decision", "decide", reply_form(r, visit.csrf))
+        grants = Html("")
+        if r["kind"] == "approval" and r["action"] is not None and visit.principal.kind == "person":
+            grants = standing.grant_fields(r, names)
+        decide = section("Your decision", "decide", reply_form(r, visit.csrf, grants))
     return responder.live_page(
         request, heading(r, title), f"{PREFIX}/requests", join(parts), decide, visit
     )
@@ -189,6 +193,14 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
         except VigilError:
             return responder.changed(
                 "The edits could not be read: nothing was decided.", back, visit
+            )
+    if outcome == "approved" and form.get("standing"):
+        # The standing approval the confirmation page said in words, as it said it.
+        try:
+            arguments["standing"] = json_body(form["standing"].encode())
+        except VigilError:
+            return responder.changed(
+                "The standing approval could not be read: nothing was decided.", back, visit
             )
     return responder.act(visit, "reply", arguments, back)
 
@@ -256,6 +268,21 @@ def confirmation(
             said=edits_in_words(found["action"], edits),
             action=action,
         )
+    # A standing approval granted with the approval: refused here, deciding nothing, if any
+    # of it would be; else said in words, and sent as it is said.
+    granted, terms = Html(""), Html("")
+    if outcome == "approved" and approved is not None:
+        if form.get("standing-grant") == "yes":
+            grant = standing.granting(responder, visit, found, approved, form)
+            if isinstance(grant, VigilError):
+                return responder.not_done(grant, back, visit)
+            granted = standing.granted_said(grant[1], grant[0], responder.names(visit))
+            terms = standing.hidden_terms(grant[0])
+        elif not standing.untouched(form):
+            granted = Html(
+                '<p class="hint">You did not tick “Grant a standing approval”: this approves '
+                "this request only, and grants nothing for later asks.</p>"
+            )
     reason = Html("")
     if outcome == "denied" and found["policy"]["reason_on_deny"]:
         reason = Html(
@@ -270,18 +297,20 @@ def confirmation(
     body = render(
         '<p class="body">{asked}</p>'
         '<section aria-labelledby="confirm-title" id="confirm">'
-        '<h2 id="confirm-title">The action you {verb}, exactly</h2>{action}</section>'
+        '<h2 id="confirm-title">The action you {verb}, exactly</h2>{action}</section>{granted}'
         '<form method="post" action="/console/requests/reply" class="reply">'
         '<input type="hidden" name="csrf" value="{csrf}">'
         '<input type="hidden" name="id" value="{id}">'
         '<input type="hidden" name="version" value="{version}">'
         '<input type="hidden" name="outcome" value="{outcome}">'
-        '<input type="hidden" name="confirm" value="yes">{reason}{edits}'
+        '<input type="hidden" name="confirm" value="yes">{reason}{edits}{terms}'
         '<div class="decision"><button type="submit" class="{kind}">Yes, {verb}</button>'
         '<a href="{back}">Cancel</a></div></form>',
         asked=found["body"],
         verb=verb,
         action=action,
+        granted=granted,
+        terms=terms,
         csrf=visit.csrf,
         id=found["id"],
         version=form["version"],
@@ -345,7 +374,7 @@ def deciders(r: Mapping[str, Any], me: str, names: Mapping[str, str]) -> tuple[s
     by = r["response"]["by"] if r["response"] else None
     if by is not None:
         via = r["response"]["via"]
-        return "Decided by", join([named(by, None, names), f" (from {via})" if via else ""])
+        return "Decided by", join([named(by, None, names), f" ({from_where(via)})" if via else ""])
     if r["state"] != "open":
         return "Who could decide", everyone(r["audience"], names)
     return ("Yours to decide" if me in r["audience"] else "Who decides"), everyone(
@@ -410,14 +439,21 @@ def first_line(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def from_where(via: str | None) -> str:
+    """Where a vote or a decision came from, as the page says it beside who made it."""
+    if via == "standing":
+        return "through a standing approval"
+    return f"from {via}" if via else ""
+
+
 def history_rows(
     history: Iterable[Mapping[str, Any]], now: datetime, names: Mapping[str, str]
 ) -> list[list[Any]]:
     return [
         [
-            change_said(c),
+            change_said(c, names),
             named(c["by"], None, names) if c["by"] else "(the timer)",
-            c["via"] or "",
+            "standing approval" if c["via"] == "standing" else c["via"] or "",
             relative(c["at"], now),
             c["version"],
         ]
@@ -425,16 +461,34 @@ def history_rows(
     ]
 
 
-def change_said(change: Mapping[str, Any]) -> Html:
-    """A change, with a vote's or a decision's outcome, its edit of the action and its
-    reason."""
+def change_said(change: Mapping[str, Any], names: Mapping[str, str]) -> Html:
+    """A change, with a vote's or a decision's outcome, its edit of the action, the standing
+    approval it granted or that cast it, and its reason."""
+    if change["via"] == "standing":
+        # A vote a person's standing approval cast when the request was asked.
+        who = names.get(change["by"] or "", change["by"] or "")
+        said = f"Approved by {who}" if change["kind"] == "replied" else f"{who} voted to approve"
+        return render(
+            '{said} through a standing approval <small class="meta id">{id}</small>',
+            said=said,
+            id=change.get("standing") or "",
+        )
     said = change["kind"] + (f": {change['outcome']}" if change["outcome"] else "")
     if change.get("edits"):
         said += " with edits: " + edits_in_words(change["edited_from"] or {}, change["edits"])
+    granted = Html("")
+    if change.get("standing"):
+        granted = render(
+            ", and granted a {standing} for later asks of the same shape",
+            standing=link(standing.HERE, "standing approval"),
+        )
     if change["reason"] is None:
-        return render("{said}", said=said)
+        return render("{said}{granted}", said=said, granted=granted)
     return render(
-        '{said}<br><small class="meta">{reason}</small>', said=said, reason=change["reason"]
+        '{said}{granted}<br><small class="meta">{reason}</small>',
+        said=said,
+        granted=granted,
+        reason=change["reason"],
     )
 
 
@@ -507,10 +561,11 @@ def readable(value: Any) -> Html:
     return exact_action(value)
 
 
-def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
+def reply_form(request: Mapping[str, Any], csrf: str, grants: Html = NOTHING) -> Html:
     """The decision a person can make on an open request, bound to the version they read: if
     the request changes before they submit (replaced, answered by someone else), the reply is
-    refused instead of applied to something they did not see."""
+    refused instead of applied to something they did not see. ``grants``: an approval's
+    fields that grant a standing approval with it, if the reader may grant one."""
     hidden = render(
         '<input type="hidden" name="csrf" value="{csrf}">'
         '<input type="hidden" name="id" value="{id}">'
@@ -524,12 +579,13 @@ def reply_form(request: Mapping[str, Any], csrf: str) -> Html:
         controls = join(
             [
                 edit_fields(request),
+                grants,
                 Html(
                     '<div class="decision">'
                     '<button type="submit" name="outcome" value="approved" class="approve">'
                     "Approve</button>"
-                    '<button type="submit" name="outcome" value="denied" class="deny">Deny'
-                    "</button></div>"
+                    '<button type="submit" name="outcome" value="denied" class="deny" '
+                    "formnovalidate>Deny</button></div>"
                     '<p class="hint">You confirm on the next page, which shows the action '
                     "again; a denial can say why.</p>"
                 ),
