@@ -114,6 +114,8 @@ _ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
             "report_execution",
             "list_standing_approvals",
             "revoke_standing_approval",
+            "claim_request",
+            "routing_rules",
         ),
     ),
     (
@@ -256,7 +258,7 @@ TOOLSETS: tuple[Toolset, ...] = (
     Toolset(
         "oversight",
         "For people and operators: watch switches, deaths, sessions; instruct; acknowledge; "
-        "standing approvals.",
+        "standing approvals, claims and routing.",
         (
             "post_instruction",
             "list_sessions",
@@ -266,6 +268,8 @@ TOOLSETS: tuple[Toolset, ...] = (
             "list_pauses",
             "list_standing_approvals",
             "revoke_standing_approval",
+            "claim_request",
+            "routing_rules",
         ),
     ),
     Toolset(

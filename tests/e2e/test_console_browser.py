@@ -682,6 +682,28 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         outcome="approved",
         standing={"hours": 8, "uses": 5, "free": {"replicas": {"min": 1, "max": 6}}},
     )
+    # A request the operator has in hand, and a routing rule for this agent's asks.
+    claimed = rest(
+        state,
+        agent_secret,
+        "ask",
+        target={"kind": "person", "id": operator},
+        title=f"Rotate the checkout keys ({width})",
+        body="May I rotate the checkout keys?",
+        kind="approval",
+        action={"op": "rotate", "service": "checkout"},
+        idempotency_key=f"tour-claimed-{width}",
+    )
+    rest(state, state["operator_secret"], "claim_request", id=claimed["id"], minutes=45)
+    agent_id = rest(state, agent_secret, "whoami")["principal"]["id"]
+    routing = rest(state, state["operator_secret"], "routing_rules")
+    rest(
+        state,
+        state["operator_secret"],
+        "routing_rules",
+        rules=[{"asker": agent_id, "op": "restart", "to": [operator], "minutes": 30}],
+        version=routing["version"],
+    )
     channel = rest(
         state,
         state["operator_secret"],
@@ -726,6 +748,8 @@ def test_every_page_fits_the_screen_and_passes_the_accessibility_audit(
         "audit": "/console/audit",
         "request": f"/console/request?id={asked['id']}",
         "standing": "/console/standing",
+        "request-claimed": f"/console/request?id={claimed['id']}",
+        "routing": "/console/routing",
         "conversations": "/console/conversations",
         "conversation": f"/console/conversation?id={asked['conversation_id']}",
         "channels": "/console/channels",

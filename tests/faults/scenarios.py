@@ -395,6 +395,32 @@ def _ask_standing(world: World) -> dict[str, Any]:
     return keyed(world, "ask", {**arguments, "action": {**action, "version": "1.3"}})
 
 
+def _claim(world: World) -> dict[str, Any]:
+    asked, _ = _asked_of_operator(world)
+    return {"id": asked["id"], "minutes": 15}
+
+
+def _release_claim(world: World) -> dict[str, Any]:
+    asked, _ = _asked_of_operator(world)
+    world.call("claim_request", "operator", id=asked["id"])
+    return {"id": asked["id"], "release": True}
+
+
+def _route(world: World) -> dict[str, Any]:
+    rules = [{"op": "deploy", "to": [world.ids["operator"]], "least_recent": True}]
+    version = world.call("routing_rules", "operator")["version"]
+    return {"rules": rules, "version": version}
+
+
+def _routed_ask(world: World) -> dict[str, Any]:
+    version = world.call("routing_rules", "operator")["version"]
+    rules = [{"op": "deploy", "to": [world.ids["operator"]], "least_recent": True}]
+    world.call("routing_rules", "operator", rules=rules, version=version)
+    action = {**DEPLOY, "ticket": world.unique("ticket")}
+    arguments = {"target": target(world, "operator"), "reuse_direct": True, "action": action}
+    return keyed(world, "ask", {**arguments, "body": "routed?"})
+
+
 def _revoke_standing(world: World) -> dict[str, Any]:
     return {"id": _granted(world)[0]}
 
@@ -887,11 +913,17 @@ SCENARIOS: dict[str, list[Scenario]] = {
         Scenario("ask", "a question to an agent, a new direct conversation", "worker", _ask_new),
         Scenario("ask", "an approval into a chat of 3 agents, with a file", "worker", _ask_in_chat),
         Scenario("ask", "an approval a standing approval approves", "worker", _ask_standing),
+        Scenario("ask", "an approval a routing rule assigns", "worker", _routed_ask),
     ],
     "reply": [
         Scenario("reply", "approve an approval", "watcher", _reply),
         Scenario("reply", "approve, granting a standing approval", "operator", _reply_standing),
     ],
+    "claim_request": [
+        Scenario("claim_request", "an open approval", "operator", _claim),
+        Scenario("claim_request", "release one held", "operator", _release_claim),
+    ],
+    "routing_rules": [Scenario("routing_rules", "one rule, least recent", "operator", _route)],
     "revoke_standing_approval": [
         Scenario("revoke_standing_approval", "one granted", "operator", _revoke_standing)
     ],

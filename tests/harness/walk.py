@@ -26,6 +26,8 @@ WALK: tuple[str, ...] = (
     "report_execution",
     "list_standing_approvals",
     "revoke_standing_approval",
+    "routing_rules",
+    "claim_request",
     # After what decides and redeems a request: it ends one that is still open.
     "withdraw_request",
     "list_audit_events",

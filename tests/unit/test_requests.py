@@ -161,7 +161,7 @@ def test_only_the_audience_decides_and_others_do_not_see_it(desk: Desk) -> None:
     own = desk.refused("reply", "ann", id=asked["id"], version=1, outcome="answered")
     assert own.code is ErrorCode.FORBIDDEN
     stranger = desk.refused("reply", "cat", id=asked["id"], version=1, outcome="answered")
-    missing = desk.refused("reply", "cat", id="req_nothing", version=1, outcome="answered")
+    missing = desk.refused("reply", "cat", id="req_" + "a" * 16, version=1, outcome="answered")
     assert stranger.to_dict() == missing.to_dict()
     assert desk.refused("get_request", "cat", id=asked["id"]).code is ErrorCode.NOT_FOUND
     assert desk.get("bob", asked["id"])["state"] == "open"

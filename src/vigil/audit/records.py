@@ -26,7 +26,8 @@ from vigil.kit.records import Record
 # person or agent gives a client, and its end, are recorded (grant_access, revoke_grant; a
 # grant that the server ended, a refresh token used twice, has no actor). A person's standing
 # approval is recorded when granted and revoked (grant_standing, revoke_standing), and each vote
-# it casts as the person's reply, via "standing".
+# it casts as the person's reply, via "standing". A person's claim of a request and its release
+# are recorded (claim, release), and every change of a namespace's routing rules (route).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -53,6 +54,9 @@ AuditAction = Literal[
     "revoke_grant",
     "grant_standing",
     "revoke_standing",
+    "claim",
+    "release",
+    "route",
 ]
 TargetKind = Literal[
     "principal",
@@ -65,6 +69,7 @@ TargetKind = Literal[
     "queue",
     "grant",
     "standing",
+    "routing",
 ]
 
 

@@ -36,6 +36,23 @@ def when(value: str | None) -> Html:
     )
 
 
+def hour(value: str, now: datetime) -> Html:
+    """An instant within a day or so, as people say it on the clock: 14:05 UTC (with its date
+    when it is not today's), the instant in full on hover."""
+    return render(
+        '<time datetime="{iso}" title="{full}">{text}</time>',
+        iso=value,
+        full=datetime.fromisoformat(value).strftime(READABLE_TIME),
+        text=hour_said(value, now),
+    )
+
+
+def hour_said(value: str, now: datetime) -> str:
+    """``hour``'s words alone."""
+    at = datetime.fromisoformat(value)
+    return at.strftime("%H:%M UTC" if at.date() == now.date() else "%Y-%m-%d %H:%M UTC")
+
+
 def countdown(deadline: str | None, now: datetime) -> Html:
     """Time left until ``deadline``, kept running by the page's script."""
     at = parse_time(deadline)

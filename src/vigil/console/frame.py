@@ -18,6 +18,7 @@ NAV = (
     ("/console/runs", "Runs and leases", "anyone"),
     ("/console/requests", "Requests", "anyone"),
     ("/console/standing", "Standing approvals", "overseers"),
+    ("/console/routing", "Routing", "operators"),
     ("/console/conversations", "Conversations", "anyone"),
     ("/console/channels", "Channels", "anyone"),
     ("/console/people", "People", "anyone"),

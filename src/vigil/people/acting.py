@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from vigil.people import output
@@ -364,6 +365,123 @@ def revoke_standing(args: argparse.Namespace, client: RestClient) -> Exit:
     else:
         print(f"{revoked['id']} {revoked['state']}: it approves no ask from now on.")
     return Exit.OK
+
+
+def claim(args: argparse.Namespace, client: RestClient) -> Exit:
+    """Takes an open request in hand for ``--minutes``: the others see it is yours, and it
+    leaves their waiting list. Refused, naming its holder, if someone else has it."""
+    try:
+        claimed = client.call("claim_request", {"id": args.id, "minutes": args.minutes})
+    except Refused as refused:
+        holder = refused.details.get("claimed_by")
+        if refused.code != "version_conflict" or not isinstance(holder, str):
+            raise
+        from vigil.people.render import clock_time, known_as
+
+        until = refused.details.get("until")
+        said = f" until {clock_time(until, output.now())}" if isinstance(until, str) else ""
+        refused.message = (
+            f"{refused.code}: {args.id} is in the hands of {known_as(holder, output.names(client))}"
+            f"{said}: your claim was not made (a claim never stops a decision: you may still "
+            "decide it)"
+        )
+        raise
+    if args.json:
+        output.print_json(claimed)
+        return Exit.OK
+    from vigil.people.render import clock_time, relative
+
+    held = claimed["claim"]
+    if held is None:  # it closed meanwhile
+        print(f"{claimed['id']} is no longer open: no one has it in hand.")
+        return Exit.OK
+    now = output.now()
+    print(
+        f"{claimed['id']} is in your hands until {clock_time(held['until'], now)} "
+        f"({relative(held['until'], now)}): vigil release {claimed['id']} puts it back."
+    )
+    return Exit.OK
+
+
+def release(args: argparse.Namespace, client: RestClient) -> Exit:
+    """Puts a request you hold back: anyone of its deciders may claim it again. Releasing one
+    you do not hold changes nothing, and says who holds it, if anyone."""
+    released = client.call("claim_request", {"id": args.id, "release": True})
+    if args.json:
+        output.print_json(released)
+        return Exit.OK
+    held = released["claim"]
+    if held is None:
+        print(f"{released['id']} released: no one has it in hand.")
+        return Exit.OK
+    from vigil.people.render import clock_time, known_as
+
+    by = known_as(held["by"], output.names(client))
+    print(
+        f"{released['id']} is in the hands of {by} until {clock_time(held['until'], output.now())},"
+        " not yours: nothing changed."
+    )
+    return Exit.OK
+
+
+def set_routing(args: argparse.Namespace, client: RestClient) -> Exit:
+    """Replaces the namespace's routing rules with FILE's JSON list (``-``: standard input),
+    at the version read just before: a change made in between is a version_conflict, never
+    overwritten unseen."""
+    rules = _rules_file(args.file)
+    current = client.call("routing_rules", {})
+    try:
+        replaced = client.call("routing_rules", {"rules": rules, "version": current["version"]})
+    except Refused as refused:
+        # Which rule's member is wrong, and how: what the operator fixes in the file.
+        problems = refused.details.get("problems") or []
+        said = "; ".join(f"{p.get('field')}: {p.get('problem')}" for p in problems)
+        if said:
+            refused.message += f" ({said})"
+        raise
+    if args.json:
+        output.print_json(replaced)
+        return Exit.OK
+    from vigil.people.render import routing_text
+
+    print(routing_text(replaced, output.names(client)))
+    return Exit.OK
+
+
+def _rules_file(name: str) -> list[Any]:
+    """FILE's routing rules: a JSON list, read as the API reads JSON; a usage error that names
+    the file and where it is wrong, otherwise."""
+    from vigil.errors import VigilError
+    from vigil.kit.http import json_body
+
+    where = "standard input" if name == "-" else name
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as unread:
+        raise Failure(
+            Exit.USAGE, f"{where}: cannot be read ({unread.__class__.__name__})"
+        ) from None
+    try:
+        rules = json_body(text.encode())
+    except VigilError:
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as found:
+            raise Failure(
+                Exit.USAGE,
+                f"{where}: not JSON (line {found.lineno}, column {found.colno}: {found.msg}); "
+                "nothing was changed",
+            ) from None
+        raise Failure(
+            Exit.USAGE,
+            f"{where}: not JSON as the API reads it (a member named twice, or a number no "
+            "double holds exactly); nothing was changed",
+        ) from None
+    if not isinstance(rules, list):
+        raise Failure(
+            Exit.USAGE, f"{where}: the rules are a JSON list, [] for none; nothing was changed"
+        )
+    return rules
 
 
 def add(args: argparse.Namespace, client: RestClient) -> Exit:

@@ -17,12 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from vigil.people import output, profiles
-from vigil.people.acting import ack, add, answer, approve, deny, post, revoke_standing, send
+from vigil.people.acting import (
+    ack,
+    add,
+    answer,
+    approve,
+    claim,
+    deny,
+    post,
+    release,
+    revoke_standing,
+    send,
+    set_routing,
+)
 from vigil.people.client import Exit, Failure, RestClient, rest_base
 from vigil.people.reading import (
     audit,
     deaths,
     requests,
+    routing,
     sessions,
     standing,
     status,
@@ -59,14 +72,19 @@ TARGET_KINDS = (
     "queue",
     "grant",
     "standing",
+    "routing",
 )
 # Copies of a standing approval's limits (vigil/requests/standing.py), checked as they are.
 STANDING_MAX_HOURS = 30 * 24
 STANDING_MAX_USES = 1000
+# Copies of a claim's length by default and at most (claim_request's), checked as they are.
+CLAIM_MINUTES = 30
+CLAIM_MAX_MINUTES = 24 * 60
 
 EPILOG = """\
 The people's commands (status, watch, switches, deaths, sessions, post, requests, approve,
-deny, answer, ack, send, standing, audit, add) call Vigil's REST mirror. Where, and with which
+deny, answer, ack, send, standing, claim, release, routing, audit, add) call Vigil's REST
+mirror. Where, and with which
 secret: --profile NAME (see `vigil profile add`); else VIGIL_ENDPOINT with VIGIL_SECRET, where
 VIGIL_ENDPOINT is the REST base (http://127.0.0.1:8080) or, as `vigil mcp` takes it, the MCP
 URL ending in /mcp; else the local runtime's .vigil/local.json in this directory (--state-dir
@@ -232,6 +250,42 @@ def add_commands(
     revoke_.add_argument("id", metavar="ID", help="its id, sta_…, as vigil standing lists it")
     revoke_.set_defaults(run=_calling(revoke_standing, local_state))
 
+    claim_ = command(
+        "claim",
+        "take an open request you decide in hand for a while: the others see it is yours, and "
+        "it leaves their waiting list (it never stops their decision)",
+        claim,
+    )
+    claim_.add_argument("id", metavar="REQUEST", help="its id, req_…, as vigil requests lists it")
+    claim_.add_argument(
+        "--minutes",
+        type=_minutes,
+        default=CLAIM_MINUTES,
+        metavar="N",
+        help=f"for N minutes (1-{CLAIM_MAX_MINUTES}, default {CLAIM_MINUTES})",
+    )
+    release_ = command("release", "put back a request you claimed", release)
+    release_.add_argument("id", metavar="REQUEST")
+
+    routing_ = command(
+        "routing",
+        "the routing rules that assign new requests to people, in words (operators); "
+        "vigil routing set FILE replaces them",
+        routing,
+    )
+    routing_.usage = "vigil routing [options] | vigil routing set FILE [options]"
+    routing_actions = routing_.add_subparsers(dest="routing_action", metavar="ACTION")
+    replaced = (
+        "replace the routing rules with FILE's JSON list of rules ([] for none; - for standard "
+        'input), e.g. [{"kind": "approval", "op": "pay", "to": ["per_…"], "least_recent": '
+        'false, "minutes": 60}]; each may name asker (an agent\'s id), kind, op and minutes'
+    )
+    set_ = routing_actions.add_parser(
+        "set", help=replaced, description=replaced, parents=[_common(argparse.SUPPRESS)]
+    )
+    set_.add_argument("file", metavar="FILE", help="a JSON file of rules, or - for stdin")
+    set_.set_defaults(run=_calling(set_routing, local_state))
+
     profile = commands.add_parser("profile", help="the profiles the people's commands use")
     actions = profile.add_subparsers(dest="action", required=True)
     added = actions.add_parser(
@@ -300,6 +354,16 @@ def _uses(text: str) -> int:
         value = 0
     if not 1 <= value <= STANDING_MAX_USES:
         raise argparse.ArgumentTypeError(f"a whole number from 1 to {STANDING_MAX_USES}")
+    return value
+
+
+def _minutes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= CLAIM_MAX_MINUTES:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {CLAIM_MAX_MINUTES}")
     return value
 
 

@@ -251,3 +251,16 @@ def standing(args: argparse.Namespace, client: RestClient) -> Exit:
         lambda found, now, names: standing_table(found, now, names=names),
         "standing",
     )
+
+
+def routing(args: argparse.Namespace, client: RestClient) -> Exit:
+    """The namespace's routing rules in words, with names (operators; vigil routing set FILE
+    replaces them)."""
+    found = client.call("routing_rules", {})
+    if args.json:
+        output.print_json(found)
+        return Exit.OK
+    from vigil.people.render import routing_text
+
+    print(routing_text(found, output.names(client)))
+    return Exit.OK

@@ -13,7 +13,7 @@ import json
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -320,12 +320,14 @@ def requests_table(
     me: str = "",
 ) -> RenderableType:
     """The requests, each by its id (whole, to paste into vigil approve), what it is (with its
-    state once it is not open, and ``me``'s vote on it), who asked it and its text."""
+    state once it is not open, and ``me``'s vote on it), who asked it, who has it in hand
+    (a column only where one of them is claimed) and its text."""
     from vigil.requests.views import VERBS, vote_of
 
     if not requests:
         return _none("requests")
-    columns = ("id", "what", "from", "asked", "expires", "text")
+    held = any(request.get("claim") for request in requests)
+    columns = ("id", "what", "from", *(("in hand",) if held else ()), "asked", "expires", "text")
     table = _table("Requests", columns, ids=("id",), texts=("text",))
     for request in requests:
         what = request["kind"]
@@ -337,16 +339,93 @@ def requests_table(
         vote = vote_of(request, me)
         if vote is not None:
             what += f", you voted {VERBS[vote['outcome']]}"
+        in_hand = (holder(request.get("claim"), now, names, me),) if held else ()
         _add(
             table,
             _id(request["id"]),
             what,
             _who(request["requester"], names),
+            *in_hand,
             relative(request["asked_at"], now),
             expires,
             _line(request["body"]),
         )
     return table
+
+
+# -- claims and routing ---------------------------------------------------------------------
+def clock_time(when: str, now: datetime) -> str:
+    """An instant within a day or so, on the clock: 14:05 UTC (with its date if not today)."""
+    moment = datetime.fromisoformat(when).astimezone(UTC)
+    same_day = moment.date() == now.astimezone(UTC).date()
+    return moment.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
+
+
+def holder(
+    claim: Mapping[str, Any] | None, now: datetime, names: Mapping[str, str], me: str = ""
+) -> Text:
+    """For a listing: who has a request in hand, until when."""
+    if not claim:
+        return Text("-")
+    who = "you" if claim["by"] == me else printable(names.get(claim["by"], claim["by"]))
+    return Text(f"{who} until {clock_time(claim['until'], now)}", overflow="fold")
+
+
+def claim_line(claim: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> str:
+    """Who has a request in hand, in a sentence: In the hands of Pat (per_…) until 14:05 UTC
+    (in 30m), assigned by routing rule 2."""
+    rule = f", assigned by routing rule {claim['rule']}" if claim.get("rule") else ""
+    return (
+        f"In the hands of {known_as(claim['by'], names)} until "
+        f"{clock_time(claim['until'], now)} ({relative(claim['until'], now)}){rule}."
+    )
+
+
+def claim_change(change: Mapping[str, Any], now: datetime, names: Mapping[str, str]) -> str:
+    """A claim's change in words: Pat (per_…) claimed it until 14:05 UTC; Pat released it;
+    Assigned to Sue (per_…) by routing rule 1, until 15:00 UTC."""
+    held = change.get("claim") or {}
+    if change["kind"] == "released":
+        return f"{known_as(change['by'], names)} released it"
+    if change["kind"] == "claimed":
+        return f"{known_as(change['by'], names)} claimed it until {clock_time(held['until'], now)}"
+    return (
+        f"Assigned to {known_as(held['by'], names)} by routing rule {held.get('rule')}, "
+        f"until {clock_time(held['until'], now)}"
+    )
+
+
+def rule_words(rule: Mapping[str, Any], names: Mapping[str, str] = NO_NAMES) -> str:
+    """A routing rule in words, with names: approvals from deployer (agt_…) whose action's op
+    is "pay": the first of Pat (per_…), Sue (per_…) who may decide it, for 60 minutes."""
+    what = f"{rule['kind']}s" if rule.get("kind") else "requests"
+    if rule.get("asker"):
+        what += f" from {known_as(rule['asker'], names)}"
+    if rule.get("op") is not None:
+        what += f" whose action's op is {printable(json.dumps(rule['op']))}"
+    people = ", ".join(known_as(p, names) for p in rule["to"])
+    if len(rule["to"]) == 1:
+        whom = f"{people}, if they may decide it"
+    elif rule.get("least_recent"):
+        whom = f"whichever of {people} was assigned longest ago"
+    else:
+        whom = f"the first of {people} who may decide it"
+    minutes = rule["minutes"]
+    return f"{what}: {whom}, for {_plural(minutes, 'minute')}"
+
+
+def routing_text(found: Mapping[str, Any], names: Mapping[str, str] = NO_NAMES) -> str:
+    """The namespace's routing rules in words, numbered, the first that picks a request
+    deciding; and their version."""
+    rules = found["rules"]
+    if not rules:
+        return (
+            f"No routing rules (version {found['version']}): new requests are assigned to no "
+            "one, and any of their deciders may claim them (vigil claim)."
+        )
+    lines = [f"Routing rules, version {found['version']} (the first that picks a request decides):"]
+    lines += [f"{n}. {rule_words(rule, names)}" for n, rule in enumerate(rules, 1)]
+    return "\n".join(lines)
 
 
 def request_text(
@@ -359,9 +438,10 @@ def request_text(
         f"{known_as(request['requester'], names)}, "
         f"asked {relative(request['asked_at'], now)}, "
         f"expires {relative(request['expires_at'], now)}",
-        "",
-        printable(request["body"], keep_newlines=True),
     ]
+    if request.get("claim"):
+        lines += [claim_line(request["claim"], now, names)]
+    lines += ["", printable(request["body"], keep_newlines=True)]
     if request["choices"]:
         lines += ["", "choices: " + ", ".join(json.dumps(c) for c in request["choices"])]
     if request["kind"] == "approval":
@@ -390,6 +470,15 @@ def request_text(
                 + ", ".join(editable)
                 + " before approving: vigil approve --edit MEMBER=JSON"
             ]
+    from vigil.requests.records import CLAIM_CHANGES
+
+    claims = [
+        claim_change(change, now, names)
+        for change in request.get("history", ())
+        if change["kind"] in CLAIM_CHANGES
+    ]
+    if claims:
+        lines += ["", "Its claims: " + "; ".join(claims) + "."]
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ from vigil.kit.retry import R, retry_on_conflict
 from vigil.kit.uow import UnitOfWork, Write
 from vigil.requests.policy import Terms
 from vigil.requests.records import DEFAULT_EXPIRES_SECONDS, Request, RequestKind
+from vigil.requests.routing import Assignment, least_recent
 from vigil.requests.service import Requests
 from vigil.requests.store import EscalationChannels
 
@@ -128,17 +129,19 @@ class Asking:
                 editable=ask.editable,
             )
             reused = self._reuse(request, now)
-            request, standing = self._standing(request, now)
             if reused is not None:
                 request = reused
                 writes = [self.store.add_request(reused)]
-            elif request.state != "open":
-                # Approved at once by standing approvals: final, so no alarm nor quota place.
-                # Told as any decision is: a person's approval, through its standing one.
-                told = self.requests.notice("request.answered", request)
-                writes = [self.store.add_request(request), *standing, *told]
             else:
-                writes = [*self._opening(request, retried=bool(asked)), *standing]
+                request, standing = self._standing(request, now)
+                request, routed = self._routed(request, now)
+                if request.state != "open":
+                    # Approved at once by standing approvals: final, so no alarm nor quota
+                    # place; told as any decision is (a person's, through a standing one).
+                    told = self.requests.notice("request.answered", request)
+                    writes = [self.store.add_request(request), *standing, *told]
+                else:
+                    writes = [*self._opening(request, retried=bool(asked)), *standing, *routed]
             asked.append(request)
             posting = posting.carrying(message.model_copy(update={"request_id": request.id}))
             result = present(request, posting)
@@ -210,6 +213,46 @@ class Asking:
             )
             writes.append(self.requests.audit.add_audit_event(event))
         return voted, writes
+
+    def _routed(self, request: Request, now: datetime) -> tuple[Request, list[Write]]:
+        """``request``, still open, assigned by the first of its namespace's routing rules
+        that matches it to a person of its audience, still active (vigil.requests.routing);
+        and, for a rule that picks the least recently assigned, that person's assignment,
+        written at its version (two asks at once never take the same one unseen)."""
+        if request.state != "open":
+            return request, []
+        found = self.store.get_routing(request.namespace).rule_for(
+            request.requester, request.kind, request.action
+        )
+        if found is None:
+            return request, []
+        number, rule = found
+        named = [p for p in rule.to if p in request.audience]
+        active = {
+            p.id
+            for p in self.store.get_principals(request.namespace, named)
+            if p.status == "active"
+        }
+        candidates = [p for p in named if p in active]
+        if not candidates:
+            return request, []
+        writes: list[Write] = []
+        to = candidates[0]
+        if rule.least_recent:
+            assignments = {
+                a.person: a for a in self.store.get_assignments(request.namespace, candidates)
+            }
+            to = least_recent(candidates, assignments)
+            before = assignments.get(to)
+            assignment = Assignment(
+                namespace=request.namespace,
+                person=to,
+                last_at=now,
+                request_id=request.id,
+                version=1 if before is None else before.version + 1,
+            )
+            writes.append(self.store.save_assignment(assignment))
+        return request.assigned(to, number, rule.minutes * 60, now), writes
 
     def _reuse(self, request: Request, now: datetime) -> Request | None:
         """``request`` answered by the answer kept under its shared_key, if it may be reused:

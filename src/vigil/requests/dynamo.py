@@ -9,6 +9,8 @@
 | blocking edges         | ``NS#<ns>``                 | ``WAITS``                           |
 | a shared answer        | ``NS#<ns>``                 | ``SHARED#<digest of the key>``      |
 | a standing approval    | ``NS#<ns>#STA#<id>``        | ``STA``                             |
+| routing rules          | ``NS#<ns>``                 | ``ROUTING``                         |
+| a person's last routing| ``NS#<ns>``                 | ``ASSIGNED#<person>``               |
 
 A standing approval, while active, carries the index keys ``gsi1pk`` ``NS#<ns>#STANDING`` and
 ``gsi1sk`` ``<asker, or *>#<expires at, epoch ms, 15 digits>#<id>``: an ask reads the range of
@@ -27,6 +29,7 @@ from typing import Any
 
 from vigil.kit.dynamo import DynamoBase, DynamoWrite, attr_n, attr_s, epoch_ms
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.routing import Assignment, Routing
 from vigil.requests.standing import KEPT_AFTER, StandingApproval
 from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
@@ -274,3 +277,46 @@ class DynamoRequests(DynamoBase, RequestStore):
         }
         places = [(k["gsi1sk"]["S"], k["gsi1sk"]["S"].rsplit("#", 1)[-1]) for k in keys]
         return [(place, found[i]) for place, i in places if i in found]
+
+    # -- routing ----------------------------------------------------------------------------------
+    def _versioned_doc(self, pk: str, sk: str, record: Routing | Assignment) -> DynamoWrite:
+        item = {
+            "pk": attr_s(pk),
+            "sk": attr_s(sk),
+            "version": attr_n(record.version),
+            "doc": attr_s(record.model_dump_json(exclude={"version"})),
+        }
+        if record.version == 1:
+            return self._put(item, "attribute_not_exists(pk)")
+        return self._put(
+            item,
+            "version = :expected",
+            ExpressionAttributeValues={":expected": attr_n(record.version - 1)},
+        )
+
+    def get_routing(self, namespace: str) -> Routing:
+        item = self._get(f"NS#{namespace}", "ROUTING")
+        if item is None:
+            return Routing(namespace=namespace, version=0)
+        fields = json.loads(item["doc"]["S"])
+        fields["version"] = int(item["version"]["N"])
+        return Routing.model_validate(fields)
+
+    def save_routing(self, routing: Routing) -> DynamoWrite:
+        return self._versioned_doc(f"NS#{routing.namespace}", "ROUTING", routing)
+
+    def get_assignments(self, namespace: str, people: list[str]) -> list[Assignment]:
+        keys = [
+            {"pk": attr_s(f"NS#{namespace}"), "sk": attr_s(f"ASSIGNED#{person}")}
+            for person in dict.fromkeys(people)
+        ]
+        found = []
+        for item in self._batch_get(keys):
+            fields = json.loads(item["doc"]["S"])
+            fields["version"] = int(item["version"]["N"])
+            found.append(Assignment.model_validate(fields))
+        return found
+
+    def save_assignment(self, assignment: Assignment) -> DynamoWrite:
+        sk = f"ASSIGNED#{assignment.person}"
+        return self._versioned_doc(f"NS#{assignment.namespace}", sk, assignment)

@@ -26,6 +26,7 @@ from vigil.requests.records import (
     DEFAULT_EXPIRES_SECONDS,
     MAX_CHOICE,
     MAX_CHOICES,
+    MAX_CLAIM_SECONDS,
     MAX_EXPIRES_SECONDS,
     MIN_EXPIRES_SECONDS,
     RESULT_BOUNDS,
@@ -34,18 +35,12 @@ from vigil.requests.records import (
     RequestKind,
     RequestState,
 )
+from vigil.requests.routing import DEFAULT_CLAIM_MINUTES, MAX_PEOPLE, MAX_RULES, Rule
 from vigil.requests.standing_input import StandingInput
 
 MAX_TARGETS = 100
 
-RequestId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="A request's id, as ask returned it.",
-    ),
-]
+RequestId = Annotated[str, Field(pattern=id_pattern("req"))]
 ActionDocument = Annotated[
     dict[str, Any],
     AfterValidator(ACTION_BOUNDS.checked_whole),
@@ -84,7 +79,7 @@ SharedKey = Annotated[
         min_length=1,
         max_length=128,
         pattern=PRINTABLE,
-        description="The same question asked with this key gets its last answer at once.",
+        description="Reuse the last answer to this question under this key.",
     ),
     normalised(128),
 ]
@@ -134,13 +129,13 @@ class AskInput(StrictInput):
         default=DEFAULT_EXPIRES_SECONDS,
         ge=MIN_EXPIRES_SECONDS,
         le=MAX_EXPIRES_SECONDS,
-        description="How long it stays open before it expires.",
+        description="Seconds until it expires.",
     )
     idempotency_key: IdempotencyKey | None = None
     kind: RequestKind = Field(
         default="question",
-        description="question (answered), approval (approved or denied; with action, the "
-        "default) or task.",
+        description="question (answered), approval (approved or denied; the default with "
+        "action) or task.",
     )
     mentions: Mentions | None = None
     policy: PolicyInput | None = Field(
@@ -304,3 +299,36 @@ class ListStandingInput(StrictInput):
 
 class RevokeStandingInput(StrictInput):
     id: Annotated[str, Field(pattern=id_pattern("sta"))]
+
+
+class ClaimRequestInput(StrictInput):
+    id: RequestId
+    minutes: int = Field(default=30, ge=1, le=MAX_CLAIM_SECONDS // 60)
+    release: bool = Field(default=False, description="Put it back instead.")
+
+
+class RuleInput(StrictInput):
+    asker: Annotated[str, Field(pattern=id_pattern("agt"))] | None = None
+    kind: RequestKind | None = None
+    op: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        default=None, description="The action's op member."
+    )
+    to: list[Annotated[str, Field(pattern=id_pattern("per"))]] = Field(
+        min_length=1, max_length=MAX_PEOPLE
+    )
+    least_recent: bool = Field(default=False, description="Else the first of to.")
+    minutes: int = Field(default=DEFAULT_CLAIM_MINUTES, ge=1, le=MAX_CLAIM_SECONDS // 60)
+
+    def rule(self) -> Rule:
+        return Rule(**self.model_dump())
+
+
+class RoutingRulesInput(StrictInput):
+    rules: list[RuleInput] | None = Field(default=None, max_length=MAX_RULES)
+    version: int | None = Field(default=None, ge=0, description="With rules: the current one.")
+
+    @model_validator(mode="after")
+    def _together(self) -> RoutingRulesInput:
+        if (self.rules is None) != (self.version is None):
+            raise ValueError("rules and version go together")
+        return self

@@ -8,6 +8,7 @@ from vigil.kit.limits import item_bytes
 from vigil.kit.memory import MemoryBase, MemoryWrite
 from vigil.kit.uow import ConditionFailed
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.routing import Assignment, Routing
 from vigil.requests.standing import StandingApproval
 from vigil.requests.store import RequestStore, listing_places, listing_position
 from vigil.requests.waits import WaitGraph
@@ -23,6 +24,8 @@ class MemoryRequests(MemoryBase, RequestStore):
         self.executions: dict[_Key, Execution] = {}
         self.shared: dict[_Key, SharedAnswer] = {}
         self.standing: dict[_Key, StandingApproval] = {}
+        self.routings: dict[str, Routing] = {}
+        self.assignments: dict[_Key, Assignment] = {}
         super().__init__()
 
     def get_request(self, namespace: str, request_id: str) -> Request | None:
@@ -135,6 +138,26 @@ class MemoryRequests(MemoryBase, RequestStore):
     def save_standing(self, standing: StandingApproval) -> MemoryWrite:
         key = (standing.namespace, standing.id)
         return self._versioned(self.standing, key, standing, standing.version - 1, deep=True)
+
+    # -- routing ----------------------------------------------------------------------------------
+    def get_routing(self, namespace: str) -> Routing:
+        with self._lock:
+            found = self.routings.get(namespace)
+            return found.model_copy(deep=True) if found else Routing(namespace=namespace, version=0)
+
+    def save_routing(self, routing: Routing) -> MemoryWrite:
+        expected = None if routing.version == 1 else routing.version - 1
+        return self._versioned(self.routings, routing.namespace, routing, expected, deep=True)
+
+    def get_assignments(self, namespace: str, people: list[str]) -> list[Assignment]:
+        with self._lock:
+            found = [self.assignments.get((namespace, p)) for p in dict.fromkeys(people)]
+            return [a.model_copy() for a in found if a is not None]
+
+    def save_assignment(self, assignment: Assignment) -> MemoryWrite:
+        key = (assignment.namespace, assignment.person)
+        expected = None if assignment.version == 1 else assignment.version - 1
+        return self._versioned(self.assignments, key, assignment, expected)
 
 
 def _place(standing: StandingApproval) -> str:

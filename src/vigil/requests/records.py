@@ -58,7 +58,13 @@ ChangeKind = Literal[
     "timed_out",
     "replaced",
     "withdrawn",
+    "claimed",
+    "released",
+    "assigned",
 ]
+# A claim's changes: a person claiming the request, releasing it, or a routing rule assigning it
+# (vigil.requests.routing). They are kept apart from the votes' room in the history.
+CLAIM_CHANGES = frozenset({"claimed", "released", "assigned"})
 
 OUTCOMES: dict[str, tuple[Outcome, ...]] = {
     "question": ("answered",),
@@ -76,6 +82,10 @@ MAX_CHOICE = 200
 # blocking flag, on a request one agent decides (so with no votes before the final change), may
 # be set or cleared until the history holds this many changes but one.
 MAX_HISTORY = 40
+# A request is claimed, released or assigned at most this many times, beyond MAX_HISTORY.
+MAX_CLAIMS = 6
+MAX_CLAIM_SECONDS = 24 * 3600
+CLAIM_STEP = timedelta(minutes=1)
 # An approval's action is edited at most this many times (each edit sets the votes aside, and
 # keeps the members it changed and their values before it: at most 16 KiB a change).
 MAX_EDITS = 3
@@ -123,6 +133,16 @@ def _unset(value: Any) -> bool:
     return value is None
 
 
+class Claim(Record):
+    """Who has a request in hand, until when: a person of its audience who claimed it, or
+    whom a routing rule assigned it to. Others see it; an expired claim is no claim."""
+
+    by: str
+    at: datetime
+    until: datetime
+    rule: int | None = Field(default=None, exclude_if=_unset)  # the routing rule's, if assigned
+
+
 class Change(Record):
     kind: ChangeKind
     by: str | None  # None for the timer's changes
@@ -139,6 +159,8 @@ class Change(Record):
     # The standing approval this approval granted; or, on a vote via "standing", the one
     # that cast it (vigil.requests.standing).
     standing: str | None = Field(default=None, exclude_if=_unset)
+    # On a claim's change: whom it is claimed by (or assigned to) and until when.
+    claim: Claim | None = Field(default=None, exclude_if=_unset)
 
 
 class Request(Versioned):
@@ -168,6 +190,7 @@ class Request(Versioned):
     # The action as it was asked, once an approver edited it: ``action`` is then the edited
     # one, which is what redeem_approval must present.
     asked_action: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    claim: Claim | None = Field(default=None, exclude_if=_unset)
 
     @classmethod
     def asked(
@@ -320,7 +343,8 @@ class Request(Versioned):
             and self.history[-1].kind == "replied"
             and self._same_edits(self.history[-1], edits)
             and (response.by, response.outcome, response.answer) == (by, outcome, answer)
-            and self.version == version + 1
+            and self.version > version
+            and not self.model_copy(update={"history": self.history[:-1]}).stale(version)
         )
 
     def _same_edits(self, change: Change, edits: dict[str, Any] | None) -> bool:
@@ -334,12 +358,76 @@ class Request(Versioned):
 
     def waits_for(self, principal_id: str, now: datetime) -> bool:
         """Whether the request is open and waits for ``principal_id``'s decision: of its
-        audience and, where votes are counted, not yet voted."""
+        audience, not claimed by another, and, where votes are counted, not yet voted."""
+        holder = self.holder(now)
         return (
             self.state_at(now) == "open"
             and principal_id in self.audience
+            and holder in (None, principal_id)
             and self.vote_of(principal_id) is None
         )
+
+    def _changes(self) -> int:
+        """The changes that count against MAX_HISTORY: all but a claim's."""
+        return sum(c.kind not in CLAIM_CHANGES for c in self.history)
+
+    def holder(self, now: datetime) -> str | None:
+        """Who has the open request in hand at ``now``, if anyone: its claim, unexpired."""
+        claim = self.claim
+        if claim is None or now >= claim.until or self.state_at(now) != "open":
+            return None
+        return claim.by
+
+    def _claims_left(self) -> None:
+        if sum(c.kind in CLAIM_CHANGES for c in self.history) >= MAX_CLAIMS:
+            raise VigilError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"a request is claimed, released or assigned at most {MAX_CLAIMS} times",
+                limit=MAX_CLAIMS,
+            )
+
+    def claimed(
+        self, by: str, seconds: int, now: datetime, via: Surface | None = None
+    ) -> Request | None:
+        """The open request in ``by``'s hand for ``seconds`` (at most until its deadline): a
+        person of its audience, while no one else holds it. Claiming it again extends it, if
+        by more than CLAIM_STEP; None if it changes nothing (a retried claim)."""
+        if by not in self.audience or kind_of(by) != "person":
+            raise VigilError(ErrorCode.FORBIDDEN, "only a person of its audience claims a request")
+        self.require_open(now)
+        holder = self.holder(now)
+        if holder not in (None, by):
+            assert self.claim is not None
+            raise conflict(
+                f"claimed by another until {self.claim.until.isoformat()}",
+                claimed_by=holder,
+                until=self.claim.until.isoformat(),
+            )
+        until = min(now + timedelta(seconds=seconds), self.expires_at)
+        if holder == by and self.claim is not None and until - self.claim.until < CLAIM_STEP:
+            return None  # held already, for as long give or take a minute: a retry
+        self._claims_left()
+        claim = Claim(by=by, at=now, until=until)
+        change = Change(
+            kind="claimed", by=by, at=now, version=self.version + 1, via=via, claim=claim
+        )
+        return self._recorded(change, claim=claim)
+
+    def released(self, by: str, now: datetime, via: Surface | None = None) -> Request | None:
+        """The request out of ``by``'s hand; None if ``by`` does not hold it (nothing to do)."""
+        if self.holder(now) != by:
+            return None
+        self._claims_left()
+        change = Change(kind="released", by=by, at=now, version=self.version + 1, via=via)
+        return self._recorded(change, claim=None)
+
+    def assigned(self, to: str, rule: int, seconds: int, now: datetime) -> Request:
+        """The request just asked, in ``to``'s hand by routing rule ``rule``: a person of its
+        audience (vigil.requests.routing)."""
+        until = min(now + timedelta(seconds=seconds), self.expires_at)
+        claim = Claim(by=to, at=now, until=until, rule=rule)
+        change = Change(kind="assigned", by=None, at=now, version=self.version + 1, claim=claim)
+        return self._recorded(change, claim=claim)
 
     def vote_of(self, by: str) -> Change | None:
         """``by``'s vote that stands, if any (live_votes)."""
@@ -356,10 +444,12 @@ class Request(Versioned):
 
     def stale(self, version: int) -> bool:
         """Whether what a reply at ``version`` decides on has changed since: votes cast since
-        change nothing of it, but a vote that edited the action does."""
+        (and claims) change nothing of it, but a vote that edited the action does."""
         since = [change for change in self.history if change.version > version]
         return version > self.version or any(
-            change.kind != "voted" or change.edits is not None for change in since
+            (change.kind != "voted" and change.kind not in CLAIM_CHANGES)
+            or change.edits is not None
+            for change in since
         )
 
     def edited(self, by: str, edits: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -455,7 +545,7 @@ class Request(Versioned):
             standing = len(self.audience) - len(revoked - voters)
             standing -= sum(o == "approved" and v in revoked for v, o in cast)
             decided = self.policy.tally(approvals, denials, standing)
-        if decided == "open" and len(self.history) >= MAX_HISTORY - 1:
+        if decided == "open" and self._changes() >= MAX_HISTORY - 1:
             # Room is kept for the final change. Only votes cast again after edits get here:
             # without an edit, the policy's bounds keep the votes fewer.
             raise VigilError(
@@ -551,7 +641,7 @@ class Request(Versioned):
         self.require_open(now)
         if blocking and self.single_agent is None:
             raise invalid("blocking is declared only on a request that one agent decides")
-        if len(self.history) >= MAX_HISTORY - 1:  # room is kept for the final change
+        if self._changes() >= MAX_HISTORY - 1:  # room is kept for the final change
             raise VigilError(
                 ErrorCode.LIMIT_EXCEEDED,
                 f"a request keeps at most {MAX_HISTORY} changes: ask again instead",

@@ -44,6 +44,7 @@ from vigil.requests.records import (
     RequestState,
     request_id_of_execution,
 )
+from vigil.requests.routing import Routing, Rule
 from vigil.requests.standing import MAX_LIVE, StandingApproval, StandingTerms, standing_id
 from vigil.requests.store import EVERYONE, RequestPorts
 
@@ -533,6 +534,102 @@ class Requests:
         if lifetime >= EXPIRING_FROM:
             lead = min(EXPIRING_LEAD, lifetime / 5)
             self.alarms.arm(timer.model_copy(update={"due_at": request.expires_at - lead}), now)
+
+    # -- claims and routing -----------------------------------------------------------------------
+    def claim(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        request_id: str,
+        seconds: int | None,
+        present: Callable[[Request], R],
+    ) -> R:
+        """Puts the open request in the caller's hand for ``seconds``, or (None) out of it:
+        one conditional change on its version, audited, so two claims at once have one
+        outcome: the second finds it held. Releasing what one does not hold changes nothing."""
+
+        def attempt() -> R:
+            request = self.watched(caller, request_id)
+            now = to_ms(self.clock.now())
+            changed = (
+                request.released(caller.principal_id, now, caller.via)
+                if seconds is None
+                else request.claimed(caller.principal_id, seconds, now, caller.via)
+            )
+            if changed is None:
+                return present(request)
+            event = AuditEvent.of(
+                caller.namespace,
+                caller.principal_id,
+                "claim" if seconds is not None else "release",
+                "request",
+                request.id,
+                request.version,
+                changed.version,
+                now,
+                via=caller.via,
+            )
+            result = present(changed)
+            uow.commit(
+                self.store.save_request(changed), self.audit.add_audit_event(event), result=result
+            )
+            return result
+
+        return retry_on_conflict(attempt, "the request")
+
+    def routing(self, caller: Caller) -> Routing:
+        """The namespace's routing rules: an operator's to read."""
+        if not caller.is_operator:
+            raise VigilError(ErrorCode.FORBIDDEN, "only operators route requests")
+        return self.store.get_routing(caller.namespace)
+
+    def set_routing(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        rules: list[Rule],
+        version: int,
+        present: Callable[[Routing], R],
+    ) -> R:
+        """Replaces the namespace's routing rules, at their current version (0: never set):
+        an operator's, audited. Each rule's people must be people of the namespace."""
+        if not caller.is_operator:
+            raise VigilError(ErrorCode.FORBIDDEN, "only operators route requests")
+        current = self.store.get_routing(caller.namespace)
+        if version == current.version - 1 and current.rules == rules:
+            return present(current)  # this very change, retried after its answer was lost
+        if version != current.version:
+            raise conflict("stale version", current_version=current.version)
+        named = list(dict.fromkeys(p for rule in rules for p in rule.to))
+        found = {
+            p.id
+            for p in self.store.get_principals(caller.namespace, named)
+            if p.kind == "person" and p.status == "active"
+        }
+        unknown = [p for p in named if p not in found]
+        if unknown:
+            raise invalid(
+                "a rule routes to active people of this namespace: not " + ", ".join(unknown),
+                field="rules",
+            )
+        changed = current.changed(rules=rules)
+        now = to_ms(self.clock.now())
+        event = AuditEvent.of(
+            caller.namespace,
+            caller.principal_id,
+            "route",
+            "routing",
+            caller.namespace,
+            current.version or None,
+            changed.version,
+            now,
+            via=caller.via,
+        )
+        result = present(changed)
+        uow.commit(
+            self.store.save_routing(changed), self.audit.add_audit_event(event), result=result
+        )
+        return result
 
     # -- standing approvals ----------------------------------------------------------------------
     def standing(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, WithJsonSchema, model_validator
 
 from vigil.kit.tooling import StrictInput
 from vigil.requests.standing import (
@@ -22,12 +22,16 @@ from vigil.requests.standing import (
 )
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-Scalar = Annotated[str, Field(max_length=MAX_PREFIX)] | int | Finite | bool | None
+Number = Annotated[int | Finite, WithJsonSchema({"type": "number"})]
+Scalar = Annotated[
+    Annotated[str, Field(max_length=MAX_PREFIX)] | int | Finite | bool | None,
+    WithJsonSchema({"type": ["string", "number", "boolean", "null"], "maxLength": MAX_PREFIX}),
+]
 
 
 class BoundInput(StrictInput):
-    min: int | Finite | None = None
-    max: int | Finite | None = None
+    min: Number | None = None
+    max: Number | None = None
     one_of: list[Scalar] | None = Field(default=None, min_length=1, max_length=MAX_ONE_OF)
     prefix: str | None = Field(default=None, min_length=1, max_length=MAX_PREFIX)
 
@@ -37,9 +41,8 @@ class BoundInput(StrictInput):
         return self
 
 
+# A standing approval granted with an approval (docs/TOOLS.md#standing-approvals).
 class StandingInput(StrictInput):
-    """A standing approval granted with an approval (docs/TOOLS.md#standing-approvals)."""
-
     any_asker: bool = Field(default=False, description="Any agent may ask, not only this one.")
     free: (
         Annotated[
@@ -49,8 +52,7 @@ class StandingInput(StrictInput):
         | None
     ) = Field(
         default=None,
-        description="Members that may vary, each within min/max, one_of or prefix; the rest "
-        "must match.",
+        description="Members that may vary within a bound; the rest must match.",
     )
     hours: float = Field(default=DEFAULT_HOURS, gt=0, le=MAX_HOURS, allow_inf_nan=False)
     uses: int | None = Field(default=None, ge=1, le=MAX_USES)

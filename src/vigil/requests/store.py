@@ -11,6 +11,7 @@ from vigil.conversations.store import ConversationPorts
 from vigil.kit.uow import Write
 from vigil.quotas.store import QuotaStore
 from vigil.requests.records import Execution, Request, SharedAnswer
+from vigil.requests.routing import Assignment, Routing
 from vigil.requests.standing import StandingApproval
 from vigil.requests.waits import WaitGraph
 
@@ -106,6 +107,22 @@ class RequestStore(ABC):
     @abstractmethod
     def save_standing(self, standing: StandingApproval) -> Write:
         """Replaces it if stored at version ``standing.version - 1``."""
+
+    @abstractmethod
+    def get_routing(self, namespace: str) -> Routing:
+        """The namespace's routing rules; none, at version 0, if never set."""
+
+    @abstractmethod
+    def save_routing(self, routing: Routing) -> Write:
+        """Replaces the rules if stored at version ``routing.version - 1`` (0: absent)."""
+
+    @abstractmethod
+    def get_assignments(self, namespace: str, people: list[str]) -> list[Assignment]:
+        """The last assignments of those of ``people`` ever assigned, read consistently."""
+
+    @abstractmethod
+    def save_assignment(self, assignment: Assignment) -> Write:
+        """Replaces it if stored at version ``assignment.version - 1`` (0: absent)."""
 
 
 class EscalationChannels(Protocol):

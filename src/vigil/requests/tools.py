@@ -23,6 +23,7 @@ from vigil.requests.asking import Ask, Asking, Replace
 from vigil.requests.calls import RequestContext, presenter, requests_of
 from vigil.requests.inputs import (
     AskInput,
+    ClaimRequestInput,
     GetRequestInput,
     ListStandingInput,
     RedeemApprovalInput,
@@ -31,6 +32,7 @@ from vigil.requests.inputs import (
     ReportExecutionInput,
     RequestStatusInput,
     RevokeStandingInput,
+    RoutingRulesInput,
     SetBlockingInput,
     StartChatInput,
     WithdrawRequestInput,
@@ -39,16 +41,20 @@ from vigil.requests.policy import Terms
 from vigil.requests.records import OUTCOMES, Request
 from vigil.requests.service import Reply, StatusQuery
 from vigil.requests.views import (
+    Claimed,
     ExecutionView,
     ReplaceResult,
     RequestDetail,
     RequestStatusResult,
     RequestView,
+    RoutingView,
     StandingList,
-    StandingView,
+    StandingRevoked,
     Withdrawn,
+    claimed,
     detail,
     execution_view,
+    routing_view,
     standing_view,
     view,
 )
@@ -242,6 +248,23 @@ def resume_replace(ctx: RequestContext, result: dict[str, Any]) -> None:
     )
 
 
+# -- claims and routing ---------------------------------------------------------------------
+def claim_request(ctx: RequestContext, args: ClaimRequestInput) -> Claimed:
+    seconds = None if args.release else args.minutes * 60
+    now = ctx.clock.now()
+    return requests_of(ctx).claim(
+        ctx.uow, ctx.caller, args.id, seconds, lambda request: claimed(request, now)
+    )
+
+
+def routing_rules(ctx: RequestContext, args: RoutingRulesInput) -> RoutingView:
+    requests = requests_of(ctx)
+    if args.rules is None or args.version is None:
+        return routing_view(requests.routing(ctx.caller))
+    rules = [rule.rule() for rule in args.rules]
+    return requests.set_routing(ctx.uow, ctx.caller, rules, args.version, routing_view)
+
+
 # -- standing approvals ---------------------------------------------------------------------
 def list_standing_approvals(ctx: RequestContext, args: ListStandingInput) -> StandingList:
     everyone = bool(args.everyone)
@@ -256,10 +279,13 @@ def list_standing_approvals(ctx: RequestContext, args: ListStandingInput) -> Sta
     )
 
 
-def revoke_standing_approval(ctx: RequestContext, args: RevokeStandingInput) -> StandingView:
+def revoke_standing_approval(ctx: RequestContext, args: RevokeStandingInput) -> StandingRevoked:
     now = ctx.clock.now()
     return requests_of(ctx).revoke_standing(
-        ctx.uow, ctx.caller, args.id, lambda standing: standing_view(standing, now)
+        ctx.uow,
+        ctx.caller,
+        args.id,
+        lambda standing: StandingRevoked(id=standing.id, state=standing.state_at(now)),
     )
 
 
@@ -283,8 +309,7 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         description=(
             "Ask a conversation's other participants (conversation_id) or someone new "
             "(target) for a typed reply: a question, an approval (which may bind an exact "
-            "action for redeem_approval) or a task. Then request_status or get_request. "
-            "Rules: docs/TOOLS.md#ask."
+            "action for redeem_approval) or a task. Rules: docs/TOOLS.md#ask."
         ),
         input_model=AskInput,
         output_model=RequestView,
@@ -320,9 +345,8 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
         name="reply",
         title="Resolve a request",
         description=(
-            "Resolve an open request you decide, at its current version, with a typed outcome "
-            "and an optional answer. The first final outcome stands; chat text never resolves "
-            "a request."
+            "Resolve an open request you decide, at its current version, with a typed outcome; "
+            "the first final outcome stands."
         ),
         input_model=ReplyInput,
         output_model=RequestView,
@@ -347,10 +371,35 @@ TOOLS: tuple[Tool[RequestContext], ...] = (
             "Revoke a standing approval you granted (operators: any); no ask uses it again."
         ),
         input_model=RevokeStandingInput,
-        output_model=StandingView,
+        output_model=StandingRevoked,
         run=revoke_standing_approval,
         roles=OPERATORS,
         kinds=PEOPLE,
+    ),
+    Tool(
+        name="claim_request",
+        title="Claim a request",
+        description=(
+            "Take an open request you decide in hand for a while (others see it; it leaves "
+            "their waiting queue), or release it."
+        ),
+        input_model=ClaimRequestInput,
+        output_model=Claimed,
+        run=claim_request,
+        roles=OPERATORS,
+        kinds=PEOPLE,
+    ),
+    Tool(
+        name="routing_rules",
+        title="Read or set routing rules",
+        description=(
+            "Rules assigning new requests (by asker, kind, op) to the first person of their "
+            "audience in to, or the least recent; with rules and version, replace them."
+        ),
+        input_model=RoutingRulesInput,
+        output_model=RoutingView,
+        run=routing_rules,
+        roles=OPERATORS,
     ),
     Tool(
         name="set_blocking",

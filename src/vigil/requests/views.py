@@ -21,6 +21,7 @@ from vigil.requests.records import (
     RequestKind,
     RequestState,
 )
+from vigil.requests.routing import Routing
 from vigil.requests.standing import StandingApproval, StandingState
 
 
@@ -69,6 +70,18 @@ class ChangeView(Output):
         exclude_if=lambda value: value is None,
         description="The standing approval this approval granted, or (via standing) that cast it.",
     )
+    claim: ClaimView | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+class ClaimView(Output):
+    by: str = Field(description="The person who has it in hand.")
+    at: datetime
+    until: datetime
+    rule: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The routing rule that assigned it, if one did.",
+    )
 
 
 class RequestView(Output):
@@ -100,6 +113,11 @@ class RequestView(Output):
     replaces: str | None = Field(description="The request this one replaced, if any.")
     replaced_by: str | None = Field(description="The request that replaced this one, if any.")
     history: list[ChangeView] = Field(description="Every change, oldest first.")
+    claim: ClaimView | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Who has it in hand, while someone does: others see it.",
+    )
 
 
 def view(request: Request, now: datetime) -> RequestView:
@@ -125,6 +143,11 @@ def view(request: Request, now: datetime) -> RequestView:
         replaces=request.replaces,
         replaced_by=request.replaced_by,
         history=[ChangeView(**change.model_dump()) for change in request.history],
+        claim=(
+            ClaimView(**request.claim.model_dump())
+            if request.claim is not None and request.holder(now) is not None
+            else None
+        ),
     )
 
 
@@ -141,6 +164,26 @@ class Withdrawn(Output):
     id: str
     state: RequestState
     version: int
+
+
+class Claimed(Output):
+    id: str
+    version: int
+    claim: ClaimView | None = Field(description="Who has it in hand now; null: no one.")
+
+
+def claimed(request: Request, now: datetime) -> Claimed:
+    held = request.holder(now) is not None and request.claim is not None
+    return Claimed(
+        id=request.id,
+        version=request.version,
+        claim=ClaimView(**request.claim.model_dump()) if held and request.claim else None,
+    )
+
+
+class StandingRevoked(Output):
+    id: str
+    state: StandingState | Literal["expired"]
 
 
 class ReplaceResult(Output):
@@ -293,3 +336,25 @@ def tally(request: Mapping[str, Any]) -> str:
     if denials:
         said += f", {denials} of {policy['denials']} denial{'' if policy['denials'] == 1 else 's'}"
     return said
+
+
+class RuleView(Output):
+    asker: str | None
+    kind: RequestKind | None
+    op: str | None
+    to: list[str]
+    least_recent: bool
+    minutes: int
+    said: str = Field(description="The rule in words.")
+
+
+class RoutingView(Output):
+    rules: list[RuleView] = Field(description="In order: the first that matches decides.")
+    version: int = Field(description="Pass it to replace them; 0 before any.")
+
+
+def routing_view(routing: Routing) -> RoutingView:
+    return RoutingView(
+        rules=[RuleView(**rule.model_dump(), said=rule.describe()) for rule in routing.rules],
+        version=routing.version,
+    )

@@ -1,5 +1,6 @@
 """The requests (approvals, questions, tasks) a person asked or decides: the listing, and one
-request with its history and the form that decides it."""
+request with its history, the form that decides it, and the forms that claim it for a while
+and release it (vigil.requests.routing says how routing rules assign it)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from vigil.console.components import (
     everyone,
     exact_action,
     facts,
+    hour,
+    hour_said,
     ident,
     link,
     named,
@@ -29,14 +32,18 @@ from vigil.console.components import (
 )
 from vigil.console.html import Html, join, render
 from vigil.console.pages import standing
-from vigil.console.responder import NOTHING, PREFIX, Responder, Visit, integer
-from vigil.errors import VigilError
+from vigil.console.responder import NOTHING, PREFIX, Responder, Visit, integer, redirect
+from vigil.errors import ErrorCode, VigilError
 from vigil.kit.canonical import changed_members, edits_in_words
 from vigil.kit.http import HttpRequest, HttpResponse, json_body
-from vigil.requests.records import ACTION_BOUNDS
+from vigil.requests.records import ACTION_BOUNDS, CLAIM_CHANGES
 from vigil.requests.views import VERBS, tally, vote_of
 
-REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "You", "Expires")
+REQUEST_HEADERS = ("Request", "Kind", "State", "Asked by", "You", "In hand", "Expires")
+CLAIM = f"{PREFIX}/requests/claim"
+# A claim's length the claim form offers, and the longest (claim_request's bounds).
+CLAIM_MINUTES = 30
+MAX_CLAIM_MINUTES = 24 * 60
 # The listing's filters: (label, the tool's arguments, the caption above what they list).
 # People and operators oversee their namespace: they see every request in it, and decide
 # those whose audience they are in.
@@ -101,6 +108,7 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
                 ("Kind", r["kind"] + (" (blocking)" if r["blocking"] else "")),
                 ("Asked by", named(r["requester"], None, names)),
                 deciders(r, me, names),
+                *([("In hand", in_hand(r["claim"], me, names, now))] if r.get("claim") else []),
                 *policy_facts(r),
                 ("Asked", when(r["asked_at"])),
                 (
@@ -165,6 +173,8 @@ def request(responder: Responder, request: HttpRequest, visit: Visit) -> HttpRes
         if r["kind"] == "approval" and r["action"] is not None and visit.principal.kind == "person":
             grants = standing.grant_fields(r, names)
         decide = section("Your decision", "decide", reply_form(r, visit.csrf, grants))
+    if responder.may(visit, "claim_request") and visit.principal.kind == "person":
+        decide = join([claim_controls(r, me, visit.csrf, voted=vote is not None), decide])
     return responder.live_page(
         request, heading(r, title), f"{PREFIX}/requests", join(parts), decide, visit
     )
@@ -203,6 +213,34 @@ def reply(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpRe
                 "The standing approval could not be read: nothing was decided.", back, visit
             )
     return responder.act(visit, "reply", arguments, back)
+
+
+def claim(responder: Responder, form: Mapping[str, str], visit: Visit) -> HttpResponse:
+    """Claims the request for the form's minutes, or (``release=yes``) releases it: back to its
+    page, or a page saying why not; a claim someone else made first names them."""
+    request_id = form.get("id", "")
+    back = f"{PREFIX}/request?{urlencode({'id': request_id})}"
+    arguments: dict[str, Any] = {"id": request_id}
+    if form.get("release") == "yes":
+        arguments["release"] = True
+    else:
+        arguments["minutes"] = integer(form.get("minutes"))
+    done = responder.attempt(visit, "claim_request", arguments)
+    if not isinstance(done, VigilError):
+        return redirect(back)
+    holder = done.details.get("claimed_by")
+    if done.code is ErrorCode.VERSION_CONFLICT and isinstance(holder, str):
+        who = responder.names(visit).get(holder, holder)
+        until = done.details.get("until")
+        said = f" until {hour_said(until, responder.now())}" if isinstance(until, str) else ""
+        return responder.changed(
+            f"{done.code.value}: {who} claimed this request first: it is in their hands{said}, "
+            "and your claim was not made. A claim never stops a decision: you may still "
+            "decide it.",
+            back,
+            visit,
+        )
+    return responder.not_done(done, back, visit)
 
 
 def edits_from(form: Mapping[str, str], request: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,6 +383,7 @@ def request_rows(
             badge(r["state"]),
             named(r["requester"], None, names),
             your_part(r, me),
+            held_by(r, me, names, now),
             (countdown if r["state"] == "open" else relative)(r["expires_at"], now),
         ]
         for r in requests
@@ -366,6 +405,91 @@ def your_part(r: Mapping[str, Any], me: str) -> str:
     if me in r["audience"]:
         return "you decide" if r["state"] == "open" else "you could decide"
     return "you asked" if r["requester"] == me else "—"
+
+
+def held_by(r: Mapping[str, Any], me: str, names: Mapping[str, str], now: datetime) -> Any:
+    """For a listing: who has the request in hand, until when; "—" when no one has."""
+    held = r.get("claim")
+    if not held:
+        return "—"
+    who = "you" if held["by"] == me else named(held["by"], None, names)
+    rule = f", by routing rule {held['rule']}" if held.get("rule") else ""
+    return render("{who} until {until}{rule}", who=who, until=hour(held["until"], now), rule=rule)
+
+
+def in_hand(held: Mapping[str, Any], me: str, names: Mapping[str, str], now: datetime) -> Html:
+    """Who has the request in hand, in a sentence: In Pat's hands until 14:05 UTC, assigned
+    by routing rule 2."""
+    rule = f", assigned by routing rule {held['rule']}" if held.get("rule") else ""
+    if held["by"] == me:
+        return render(
+            "In your hands until {until}{rule}", until=hour(held["until"], now), rule=rule
+        )
+    return render(
+        'In {who}\'s hands until {until}{rule} <small class="meta id">{id}</small>',
+        who=names.get(held["by"], held["by"]),
+        until=hour(held["until"], now),
+        rule=rule,
+        id=held["by"],
+    )
+
+
+def claim_controls(r: Mapping[str, Any], me: str, csrf: str, *, voted: bool) -> Html:
+    """The forms that take an open request in hand (a person of its audience who has not voted,
+    while no one else has it) and put it back (its holder): nothing for anyone else."""
+    held = (r.get("claim") or {}).get("by")
+    if r["state"] != "open" or me not in r["audience"] or held not in (None, me):
+        return NOTHING
+    hidden = render(
+        '<input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="id" '
+        'value="{id}">',
+        csrf=csrf,
+        id=r["id"],
+    )
+    forms: list[Html] = []
+    if not voted:
+        forms.append(
+            render(
+                '<form method="post" action="{action}" class="post">{hidden}'
+                '<label for="claim-minutes">{label}</label>'
+                '<input type="number" id="claim-minutes" name="minutes" value="{minutes}" '
+                'min="1" max="{most}" step="1" required>'
+                '<button type="submit">{button}</button></form>',
+                action=CLAIM,
+                hidden=hidden,
+                label="For how many minutes from now"
+                if held == me
+                else "Claim it for how many minutes",
+                minutes=CLAIM_MINUTES,
+                most=MAX_CLAIM_MINUTES,
+                button="Keep it" if held == me else "Claim",
+            )
+        )
+    if held == me:
+        forms.append(
+            render(
+                '<form method="post" action="{action}" class="inline">{hidden}'
+                '<input type="hidden" name="release" value="yes">'
+                '<button type="submit">Release</button></form>',
+                action=CLAIM,
+                hidden=hidden,
+            )
+        )
+    if not forms:
+        return NOTHING
+    said = (
+        "It is in your hands: the others see it, and it is not on their waiting list until "
+        "you release it or your claim ends."
+        if held == me
+        else "Claim it to say you are handling it: the others see it is in your hands, and it "
+        "leaves their waiting list for as long as you say. Anyone of its deciders may still "
+        "decide it."
+    )
+    return section(
+        "Handling it",
+        "claim",
+        join([render('<p class="hint">{said}</p>', said=said), *forms]),
+    )
 
 
 def deciders(r: Mapping[str, Any], me: str, names: Mapping[str, str]) -> tuple[str, Html]:
@@ -401,11 +525,12 @@ def policy_facts(r: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def changed_since(r: Mapping[str, Any], version: int | str) -> bool:
     """Whether the request changed since ``version`` in what a person decides on: votes cast
-    meanwhile change nothing of it."""
+    meanwhile (and claims) change nothing of it."""
     if isinstance(version, str) or version > r["version"]:
         return True
     return any(
-        c["version"] > version and (c["kind"] != "voted" or c.get("edits") is not None)
+        c["version"] > version
+        and ((c["kind"] != "voted" and c["kind"] not in CLAIM_CHANGES) or c.get("edits"))
         for c in r["history"]
     )
 
@@ -451,8 +576,8 @@ def history_rows(
 ) -> list[list[Any]]:
     return [
         [
-            change_said(c, names),
-            named(c["by"], None, names) if c["by"] else "(the timer)",
+            change_said(c, names, now),
+            by_whom(c, names),
             "standing approval" if c["via"] == "standing" else c["via"] or "",
             relative(c["at"], now),
             c["version"],
@@ -461,9 +586,18 @@ def history_rows(
     ]
 
 
-def change_said(change: Mapping[str, Any], names: Mapping[str, str]) -> Html:
+def by_whom(change: Mapping[str, Any], names: Mapping[str, str]) -> Any:
+    """Who made a change: a principal, a routing rule (an assignment), or the timer."""
+    if change["by"]:
+        return named(change["by"], None, names)
+    return "(routing)" if change["kind"] == "assigned" else "(the timer)"
+
+
+def change_said(change: Mapping[str, Any], names: Mapping[str, str], now: datetime) -> Html:
     """A change, with a vote's or a decision's outcome, its edit of the action, the standing
-    approval it granted or that cast it, and its reason."""
+    approval it granted or that cast it, and its reason; a claim's in words."""
+    if change["kind"] in CLAIM_CHANGES:
+        return claim_change_said(change, names, now)
     if change["via"] == "standing":
         # A vote a person's standing approval cast when the request was asked.
         who = names.get(change["by"] or "", change["by"] or "")
@@ -489,6 +623,23 @@ def change_said(change: Mapping[str, Any], names: Mapping[str, str]) -> Html:
         said=said,
         granted=granted,
         reason=change["reason"],
+    )
+
+
+def claim_change_said(change: Mapping[str, Any], names: Mapping[str, str], now: datetime) -> Html:
+    """A claim's change in words: Pat claimed it until 14:05 UTC; Pat released it; Assigned
+    to Sue by routing rule 1, until 15:00 UTC."""
+    held = change.get("claim") or {}
+    who = names.get(change["by"] or "", change["by"] or "someone")
+    if change["kind"] == "released":
+        return render("{who} released it", who=who)
+    if change["kind"] == "claimed":
+        return render("{who} claimed it until {until}", who=who, until=hour(held["until"], now))
+    return render(
+        "Assigned to {who} by routing rule {rule}, until {until}",
+        who=names.get(held.get("by", ""), held.get("by", "someone")),
+        rule=held.get("rule", "?"),
+        until=hour(held["until"], now),
     )
 
 
