@@ -207,3 +207,72 @@ def test_claiming_again_extends_but_a_retry_changes_nothing(
     later = board.call("claim_request", "pat", id=asked["id"], minutes=30)
     assert later["version"] == first["version"] + 1
     assert later["claim"]["until"] > first["claim"]["until"]
+
+
+def test_one_who_voted_neither_claims_nor_is_assigned(board: Board) -> None:
+    # pat's standing approval votes at ask; the rule then passes over pat to sue.
+    granted = ask_people(board, action=PAY)
+    board.vote("pat", granted, "approved", standing={"hours": 1})
+    routing(board, [{"op": "pay", "to": [board.ids["pat"], board.ids["sue"]]}])
+    asked = ask_people(board, action=PAY, policy={"quorum": 2})
+    assert [c["kind"] for c in asked["history"]] == ["asked", "voted", "assigned"]
+    assert asked["claim"]["by"] == board.ids["sue"]
+    assert asked["id"] in waiting(board, "sue")
+    refused = board.refused("claim_request", "pat", id=asked["id"])
+    assert refused.code is ErrorCode.VERSION_CONFLICT
+    events = board.call("list_audit_events", "operator")["events"]
+    assigned = [e for e in events if e["action"] == "assign"]
+    assert [(e["actor"], e["target"]) for e in assigned] == [(None, asked["id"])]
+
+
+def test_the_holder_can_always_release(board: Board, clock: ManualClock) -> None:
+    asked = ask_people(board)
+    for _ in range(2):
+        board.call("claim_request", "pat", id=asked["id"])
+        board.call("claim_request", "pat", id=asked["id"], release=True)
+    board.call("claim_request", "pat", id=asked["id"], minutes=5)
+    clock.advance(120)
+    extend = board.refused("claim_request", "pat", id=asked["id"], minutes=30)
+    assert extend.code is ErrorCode.LIMIT_EXCEEDED
+    released = board.call("claim_request", "pat", id=asked["id"], release=True)
+    assert released["claim"] is None
+    assert asked["id"] in waiting(board, "sue")
+
+
+def test_a_replacement_is_routed_as_a_new_ask_is(board: Board) -> None:
+    routing(board, [{"to": [board.ids["sue"]]}])
+    asked = ask_people(board)
+    assert asked["claim"]["by"] == board.ids["sue"]
+    replaced = board.call(
+        "replace_request",
+        "ann",
+        id=asked["id"],
+        version=asked["version"],
+        body="again",
+        idempotency_key="again",
+    )
+    assert replaced["replacement"]["claim"]["by"] == board.ids["sue"]
+    assert replaced["replacement"]["id"] not in waiting(board, "pat")
+
+
+def test_rules_set_at_once_by_two_operators_have_one_outcome(
+    board: Board, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = board.world.store
+    read = store.get_routing
+    raced: list[bool] = []
+
+    def racing(*args: Any) -> Any:
+        found = read(*args)
+        if not raced:
+            raced.append(True)
+            board.call("routing_rules", "operator", rules=[{"to": [board.ids["sue"]]}], version=0)
+        return found
+
+    monkeypatch.setattr(store, "get_routing", racing)
+    refused = board.refused(
+        "routing_rules", "operator", rules=[{"to": [board.ids["pat"]]}], version=0
+    )
+    monkeypatch.undo()
+    assert refused.code is ErrorCode.VERSION_CONFLICT
+    assert board.call("routing_rules", "operator")["rules"][0]["to"] == [board.ids["sue"]]

@@ -27,7 +27,8 @@ from vigil.kit.records import Record
 # grant that the server ended, a refresh token used twice, has no actor). A person's standing
 # approval is recorded when granted and revoked (grant_standing, revoke_standing), and each vote
 # it casts as the person's reply, via "standing". A person's claim of a request and its release
-# are recorded (claim, release), and every change of a namespace's routing rules (route).
+# are recorded (claim, release), every change of a namespace's routing rules (route), and each
+# request a rule assigned (assign, with no actor: the rules did).
 AuditAction = Literal[
     "register",
     "rotate_secret",
@@ -57,6 +58,7 @@ AuditAction = Literal[
     "claim",
     "release",
     "route",
+    "assign",
 ]
 TargetKind = Literal[
     "principal",

@@ -426,12 +426,15 @@ def release(args: argparse.Namespace, client: RestClient) -> Exit:
 
 def set_routing(args: argparse.Namespace, client: RestClient) -> Exit:
     """Replaces the namespace's routing rules with FILE's JSON list (``-``: standard input),
-    at the version read just before: a change made in between is a version_conflict, never
-    overwritten unseen."""
+    at ``--version`` (the version ``vigil routing`` showed when the file was written), so a
+    change made since is a version_conflict; without it, at the version read just before,
+    replacing whatever rules are current."""
     rules = _rules_file(args.file)
-    current = client.call("routing_rules", {})
+    version = args.version
+    if version is None:
+        version = client.call("routing_rules", {})["version"]
     try:
-        replaced = client.call("routing_rules", {"rules": rules, "version": current["version"]})
+        replaced = client.call("routing_rules", {"rules": rules, "version": version})
     except Refused as refused:
         # Which rule's member is wrong, and how: what the operator fixes in the file.
         problems = refused.details.get("problems") or []

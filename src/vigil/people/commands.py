@@ -284,6 +284,12 @@ def add_commands(
         "set", help=replaced, description=replaced, parents=[_common(argparse.SUPPRESS)]
     )
     set_.add_argument("file", metavar="FILE", help="a JSON file of rules, or - for stdin")
+    set_.add_argument(
+        "--version",
+        type=int,
+        help="the rules' version the file was written against (vigil routing shows it): "
+        "a change made since is refused instead of replaced",
+    )
     set_.set_defaults(run=_calling(set_routing, local_state))
 
     profile = commands.add_parser("profile", help="the profiles the people's commands use")

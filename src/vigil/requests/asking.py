@@ -227,7 +227,8 @@ class Asking:
         if found is None:
             return request, []
         number, rule = found
-        named = [p for p in rule.to if p in request.audience]
+        # Of the audience, and still to vote (a standing approval may have voted already).
+        named = [p for p in rule.to if p in request.audience and request.vote_of(p) is None]
         active = {
             p.id
             for p in self.store.get_principals(request.namespace, named)
@@ -252,7 +253,11 @@ class Asking:
                 version=1 if before is None else before.version + 1,
             )
             writes.append(self.store.save_assignment(assignment))
-        return request.assigned(to, number, rule.minutes * 60, now), writes
+        assigned = request.assigned(to, number, rule.minutes * 60, now)
+        event = AuditEvent.of(
+            request.namespace, None, "assign", "request", request.id, None, assigned.version, now
+        )
+        return assigned, [*writes, self.requests.audit.add_audit_event(event)]
 
     def _reuse(self, request: Request, now: datetime) -> Request | None:
         """``request`` answered by the answer kept under its shared_key, if it may be reused:
@@ -316,12 +321,14 @@ class Asking:
                 via=caller.via,
                 editable=current.editable,
             )
+            replacement, routed = self._routed(replacement, now)
             asked_with = self._message_of(current)
             files = [] if asked_with is None else asked_with.attachments
             writes = [
                 *self.requests.closing(current, replacement=replacement_id),
                 self.store.save_request(superseded),
                 self.store.add_request(replacement),
+                *routed,
             ]
             self.requests.arm(replacement)
             writes += self.requests.notice("request.opened", replacement)

@@ -379,7 +379,9 @@ class Request(Versioned):
         return claim.by
 
     def _claims_left(self) -> None:
-        if sum(c.kind in CLAIM_CHANGES for c in self.history) >= MAX_CLAIMS:
+        """Refused once a claim would leave no room for its release: a holder can always
+        put a request back."""
+        if sum(c.kind in CLAIM_CHANGES for c in self.history) >= MAX_CLAIMS - 1:
             raise VigilError(
                 ErrorCode.LIMIT_EXCEEDED,
                 f"a request is claimed, released or assigned at most {MAX_CLAIMS} times",
@@ -395,6 +397,9 @@ class Request(Versioned):
         if by not in self.audience or kind_of(by) != "person":
             raise VigilError(ErrorCode.FORBIDDEN, "only a person of its audience claims a request")
         self.require_open(now)
+        if self.vote_of(by) is not None:
+            # Held by one who cannot vote again, it would wait for no one.
+            raise conflict("you voted already: a claim is for a request you still decide")
         holder = self.holder(now)
         if holder not in (None, by):
             assert self.claim is not None
@@ -417,7 +422,6 @@ class Request(Versioned):
         """The request out of ``by``'s hand; None if ``by`` does not hold it (nothing to do)."""
         if self.holder(now) != by:
             return None
-        self._claims_left()
         change = Change(kind="released", by=by, at=now, version=self.version + 1, via=via)
         return self._recorded(change, claim=None)
 

@@ -595,11 +595,6 @@ class Requests:
         an operator's, audited. Each rule's people must be people of the namespace."""
         if not caller.is_operator:
             raise VigilError(ErrorCode.FORBIDDEN, "only operators route requests")
-        current = self.store.get_routing(caller.namespace)
-        if version == current.version - 1 and current.rules == rules:
-            return present(current)  # this very change, retried after its answer was lost
-        if version != current.version:
-            raise conflict("stale version", current_version=current.version)
         named = list(dict.fromkeys(p for rule in rules for p in rule.to))
         found = {
             p.id
@@ -612,6 +607,25 @@ class Requests:
                 "a rule routes to active people of this namespace: not " + ", ".join(unknown),
                 field="rules",
             )
+
+        def attempt() -> R:
+            current = self.store.get_routing(caller.namespace)
+            if version == current.version - 1 and current.rules == rules:
+                return present(current)  # this very change, retried after its answer was lost
+            if version != current.version:
+                raise conflict("stale version", current_version=current.version)
+            return self._routing_saved(uow, caller, current, rules, present)
+
+        return retry_on_conflict(attempt, "the routing rules")
+
+    def _routing_saved(
+        self,
+        uow: UnitOfWork,
+        caller: Caller,
+        current: Routing,
+        rules: list[Rule],
+        present: Callable[[Routing], R],
+    ) -> R:
         changed = current.changed(rules=rules)
         now = to_ms(self.clock.now())
         event = AuditEvent.of(

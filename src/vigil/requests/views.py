@@ -188,7 +188,7 @@ class StandingRevoked(Output):
 
 class ReplaceResult(Output):
     previous: RequestView = Field(description="The original, now replaced: it needs no answer.")
-    replacement: RequestView = Field(description="The new request, open, at version 1.")
+    replacement: RequestView = Field(description="The new request, open.")
 
 
 class ReportView(Output):

@@ -782,7 +782,11 @@ def edit_fields(request: Mapping[str, Any]) -> Html:
         for n, member in enumerate(editable)
     )
     return render(
-        "<fieldset><legend>Change before approving (the asker allows it)</legend>{fields}"
+        "<fieldset><legend>Change before approving (the asker allows it)</legend>"
+        '<p class="meta">You may change these members of the action, and approve the action '
+        "as changed: the confirmation shows the change before anything is decided, the asker "
+        "is told it was edited and must redeem the changed action, and approvals others gave "
+        "the action as it was are set aside (denials stand).</p>{fields}"
         "</fieldset>",
         fields=fields,
     )
